@@ -1,0 +1,1 @@
+"""coopgen: generated numba.cuda bindings for CUB block/warp primitives."""

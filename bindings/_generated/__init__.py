@@ -1,0 +1,1 @@
+"""Generated bindings, one subpackage per lock entry. Do not edit."""

@@ -1,0 +1,1 @@
+"""coopgen.generator: CUB headers -> API model -> bindings."""

@@ -1,0 +1,139 @@
+"""The ``coopgen`` command: generate, coverage, diff, doctor, lock-digest."""
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.metadata
+import json
+import sys
+import time
+from pathlib import Path
+
+from . import headers
+from .model import ApiModel, from_json
+from .report import coverage, diff, format_coverage, format_diff
+
+
+def generated_dir() -> Path:
+    return headers.repo_root() / "bindings" / "_generated"
+
+
+def model_path(entry: headers.LockEntry) -> Path:
+    return generated_dir() / entry.tag / "cub_api.json"
+
+
+def load_model(entry: headers.LockEntry) -> ApiModel:
+    """The committed model of a lock entry (generated when absent)."""
+    path = model_path(entry)
+    if not path.is_file():
+        from .pipeline import build_model
+        return build_model(entry)[0]
+    return from_json(path.read_text())
+
+
+def bound_overloads(entry: headers.LockEntry) -> frozenset[str]:
+    """``Class::Signature`` of every overload the generated bindings bind and compile-check."""
+    try:
+        mod = importlib.import_module(f"coopgen._generated.{entry.tag}")
+    except ImportError:
+        return frozenset()
+    return frozenset(getattr(mod, "BOUND_AND_CHECKED", ()))
+
+
+def _entries(args) -> tuple[headers.LockEntry, ...]:
+    entries = headers.load_lock()
+    return (headers.find_entry(args.cccl, entries),) if args.cccl else entries
+
+
+def cmd_generate(args) -> int:
+    from .pipeline import build_model
+    from .write import write_outputs
+
+    for entry in _entries(args):
+        t0 = time.perf_counter()
+        model, warnings = build_model(entry)
+        written = write_outputs(entry, model, generated_dir())
+        for w in warnings:
+            print(f"warning: {w}", file=sys.stderr)
+        n = sum(len(c.methods) + len(c.constructors) for c in model.classes)
+        print(f"CCCL {entry.cccl}: {len(model.classes)} classes, {n} overloads, "
+              f"{len(model.enums)} enums, {len(model.diagnostics)} parse errors; wrote "
+              f"{len(written)} files in {time.perf_counter() - t0:.2f} s")
+    return 0
+
+
+def cmd_coverage(args) -> int:
+    entry = headers.find_entry(args.cccl)
+    report = coverage(load_model(entry), bound_overloads(entry))
+    if args.json:
+        print(json.dumps(report, indent=1))
+    else:
+        print(format_coverage(report))
+    return 0
+
+
+def cmd_diff(args) -> int:
+    a = load_model(headers.find_entry(args.a))
+    b = load_model(headers.find_entry(args.b))
+    d = diff(a, b)
+    print(json.dumps(d, indent=1) if args.json else format_diff(d))
+    return 0
+
+
+def cmd_doctor(args) -> int:
+    ok = True
+    for entry in headers.load_lock():
+        try:
+            found = headers.locate(entry, download=False)
+            print(f"CCCL {entry.cccl}: headers OK ({found.source}: {found.include_root})")
+        except headers.HeaderError as e:
+            print(f"CCCL {entry.cccl}: {str(e).splitlines()[0]}")
+            ok = ok and entry is not headers.load_lock()[0]
+    from coopgen import toolchain
+    for name, (version, where) in toolchain.describe().items():
+        print(f"{name}: {version} ({where})")
+        ok = ok and version != "not found"
+    try:
+        print(f"libclang: libclang-ng {importlib.metadata.version('libclang-ng')}")
+    except importlib.metadata.PackageNotFoundError:  # only needed to generate
+        print("libclang: not installed; install coopgen[generate] to regenerate")
+    return 0 if ok else 1
+
+
+def cmd_lock_digest(args) -> int:
+    root = Path(args.include_root)
+    digest, count = headers.digest_headers(root)
+    print(f'headers_digest = "{digest}"\nheader_files = {count}')
+    return 0
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="coopgen", description=__doc__)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    g = sub.add_parser("generate", help="parse CUB and write the model and bindings")
+    g.add_argument("--cccl", help="one lock entry (default: all)")
+    g.set_defaults(func=cmd_generate)
+    c = sub.add_parser("coverage", help="public/hidden/bound overloads per class")
+    c.add_argument("--cccl", help="lock entry (default: the first)")
+    c.add_argument("--json", action="store_true")
+    c.set_defaults(func=cmd_coverage)
+    d = sub.add_parser("diff", help="API changes between two lock entries")
+    d.add_argument("a")
+    d.add_argument("b")
+    d.add_argument("--json", action="store_true")
+    d.set_defaults(func=cmd_diff)
+    sub.add_parser("doctor", help="which headers and CUDA libraries were found").set_defaults(
+        func=cmd_doctor)
+    ld = sub.add_parser("lock-digest", help="print the lock digest of a CCCL include root")
+    ld.add_argument("include_root")
+    ld.set_defaults(func=cmd_lock_digest)
+    args = p.parse_args(argv)
+    try:
+        return args.func(args)
+    except headers.HeaderError as e:
+        print(f"coopgen: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

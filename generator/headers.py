@@ -1,0 +1,214 @@
+"""Lock entries and header location: which CUB headers a model (and a binding) is built from.
+
+This module never imports libclang, so the runtime can use it to find the NVRTC include
+directory of the lock entry its bindings were generated from.
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import tomllib
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+#: Subtrees of the CCCL include root that the parse reads (CUB includes libcu++, nv/ and thrust/).
+DIGESTED_TREES = ("cub", "cuda", "nv", "thrust")
+#: Where a CCCL include root sits inside the nvidia-cuda-cccl wheel.
+WHEEL_INCLUDE_DIR = "nvidia/cu13/include/cccl"
+LOCK_FILENAME = "cub_headers.lock"
+
+
+class HeaderError(RuntimeError):
+    """The headers of a lock entry are missing or do not match the lock."""
+
+
+@dataclass(frozen=True)
+class LockEntry:
+    cccl: str
+    wheel: str  # a pip requirement, "nvidia-cuda-cccl==X"
+    wheel_file: str
+    wheel_sha256: str
+    headers_digest: str
+    header_files: int
+
+    @property
+    def wheel_version(self) -> str:
+        return self.wheel.split("==", 1)[1]
+
+    @property
+    def tag(self) -> str:
+        """Identifier-safe version tag, e.g. ``cccl_3_0_1``."""
+        return "cccl_" + self.cccl.replace(".", "_")
+
+
+def repo_root() -> Path:
+    """The coopgen checkout: the current directory when it is one, else this file's checkout."""
+    cwd = Path.cwd()
+    if (cwd / LOCK_FILENAME).is_file() and (cwd / "generator").is_dir():
+        return cwd
+    return Path(__file__).resolve().parent.parent
+
+
+def lock_path() -> Path:
+    env = os.environ.get("COOPGEN_LOCK")
+    return Path(env) if env else repo_root() / LOCK_FILENAME
+
+
+def load_lock(path: Path | None = None) -> tuple[LockEntry, ...]:
+    path = path or lock_path()
+    if not path.is_file():
+        raise HeaderError(f"{path}: lock file not found (run coopgen from a coopgen checkout, "
+                          f"or set COOPGEN_LOCK to the lock file)")
+    with open(path, "rb") as f:
+        data = tomllib.load(f)
+    allowed = {f for f in LockEntry.__dataclass_fields__}
+    entries = []
+    for raw in data.get("entry", []):
+        unknown = set(raw) - allowed
+        if unknown:
+            raise HeaderError(f"{path}: unknown keys {sorted(unknown)} in entry {raw.get('cccl')}")
+        entries.append(LockEntry(**raw))
+    if not entries:
+        raise HeaderError(f"{path}: no [[entry]] tables")
+    return tuple(entries)
+
+
+def find_entry(cccl: str | None, entries: tuple[LockEntry, ...] | None = None) -> LockEntry:
+    entries = entries or load_lock()
+    if cccl is None:
+        return entries[0]
+    for e in entries:
+        if e.cccl == cccl:
+            return e
+    raise HeaderError(f"CCCL {cccl!r} is not in the lock; known: {', '.join(e.cccl for e in entries)}")
+
+
+def digest_headers(include_root: Path) -> tuple[str, int]:
+    """sha256 over the digested trees: one "path\\0sha256\\n" line per file, sorted by path."""
+    lines = []
+    for tree in DIGESTED_TREES:
+        base = include_root / tree
+        if not base.is_dir():
+            continue
+        for dirpath, dirnames, filenames in os.walk(base):
+            dirnames.sort()
+            for name in filenames:
+                p = Path(dirpath) / name
+                rel = p.relative_to(include_root).as_posix()
+                lines.append(f"{rel}\0{hashlib.sha256(p.read_bytes()).hexdigest()}\n")
+    lines.sort()
+    h = hashlib.sha256("".join(lines).encode())
+    return "sha256:" + h.hexdigest(), len(lines)
+
+
+@dataclass(frozen=True)
+class LocatedHeaders:
+    entry: LockEntry
+    include_root: Path
+    source: str  # "installed wheel", "cached wheel", "CUDA toolkit"
+
+
+def _installed_wheel_root(entry: LockEntry) -> Path | None:
+    try:
+        dist = importlib.metadata.distribution("nvidia-cuda-cccl")
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    if dist.version != entry.wheel_version:
+        return None
+    root = Path(dist.locate_file(WHEEL_INCLUDE_DIR))
+    return root if root.is_dir() else None
+
+
+def cache_dir() -> Path:
+    base = os.environ.get("COOPGEN_CACHE_DIR")
+    if base:
+        return Path(base)
+    xdg = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(xdg) / "coopgen"
+
+
+def _cached_wheel_root(entry: LockEntry) -> Path:
+    return cache_dir() / "cccl" / entry.wheel_version / WHEEL_INCLUDE_DIR
+
+
+def _toolkit_roots() -> list[Path]:
+    homes = [os.environ.get(v) for v in ("CUDA_HOME", "CUDA_PATH")] + ["/usr/local/cuda"]
+    roots = []
+    for home in homes:
+        if home:
+            root = Path(home) / "include" / "cccl"
+            if root.is_dir() and root not in roots:
+                roots.append(root)
+    return roots
+
+
+def download_wheel(entry: LockEntry) -> Path:
+    """Download the entry's wheel once into the user cache, check its sha256, extract headers."""
+    target = _cached_wheel_root(entry)
+    if target.is_dir():
+        return target
+    with tempfile.TemporaryDirectory() as tmp:
+        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
+               "--platform", "manylinux2014_x86_64", "-d", tmp, entry.wheel]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        wheel = Path(tmp) / entry.wheel_file
+        if proc.returncode != 0 or not wheel.is_file():
+            raise HeaderError(f"could not download {entry.wheel} for CCCL {entry.cccl}:\n"
+                              f"{proc.stderr[-2000:]}")
+        sha = hashlib.sha256(wheel.read_bytes()).hexdigest()
+        if sha != entry.wheel_sha256:
+            raise HeaderError(f"{entry.wheel_file}: sha256 {sha} does not match the lock's "
+                              f"{entry.wheel_sha256}; refusing it")
+        cache_dir().mkdir(parents=True, exist_ok=True)
+        stage = Path(tempfile.mkdtemp(dir=cache_dir()))
+        with zipfile.ZipFile(wheel) as zf:
+            members = [m for m in zf.namelist() if m.startswith(WHEEL_INCLUDE_DIR + "/")]
+            zf.extractall(stage, members)
+        final = cache_dir() / "cccl" / entry.wheel_version
+        final.parent.mkdir(parents=True, exist_ok=True)
+        if final.exists():  # another process won the race
+            shutil.rmtree(stage)
+        else:
+            os.replace(stage, final)
+    return target
+
+
+def locate(entry: LockEntry, *, download: bool = True, verify: bool = True) -> LocatedHeaders:
+    """Find headers matching ``entry``: installed wheel, cached wheel, toolkit, then download.
+
+    Every candidate is checked against the lock's digest; one that differs is refused.
+    """
+    candidates: list[tuple[str, Path]] = []
+    root = _installed_wheel_root(entry)
+    if root:
+        candidates.append(("installed wheel", root))
+    if _cached_wheel_root(entry).is_dir():
+        candidates.append(("cached wheel", _cached_wheel_root(entry)))
+    candidates += [("CUDA toolkit", r) for r in _toolkit_roots()]
+    refused = []
+    for source, root in candidates:
+        if not verify:
+            return LocatedHeaders(entry, root, source)
+        digest, count = digest_headers(root)
+        if digest == entry.headers_digest:
+            return LocatedHeaders(entry, root, source)
+        refused.append(f"  {source} at {root}: digest {digest} ({count} files)")
+    if download and not os.environ.get("COOPGEN_NO_DOWNLOAD"):
+        root = download_wheel(entry)
+        digest, count = digest_headers(root)
+        if digest == entry.headers_digest:
+            return LocatedHeaders(entry, root, "cached wheel")
+        refused.append(f"  cached wheel at {root}: digest {digest} ({count} files)")
+    lines = [f"no headers match lock entry CCCL {entry.cccl} (digest {entry.headers_digest})."]
+    if refused:
+        lines.append("Refused (headers differ from the lock):")
+        lines += refused
+    lines.append(f"Fix: `pip install {entry.wheel}`, or let coopgen download it (unset "
+                 f"COOPGEN_NO_DOWNLOAD), or delete altered files under {cache_dir() / 'cccl'}.")
+    raise HeaderError("\n".join(lines))

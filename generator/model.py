@@ -1,0 +1,168 @@
+"""The API model: plain frozen dataclasses with tuple fields, and no libclang objects.
+
+``cub_api.json`` is this model serialized (``to_json``/``from_json``). It is the single source
+of truth for coverage, for version diffs and for the emitters.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from dataclasses import dataclass, field
+
+MODEL_SCHEMA = 1
+
+
+@dataclass(frozen=True)
+class TemplateParam:
+    name: str  # as spelled in the header, e.g. "BLOCK_DIM_X" (3.0) or "BlockDimX" (3.2+)
+    kind: str  # "type" | "value" | "template"
+    cpp_type: str  # the value parameter's type ("int", "BlockReduceAlgorithm"), "" for types
+    default: str | None  # as spelled in the header
+    keyword: str  # stable snake_case Python keyword ("block_dim_x" in every version)
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    type: str  # spelled type, e.g. "const T (&)[ITEMS_PER_THREAD]"
+    const: bool
+    ref: str  # "lvalue" | "rvalue" | "" (by value)
+    pointer: bool
+    array_elem: str | None  # "T" for T (&)[ITEMS_PER_THREAD]
+    array_extent: str | None  # "ITEMS_PER_THREAD"
+    default: str | None
+    role: str  # see roles.ROLES
+
+
+@dataclass(frozen=True)
+class Overload:
+    name: str  # method name; the class name for constructors
+    kind: str  # "method" | "constructor"
+    signature: str  # stable display key, e.g. "Sum(T (&)[ITEMS_PER_THREAD])"
+    params: tuple[Param, ...]
+    return_type: str
+    template_params: tuple[TemplateParam, ...]
+    static: bool
+    hidden: bool  # inside #ifndef _CCCL_DOXYGEN_INVOKED
+    inherited_from: str | None  # the public base the method comes from
+    excluded: str  # why this public member is not part of the bound API ("" when it is)
+    brief: str
+    doc: str
+    file: str  # relative to the include root
+    line: int
+
+
+@dataclass(frozen=True)
+class EnumValue:
+    name: str
+    value: int
+    brief: str
+
+
+@dataclass(frozen=True)
+class Enum:
+    name: str
+    qualname: str
+    values: tuple[EnumValue, ...]
+    file: str
+    line: int
+
+
+@dataclass(frozen=True)
+class TempStorage:
+    form: str  # "struct" | "alias" | "internal" | "inherited" | "none"
+    spelling: str  # e.g. "Uninitialized<_TempStorage>" for the alias form
+
+
+@dataclass(frozen=True)
+class ClassModel:
+    name: str
+    qualname: str  # without CUB's ABI inline namespace, e.g. "cub::BlockReduce"
+    scope: str  # "block" | "warp"
+    user_facing: bool
+    template_params: tuple[TemplateParam, ...]
+    bases: tuple[str, ...]
+    constructors: tuple[Overload, ...]
+    methods: tuple[Overload, ...]
+    temp_storage: TempStorage
+    brief: str
+    file: str
+    line: int
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    severity: str
+    file: str
+    line: int
+    message: str
+
+
+@dataclass(frozen=True)
+class ApiModel:
+    schema: int
+    cccl: str
+    headers_digest: str
+    headers: tuple[str, ...]  # the parsed headers, relative to the include root
+    classes: tuple[ClassModel, ...]
+    enums: tuple[Enum, ...]
+    diagnostics: tuple[Diagnostic, ...]
+
+    def cls(self, name: str) -> ClassModel:
+        for c in self.classes:
+            if c.name == name:
+                return c
+        raise KeyError(name)
+
+    def enum(self, name: str) -> Enum:
+        for e in self.enums:
+            if e.name == name:
+                return e
+        raise KeyError(name)
+
+
+def snake_case(name: str) -> str:
+    """Stable keyword for a template parameter: BLOCK_DIM_X and BlockDimX both -> block_dim_x."""
+    if name.isupper() or "_" in name:
+        return name.lower()
+    s = re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", name)
+    return s.lower().removesuffix("_t") if s.lower().endswith("_t") and len(s) > 2 else s.lower()
+
+
+# --- serialization -------------------------------------------------------------------------
+
+def to_json(model: ApiModel) -> str:
+    return json.dumps(dataclasses.asdict(model), indent=1, sort_keys=True) + "\n"
+
+
+def _build(cls, data):
+    """Rebuild a dataclass (recursively, with tuples) from ``dataclasses.asdict`` output."""
+    kwargs = {}
+    for f in dataclasses.fields(cls):
+        v = data[f.name]
+        t = f.type if isinstance(f.type, str) else f.type.__name__
+        inner = re.match(r"tuple\[(\w+), \.\.\.\]", t)
+        if inner and inner.group(1) in _TYPES:
+            v = tuple(_build(_TYPES[inner.group(1)], x) for x in v)
+        elif inner:
+            v = tuple(v)
+        elif t in _TYPES:
+            v = _build(_TYPES[t], v)
+        kwargs[f.name] = v
+    return cls(**kwargs)
+
+
+_TYPES = {c.__name__: c for c in (TemplateParam, Param, Overload, EnumValue, Enum, TempStorage,
+                                  ClassModel, Diagnostic, ApiModel)}
+
+
+def from_json(text: str) -> ApiModel:
+    return _build(ApiModel, json.loads(text))
+
+
+def replace(obj, **changes):
+    return dataclasses.replace(obj, **changes)
+
+
+__all__ = [n for n in dir() if not n.startswith("_")] + ["field"]

@@ -1,0 +1,351 @@
+"""Parse CUB's block/warp headers with libclang into the raw API model.
+
+This is the only module that imports clang. It returns model objects (no cursors escape) with
+every parameter's role still empty; ``roles.assign_roles`` fills them in afterwards.
+"""
+from __future__ import annotations
+
+import functools
+import os
+import re
+import subprocess
+import tempfile
+from pathlib import Path
+
+from .model import (ApiModel, ClassModel, Diagnostic, Enum, EnumValue, MODEL_SCHEMA, Overload,
+                    Param, TempStorage, TemplateParam, snake_case)
+
+#: The headers that make up the public block/warp API (20 in CCCL 3.0.1).
+HEADER_GLOBS = ("cub/block/block_*.cuh", "cub/warp/warp_*.cuh")
+HIDDEN_MACRO = "_CCCL_DOXYGEN_INVOKED"
+
+
+def _clang():
+    import clang.cindex as ci
+    import clang.native
+
+    if not ci.Config.loaded:
+        native = Path(clang.native.__file__).parent
+        ci.Config.set_library_file(str(native / "libclang.so"))
+        # libclang-ng adds its bundled libc++ headers unless told not to; CUDA's host headers
+        # refuse libc++ on x86, so the parse uses gcc's libstdc++ (see clang_args).
+        ci.Config.libcxx_dir = None
+    return ci
+
+
+@functools.lru_cache(maxsize=1)
+def _gcc_cxx_include_dirs() -> tuple[str, ...]:
+    """libstdc++'s include directories, as reported by the system g++."""
+    try:
+        out = subprocess.run(["g++", "-E", "-x", "c++", "-", "-v"], input="", capture_output=True,
+                             text=True).stderr
+    except FileNotFoundError:
+        return ()
+    dirs, inside = [], False
+    for line in out.splitlines():
+        if line.startswith("#include <...> search starts here"):
+            inside = True
+        elif line.startswith("End of search list"):
+            break
+        elif inside and "c++" in line:
+            dirs.append(line.strip())
+    return tuple(dirs)
+
+
+def _cuda_path() -> str | None:
+    for home in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
+        if home and Path(home, "include", "cuda_runtime.h").is_file():
+            return home
+    return None
+
+
+@functools.lru_cache(maxsize=1)
+def _stub_include_dir() -> str:
+    # clang's CUDA wrapper includes curand_mtgp32_kernel.h, which CUDA 13.0 no longer ships.
+    d = Path(tempfile.gettempdir()) / "coopgen-clang-stubs"
+    d.mkdir(exist_ok=True)
+    (d / "curand_mtgp32_kernel.h").touch()
+    return str(d)
+
+
+def clang_args(include_root: Path) -> list[str]:
+    import clang.native
+
+    resource = Path(clang.native.__file__).parent / "resource"
+    args = ["-x", "cuda", "--cuda-device-only", "--cuda-gpu-arch=sm_90", "-std=c++17",
+            "-resource-dir", str(resource), "-nocudalib", "--no-cuda-version-check",
+            "-nostdinc++", "-fretain-comments-from-system-headers"]
+    args += [f"-isystem{d}" for d in _gcc_cxx_include_dirs()]
+    args += [f"-I{_stub_include_dir()}", f"-isystem{include_root}"]
+    cuda = _cuda_path()
+    if cuda:
+        args.append(f"--cuda-path={cuda}")
+    return args
+
+
+def public_headers(include_root: Path) -> list[str]:
+    found = []
+    for pattern in HEADER_GLOBS:
+        found += sorted(p.relative_to(include_root).as_posix() for p in include_root.glob(pattern))
+    return found
+
+
+# --- source-text facts libclang does not expose ---------------------------------------------
+
+@functools.lru_cache(maxsize=None)
+def _hidden_ranges(path: str) -> tuple[tuple[int, int], ...]:
+    """Line ranges inside ``#ifndef _CCCL_DOXYGEN_INVOKED`` blocks (the undocumented members)."""
+    ranges, stack = [], []
+    for no, line in enumerate(Path(path).read_text(errors="replace").splitlines(), 1):
+        s = line.strip()
+        if not s.startswith("#"):
+            continue
+        directive = s[1:].strip()
+        if directive.startswith(("if", "ifdef", "ifndef")):
+            hides = (directive.startswith("ifndef") and HIDDEN_MACRO in directive) or (
+                directive.startswith("if") and f"!defined({HIDDEN_MACRO})" in directive.replace(" ", ""))
+            stack.append((no, hides))
+        elif directive.startswith(("else", "elif")) and stack:
+            start, hides = stack[-1]
+            if hides:
+                ranges.append((start, no))
+            stack[-1] = (no, False)
+        elif directive.startswith("endif") and stack:
+            start, hides = stack.pop()
+            if hides:
+                ranges.append((start, no))
+    return tuple(ranges)
+
+
+def _is_hidden(path: str, line: int) -> bool:
+    return any(a < line < b for a, b in _hidden_ranges(path))
+
+
+def _clean_comment(raw: str | None) -> str:
+    if not raw:
+        return ""
+    lines = []
+    for line in raw.splitlines():
+        line = re.sub(r"^\s*(//[!/]<?|/\*[*!]<?|\*/|\*)", "", line).rstrip()
+        lines.append(line[1:] if line.startswith(" ") else line)
+    return "\n".join(lines).strip().removesuffix("*/").strip()
+
+
+def _tokens(cursor) -> list[str]:
+    return [t.spelling for t in cursor.get_tokens()]
+
+
+def _default_after_eq(cursor) -> str | None:
+    toks = _tokens(cursor)
+    depth = 0
+    for i, t in enumerate(toks):
+        if t in "(<[{":
+            depth += 1
+        elif t in ")>]}":
+            depth -= 1
+        elif t == "=" and depth == 0:
+            return _join_tokens(toks[i + 1:])
+    return None
+
+
+def _join_tokens(toks: list[str]) -> str:
+    out = ""
+    for t in toks:
+        if out and (out[-1].isalnum() or out[-1] == "_") and (t[0].isalnum() or t[0] == "_"):
+            out += " "
+        elif out and t not in ",)]>:.;(<[" and out[-1] not in "(<[:.~!":
+            out += " " if (t in "+-*/|&=?" or out[-1] in ",+-*/|&=?") else ""
+        out += t
+    return out.replace(",", ", ").replace(",  ", ", ")
+
+
+# --- the walk --------------------------------------------------------------------------------
+
+class _Walker:
+    def __init__(self, ci, include_root: Path):
+        self.ci = ci
+        self.K = ci.CursorKind
+        self.root = include_root
+        self.classes: dict[str, tuple] = {}  # qualname -> (cursor, namespace path)
+        self.enums: dict[str, tuple] = {}
+
+    def rel(self, cursor) -> str:
+        f = cursor.location.file
+        if f is None:
+            return ""
+        try:
+            return Path(f.name).resolve().relative_to(self.root.resolve()).as_posix()
+        except ValueError:
+            return f.name
+
+    def walk(self, cursor, ns: tuple[str, ...]):
+        K = self.K
+        for ch in cursor.get_children():
+            if ch.kind == K.NAMESPACE:
+                if not ns and ch.spelling != "cub":
+                    continue
+                # CUB's ABI namespace (e.g. CUB_300001_SM_900) is inline: strip it from names.
+                inline = bool(self.ci.conf.lib.clang_Cursor_isInlineNamespace(ch))
+                self.walk(ch, ns if inline else ns + (ch.spelling,))
+            elif not ns:
+                continue
+            elif ch.kind == K.CLASS_TEMPLATE and ch.spelling.startswith(("Block", "Warp")):
+                rel = self.rel(ch)
+                if rel.startswith(("cub/block/", "cub/warp/")) and ch.is_definition():
+                    self.classes.setdefault("::".join(ns + (ch.spelling,)), (ch, ns))
+            elif ch.kind == K.ENUM_DECL and ch.is_definition() and ns == ("cub",):
+                if self.rel(ch).startswith(("cub/block/", "cub/warp/")):
+                    self.enums.setdefault("cub::" + ch.spelling, ch)
+
+    # template parameters -----------------------------------------------------------------
+    def template_params(self, cursor) -> tuple[TemplateParam, ...]:
+        K = self.K
+        out = []
+        for ch in cursor.get_children():
+            if ch.kind == K.TEMPLATE_TYPE_PARAMETER:
+                kind, cpp = "type", ""
+            elif ch.kind == K.TEMPLATE_NON_TYPE_PARAMETER:
+                kind, cpp = "value", ch.type.spelling
+            elif ch.kind == K.TEMPLATE_TEMPLATE_PARAMETER:
+                kind, cpp = "template", ""
+            else:
+                continue
+            name = ch.spelling
+            out.append(TemplateParam(name=name, kind=kind, cpp_type=cpp,
+                                     default=_default_after_eq(ch), keyword=snake_case(name)))
+        return tuple(out)
+
+    # parameters ---------------------------------------------------------------------------
+    def param(self, p) -> Param:
+        TK = self.ci.TypeKind
+        t = p.type
+        ref = {TK.LVALUEREFERENCE: "lvalue", TK.RVALUEREFERENCE: "rvalue"}.get(t.kind, "")
+        target = t.get_pointee() if ref else t
+        pointer = target.kind == TK.POINTER
+        inner = target.get_pointee() if pointer else target
+        # An array's constness sits on its element type: check the spelling too.
+        const = inner.is_const_qualified() or inner.spelling.startswith("const ")
+        elem = extent = None
+        m = re.search(r"\(&+\)\s*\[(.+)\]\s*$", t.spelling)
+        if m:
+            extent = m.group(1).strip()
+            elem = re.sub(r"^const\s+", "", t.spelling[:m.start()].strip())
+        return Param(name=p.spelling, type=t.spelling, const=const, ref=ref, pointer=pointer,
+                     array_elem=elem, array_extent=extent, default=_default_after_eq(p), role="")
+
+    def overload(self, m, kind: str, cls_name: str, inherited_from: str | None) -> Overload:
+        K = self.K
+        params = tuple(self.param(p) for p in m.get_children() if p.kind == K.PARM_DECL)
+        tparams = self.template_params(m) if m.kind == K.FUNCTION_TEMPLATE else ()
+        name = cls_name if kind == "constructor" else m.spelling
+        signature = f"{name}({', '.join(p.type for p in params)})"
+        path = m.location.file.name if m.location.file else ""
+        doc = _clean_comment(m.raw_comment)
+        brief = (m.brief_comment or "").strip() or (doc.split("\n\n")[0].replace("\n", " ")
+                                                     if doc else "")
+        return Overload(
+            name=name, kind=kind, signature=signature, params=params,
+            return_type="" if kind == "constructor" else m.result_type.spelling,
+            template_params=tparams, static=m.is_static_method(),
+            hidden=_is_hidden(path, m.location.line) if path else False,
+            inherited_from=inherited_from, excluded="", brief=brief, doc=doc, file=self.rel(m),
+            line=m.location.line)
+
+    def members(self, cursor, cls_name: str, inherited_from: str | None = None):
+        """Public constructors and methods of a class template, in declaration order."""
+        K, A = self.K, self.ci.AccessSpecifier
+        ctors, methods = [], []
+        for ch in cursor.get_children():
+            if ch.access_specifier != A.PUBLIC:
+                continue
+            # A templated constructor is a FUNCTION_TEMPLATE spelled "Class<Args...>".
+            if ch.kind == K.CONSTRUCTOR or (ch.kind == K.FUNCTION_TEMPLATE
+                                            and ch.spelling.split("<")[0] == cursor.spelling):
+                ctors.append(self.overload(ch, "constructor", cls_name, inherited_from))
+            elif ch.kind in (K.CXX_METHOD, K.FUNCTION_TEMPLATE) and not ch.spelling.startswith("operator"):
+                methods.append(self.overload(ch, "method", cls_name, inherited_from))
+        return ctors, methods
+
+    def public_bases(self, cursor) -> list:
+        K, A = self.K, self.ci.AccessSpecifier
+        bases = []
+        for ch in cursor.get_children():
+            if ch.kind == K.CXX_BASE_SPECIFIER and ch.access_specifier == A.PUBLIC:
+                ref = ch.referenced
+                if ref is not None and ref.kind == K.CLASS_TEMPLATE:
+                    bases.append(ref)
+                else:  # a dependent base: find the class template named in the specifier
+                    for sub in ch.get_children():
+                        if sub.kind == K.TEMPLATE_REF and sub.referenced is not None:
+                            bases.append(sub.referenced)
+                            break
+        return bases
+
+    def temp_storage(self, cursor) -> TempStorage:
+        K = self.K
+        for ch in cursor.get_children():
+            if ch.spelling != "TempStorage":
+                continue
+            if ch.kind in (K.STRUCT_DECL, K.CLASS_DECL):
+                return TempStorage("struct", "struct TempStorage")
+            if ch.kind in (K.TYPE_ALIAS_DECL, K.TYPEDEF_DECL):
+                target = ch.underlying_typedef_type.spelling
+                form = "internal" if target.startswith("typename ") else "alias"
+                return TempStorage(form, target)
+        return TempStorage("none", "")
+
+    def class_model(self, qualname: str, cursor, ns) -> ClassModel:
+        name = cursor.spelling
+        ctors, methods = self.members(cursor, name)
+        own_names = {m.name for m in methods}
+        bases = []
+        temp_storage = self.temp_storage(cursor)
+        for base in self.public_bases(cursor):
+            bases.append(base.spelling)
+            if temp_storage.form == "none" and self.temp_storage(base).form != "none":
+                temp_storage = TempStorage("inherited", f"{base.spelling}::TempStorage")
+            _, inherited = self.members(base, base.spelling, inherited_from=base.spelling)
+            # A derived member hides every base overload of the same name (C++ name hiding).
+            methods += [m for m in inherited if m.name not in own_names]
+        scope = "block" if name.startswith("Block") else "warp"
+        return ClassModel(
+            name=name, qualname=qualname, scope=scope, user_facing=False,
+            template_params=self.template_params(cursor), bases=tuple(bases),
+            constructors=tuple(ctors), methods=tuple(methods),
+            temp_storage=temp_storage,
+            brief=(cursor.brief_comment or "").strip(), file=self.rel(cursor),
+            line=cursor.location.line)
+
+    def enum_model(self, qualname: str, cursor) -> Enum:
+        values = tuple(EnumValue(name=v.spelling, value=v.enum_value,
+                                 brief=(v.brief_comment or "").strip())
+                       for v in cursor.get_children() if v.kind == self.K.ENUM_CONSTANT_DECL)
+        return Enum(name=cursor.spelling, qualname=qualname, values=values, file=self.rel(cursor),
+                    line=cursor.location.line)
+
+
+def parse(include_root: Path, *, cccl: str, headers_digest: str) -> ApiModel:
+    """Parse all public block/warp headers in one translation unit into an ApiModel."""
+    ci = _clang()
+    headers = public_headers(include_root)
+    if not headers:
+        raise FileNotFoundError(f"no {' or '.join(HEADER_GLOBS)} under {include_root}")
+    source = "".join(f"#include <{h}>\n" for h in headers)
+    tu = ci.Index.create().parse(
+        "coopgen_all_headers.cu", args=clang_args(include_root),
+        unsaved_files=[("coopgen_all_headers.cu", source)],
+        options=ci.TranslationUnit.PARSE_SKIP_FUNCTION_BODIES)
+    walker = _Walker(ci, include_root)
+    diagnostics = []
+    for d in tu.diagnostics:
+        if d.severity >= ci.Diagnostic.Error:
+            loc = d.location
+            diagnostics.append(Diagnostic(
+                severity="fatal" if d.severity == ci.Diagnostic.Fatal else "error",
+                file=walker.rel(d) if loc.file else "", line=loc.line, message=d.spelling))
+    walker.walk(tu.cursor, ())
+    classes = tuple(walker.class_model(q, c, ns) for q, (c, ns) in walker.classes.items())
+    enums = tuple(walker.enum_model(q, c) for q, c in walker.enums.items())
+    return ApiModel(schema=MODEL_SCHEMA, cccl=cccl, headers_digest=headers_digest,
+                    headers=tuple(headers), classes=classes, enums=enums,
+                    diagnostics=tuple(diagnostics))

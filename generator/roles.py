@@ -1,0 +1,190 @@
+"""Model -> model passes: parameter roles, user-facing flags and exclusions.
+
+Roles come from rules (type names, the doc comment's ``@param[in|out|in,out]`` direction,
+constness, names); ``data/overrides.toml`` settles what the rules cannot tell. The file has a
+strict schema: unknown keys are errors, and entries that match nothing are reported.
+"""
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .model import ApiModel, ClassModel, Overload, Param, replace
+
+ROLES = (
+    "input_array",    # T (&)[N] read by the primitive
+    "output_array",   # T (&)[N] written by the primitive
+    "inout_array",    # T (&)[N] read and written (e.g. sorted in place)
+    "input_scalar",   # a value (or const T&) read by the primitive
+    "output_scalar",  # a non-const T& written by the primitive
+    "inout_scalar",   # a non-const T& read and written
+    "count",          # an integer by value: valid items, bit ranges, distances
+    "tag",            # a compile-time tag value (e.g. bool_constant)
+    "iterator_in",    # a pointer/iterator into memory the primitive reads
+    "iterator_out",   # a pointer/iterator into memory the primitive writes
+    "memory_inout",   # a decayed C array (e.g. CounterT histogram[BINS]) read and written
+    "operator",       # a functor: reduction, scan, compare, flag, difference op, decomposer, ...
+    "prefix_callback",  # BlockPrefixCallbackOp&: a stateful functor called by the first warp
+    "temp_storage",   # TempStorage&
+)
+
+OPERATOR_TYPES = re.compile(
+    r"^(ReductionOp|ScanOp|CompareOp|FlagOp|DifferenceOpT|DigitExtractorT|CountsCallback|"
+    r"DecomposerT)$")
+ITERATOR_TYPES = re.compile(r"Iterator")
+INTEGER_TYPES = re.compile(r"^(const )?(int|unsigned int|unsigned|\w*OffsetT|\w*SizeT)$")
+OVERRIDES_PATH = Path(__file__).parent / "data" / "overrides.toml"
+
+
+class OverridesError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class Overrides:
+    roles: dict = field(default_factory=dict)  # class -> method -> param -> role
+    helpers: dict = field(default_factory=dict)  # class -> reason
+    user_facing: dict = field(default_factory=dict)  # class -> reason
+    exclude: dict = field(default_factory=dict)  # "Class.method" -> reason
+    keywords: dict = field(default_factory=dict)  # template parameter spelling -> keyword
+
+
+def load_overrides(path: Path = OVERRIDES_PATH) -> Overrides:
+    with open(path, "rb") as f:
+        data = tomllib.load(f)
+    unknown = set(data) - {"roles", "helpers", "user_facing", "exclude", "keywords"}
+    if unknown:
+        raise OverridesError(f"{path}: unknown sections {sorted(unknown)}")
+    for cls, methods in data.get("roles", {}).items():
+        for method, params in methods.items():
+            for param, role in params.items():
+                if role not in ROLES:
+                    raise OverridesError(f"{path}: roles.{cls}.{method}.{param} = {role!r} is not "
+                                         f"one of {', '.join(ROLES)}")
+    return Overrides(**data)
+
+
+def _doc_directions(doc: str) -> dict[str, str]:
+    """{param: "in" | "out" | "in,out"} from ``@param[...] name`` lines of a doc comment."""
+    return {m.group(2): m.group(1).replace(" ", "")
+            for m in re.finditer(r"@param\[([a-z, ]+)\]\s+(\w+)", doc)}
+
+
+def _base_type(p: Param) -> str:
+    t = re.sub(r"^const\s+|\s*&+$", "", p.type).strip()
+    return t
+
+
+def param_role(p: Param, ov: Overload, direction: str | None, has_output: bool = False,
+               has_source: bool = False) -> str:
+    """One parameter's role. ``has_output``: the overload writes something else, so an array
+    of unknown direction is read; ``has_source``: it reads an iterator, so such an array is
+    written (a load)."""
+    base = _base_type(p)
+    if base.endswith("TempStorage") or base == "TempStorage":
+        return "temp_storage"
+    if base == "BlockPrefixCallbackOp":
+        return "prefix_callback"
+    if OPERATOR_TYPES.match(base):
+        return "operator"
+    if "bool_constant" in base:
+        return "tag"
+    if p.array_extent is not None:
+        if p.const or direction == "in":
+            return "input_array"
+        if direction == "out":
+            return "output_array"
+        if direction == "in,out":
+            return "inout_array"
+        if has_source:
+            return "output_array"
+        return "input_array" if has_output else "inout_array"
+    if re.search(r"\[\w+\]$", p.type):  # CounterT histogram[BINS] decays to a pointer
+        return "memory_inout"
+    if ITERATOR_TYPES.search(base) or p.pointer:
+        if "Output" in base or direction == "out":
+            return "iterator_out"
+        if "Input" in base or direction == "in":
+            return "iterator_in"
+        return "iterator_out" if ov.name.startswith(("Store", "Write")) else "iterator_in"
+    if p.ref == "lvalue" and not p.const:
+        return "inout_scalar" if direction == "in,out" else "output_scalar"
+    if INTEGER_TYPES.match(base):
+        return "count"
+    return "input_scalar"
+
+
+def assign_overload_roles(ov: Overload, class_overrides: dict) -> Overload:
+    directions = _doc_directions(ov.doc)
+    forced = class_overrides.get(ov.name, {})
+    # First pass: what is an output by itself (names its direction, or is a written reference).
+    first = [param_role(p, ov, directions.get(p.name)) for p in ov.params]
+    has_output = any(r in ("output_array", "output_scalar", "memory_inout", "iterator_out")
+                     for r in first)
+    has_source = "iterator_in" in first
+    params = []
+    for p in ov.params:
+        role = forced.get(p.name) or param_role(p, ov, directions.get(p.name), has_output,
+                                                has_source)
+        params.append(replace(p, role=role))
+    return replace(ov, params=tuple(params))
+
+
+def _used_override_keys(cls: ClassModel) -> set[tuple[str, str]]:
+    return {(o.name, p.name) for o in cls.constructors + cls.methods for p in o.params}
+
+
+def apply_overrides(model: ApiModel, overrides: Overrides) -> tuple[ApiModel, list[str]]:
+    """Roles, user-facing flags and exclusions. Returns the new model and unmatched entries."""
+    unmatched: list[str] = []
+    names = {c.name for c in model.classes}
+    for section in ("roles", "helpers", "user_facing"):
+        unmatched += [f"{section}.{c}" for c in getattr(overrides, section) if c not in names]
+    classes = []
+    for cls in model.classes:
+        class_roles = overrides.roles.get(cls.name, {})
+        used = _used_override_keys(cls)
+        for method, params in class_roles.items():
+            unmatched += [f"roles.{cls.name}.{method}.{p}" for p in params
+                          if (method, p) not in used]
+
+        def fix(ov: Overload) -> Overload:
+            ov = assign_overload_roles(ov, class_roles)
+            key = f"{ov.inherited_from or cls.name}.{ov.name}"
+            if key in overrides.exclude:
+                ov = replace(ov, excluded=overrides.exclude[key])
+            return ov
+
+        classes.append(replace(
+            cls, user_facing=_is_user_facing(cls, overrides),
+            template_params=tuple(replace(t, keyword=overrides.keywords.get(t.name, t.keyword))
+                                  for t in cls.template_params),
+            constructors=tuple(fix(o) for o in cls.constructors),
+            methods=tuple(fix(o) for o in cls.methods)))
+    # keywords entries are not reported: each names one CUB version's spelling.
+    all_methods = {f"{o.inherited_from or c.name}.{o.name}" for c in model.classes for o in c.methods}
+    unmatched += [f"exclude.{k}" for k in overrides.exclude if k not in all_methods]
+    return replace(model, classes=tuple(classes)), unmatched
+
+
+def _is_user_facing(cls: ClassModel, overrides: Overrides) -> bool:
+    """A public class of a top-level block/warp header with temp storage and methods.
+
+    The rule misses CRTP bases and layout helpers; overrides name those.
+    """
+    if cls.name in overrides.helpers:
+        return False
+    if cls.name in overrides.user_facing:
+        return True
+    top_level = re.fullmatch(r"cub/(block|warp)/(block|warp)_\w+\.cuh", cls.file) is not None
+    has_api = bool(cls.constructors) and any(not m.static for m in cls.methods)
+    has_storage = cls.temp_storage.form != "none"
+    return top_level and cls.qualname.count("::") == 1 and has_api and has_storage
+
+
+def finalize(model: ApiModel) -> ApiModel:
+    """Fixed order: classes and enums by qualified name; members keep declaration order."""
+    return replace(model, classes=tuple(sorted(model.classes, key=lambda c: c.qualname)),
+                   enums=tuple(sorted(model.enums, key=lambda e: e.qualname)))

@@ -1,0 +1,161 @@
+"""The CUB API model: facts checked by hand in the CCCL 3.0.1 / 3.5.0 headers."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from coopgen.generator import cli
+from coopgen.generator.headers import find_entry
+from coopgen.generator.model import from_json, snake_case, to_json
+from coopgen.generator.report import coverage, diff
+
+USER_FACING = {
+    "BlockAdjacentDifference", "BlockDiscontinuity", "BlockExchange", "BlockHistogram",
+    "BlockLoad", "BlockMergeSort", "BlockRadixRank", "BlockRadixRankMatch",
+    "BlockRadixRankMatchEarlyCounts", "BlockRadixSort", "BlockReduce", "BlockRunLengthDecode",
+    "BlockScan", "BlockShuffle", "BlockStore", "WarpExchange", "WarpLoad", "WarpMergeSort",
+    "WarpReduce", "WarpScan", "WarpStore"}
+
+
+@pytest.fixture(scope="module")
+def m301(fresh_models):
+    return fresh_models("3.0.1")[0]
+
+
+def test_parse_is_clean_and_complete(fresh_models, m301):
+    model, warnings = fresh_models("3.0.1")
+    assert model.diagnostics == ()
+    assert warnings == []
+    assert len(model.headers) == 20
+    assert {c.name for c in model.classes if c.user_facing} == USER_FACING
+    assert all(not c.qualname.startswith("cub::CUB_") for c in model.classes)
+
+
+def test_block_reduce_template_params(m301):
+    tps = m301.cls("BlockReduce").template_params
+    assert [(t.name, t.cpp_type, t.default, t.keyword) for t in tps] == [
+        ("T", "", None, "t"),
+        ("BLOCK_DIM_X", "int", None, "block_dim_x"),
+        ("ALGORITHM", "BlockReduceAlgorithm", "BLOCK_REDUCE_WARP_REDUCTIONS", "algorithm"),
+        ("BLOCK_DIM_Y", "int", "1", "block_dim_y"),
+        ("BLOCK_DIM_Z", "int", "1", "block_dim_z"),
+    ]
+    assert m301.cls("BlockReduce").temp_storage.form == "struct"
+
+
+def test_radix_sort_bit_defaults(m301):
+    sorts = [m for m in m301.cls("BlockRadixSort").methods if m.name == "Sort"]
+    assert len(sorts) == 6
+    plain = sorts[0]
+    assert plain.signature == "Sort(KeyT (&)[ITEMS_PER_THREAD], int, int)"
+    assert [(p.name, p.default, p.role) for p in plain.params] == [
+        ("keys", None, "inout_array"), ("begin_bit", "0", "count"),
+        ("end_bit", "sizeof(KeyT) * 8", "count")]
+    decomposer = sorts[1]
+    assert [p.role for p in decomposer.params] == ["inout_array", "operator", "count", "count"]
+    assert [p.default for p in decomposer.params] == [None, None, None, None]
+
+
+def test_merge_sort_inherits_sort_methods(m301):
+    cls = m301.cls("BlockMergeSort")
+    assert cls.bases == ("BlockMergeSortStrategy",)
+    names = [(m.name, m.inherited_from) for m in cls.methods if not m.excluded]
+    assert names == [("Sort", "BlockMergeSortStrategy")] * 4 + [
+        ("StableSort", "BlockMergeSortStrategy")] * 4
+    assert [m.name for m in cls.methods if m.excluded] == ["get_linear_tid"]
+    assert cls.temp_storage.form == "inherited"
+
+
+def test_temp_storage_forms(m301):
+    assert m301.cls("BlockLoad").temp_storage.form == "alias"
+    assert m301.cls("BlockLoad").temp_storage.spelling == "Uninitialized<_TempStorage>"
+    assert m301.cls("WarpExchange").temp_storage.form == "internal"
+    assert m301.cls("BlockScan").temp_storage.form == "struct"
+
+
+def test_block_load_algorithm_values(m301):
+    e = m301.enum("BlockLoadAlgorithm")
+    assert [(v.name, v.value) for v in e.values] == [
+        ("BLOCK_LOAD_DIRECT", 0), ("BLOCK_LOAD_STRIPED", 1), ("BLOCK_LOAD_VECTORIZE", 2),
+        ("BLOCK_LOAD_TRANSPOSE", 3), ("BLOCK_LOAD_WARP_TRANSPOSE", 4),
+        ("BLOCK_LOAD_WARP_TRANSPOSE_TIMESLICED", 5)]
+    assert e.qualname == "cub::BlockLoadAlgorithm"
+
+
+def test_roles_of_scan_and_load(m301):
+    ex = [m for m in m301.cls("BlockScan").methods if m.signature ==
+          "ExclusiveSum(T (&)[ITEMS_PER_THREAD], T (&)[ITEMS_PER_THREAD], T &)"][0]
+    assert [p.role for p in ex.params] == ["input_array", "output_array", "output_scalar"]
+    load = m301.cls("BlockLoad").methods[2]
+    assert [(p.name, p.role) for p in load.params] == [
+        ("block_src_it", "iterator_in"), ("dst_items", "output_array"),
+        ("block_items_end", "count"), ("oob_default", "input_scalar")]
+    cb = [m for m in m301.cls("BlockScan").methods if "BlockPrefixCallbackOp" in m.signature][0]
+    assert cb.params[-1].role == "prefix_callback"
+
+
+def test_coverage_counts(m301):
+    rep = coverage(m301, frozenset())
+    assert set(rep["classes"]) == USER_FACING
+    block = sum(r["public"] for r in rep["classes"].values() if r["scope"] == "block")
+    warp = sum(r["public"] for r in rep["classes"].values() if r["scope"] == "warp")
+    assert (block, warp) == (113, 41)
+    assert rep["totals"]["hidden"] == 15
+    assert rep["totals"]["constructors"] == 40
+    r = rep["classes"]["BlockReduce"]
+    assert (r["public"], r["hidden"], r["bound"], r["constructors"]) == (6, 0, 0, 2)
+    assert "Sum(T (&)[ITEMS_PER_THREAD])" in r["missing"]
+
+
+def test_coverage_json_command(capsys):
+    assert cli.main(["coverage", "--cccl", "3.0.1", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["cccl"] == "3.0.1"
+    row = data["classes"]["BlockReduce"]
+    assert {"user_facing", "public", "hidden", "bound", "constructors", "constructors_bound",
+            "missing"} <= set(row)
+
+
+def test_diff_301_to_350(fresh_models):
+    d = diff(fresh_models("3.0.1")[0], fresh_models("3.5.0")[0])
+    assert "cub::WarpReduceBatched" in d["classes_added"]
+    assert d["classes_removed"] == []
+    added = d["overloads_added"]
+    assert any(a.startswith("WarpScan::InclusiveScanPartial(") for a in added)
+    assert any(a.startswith("WarpReduce::Max(") for a in added)
+    assert d["enum_values_added"] == [
+        "cub::BlockReduceAlgorithm::BLOCK_REDUCE_WARP_REDUCTIONS_NONDETERMINISTIC"]
+    # Renames (ITEMS_PER_THREAD -> ItemsPerThread) keep the keyword and are not new overloads.
+    assert "BlockReduce<BLOCK_DIM_X -> BlockDimX> (keyword block_dim_x)" in d[
+        "template_params_renamed"]
+    assert not any(a.startswith("BlockReduce::") for a in added)
+
+
+def test_keywords_stable_across_renames():
+    assert snake_case("BLOCK_DIM_X") == snake_case("BlockDimX") == "block_dim_x"
+    assert snake_case("ITEMS_PER_THREAD") == snake_case("ItemsPerThread") == "items_per_thread"
+    assert snake_case("LOGICAL_WARP_THREADS") == snake_case("LogicalWarpThreads")
+
+
+@pytest.mark.parametrize("cccl", ["3.0.1", "3.5.0"])
+def test_no_drift(fresh_models, cccl):
+    """The committed model equals a fresh generation, byte for byte."""
+    model, _ = fresh_models(cccl)
+    committed = cli.model_path(find_entry(cccl)).read_text()
+    assert to_json(model) == committed
+    assert from_json(committed) == model
+
+
+def test_deterministic_across_hash_seeds(tmp_path):
+    code = ("import hashlib,sys;from coopgen.generator.pipeline import build_model;"
+            "from coopgen.generator.headers import find_entry;"
+            "from coopgen.generator.model import to_json;"
+            "print(hashlib.sha256(to_json(build_model(find_entry('3.0.1'))[0]).encode()).hexdigest())")
+    outs = set()
+    for seed in ("0", "12345"):
+        env = dict(os.environ, PYTHONHASHSEED=seed)
+        outs.add(subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                                text=True, check=True).stdout)
+    assert len(outs) == 1

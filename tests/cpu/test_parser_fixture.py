@@ -1,0 +1,78 @@
+"""Parser rules on a tiny fixture header: every model field the parser fills, no CUB needed."""
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("clang.cindex")
+
+from coopgen.generator.parse import parse  # noqa: E402
+from coopgen.generator.roles import Overrides, apply_overrides  # noqa: E402
+
+FIXTURE = Path(__file__).parent / "fixtures" / "include"
+
+
+@pytest.fixture(scope="module")
+def model():
+    raw = parse(FIXTURE, cccl="fixture", headers_digest="none")
+    return apply_overrides(raw, Overrides())[0]
+
+
+def test_no_errors_and_abi_namespace_stripped(model):
+    assert model.diagnostics == ()
+    assert model.headers == ("cub/block/block_fixture.cuh",)
+    assert [c.qualname for c in model.classes] == [
+        "cub::BlockFixtureBase", "cub::BlockFixture", "cub::detail::BlockFixtureDetail"]
+
+
+def test_template_params_and_defaults(model):
+    tps = model.cls("BlockFixture").template_params
+    assert [(t.name, t.kind, t.cpp_type, t.default, t.keyword) for t in tps] == [
+        ("T", "type", "", None, "t"),
+        ("BLOCK_DIM_X", "value", "int", None, "block_dim_x"),
+        ("ALGORITHM", "value", "BlockFixtureAlgorithm", "BLOCK_FIXTURE_SAFE", "algorithm"),
+        ("BLOCK_DIM_Y", "value", "int", "1", "block_dim_y"),
+    ]
+
+
+def test_members_public_only_inherited_and_hidden(model):
+    cls = model.cls("BlockFixture")
+    assert [c.signature for c in cls.constructors] == [
+        "BlockFixture()", "BlockFixture(TempStorage &)"]
+    names = [(m.name, m.hidden, m.inherited_from) for m in cls.methods]
+    assert names == [("Sum", False, None), ("Load", False, None), ("Undocumented", True, None),
+                     ("Sort", False, "BlockFixtureBase")]
+    assert cls.bases == ("BlockFixtureBase",)
+    assert cls.temp_storage.form == "struct"
+    assert cls.brief == "A fixture primitive."
+
+
+def test_params_roles_and_defaults(model):
+    s = model.cls("BlockFixture").methods[0]
+    assert s.signature == "Sum(const T (&)[ITEMS_PER_THREAD], T (&)[ITEMS_PER_THREAD], T &, int)"
+    assert [t.name for t in s.template_params] == ["ITEMS_PER_THREAD"]
+    got = [(p.name, p.const, p.ref, p.array_elem, p.array_extent, p.default, p.role)
+           for p in s.params]
+    assert got == [
+        ("input", True, "lvalue", "T", "ITEMS_PER_THREAD", None, "input_array"),
+        ("output", False, "lvalue", "T", "ITEMS_PER_THREAD", None, "output_array"),
+        ("aggregate", False, "lvalue", None, None, None, "output_scalar"),
+        ("valid_items", False, "", None, None, "BLOCK_DIM_X * 2", "count"),
+    ]
+    assert s.brief == "Sums the items."
+    assert "@param[in] input" in s.doc
+    load = model.cls("BlockFixture").methods[1]
+    assert [p.role for p in load.params] == ["iterator_in", "output_array"]
+    sort = model.cls("BlockFixture").methods[3]
+    assert [p.role for p in sort.params] == ["inout_array", "operator"]
+
+
+def test_enum_values(model):
+    e = model.enum("BlockFixtureAlgorithm")
+    assert [(v.name, v.value, v.brief) for v in e.values] == [
+        ("BLOCK_FIXTURE_FAST", 0, "fast"), ("BLOCK_FIXTURE_SAFE", 4, "safe")]
+
+
+def test_user_facing_rule(model):
+    flags = {c.name: c.user_facing for c in model.classes}
+    assert flags == {"BlockFixtureBase": False, "BlockFixture": True,
+                     "BlockFixtureDetail": False}
