@@ -1,0 +1,305 @@
+"""Call ``extern "C" __device__`` C++ shims from numba.cuda kernels.
+
+How it fits together
+--------------------
+* A :class:`Shim` is the C++ text of one ``extern "C" __device__`` function
+  plus the headers it needs.
+* :func:`shim_call` turns a Shim and a parameter spec into a numba
+  ``@intrinsic``. Its codegen declares the symbol in the LLVM module, emits
+  the call, and registers the Shim with the :class:`ShimBundle` of the code
+  library being lowered (``context.active_code_library``).
+* There is one ShimBundle per code library (looked up by identity in a
+  WeakKeyDictionary) and it is passed once to
+  ``library.add_linking_file``. It is a ``numba.cuda`` ``LTOIR`` linkable
+  whose ``data`` is computed lazily: the first time a linker (or
+  ``compile_all``) reads it, all shims gathered while lowering are compiled
+  in *one* NVRTC call. Shims are deduplicated by symbol.
+
+Granularity: numba gives every ``@cuda.jit(device=True)`` function, every
+non-inlined ``@overload`` implementation and every ``compile_internal``
+subroutine its own code library, and ``add_linking_library`` copies that
+library's linking files (so its bundle) into the kernel's library. Such a
+bundle is compiled once (per process; disk-cached across processes) and
+re-used by every kernel linking that library; it is not merged into the
+kernel's bundle. Code lowered straight into the kernel (intrinsics called from
+the kernel, ``inline="always"`` overloads / device functions) shares the
+kernel's single bundle. Because the same shim may therefore be defined in two
+bundles of one link, shim definitions get ODR ("inline") linkage (see
+:data:`SHIM_DECL`), which nvJitLink merges instead of reporting "symbol
+multiply defined".
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import weakref
+from dataclasses import dataclass
+
+from llvmlite import ir
+from numba.cuda import types
+from numba.cuda.cudadrv.linkable_code import LTOIR
+from numba.cuda.extending import intrinsic
+from numba.cuda import cgutils
+from numba.cuda.core import targetconfig
+from numba.cuda.core.errors import TypingError
+
+from . import nvrtc
+
+__all__ = [
+    "Shim",
+    "ShimBundle",
+    "SHIM_DECL",
+    "shim_call",
+    "ptr",
+    "val",
+    "out",
+    "bundle_for",
+]
+
+#: Prefix every shim definition should start with. The bundle prelude defines
+#: it as ``extern "C" __device__ inline __attribute__((used))``:
+#: ``inline`` gives the definition ODR linkage (PTX ``.weak``), so the same shim
+#: compiled into two bundles of one link (kernel + device function) is merged
+#: by nvJitLink; ``used`` makes NVRTC emit it although nothing in the TU calls
+#: it. (``__attribute__((weak))`` is silently ignored by NVRTC 13: the symbol
+#: stays ``.visible`` and the link fails with "symbol multiply defined".)
+SHIM_DECL = "COOPGEN_SHIM"
+
+_PRELUDE = (
+    "#ifndef COOPGEN_SHIM\n"
+    '#define COOPGEN_SHIM extern "C" __device__ inline __attribute__((used))\n'
+    "#endif\n"
+)
+
+
+@dataclass(frozen=True)
+class Shim:
+    """One ``extern "C"`` device function.
+
+    ``source`` is its complete definition, normally starting with
+    ``COOPGEN_SHIM void <symbol>(...)``; ``includes`` are header names such as
+    ``"cub/block/block_reduce.cuh"``. Symbols must be unique per definition
+    (encode template arguments in the name).
+    """
+
+    symbol: str
+    source: str
+    includes: tuple = ()
+
+
+class ShimBundle(LTOIR):
+    """Lazily compiled LTO-IR for all shims lowered into one code library."""
+
+    def __init__(self, arch: str, name: str = "coopgen-shims"):
+        super().__init__(data=None, name=name)
+        self.arch = arch
+        self._shims: dict[str, Shim] = {}
+        self._ltoir: bytes | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def shims(self) -> tuple[Shim, ...]:
+        return tuple(self._shims.values())
+
+    def add(self, shim: Shim) -> None:
+        with self._lock:
+            old = self._shims.get(shim.symbol)
+            if old is not None:
+                if old != shim:
+                    raise ValueError(
+                        f"two different shims share the symbol {shim.symbol!r}"
+                    )
+                return
+            if self._ltoir is not None:
+                raise RuntimeError("ShimBundle already compiled; cannot add shims")
+            self._shims[shim.symbol] = shim
+
+    def source(self) -> str:
+        """The translation unit: one sorted #include block, then the shims.
+
+        Sorting makes the text (so the cache key) independent of the order in
+        which shims were lowered, and gives NVRTC's automatic PCH a stable
+        leading #include block to match. The prelude comes after the includes
+        so it does not break the PCH prefix.
+        """
+        includes = sorted({h for s in self._shims.values() for h in s.includes})
+        parts = [f"#include <{h}>\n" for h in includes]
+        parts.append(_PRELUDE)
+        for sym in sorted(self._shims):
+            parts.append("\n" + self._shims[sym].source.strip() + "\n")
+        return "".join(parts)
+
+    @property
+    def data(self) -> bytes:
+        # Called by numba's linker (_Linker.add_file_guess_ext) and by the
+        # consumer of compile_all's output; compile on first use only.
+        with self._lock:
+            if self._ltoir is None:
+                self._ltoir = nvrtc.compile_ltoir(self.source(), arch=self.arch)
+            return self._ltoir
+
+
+# library -> ShimBundle. Weak keys: the bundle must not keep the library alive
+# (and the bundle holds no reference back to it).
+_bundles: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+_bundles_lock = threading.Lock()
+
+
+def _current_arch() -> str:
+    """compute_XY of the compilation in progress.
+
+    numba-cuda keeps the target CC in the flags on the ConfigStack
+    (``flags.compute_capability``, set by compile_cuda from ``cc=`` or the
+    current device); numba's own mathimpl reads it the same way.
+    """
+    cc = None
+    stack = targetconfig.ConfigStack()
+    if len(stack):
+        cc = getattr(stack.top(), "compute_capability", None)
+    if not cc:
+        cc = tuple(int(x) for x in os.environ.get("COOPGEN_DEFAULT_CC", "9.0").split("."))
+    return f"compute_{cc[0]}{cc[1]}"
+
+
+def bundle_for(library, arch: str | None = None) -> ShimBundle:
+    """The ShimBundle of ``library``, created and linked on first use."""
+    with _bundles_lock:
+        bundle = _bundles.get(library)
+        if bundle is None:
+            bundle = ShimBundle(arch or _current_arch(), name=f"coopgen-shims-{library.name}")
+            _bundles[library] = bundle
+            library.add_linking_file(bundle)
+        return bundle
+
+
+# --------------------------------------------------------------------------
+# parameter kinds
+
+
+@dataclass(frozen=True)
+class _Param:
+    kind: str  # "ptr" | "val" | "out"
+    type: object = None  # numba type (dtype for ptr, may be None = any)
+
+
+def ptr(dtype=None) -> _Param:
+    """Array argument, passed as a pointer to its data (``T*``)."""
+    return _Param("ptr", dtype)
+
+
+def val(numba_type) -> _Param:
+    """Scalar argument passed by value, cast to ``numba_type``."""
+    return _Param("val", numba_type)
+
+
+def out(numba_type) -> _Param:
+    """Output scalar: C side gets ``T*`` to a local slot; the Python call
+    returns the value (several outs are returned as a tuple, in order)."""
+    return _Param("out", numba_type)
+
+
+def _is_scalar(t) -> bool:
+    # bool (i1 in numba) and float16 (LLVM half vs. the C++ __half struct) do
+    # not match a C parameter type one-to-one, so they are left out.
+    return isinstance(t, types.Integer) or (
+        isinstance(t, types.Float) and t.bitwidth in (32, 64)
+    )
+
+
+def _check_scalar(t, where):
+    if not _is_scalar(t):
+        raise TypeError(
+            f"{where}: only int8..int64/uint8..uint64/float32/float64 scalars "
+            f"are supported, got {t} (pass booleans as uint8)"
+        )
+
+
+def shim_call(shim: Shim, params, name: str | None = None):
+    """Build an intrinsic calling ``shim.symbol`` with the C signature ``params``.
+
+    The returned intrinsic takes one argument per ``ptr``/``val`` param (in
+    order) and returns ``None``, the single ``out`` value, or a tuple of outs.
+    The C function must return ``void``.
+    """
+    params = tuple(params)
+    for p in params:
+        if p.kind in ("val", "out"):
+            _check_scalar(p.type, shim.symbol)
+    inputs = [p for p in params if p.kind != "out"]
+    outs = [p.type for p in params if p.kind == "out"]
+    if not outs:
+        restype = types.none
+    elif len(outs) == 1:
+        restype = outs[0]
+    else:
+        restype = types.Tuple(outs)
+
+    def codegen(context, builder, sig, args):
+        bundle_for(context.active_code_library).add(shim)
+
+        llargs, slots, it = [], [], iter(zip(args, sig.args))
+        for p in params:
+            if p.kind == "out":
+                slot = cgutils.alloca_once(builder, context.get_value_type(p.type))
+                slots.append(slot)
+                llargs.append(slot)
+                continue
+            v, ty = next(it)
+            if p.kind == "ptr":
+                if isinstance(ty, types.Array):
+                    v = context.make_array(ty)(context, builder, v).data
+                llargs.append(v)  # CPointer: already a pointer value
+            else:
+                llargs.append(context.cast(builder, v, ty, p.type))
+
+        fnty = ir.FunctionType(ir.VoidType(), [a.type for a in llargs])
+        fn = cgutils.get_or_insert_function(builder.module, fnty, shim.symbol)
+        builder.call(fn, llargs)
+
+        if not slots:
+            return context.get_dummy_value()
+        vals = [builder.load(s) for s in slots]
+        if len(vals) == 1:
+            return vals[0]
+        return context.make_tuple(builder, sig.return_type, vals)
+
+    def typer(typingctx, argtys):
+        if len(argtys) != len(inputs):
+            raise TypingError(
+                f"{shim.symbol} takes {len(inputs)} arguments, got {len(argtys)}"
+            )
+        for p, t in zip(inputs, argtys):
+            if p.kind == "ptr":
+                # only the data pointer is passed, so strides would be lost
+                if not (
+                    isinstance(t, types.CPointer)
+                    or (isinstance(t, types.Array) and t.layout == "C")
+                ):
+                    raise TypingError(
+                        f"{shim.symbol}: expected a C-contiguous array, got {t}"
+                    )
+                if p.type is not None and t.dtype != p.type:
+                    raise TypingError(
+                        f"{shim.symbol}: expected {p.type} data, got {t.dtype}"
+                    )
+            elif not _is_scalar(t):
+                raise TypingError(f"{shim.symbol}: expected a scalar, got {t}")
+        return restype(*argtys), codegen
+
+    return _make_intrinsic(name or shim.symbol, len(inputs), typer)
+
+
+def _make_intrinsic(name: str, nargs: int, typer):
+    # numba derives the Python-level signature of an intrinsic from its
+    # definition function, and an intrinsic defined with *args types fine but
+    # fails to lower (numba-cuda 0.30.4), so build a definition with exactly
+    # `nargs` named parameters.
+    names = [f"a{i}" for i in range(nargs)]
+    src = (
+        f"def {name}(typingctx, {', '.join(names)}):\n"
+        f"    return typer(typingctx, ({''.join(n + ', ' for n in names)}))\n"
+    )
+    ns = {"typer": typer}
+    exec(compile(src, f"<coopgen shim_call {name}>", "exec"), ns)
+    return intrinsic(ns[name])
