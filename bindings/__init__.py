@@ -1,1 +1,10 @@
-"""coopgen: generated numba.cuda bindings for CUB block/warp primitives."""
+"""coopgen: CUB's block- and warp-level cooperative primitives in numba.cuda kernels.
+
+    from coopgen import block, warp, local, shared
+
+The bindings are generated from CUB's headers (see ``coopgen generate``).
+"""
+from . import local, shared  # noqa: F401
+from . import block, warp  # noqa: F401
+
+__all__ = ["block", "warp", "local", "shared"]

@@ -86,6 +86,12 @@ class Shim:
     symbol: str
     source: str
     includes: tuple = ()
+    #: Namespace-scope declarations the shim needs (config structs, operator functors);
+    #: the bundle puts every shim's declarations before the block-storage union.
+    decls: str = ""
+    #: C++ TempStorage type this shim keeps in the translation unit's implicit block
+    #: storage (one ``static __shared__`` union shared by all block primitives of the TU).
+    block_storage: str | None = None
 
 
 class ShimBundle(LTOIR):
@@ -126,8 +132,17 @@ class ShimBundle(LTOIR):
         includes = sorted({h for s in self._shims.values() for h in s.includes})
         parts = [f"#include <{h}>\n" for h in includes]
         parts.append(_PRELUDE)
-        for sym in sorted(self._shims):
-            parts.append("\n" + self._shims[sym].source.strip() + "\n")
+        shims = [self._shims[sym] for sym in sorted(self._shims)]
+        parts += [s.decls.strip() + "\n" for s in shims if s.decls]
+        storage = sorted({s.block_storage for s in shims if s.block_storage})
+        if storage:
+            members = "".join(f"  {t} m{i};\n" for i, t in enumerate(storage))
+            # static: each bundle (kernel, device function) owns its storage; the union is
+            # as large and as aligned as the largest TempStorage of the translation unit.
+            parts.append(f"union coopgen_block_storage_t {{\n{members}}};\n"
+                         "static __shared__ coopgen_block_storage_t coopgen_block_storage;\n")
+        for s in shims:
+            parts.append("\n" + s.source.strip() + "\n")
         return "".join(parts)
 
     @property

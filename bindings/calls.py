@@ -1,0 +1,356 @@
+"""numba typing and lowering of primitive calls, driven by the generated specs.
+
+A ``Primitive`` is anything a kernel can call: a faithful method (``block.BlockScan.ExclusiveSum``),
+a Pythonic function (``block.exclusive_sum``) or a two-phase object made on the host with fixed
+template arguments. One template class types them all (coopgen.resolve picks the overload);
+one lowering function emits the shim call and registers the shim with the kernel's bundle, so
+every shim of a kernel compiles in one NVRTC call.
+"""
+from __future__ import annotations
+
+import collections
+import inspect
+
+import numpy as np
+from llvmlite import ir
+from numba.cuda import cgutils, types
+from numba.cuda.cudadrv.linkable_code import LTOIR
+from numba.cuda.extending import lower_builtin, register_model, typeof_impl
+from numba.cuda.launchconfig import current_launch_config
+from numba.cuda.datamodel.models import OpaqueModel
+from numba.cuda.typing.templates import (AbstractTemplate, AttributeTemplate, infer_getattr,
+                                         signature)
+from numba.cuda.core.imputils import lower_getattr_generic
+
+from . import registry, shims
+from .errors import CoopgenTypeError
+from .resolve import Resolved, resolve, template_keywords
+from .shimcall import Shim, _current_arch, bundle_for
+from .spec import ClassSpec, MSpec
+
+_POS = "coopgen_pos_"  # names of positional parameters in the folded pysig
+#: "Class::Signature" of recent resolutions, so tests can see which overload a call chose.
+RESOLVED = collections.deque(maxlen=10000)
+
+
+class Primitive:
+    """A callable entry point: one class's overloads (optionally several methods picked by a
+    ``select`` keyword), with template arguments fixed by a two-phase constructor."""
+
+    def __init__(self, name: str, cls: ClassSpec, methods: dict[str, tuple[MSpec, ...]],
+                 *, select: str | None = None, fixed: dict | None = None):
+        self.name = name
+        self.cls = cls
+        self.methods = methods
+        self.select = select
+        self.fixed = dict(fixed or {})
+        self._template = _make_template(self)
+        self._nbtype = types.Function(self._template)
+        lower_builtin(self, types.VarArg(types.Any))(_make_lowering(self))
+
+    def __repr__(self):
+        fixed = ", ".join(f"{k}={v!r}" for k, v in self.fixed.items())
+        return f"<coopgen {self.name}({fixed})>"
+
+    def __call__(self, dtype, *args, **template_kws):
+        """Two-phase use on the host: fix the dtype and template arguments now, call the
+        returned object inside kernels. ``block.sum(np.int32, 128, items_per_thread=4)``."""
+        fixed = dict(self.fixed)
+        first = next((t for t in self.cls.template_params if t.kind == "type"), None)
+        if first is not None:
+            fixed[first.keyword] = dtype
+        if args:
+            key = "threads_per_block" if self.cls.scope == "block" else "logical_warp_threads"
+            fixed[key] = args[0]
+        fixed.update(template_kws)
+        return Primitive(self.name, self.cls, self.methods, select=self.select, fixed=fixed)
+
+    @property
+    def temp_storage_bytes(self) -> int:
+        from .layout import temp_storage_layout
+        return temp_storage_layout(self.cls, self.fixed)[0]
+
+    @property
+    def temp_storage_alignment(self) -> int:
+        from .layout import temp_storage_layout
+        return temp_storage_layout(self.cls, self.fixed)[1]
+
+    def template_keywords(self) -> set[str]:
+        kws = template_keywords(self.cls)
+        if self.select:
+            kws.add(self.select)
+        return kws
+
+    def pick_methods(self, selector) -> tuple[MSpec, ...]:
+        if self.select is None:
+            return self.methods[""]
+        if selector is None:
+            raise CoopgenTypeError(f"{self.name}: missing required argument {self.select}=; "
+                                   f"allowed: {', '.join(map(repr, self.methods))}")
+        if selector not in self.methods:
+            raise CoopgenTypeError(f"{self.name}: unknown {self.select}={selector!r}; allowed: "
+                                   f"{', '.join(map(repr, self.methods))}")
+        return self.methods[selector]
+
+
+@typeof_impl.register(Primitive)
+def _typeof_primitive(val, c):
+    return val._nbtype
+
+
+def _literal(prim: str, key: str, ty):
+    """The Python value of a template keyword argument, which must be a compile-time constant."""
+    if isinstance(ty, types.Literal):
+        return ty.literal_value
+    if isinstance(ty, types.BaseTuple) and all(isinstance(t, types.Literal) for t in ty):
+        return tuple(t.literal_value for t in ty)
+    if isinstance(ty, (types.NumberClass, types.DType)):
+        return ty
+    if isinstance(ty, types.Omitted):
+        return ty.value
+    raise CoopgenTypeError(f"{prim}: {key}= must be a compile-time constant, got {ty}")
+
+
+def _launch_dims(needed: bool):
+    """The launching block shape (and mark the kernel as specialised on it)."""
+    cfg = current_launch_config()
+    if cfg is None:
+        return None
+    if needed:
+        cfg.dispatcher.mark_launch_config_sensitive()
+    return tuple(cfg.blockdim)
+
+
+def resolve_call(p: Primitive, args: tuple, kws: dict) -> Resolved:
+    tkw_names = p.template_keywords() - {"temp_storage"}
+    tkws = dict(p.fixed)
+    mkws = {}
+    storage = None
+    for k, v in kws.items():
+        if k == "temp_storage":
+            storage = (len(args) + list(kws).index(k), v)
+        elif k in tkw_names:
+            tkws[k] = _literal(p.name, k, v)
+        else:
+            mkws[k] = v
+    selector = tkws.pop(p.select, None) if p.select else None
+    methods = p.pick_methods(selector)
+    needs_block = p.cls.scope == "block" or p.cls.temp_storage != "none"
+    dims = _launch_dims(needs_block and "threads_per_block" not in tkws)
+    return resolve(p.name, p.cls, methods, tuple(args), mkws, template_kws=tkws,
+                   block_dims=dims, enums=registry.enums(), temp_storage=storage)
+
+
+def _make_template(p: Primitive):
+    class CoopgenCall(AbstractTemplate):
+        key = p
+        prefer_literal = True
+
+        def generic(self, args, kws):
+            r = resolve_call(p, args, kws)
+            RESOLVED.append(f"{r.cls.name}::{r.method.signature}")
+            names = [f"{_POS}{i}" for i in range(len(args))] + list(kws)
+            pysig = inspect.Signature([inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+                                       for n in names])
+            folded = tuple(args) + tuple(kws.values())
+            return signature(r.return_type, *folded).replace(pysig=pysig)
+
+    CoopgenCall.__name__ = f"CoopgenCall_{p.name.replace('.', '_')}"
+    return CoopgenCall
+
+
+def _split_sig(sig):
+    names = list(sig.pysig.parameters) if sig.pysig is not None else []
+    n_pos = sum(1 for n in names if n.startswith(_POS))
+    kw_names = names[n_pos:]
+    return sig.args[:n_pos], dict(zip(kw_names, sig.args[n_pos:])), n_pos
+
+
+def _operator_signatures(r: Resolved) -> dict[int, tuple]:
+    """(argtypes, restype) of each Python operator, from the kind of functor CUB expects."""
+    first_type = next((t.name for t in r.cls.template_params if t.kind == "type"), None)
+    dtypes = _dtypes(r)
+    out = {}
+    for i, b in enumerate(r.bindings):
+        op = b.operator
+        if op is None or op.function is None:
+            continue
+        t = dtypes.get(first_type)
+        kind = op.kind
+        if kind in ("ReductionOp", "ScanOp"):
+            sig = ((t, t), t)
+        elif kind == "CompareOp":
+            k = dtypes.get("KeyT", t)
+            sig = ((k, k), types.boolean)
+        elif kind == "FlagOp":
+            sig = ((t, t, types.int32)[:op.arity], types.boolean)
+        elif kind == "DifferenceOpT":
+            o = dtypes.get("OutputType", dtypes.get("OutputT", t))
+            sig = ((t, t), o)
+        elif kind == "DigitExtractorT":
+            sig = ((dtypes.get("UnsignedBits"),), types.uint32)
+        elif kind == "CountsCallback":
+            sig = ((types.CPointer(types.int32),), types.none)
+        else:  # BlockPrefixCallbackOp
+            sig = ((t,), t)
+        if op.state is not None:
+            sig = ((types.CPointer(op.state.dtype),) + sig[0], sig[1])
+        out[i] = sig
+    return out
+
+
+def _dtypes(r: Resolved) -> dict:
+    """C++ type name -> numba dtype, from the bound arguments and template arguments."""
+    from .ctypes_map import CPP_OF
+    by_cpp = {v: k for k, v in CPP_OF.items()}
+    out = {}
+    for t, v in r.template_args:
+        if t.kind == "type" and v in by_cpp:
+            out[t.name] = by_cpp[v]
+    for b in r.bindings:
+        if b.nbtype is None or b.operator is not None:
+            continue
+        base = b.param.base.split("[")[0].strip()
+        dt = b.nbtype.dtype if isinstance(b.nbtype, types.Array) else b.nbtype
+        out.setdefault(base, types.unliteral(dt))
+    return out
+
+
+def _compile_operator(context, sym: str, op, argtypes, restype) -> None:
+    """Compile a Python operator to LTO-IR with a C ABI and link it into this library."""
+    from numba import cuda
+
+    library = context.active_code_library
+    done = library.__dict__.setdefault("_coopgen_ops", set())
+    if sym in done:
+        return
+    arch = _current_arch()
+    cc = (int(arch.split("_")[1][:-1]), int(arch.split("_")[1][-1]))
+    code, resty = cuda.compile(op.function.py_func, restype(*argtypes), device=True, abi="c",
+                               abi_info={"abi_name": sym}, output="ltoir", cc=cc)
+    library.add_linking_file(LTOIR(code, name=sym))
+    done.add(sym)
+
+
+def _make_lowering(p: Primitive):
+    def lower(context, builder, sig, args):
+        return _lower_call(p, context, builder, sig, args)
+    return lower
+
+
+def _lower_call(p: Primitive, context, builder, sig, args):
+    pos, kws, n_pos = _split_sig(sig)
+    r = resolve_call(p, pos, kws)
+    op_sigs = _operator_signatures(r)
+    text = shims.build(r, op_sigs)
+    bundle_for(context.active_code_library).add(
+        Shim(text.symbol, text.source_fn, text.includes, decls=text.decls,
+             block_storage=text.block_storage))
+    for i, sym, argtypes, restype in text.op_symbols:
+        _compile_operator(context, sym, r.bindings[i].operator, argtypes, restype)
+
+    llargs, slots = [], []
+    for ctype, name, source, index in text.c_params:
+        if source == "ret":
+            _, nbty, _ = r.returns[index]
+            slot = cgutils.alloca_once(builder, context.get_data_type(nbty))
+            slots.append((slot, nbty))
+            llargs.append(slot)
+            continue
+        ty, val = sig.args[index], args[index]
+        if source == "state":
+            ty, val = ty[1], builder.extract_value(val, 1)
+        if isinstance(ty, types.Array):
+            llargs.append(builder.bitcast(context.make_array(ty)(context, builder, val).data,
+                                          ir.IntType(8).as_pointer()))
+        elif isinstance(ty, types.Boolean) or types.unliteral(ty) == types.boolean:
+            llargs.append(builder.zext(val, ir.IntType(8)))
+        else:
+            uty = types.unliteral(ty)
+            llargs.append(context.cast(builder, val, ty, uty))
+    fnty = ir.FunctionType(ir.VoidType(), [a.type for a in llargs])
+    fn = cgutils.get_or_insert_function(builder.module, fnty, text.symbol)
+    builder.call(fn, llargs)
+    vals = [context.data_model_manager[t].from_data(builder, builder.load(s)) for s, t in slots]
+    if not vals:
+        return context.get_dummy_value()
+    if len(vals) == 1:
+        return vals[0]
+    return context.make_tuple(builder, sig.return_type, vals)
+
+
+# --- namespaces: block.BlockReduce, two-phase objects ---------------------------------------
+
+class PrimitiveClass:
+    """``block.BlockRadixSort`` (faithful surface): methods as attributes; called on the host
+    with a dtype and template keywords it returns a two-phase object with those fixed."""
+
+    def __init__(self, scope: str, cls: ClassSpec, fixed: dict | None = None):
+        self._scope = scope
+        self._cls = cls
+        self._fixed = dict(fixed or {})
+        self._methods = {name: Primitive(f"{scope}.{cls.name}.{name}", cls,
+                                         {"": cls.overloads(name)}, fixed=self._fixed)
+                         for name in cls.method_names}
+
+    def __getattr__(self, name):
+        methods = self.__dict__.get("_methods", {})
+        if name in methods:
+            return methods[name]
+        raise AttributeError(f"{self.__dict__.get('_cls').name} has no method {name!r}")
+
+    def __dir__(self):
+        return list(self._methods) + ["temp_storage_bytes", "temp_storage_alignment"]
+
+    def __repr__(self):
+        return f"<coopgen {self._scope}.{self._cls.name} {self._fixed or ''}>"
+
+    def __call__(self, dtype=None, **template_kws):
+        fixed = dict(self._fixed)
+        if dtype is not None:
+            first = next(t for t in self._cls.template_params if t.kind == "type")
+            fixed[first.keyword] = dtype
+        fixed.update(template_kws)
+        return PrimitiveClass(self._scope, self._cls, fixed)
+
+    @property
+    def temp_storage_bytes(self) -> int:
+        from .layout import temp_storage_layout
+        return temp_storage_layout(self._cls, self._fixed)[0]
+
+    @property
+    def temp_storage_alignment(self) -> int:
+        from .layout import temp_storage_layout
+        return temp_storage_layout(self._cls, self._fixed)[1]
+
+
+class PrimitiveClassType(types.Opaque):
+    def __init__(self, obj: PrimitiveClass):
+        self.obj = obj
+        super().__init__(f"coopgen.{obj._scope}.{obj._cls.name}@{id(obj):x}")
+
+    @property
+    def key(self):
+        return id(self.obj)
+
+
+register_model(PrimitiveClassType)(OpaqueModel)
+
+
+@typeof_impl.register(PrimitiveClass)
+def _typeof_class(val, c):
+    return PrimitiveClassType(val)
+
+
+@infer_getattr
+class _PrimitiveClassAttrs(AttributeTemplate):
+    key = PrimitiveClassType
+
+    def generic_resolve(self, typ, attr):
+        method = typ.obj._methods.get(attr)
+        return method._nbtype if method is not None else None
+
+
+@lower_getattr_generic(PrimitiveClassType)
+def _lower_class_attr(context, builder, typ, value, attr):
+    return context.get_dummy_value()

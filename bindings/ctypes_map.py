@@ -1,0 +1,98 @@
+"""numba dtypes <-> C++ type spellings, and Python template keyword values -> C++ arguments."""
+from __future__ import annotations
+
+import numpy as np
+from numba.cuda import types
+
+from .errors import CoopgenTypeError
+
+CPP_OF = {
+    types.int8: "signed char", types.uint8: "unsigned char",
+    types.int16: "short", types.uint16: "unsigned short",
+    types.int32: "int", types.uint32: "unsigned int",
+    types.int64: "long long", types.uint64: "unsigned long long",
+    types.float32: "float", types.float64: "double",
+    types.boolean: "bool",
+}
+#: C++ parameter types that are concrete in CUB's signatures (int (&ranks)[N], ...).
+FIXED_CPP_TYPES = {"int": types.int32, "unsigned int": types.uint32, "bool": types.boolean,
+                   "unsigned": types.uint32, "float": types.float32, "double": types.float64}
+SUPPORTED = ", ".join(str(t) for t in CPP_OF)
+
+
+def ctype(dt, prim: str, what: str) -> str:
+    dt = types.unliteral(dt)
+    try:
+        return CPP_OF[dt]
+    except KeyError:
+        raise CoopgenTypeError(f"{prim}: {what} has unsupported dtype {dt}; supported: "
+                               f"{SUPPORTED}") from None
+
+
+def scalar_ctype(dt, prim: str, what: str) -> str:
+    """C type of a scalar passed by value: numba's i1 booleans travel as unsigned char."""
+    dt = types.unliteral(dt)
+    return "unsigned char" if dt == types.boolean else ctype(dt, prim, what)
+
+
+def from_cpp(name: str):
+    return FIXED_CPP_TYPES.get(name)
+
+
+def as_dtype(value, prim: str, what: str):
+    """A numpy dtype, numpy scalar type, numba type or dtype name -> a numba scalar type."""
+    if isinstance(value, types.Type):
+        dt = value.dtype if isinstance(value, (types.NumberClass, types.DType)) else value
+    else:
+        try:
+            dt = types.from_dtype(np.dtype(value))
+        except TypeError:
+            raise CoopgenTypeError(f"{prim}: {what}={value!r} is not a dtype") from None
+    if dt not in CPP_OF:
+        raise CoopgenTypeError(f"{prim}: {what}={value!r} is an unsupported dtype; supported: "
+                               f"{SUPPORTED}")
+    return dt
+
+
+def enum_spelling(prim: str, keyword: str, enum, value) -> str:
+    """"warp_transpose", "BLOCK_LOAD_WARP_TRANSPOSE" or its int -> cub::BLOCK_LOAD_WARP_TRANSPOSE."""
+    names = [n for n, _ in enum.values]
+    short = {_short_name(n, names).lower(): n for n in names}
+    if isinstance(value, str):
+        key = value.strip()
+        for n in names:
+            if key.upper() == n:
+                return f"cub::{n}"
+        if key.lower() in short:
+            return f"cub::{short[key.lower()]}"
+    elif isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        for n, v in enum.values:
+            if v == value:
+                return f"cub::{n}"
+    allowed = ", ".join(repr(s) for s in short)
+    raise CoopgenTypeError(f"{prim}: unknown {keyword}={value!r}; allowed: {allowed}")
+
+
+def _short_name(name: str, names: list[str]) -> str:
+    """BLOCK_LOAD_WARP_TRANSPOSE -> WARP_TRANSPOSE: drop the prefix all values share."""
+    prefix = names[0]
+    for n in names[1:]:
+        while not n.startswith(prefix):
+            prefix = prefix[:-1]
+    prefix = prefix[:prefix.rfind("_") + 1] if "_" in prefix else ""
+    return name[len(prefix):] or name
+
+
+def template_value(prim: str, tparam, value, enums) -> str:
+    """A template keyword's Python value -> its C++ template argument."""
+    enum = enums.get(tparam.cpp_type)
+    if enum is not None:
+        return enum_spelling(prim, tparam.keyword, enum, value)
+    if tparam.cpp_type == "bool":
+        if not isinstance(value, (bool, np.bool_)):
+            raise CoopgenTypeError(f"{prim}: {tparam.keyword}={value!r} must be True or False")
+        return "true" if value else "false"
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise CoopgenTypeError(f"{prim}: {tparam.keyword}={value!r} must be an integer "
+                               f"({tparam.cpp_type} {tparam.name})")
+    return str(int(value))

@@ -1,0 +1,32 @@
+"""Build the ``block`` and ``warp`` namespaces from the generated specs and naming table."""
+from __future__ import annotations
+
+from . import registry
+from .calls import Primitive, PrimitiveClass
+
+
+def _filtered(cls, method: str, needs, excludes):
+    chosen = []
+    for m in cls.overloads(method):
+        names = {p.name for p in m.params}
+        if all(n in names for n in needs) and not any(n in names for n in excludes):
+            chosen.append(m)
+    return tuple(chosen)
+
+
+def build(scope: str) -> dict:
+    """{name: object} for one scope: faithful classes, then Pythonic functions."""
+    out = {}
+    classes = registry.classes()
+    for cls in classes.values():
+        if cls.scope == scope:
+            out[cls.name] = PrimitiveClass(scope, cls)
+    for row in registry.package().PYTHONIC:
+        if row.scope != scope:
+            continue
+        cls = classes[row.cls]
+        methods = {sel: _filtered(cls, m, row.needs, row.excludes) for sel, m in row.methods}
+        methods = {k: v for k, v in methods.items() if v}
+        if methods:
+            out[row.name] = Primitive(f"{scope}.{row.name}", cls, methods, select=row.select)
+    return out

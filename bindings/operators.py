@@ -1,0 +1,92 @@
+"""Operators: CUB's built-in functors by name, or Python device functions wrapped in a C++ functor.
+
+A Python operator is a ``@cuda.jit(device=True)`` function. At lowering it is compiled to LTO-IR
+with a C ABI under a name derived from the function and its signature, and the shim declares
+it and wraps it in a functor struct of the shape CUB expects for that parameter kind. Stateful
+operators are ``(function, state_array)`` pairs: the functor holds a pointer to the state, which
+the function receives first (as a pointer it can index).
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+from numba.cuda import types
+
+from .errors import CoopgenTypeError
+
+#: Built-in functor names per parameter kind -> C++ functor expression.
+_ARITH = {"+": "::cuda::std::plus<>{}", "add": "::cuda::std::plus<>{}", "sum": "::cuda::std::plus<>{}",
+          "*": "::cuda::std::multiplies<>{}", "mul": "::cuda::std::multiplies<>{}",
+          "min": "::cuda::minimum<>{}", "max": "::cuda::maximum<>{}",
+          "&": "::cuda::std::bit_and<>{}", "|": "::cuda::std::bit_or<>{}",
+          "^": "::cuda::std::bit_xor<>{}"}
+_COMPARE = {"<": "::cuda::std::less<>{}", "less": "::cuda::std::less<>{}",
+            ">": "::cuda::std::greater<>{}", "greater": "::cuda::std::greater<>{}"}
+_EQUALITY = {"!=": "::cuda::std::not_equal_to<>{}", "==": "::cuda::std::equal_to<>{}"}
+BUILTINS = {
+    "ReductionOp": _ARITH, "ScanOp": _ARITH, "CompareOp": _COMPARE, "FlagOp": _EQUALITY,
+    "DifferenceOpT": {"-": "::cuda::std::minus<>{}", **_ARITH},
+}
+
+#: Python arities accepted per kind (the state pointer of a stateful operator not counted).
+ARITY = {"ReductionOp": (2,), "ScanOp": (2,), "CompareOp": (2,), "FlagOp": (2, 3),
+         "DifferenceOpT": (2,), "DigitExtractorT": (1,), "CountsCallback": (1,),
+         "BlockPrefixCallbackOp": (1,)}
+
+
+@dataclass(frozen=True)
+class Operator:
+    kind: str  # the C++ parameter type: ReductionOp, ScanOp, ..., BlockPrefixCallbackOp
+    param: str  # the parameter name, for messages
+    builtin: str | None  # C++ functor expression for built-ins
+    function: object | None  # the numba dispatcher of a Python device function
+    state: types.Type | None  # the state array type of a stateful operator
+    arity: int
+
+    @property
+    def state_ctype(self) -> str:
+        return "void*" if self.state is not None else ""
+
+    def symbol(self, argtypes: tuple) -> str:
+        """C ABI name of the compiled device function: from what it is, not a counter."""
+        fn = self.function.py_func
+        code = fn.__code__
+        h = hashlib.sha256(repr((fn.__module__, fn.__qualname__, code.co_code, code.co_consts,
+                                 tuple(str(a) for a in argtypes))).encode()).hexdigest()[:16]
+        return f"coopgen_op_{fn.__name__}_{h}"
+
+
+def _dispatcher_of(ty):
+    return getattr(ty, "dispatcher", None)
+
+
+def as_operator(prim: str, p, ty) -> Operator | None:
+    """The Operator a call passes for parameter ``p`` (None when ``ty`` is not an operator)."""
+    kind = p.base
+    state = None
+    if isinstance(ty, types.BaseTuple) and len(ty) == 2 and _dispatcher_of(ty[0]) is not None \
+            and isinstance(ty[1], types.Array):
+        fn_ty, state = ty[0], ty[1]
+    else:
+        fn_ty = ty
+    if isinstance(fn_ty, types.StringLiteral):
+        table = BUILTINS.get(kind, {})
+        name = fn_ty.literal_value
+        if name not in table:
+            allowed = ", ".join(repr(k) for k in table) or "none (pass a device function)"
+            raise CoopgenTypeError(f"{prim}: unknown {p.name}={name!r}; built-ins: {allowed}, or "
+                                   f"a @cuda.jit(device=True) function")
+        return Operator(kind, p.name, table[name], None, None, 0)
+    disp = _dispatcher_of(fn_ty)
+    if disp is None:
+        return None
+    code = disp.py_func.__code__
+    n = code.co_argcount - (1 if state is not None else 0)
+    allowed = ARITY.get(kind, (2,))
+    if n not in allowed:
+        want = " or ".join(str(a) for a in allowed)
+        extra = " plus the state pointer" if state is not None else ""
+        raise CoopgenTypeError(f"{prim}: {p.name}={disp.py_func.__name__} takes {n} "
+                               f"argument(s){extra}; a {kind} takes {want}")
+    return Operator(kind, p.name, None, disp, state, n)

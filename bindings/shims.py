@@ -1,0 +1,212 @@
+"""C++ shim text for one resolved call: small named templates, no typing logic.
+
+Layout of one shim (all names derive from a hash of what the shim is, never a counter):
+
+    namespace cub { struct coopgen_cfg_<h> {            // template arguments, named as in CUB,
+        using T = int; static constexpr int BLOCK_DIM_X = 128; ...   // so header defaults
+        using prim = BlockReduce<T, BLOCK_DIM_X, ...>; }; }           // that use them compile
+    <operator functors>
+    COOPGEN_SHIM void coopgen_BlockReduce_Sum_<h>(int* inputs, int* coopgen_ret) {
+        <temp storage>; prim p(storage); *coopgen_ret = p.Sum(*reinterpret_cast<int(*)[16]>(inputs));
+    }
+
+Implicit block temp storage is one ``static __shared__`` union per translation unit (the
+bundle declares it), entered with a barrier so successive primitives may reuse it, as CUB
+requires. Warp primitives get per-warp slices of their own ``__shared__`` array.
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+from numba.cuda import types
+
+from .arrays import static_length
+from .ctypes_map import CPP_OF
+from .resolve import Resolved
+
+BLOCK_STORAGE = "coopgen_block_storage"  # the bundle's union instance (see shimcall)
+LINEAR_TID = "(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z))"
+
+
+@dataclass(frozen=True)
+class ShimText:
+    symbol: str
+    decls: str  # namespace-scope declarations: config struct, operator functors
+    source_fn: str  # the shim function
+    includes: tuple[str, ...]
+    block_storage: str | None  # C++ TempStorage type the bundle's union must hold
+    # (C type, name, source, index) in call order; source "arg": the call's argument
+    # ``index`` (its data pointer for arrays), "state": the state array of the operator
+    # argument ``index``, "ret": returned value ``index``.
+    c_params: tuple[tuple[str, str, str, int], ...]
+    op_symbols: tuple[tuple[int, str, tuple, object], ...]  # (binding index, symbol, argtypes, restype)
+
+
+def _h(*parts) -> str:
+    return hashlib.sha256(repr(parts).encode()).hexdigest()[:12]
+
+
+def _cfg_struct(name: str, r: Resolved) -> str:
+    lines = [f"namespace cub {{ struct {name} {{"]
+    for t, value in r.template_args:
+        if t.kind == "type":
+            lines.append(f"  using {t.name} = {value};")
+        else:
+            lines.append(f"  static constexpr {t.cpp_type} {t.name} = {value};")
+    args = ", ".join(t.name for t, _ in r.template_args)
+    lines.append(f"  using prim = {r.cls.cpp.split('::')[-1]}<{args}>;")
+    lines.append("}; }")
+    return "\n".join(lines)
+
+
+def _extent(r: Resolved, extent: str, cfg: str) -> str:
+    if extent in {t.name for t, _ in r.template_args}:
+        return f"{cfg}::{extent}"
+    for name, n in r.extents:
+        if name == extent:
+            return str(n)
+    return f"{cfg}::prim::{extent}"  # a class constant such as BINS_TRACKED_PER_THREAD
+
+
+def _op_functor(name: str, sym: str, op, argtypes, restype) -> str:
+    c = lambda t: CPP_OF.get(types.unliteral(t), "void*")  # noqa: E731
+    ret = "void" if restype == types.none else c(restype)
+    cargs = [c(a) for a in argtypes]
+    decl = f'extern "C" __device__ {ret} {sym}({", ".join(cargs)});'
+    stateful = op.state is not None
+    vals = cargs[1:] if stateful else cargs
+    params = ", ".join(f"const {t}& a{i}" for i, t in enumerate(vals))
+    call = ", ".join((["state"] if stateful else []) + [f"a{i}" for i in range(len(vals))])
+    member = "  void* state;\n" if stateful else ""
+    if op.kind == "DigitExtractorT":
+        body = f"  __device__ {ret} Digit({params}) const {{ return {sym}({call}); }}\n"
+    elif op.kind == "CountsCallback":
+        body = (f"  template <int N> __device__ void operator()(int (&bins)[N]) const "
+                f"{{ {sym}({'state, ' if stateful else ''}bins); }}\n")
+    else:
+        body = f"  __device__ {ret} operator()({params}) const {{ return {sym}({call}); }}\n"
+    # Several shims of a translation unit may use one operator: define it once.
+    return (f"#ifndef COOPGEN_DEFINED_{name}\n#define COOPGEN_DEFINED_{name}\n{decl}\n"
+            f"struct {name} {{\n{member}{body}}};\n#endif")
+
+
+def _explicit_template_args(r: Resolved) -> list[str]:
+    """Values of the method's leading template parameters that C++ cannot deduce from the
+    arguments (BlockRadixRankMatch::CallBack<KEYS_PER_THREAD>)."""
+    out = []
+    extents = dict(r.extents)
+    for t in r.method.tparams:
+        if any(t in p.type for p in r.method.params):
+            break
+        out.append(str(extents[t]))
+    return out
+
+
+def build(r: Resolved, op_signatures: dict[int, tuple]) -> ShimText:
+    """The shim for ``r``. ``op_signatures[i]`` gives (argtypes, restype) of operator binding i."""
+    key = (r.cls.cpp, r.method.signature, r.template_args, r.extents, r.temp_storage,
+           str(r.temp_storage_arg[1]) if r.temp_storage_arg else None,
+           tuple((b.param.name, b.source, b.ctype, b.operator.builtin if b.operator else None)
+                 for b in r.bindings),
+           tuple((i, tuple(map(str, a)), str(t)) for i, (a, t) in sorted(op_signatures.items())),
+           tuple(str(t) for _, t, _ in r.returns))
+    h = _h(*key)
+    symbol = f"coopgen_{r.cls.name}_{r.method.name}_{h}"
+    cfg = f"coopgen_cfg_{h}"
+    decls = [_cfg_struct(cfg, r)]
+    prim = f"::cub::{cfg}::prim"
+
+    c_params, call_args, pre, op_syms = [], [], [], []
+    for i, b in enumerate(r.bindings):
+        p = b.param
+        if b.source == "default":
+            if p.role == "temp_storage":
+                continue
+            if any(x.source != "default" for x in r.bindings[i + 1:] if x.param.role != "temp_storage"):
+                call_args.append(f"({p.default})")  # a later argument is passed
+            continue
+        if b.operator is not None:
+            op = b.operator
+            if op.builtin is not None:
+                call_args.append(op.builtin)
+                continue
+            argtypes, restype = op_signatures[i]
+            sym = op.symbol(argtypes)
+            fname = f"{sym}_f"
+            decls.append(_op_functor(fname, sym, op, argtypes, restype))
+            op_syms.append((i, sym, argtypes, restype))
+            if op.state is not None:
+                c_params.append(("void*", p.name, "state", b.arg_index))
+                pre.append(f"{fname} {p.name}_op{{{p.name}}};")
+            else:
+                pre.append(f"{fname} {p.name}_op{{}};")
+            call_args.append(f"{p.name}_op")
+            continue
+        if b.source == "return":
+            pre.append(f"{b.ctype} {p.name};")
+            call_args.append(p.name)
+            continue
+        if p.role == "temp_storage":
+            c_params.append(("void*", "coopgen_temp_storage", "arg", b.arg_index))
+            continue
+        c_params.append((b.ctype, p.name, "arg", b.arg_index))
+        n = static_length(b.nbtype) if b.nbtype is not None else None
+        if p.extent and n is not None and _extent(r, p.extent, "::cub::" + cfg).endswith(
+                f"prim::{p.extent}"):
+            pre.append(f'static_assert({_extent(r, p.extent, "::cub::" + cfg)} == {n}, '
+                       f'"coopgen: {r.cls.name}.{r.method.name}: {p.name} must have {p.extent} '
+                       f'items, not {n}");')
+        if p.extent:
+            elem = b.ctype[:-1]
+            call_args.append(f"*reinterpret_cast<{elem}(*)[{_extent(r, p.extent, '::cub::' + cfg)}]>({p.name})")
+        elif p.role in ("output_scalar", "inout_scalar"):
+            call_args.append(f"*{p.name}")
+        else:
+            call_args.append(p.name)
+
+    rets = [x for x in r.returns]
+    for k, (what, _, ctype) in enumerate(rets):
+        c_params.append((ctype + "*", f"coopgen_ret_{what}", "ret", k))
+
+    block_storage = None
+    if r.temp_storage == "explicit":
+        index, ty = r.temp_storage_arg
+        c_params.insert(0, ("void*", "coopgen_temp_storage", "arg", index))
+        n = static_length(ty)
+        if n is not None:  # a coopgen.shared.array: its size is known here
+            pre.insert(0, f"static_assert(sizeof(typename {prim}::TempStorage) <= {n}, "
+                          f"\"coopgen: {r.cls.name}: temp_storage is too small: it needs "
+                          f"sizeof(TempStorage) bytes\");")
+        storage = f"*reinterpret_cast<typename {prim}::TempStorage*>(coopgen_temp_storage)"
+    elif r.temp_storage == "implicit" and r.cls.scope == "block":
+        block_storage = f"typename {prim}::TempStorage"
+        # Empty TempStorage (e.g. a direct load) needs no barrier.
+        pre.insert(0, f"if constexpr (sizeof(typename {prim}::TempStorage) > 1) "
+                      f"__syncthreads();  // the block's temp storage may have just been used")
+        storage = f"reinterpret_cast<typename {prim}::TempStorage&>({BLOCK_STORAGE})"
+    elif r.temp_storage == "implicit":
+        lwt = dict((t.keyword, v) for t, v in r.template_args).get("logical_warp_threads", "32")
+        threads = r.block_dims[0] * r.block_dims[1] * r.block_dims[2] if r.block_dims else 1024
+        warps = max(1, -(-threads // int(lwt)))
+        pre.insert(0, f"__shared__ typename {prim}::TempStorage coopgen_warp_storage[{warps}];")
+        storage = f"coopgen_warp_storage[{LINEAR_TID} / {lwt}]"
+    else:
+        storage = None
+    ctor = f"{prim} coopgen_p({storage});" if storage else f"{prim} coopgen_p;"
+
+    explicit = _explicit_template_args(r)
+    method = f"template {r.method.name}<{', '.join(explicit)}>" if explicit else r.method.name
+    call = f"coopgen_p.{method}({', '.join(call_args)})"
+    body = [*pre, ctor]
+    if r.method.returns not in ("void", ""):
+        body.append(f"*coopgen_ret_return = {call};")
+    else:
+        body.append(f"{call};")
+    for what, _, _ in rets:
+        if what != "return":
+            body.append(f"*coopgen_ret_{what} = {what};")
+    params = ", ".join(f"{t} {n}" for t, n, _, _ in c_params) or "void"
+    fn = f"COOPGEN_SHIM void {symbol}({params})\n{{\n" + "".join(f"  {l}\n" for l in body) + "}"
+    return ShimText(symbol, "\n".join(decls), fn, (r.cls.header,), block_storage,
+                    tuple(c_params), tuple(op_syms))

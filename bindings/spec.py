@@ -1,0 +1,91 @@
+"""Declarative specs that the generated modules are made of (no logic lives here).
+
+A generated module holds one ``ClassSpec``; the runtime (``coopgen.resolve``, ``coopgen.shims``,
+``coopgen.calls``) turns specs into typing, lowering and C++ shims.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class TParam:
+    name: str  # C++ spelling
+    kind: str  # "type" | "value" | "template"
+    cpp_type: str
+    default: str | None
+    keyword: str  # stable Python keyword
+
+
+@dataclass(frozen=True)
+class PSpec:
+    name: str
+    role: str  # see coopgen.generator.roles.ROLES
+    type: str  # spelled C++ type
+    base: str  # the type without const/&/array: "T", "KeyT", "ReductionOp", "int"
+    extent: str | None  # array extent for T (&)[N]
+    default: str | None
+
+
+@dataclass(frozen=True)
+class MSpec:
+    name: str
+    signature: str
+    kind: str  # "method" | "constructor"
+    returns: str  # C++ return type ("void", "T", ...)
+    params: tuple[PSpec, ...]
+    static: bool = False
+    tparams: tuple[str, ...] = ()  # the method's own template parameters (deduced by C++)
+
+
+@dataclass(frozen=True)
+class ClassSpec:
+    name: str
+    cpp: str  # "cub::BlockReduce"
+    scope: str  # "block" | "warp"
+    header: str
+    temp_storage: str  # model TempStorage form
+    template_params: tuple[TParam, ...]
+    constructors: tuple[MSpec, ...]
+    methods: tuple[MSpec, ...]
+    brief: str = ""
+
+    def overloads(self, name: str) -> tuple[MSpec, ...]:
+        return tuple(m for m in self.methods if m.name == name)
+
+    @property
+    def method_names(self) -> tuple[str, ...]:
+        seen = []
+        for m in self.methods:
+            if m.name not in seen:
+                seen.append(m.name)
+        return tuple(seen)
+
+
+@dataclass(frozen=True)
+class EnumSpec:
+    name: str
+    values: tuple[tuple[str, int], ...]
+
+
+@dataclass(frozen=True)
+class PythonicSpec:
+    """One snake_case function of the Pythonic surface (from the naming table)."""
+    name: str  # "sum"
+    scope: str  # "block" | "warp"
+    cls: str  # "BlockReduce"
+    methods: tuple[tuple[str, str], ...]  # (selector value, CUB method); ("", M) if one method
+    select: str | None = None  # keyword whose string value picks the method
+    needs: tuple[str, ...] = ()  # parameter names an overload must have
+    excludes: tuple[str, ...] = ()  # parameter names an overload must not have
+
+
+#: Parameter roles the runtime binds (coopgen.resolve implements each; a test checks it).
+BINDABLE_ROLES = frozenset({
+    "input_array", "output_array", "inout_array", "input_scalar", "output_scalar",
+    "inout_scalar", "count", "iterator_in", "iterator_out", "memory_inout", "operator",
+    "prefix_callback", "temp_storage"})
+
+#: Functor parameter types the runtime can build from Python (coopgen.operators).
+OPERATOR_KINDS = frozenset({"ReductionOp", "ScanOp", "CompareOp", "FlagOp", "DifferenceOpT",
+                            "DigitExtractorT", "CountsCallback"})

@@ -1,0 +1,142 @@
+"""Generated smoke kernels: one call of every bound overload, built from the generated specs.
+
+``kernel_source(cls)`` writes a kernel calling each bound overload of a class once, with an
+argument of the right kind for every parameter (local arrays, device arrays, scalars, built-in
+or Python operators, explicit temp storage for the TempStorage constructor).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+THREADS = 128
+ITEMS = 4
+RADIX_BITS = 5  # BlockRadixRankMatchEarlyCounts needs at least 32 digits
+BINS_PER_THREAD = ((1 << RADIX_BITS) + THREADS - 1) // THREADS
+#: dtype for each C++ type name CUB uses in these signatures (ValueT differs from the key so
+#: pairs are checked with two dtypes).
+DTYPES = {"ValueT": "np.float32", "UnsignedBits": "np.uint32", "int": "np.int32",
+          "unsigned int": "np.uint32"}
+BUILTIN = {"ReductionOp": '"+"', "ScanOp": '"max"', "CompareOp": '"<"', "FlagOp": '"!="',
+           "DifferenceOpT": '"-"'}
+PY_OPERATOR = {"DigitExtractorT": "digit", "CountsCallback": "counts"}
+
+PRELUDE = '''
+import numpy as np
+from numba import cuda
+from coopgen import block, warp, local, shared
+
+
+@cuda.jit(device=True)
+def digit(key):
+    return key & 15
+
+
+@cuda.jit(device=True)
+def counts(bins):
+    bins[0] += 0
+
+
+@cuda.jit(device=True)
+def running_prefix(state, aggregate):
+    old = state[0]
+    state[0] = old + aggregate
+    return old
+'''
+
+
+def _dtype(base: str) -> str:
+    return DTYPES.get(base, "np.int32")
+
+
+def call_args(cls, method, tag: str) -> tuple[list[str], list[str]]:
+    """(setup lines, argument expressions) for one call of ``method``."""
+    setup, args = [], []
+    for p in method.params:
+        v = f"{p.name}_{tag}"
+        if p.role in ("input_array", "output_array", "inout_array"):
+            n = BINS_PER_THREAD if p.extent and "BINS" in p.extent else ITEMS
+            setup.append(f"{v} = local.array({n}, {_dtype(p.base)})")
+            if p.role != "output_array":
+                setup.append(f"for i in range({n}):\n        {v}[i] = d_in[i]")
+            args.append(v)
+        elif p.role in ("output_scalar", "inout_scalar"):
+            setup.append(f"{v} = local.array(1, {_dtype(p.base)})")
+            args.append(v)
+        elif p.role == "input_scalar":
+            args.append(f"{_dtype(p.base)}(d_in[0])")
+        elif p.role == "count":
+            args.append("n")
+        elif p.role in ("iterator_in", "iterator_out"):
+            args.append("d_in" if p.role == "iterator_in" else "d_out")
+        elif p.role == "memory_inout":
+            setup.append(f"{v} = shared.array(16, np.int32)")
+            args.append(v)
+        elif p.role == "operator":
+            args.append(BUILTIN.get(p.base) or PY_OPERATOR[p.base])
+        elif p.role == "prefix_callback":
+            setup.append(f"{v} = local.array(1, np.int32)")
+            args.append(f"(running_prefix, {v})")
+        else:
+            raise AssertionError(f"smoke kernels do not know role {p.role}")
+    return setup, args
+
+
+def template_kws(cls) -> str:
+    kws = []
+    if cls.scope == "block" or cls.temp_storage != "none":
+        kws.append(f"threads_per_block={THREADS}")
+    extents = {p.extent for m in cls.methods for p in m.params if p.extent}
+    for t in cls.template_params:
+        if t.default is not None or t.kind != "value" or t.name in extents or \
+                t.keyword.startswith("block_dim") or t.keyword == "logical_warp_threads":
+            continue
+        kws.append(f"{t.keyword}={'False' if t.cpp_type == 'bool' else 16 if t.keyword == 'bins' else RADIX_BITS}")
+    kws.append(f"items_per_thread={ITEMS}")
+    return ", ".join(kws)
+
+
+def dtype_kw(cls, method) -> list[str]:
+    """dtype= when no argument of the call carries the class's first type parameter."""
+    first = next((t.name for t in cls.template_params if t.kind == "type"), None)
+    if first is None or any(p.base == first for p in method.params):
+        return []
+    return ["dtype=np.int32"]
+
+
+def kernel_source(cls, scope: str) -> tuple[str, list[str]]:
+    """Kernel source calling every bound overload of ``cls`` once, and the signatures covered."""
+    lines = [PRELUDE, "", "def kernel(d_in, d_out, n):"]
+    covered = []
+    kws = template_kws(cls)
+    for i, m in enumerate(cls.methods):
+        setup, args = call_args(cls, m, str(i))
+        lines += [f"    {s}" for s in setup]
+        call = f"{scope}.{cls.name}.{m.name}({', '.join(args + dtype_kw(cls, m) + ([kws] if kws else []))})"
+        lines.append(f"    {call}")
+        covered.append(f"{cls.name}::{m.signature}")
+    # The TempStorage constructor: one call with explicit temp storage.
+    if cls.methods and any(c.params for c in cls.constructors):
+        m = cls.methods[0]
+        setup, args = call_args(cls, m, "ts")
+        lines += [f"    {s}" for s in setup]
+        lines.append("    ts = shared.array(20480, np.uint8)")
+        call = f"{scope}.{cls.name}.{m.name}({', '.join(args + dtype_kw(cls, m) + ['temp_storage=ts', kws])})"
+        lines.append(f"    {call}")
+    covered += [f"{cls.name}::{c.signature}" for c in cls.constructors]
+    return "\n".join(lines) + "\n", covered
+
+
+def build_kernel(cls, scope: str, tmp_path):
+    """Write the kernel module to ``tmp_path`` (numba needs source on disk) and import it."""
+    import importlib.util
+
+    src, covered = kernel_source(cls, scope)
+    path = tmp_path / f"smoke_{cls.name}.py"
+    path.write_text(src)
+    spec = importlib.util.spec_from_file_location(f"smoke_{cls.name}", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.kernel, covered, src
+
+
+__all__ = ["build_kernel", "kernel_source", "np"]
