@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 from numba.cuda import types
+from numba.cuda.np import numpy_support
 
 from .errors import CoopgenTypeError
 
@@ -45,7 +46,7 @@ def as_dtype(value, prim: str, what: str):
         dt = value.dtype if isinstance(value, (types.NumberClass, types.DType)) else value
     else:
         try:
-            dt = types.from_dtype(np.dtype(value))
+            dt = numpy_support.from_dtype(np.dtype(value))
         except TypeError:
             raise CoopgenTypeError(f"{prim}: {what}={value!r} is not a dtype") from None
     if dt not in CPP_OF:

@@ -97,19 +97,17 @@ def _nvrtc_identity() -> str:
 
 @functools.cache
 def cccl_include_dir() -> str:
-    """CCCL headers (cub/, cuda/std, nv/, thrust/), preferring the pip wheel.
+    """CCCL headers (cub/, cuda/std, nv/, thrust/) of the lock entry the bindings in use were
+    generated from, verified against its digest (see coopgen.registry.include_dir).
 
     NVRTC ships builtin replacements for cuda_runtime.h & co, and CCCL/CUB
     detect NVRTC and never include the toolkit's runtime headers, so CCCL is
     the only include directory needed; adding the toolkit's include dir is not
     required (and changes the emitted LTO-IR).
     """
-    from cuda import pathfinder
+    from . import registry
 
-    loc = pathfinder.locate_nvidia_header_directory("cccl")
-    if loc is None:
-        raise NvrtcError("CCCL headers not found (install nvidia-cuda-cccl)")
-    return loc.abs_path
+    return str(registry.include_dir())
 
 
 def cache_dir() -> Path | None:
@@ -138,12 +136,12 @@ def _normalize_arch(arch: str) -> str:
     return f"compute_{a}"
 
 
-def base_options(arch: str, include_dirs, extra=()) -> list[str]:
+def base_options(arch: str, include_dirs, extra=(), kind: str = "ltoir") -> list[str]:
     """The exact NVRTC option list used for a compile (minus ``-pch``)."""
     return [
         "-std=c++17",
         "--relocatable-device-code=true",  # keep extern "C" shims; link later
-        "-dlto",  # emit LTO-IR, not PTX
+        *(["-dlto"] if kind == "ltoir" else []),  # emit LTO-IR, not PTX
         f"-arch={_normalize_arch(arch)}",
         *(f"-I{d}" for d in include_dirs),
         *extra,
@@ -222,7 +220,7 @@ def _use_pch() -> bool:
     return os.environ.get("COOPGEN_NVRTC_PCH", "1") not in ("0", "")
 
 
-def _nvrtc_compile(source: str, opts: list[str], name: str) -> bytes:
+def _nvrtc_compile(source: str, opts: list[str], name: str, kind: str = "ltoir") -> bytes:
     err, prog = _nvrtc.nvrtcCreateProgram(source.encode(), name.encode(), 0, [], [])
     _check(err, "nvrtcCreateProgram")
     try:
@@ -230,14 +228,21 @@ def _nvrtc_compile(source: str, opts: list[str], name: str) -> bytes:
         with _lock:
             _counts["compile"] += 1
         _check(err, "nvrtcCompileProgram", prog, source)
-        err, size = _nvrtc.nvrtcGetLTOIRSize(prog)
-        _check(err, "nvrtcGetLTOIRSize", prog, source)
+        get_size, get = ((_nvrtc.nvrtcGetLTOIRSize, _nvrtc.nvrtcGetLTOIR) if kind == "ltoir"
+                         else (_nvrtc.nvrtcGetPTXSize, _nvrtc.nvrtcGetPTX))
+        err, size = get_size(prog)
+        _check(err, get_size.__name__, prog, source)
         buf = b" " * size
-        (err,) = _nvrtc.nvrtcGetLTOIR(prog, buf)
-        _check(err, "nvrtcGetLTOIR", prog, source)
+        (err,) = get(prog, buf)
+        _check(err, get.__name__, prog, source)
         return buf
     finally:
         _nvrtc.nvrtcDestroyProgram(prog)
+
+
+def compile_ptx(source: str, *, arch: str = "sm_90") -> str:
+    """Compile to PTX text (cached on disk); used to read sizes the compiler computes."""
+    return compile_ltoir(source, arch=arch, kind="ptx").rstrip(b"\0").decode()
 
 
 def compile_ltoir(
@@ -246,6 +251,7 @@ def compile_ltoir(
     include_dirs: list[str] | None = None,
     arch: str = "sm_90",
     options: tuple = (),
+    kind: str = "ltoir",
 ) -> bytes:
     """Compile one CUDA C++ translation unit to LTO-IR (cached on disk).
 
@@ -256,7 +262,7 @@ def compile_ltoir(
     if include_dirs is None:
         include_dirs = [cccl_include_dir()]
     include_dirs = [str(d) for d in include_dirs]
-    opts = base_options(arch, include_dirs, tuple(options))
+    opts = base_options(arch, include_dirs, tuple(options), kind)
     key = _cache_key(source, opts, arch, include_dirs)
 
     dump = os.environ.get("COOPGEN_DUMP_SHIMS")
@@ -264,7 +270,7 @@ def compile_ltoir(
         _atomic_write(Path(dump) / f"{key}.cu", source.encode())
 
     cdir = cache_dir()
-    path = cdir / f"{key}.ltoir" if cdir is not None else None
+    path = cdir / f"{key}.{kind}" if cdir is not None else None
     if path is not None:
         try:
             data = path.read_bytes()
@@ -284,7 +290,7 @@ def compile_ltoir(
     # anyway: the container is scrambled per compile). Sources should start
     # with a canonical include block to hit the PCH.
     nv_opts = opts + (["-pch"] if _use_pch() else [])
-    data = _nvrtc_compile(source, nv_opts, f"coopgen_{key[:12]}.cu")
+    data = _nvrtc_compile(source, nv_opts, f"coopgen_{key[:12]}.cu", kind)
     if path is not None:
         try:
             _atomic_write(path, data)

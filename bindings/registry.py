@@ -27,3 +27,16 @@ def enums() -> dict:
 
 def classes() -> dict:
     return {c.name: c for c in package().CLASSES}
+
+
+@functools.lru_cache(maxsize=None)
+def include_dir():
+    """The CCCL include root matching the generated package's lock entry (digest-verified):
+    the installed wheel, the user cache, or a matching CUDA toolkit; downloaded once if none."""
+    from coopgen.generator.headers import LockEntry, locate
+
+    pkg = package()
+    entry = LockEntry(cccl=pkg.CCCL, wheel=pkg.WHEEL, wheel_file=pkg.WHEEL_FILE,
+                      wheel_sha256=pkg.WHEEL_SHA256, headers_digest=pkg.HEADERS_DIGEST,
+                      header_files=0)
+    return locate(entry).include_root

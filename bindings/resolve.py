@@ -147,10 +147,16 @@ def resolve(prim: str, cls: ClassSpec, methods: tuple[MSpec, ...], args: tuple,
             f"{prim}: unknown keyword {sorted(unknown)[0]!r}; parameters are "
             f"{', '.join(sorted(known)) or '(none)'}; template keywords are "
             f"{', '.join(sorted(template_keywords(cls)))}")
-    mismatches, reasons = [], []
+    mismatches, reasons, missing = [], [], []
     # Fewest C++ parameters first: ExclusiveSum(x) means (T, T&), not (T, T&, T&).
     for method in sorted(methods, key=lambda m: len(m.params)):
-        for positional, skipped in _candidate_assignments(method, len(args), kw_names):
+        candidates = list(_candidate_assignments(method, len(args), kw_names))
+        if not candidates:
+            needed = [p.name for p in method.params if p.name not in kw_names and
+                      p.role not in OMITTABLE_OUTPUTS + ("temp_storage",) and p.default is None]
+            if len(needed) > len(args):
+                missing.append(needed[len(args)])
+        for positional, skipped in candidates:
             try:
                 r = _bind(prim, cls, method, args, kws, positional, skipped, template_kws,
                           block_dims, enums, warp_default)
@@ -164,6 +170,9 @@ def resolve(prim: str, cls: ClassSpec, methods: tuple[MSpec, ...], args: tuple,
                 reasons.append(f"  {method.signature}: {e}")
     if mismatches:
         raise CoopgenTypeError(mismatches[0])
+    if missing and not reasons:
+        raise CoopgenTypeError(f"{prim}: missing required argument {missing[0]!r} (overloads: "
+                               f"{'; '.join(m.signature for m in methods)})")
     given = ", ".join([str(a) for a in args] + [f"{k}={v}" for k, v in kws.items()])
     lines = [f"{prim}: no overload matches ({given}). Overloads:"]
     lines += [f"  {m.signature}" for m in methods]
@@ -357,6 +366,9 @@ def _template_args(att: _Attempt, cls: ClassSpec, kw: dict, block_dims, enums, w
             if not 1 <= n <= 32:
                 raise _Mismatch(f"{prim}: logical_warp_threads={n} is not allowed; CUB takes "
                                 f"1 to 32 threads per logical warp")
+            if t.constraint == "power_of_two" and n & (n - 1):
+                raise _Mismatch(f"{prim}: logical_warp_threads={n} is not allowed; "
+                                f"{cls.name} needs a power of two (1, 2, 4, 8, 16 or 32)")
             if block is not None and (block[0] * block[1] * block[2]) % n:
                 raise _Mismatch(f"{prim}: logical_warp_threads={n} does not divide the "
                                 f"{block[0] * block[1] * block[2]} threads of the block")
@@ -415,3 +427,14 @@ def _block_dims(prim: str, tpb, launch_dims):
         raise _Mismatch(f"{prim}: threads_per_block={dims} has {dims[0] * dims[1] * dims[2]} "
                         f"threads; CUDA allows at most 1024 per block")
     return dims
+
+
+def class_template_args(prim: str, cls: ClassSpec, template_kws: dict, enums: dict):
+    """Template arguments of ``cls`` from keywords alone (two-phase objects on the host)."""
+    from .spec import MSpec
+
+    att = _Attempt(prim, cls, MSpec("", "", "method", "void", ()))
+    try:
+        return _template_args(att, cls, dict(template_kws), None, enums, 32)[0]
+    except _Mismatch as e:
+        raise CoopgenTypeError(str(e)) from None

@@ -47,15 +47,16 @@ def _h(*parts) -> str:
     return hashlib.sha256(repr(parts).encode()).hexdigest()[:12]
 
 
-def _cfg_struct(name: str, r: Resolved) -> str:
+def cfg_struct(name: str, cls, template_args) -> str:
+    """``cub::<name>``: the template arguments named as CUB names them, and ``prim``."""
     lines = [f"namespace cub {{ struct {name} {{"]
-    for t, value in r.template_args:
+    for t, value in template_args:
         if t.kind == "type":
             lines.append(f"  using {t.name} = {value};")
         else:
             lines.append(f"  static constexpr {t.cpp_type} {t.name} = {value};")
-    args = ", ".join(t.name for t, _ in r.template_args)
-    lines.append(f"  using prim = {r.cls.cpp.split('::')[-1]}<{args}>;")
+    args = ", ".join(t.name for t, _ in template_args)
+    lines.append(f"  using prim = {cls.cpp.split('::')[-1]}<{args}>;")
     lines.append("}; }")
     return "\n".join(lines)
 
@@ -114,7 +115,7 @@ def build(r: Resolved, op_signatures: dict[int, tuple]) -> ShimText:
     h = _h(*key)
     symbol = f"coopgen_{r.cls.name}_{r.method.name}_{h}"
     cfg = f"coopgen_cfg_{h}"
-    decls = [_cfg_struct(cfg, r)]
+    decls = [cfg_struct(cfg, r.cls, r.template_args)]
     prim = f"::cub::{cfg}::prim"
 
     c_params, call_args, pre, op_syms = [], [], [], []

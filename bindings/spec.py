@@ -15,6 +15,7 @@ class TParam:
     cpp_type: str
     default: str | None
     keyword: str  # stable Python keyword
+    constraint: str = ""  # "power_of_two" when CUB's docs require it
 
 
 @dataclass(frozen=True)

@@ -56,7 +56,8 @@ def _base(p: Param) -> str:
 # --- small templates ---------------------------------------------------------------------------
 
 def _tparam(t) -> str:
-    return f"TParam({t.name!r}, {t.kind!r}, {t.cpp_type!r}, {t.default!r}, {t.keyword!r})"
+    extra = f", {t.constraint!r}" if t.constraint else ""
+    return f"TParam({t.name!r}, {t.kind!r}, {t.cpp_type!r}, {t.default!r}, {t.keyword!r}{extra})"
 
 
 def _pspec(p: Param) -> str:
@@ -133,6 +134,7 @@ def emit_init(entry: LockEntry, model: ApiModel, classes: list[ClassModel]) -> s
             + "from coopgen.spec import EnumSpec, PythonicSpec\n\n"
             + imports
             + f"\nCCCL = {entry.cccl!r}\nWHEEL = {entry.wheel!r}\n"
+            + f"WHEEL_FILE = {entry.wheel_file!r}\nWHEEL_SHA256 = {entry.wheel_sha256!r}\n"
             + f"HEADERS_DIGEST = {entry.headers_digest!r}\n\n"
             + f"CLASSES = (\n{cls_list})\n\n"
             + f"ENUMS = (\n{enums})\n\n"

@@ -20,6 +20,7 @@ class TemplateParam:
     cpp_type: str  # the value parameter's type ("int", "BlockReduceAlgorithm"), "" for types
     default: str | None  # as spelled in the header
     keyword: str  # stable snake_case Python keyword ("block_dim_x" in every version)
+    constraint: str = ""  # from the class doc's @tparam text, e.g. "power_of_two"
 
 
 @dataclass(frozen=True)

@@ -294,6 +294,21 @@ class _Walker:
                 return TempStorage(form, target)
         return TempStorage("none", "")
 
+    def class_template_params(self, cursor) -> tuple[TemplateParam, ...]:
+        """Template parameters, with constraints CUB states in its @tparam docs."""
+        docs = {}
+        for m in re.finditer(r"@tparam\s+(\w+)(.*?)(?=@tparam|@par|\Z)",
+                             _clean_comment(cursor.raw_comment), re.S):
+            docs[m.group(1)] = " ".join(m.group(2).split())
+        out = []
+        for t in self.template_params(cursor):
+            if "must be a power of two" in docs.get(t.name, "") or \
+                    "be a power of two" in docs.get(t.name, ""):
+                t = TemplateParam(t.name, t.kind, t.cpp_type, t.default, t.keyword,
+                                  "power_of_two")
+            out.append(t)
+        return tuple(out)
+
     def class_model(self, qualname: str, cursor, ns) -> ClassModel:
         name = cursor.spelling
         ctors, methods = self.members(cursor, name)
@@ -310,7 +325,7 @@ class _Walker:
         scope = "block" if name.startswith("Block") else "warp"
         return ClassModel(
             name=name, qualname=qualname, scope=scope, user_facing=False,
-            template_params=self.template_params(cursor), bases=tuple(bases),
+            template_params=self.class_template_params(cursor), bases=tuple(bases),
             constructors=tuple(ctors), methods=tuple(methods),
             temp_storage=temp_storage,
             brief=(cursor.brief_comment or "").strip(), file=self.rel(cursor),

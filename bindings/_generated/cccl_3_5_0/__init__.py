@@ -27,6 +27,8 @@ from .warp_store import SPEC as WarpStore
 
 CCCL = '3.5.0'
 WHEEL = 'nvidia-cuda-cccl==13.3.5.0.6'
+WHEEL_FILE = 'nvidia_cuda_cccl-13.3.5.0.6-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64.whl'
+WHEEL_SHA256 = 'd5230098fa2df5021e1a00c0c4eee41797671a91119d31e892463e5ccf3ee326'
 HEADERS_DIGEST = 'sha256:178198c0dbe91be8084ac907b544d382578b8cad07ae93ab78d84ea40c03e750'
 
 CLASSES = (

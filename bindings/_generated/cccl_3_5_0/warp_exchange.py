@@ -11,7 +11,7 @@ SPEC = ClassSpec(
     template_params=(
         TParam('InputT', 'type', '', None, 'input'),
         TParam('ITEMS_PER_THREAD', 'value', 'int', None, 'items_per_thread'),
-        TParam('LOGICAL_WARP_THREADS', 'value', 'int', 'detail::warp_threads', 'logical_warp_threads'),
+        TParam('LOGICAL_WARP_THREADS', 'value', 'int', 'detail::warp_threads', 'logical_warp_threads', 'power_of_two'),
         TParam('WARP_EXCHANGE_ALGORITHM', 'value', 'WarpExchangeAlgorithm', 'WARP_EXCHANGE_SMEM', 'warp_exchange_algorithm'),
     ),
     constructors=(

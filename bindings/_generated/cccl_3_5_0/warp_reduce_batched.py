@@ -11,7 +11,7 @@ SPEC = ClassSpec(
     template_params=(
         TParam('T', 'type', '', None, 't'),
         TParam('Batches', 'value', 'int', None, 'batches'),
-        TParam('LogicalWarpThreads', 'value', 'int', 'detail::warp_threads', 'logical_warp_threads'),
+        TParam('LogicalWarpThreads', 'value', 'int', 'detail::warp_threads', 'logical_warp_threads', 'power_of_two'),
         TParam('SyncPhysicalWarp', 'value', 'bool', 'false', 'sync_physical_warp'),
     ),
     constructors=(

@@ -12,7 +12,7 @@ SPEC = ClassSpec(
         TParam('T', 'type', '', None, 't'),
         TParam('ITEMS_PER_THREAD', 'value', 'int', None, 'items_per_thread'),
         TParam('ALGORITHM', 'value', 'WarpStoreAlgorithm', 'WARP_STORE_DIRECT', 'algorithm'),
-        TParam('LOGICAL_WARP_THREADS', 'value', 'int', 'detail::warp_threads', 'logical_warp_threads'),
+        TParam('LOGICAL_WARP_THREADS', 'value', 'int', 'detail::warp_threads', 'logical_warp_threads', 'power_of_two'),
     ),
     constructors=(
         MSpec('WarpStore', 'WarpStore()', 'constructor', 'void', (
