@@ -9,6 +9,8 @@ every shim of a kernel compiles in one NVRTC call.
 from __future__ import annotations
 
 import collections
+import contextlib
+import contextvars
 import inspect
 
 import numpy as np
@@ -111,11 +113,26 @@ def _literal(prim: str, key: str, ty):
     raise CoopgenTypeError(f"{prim}: {key}= must be a compile-time constant, got {ty}")
 
 
+_assumed_block = contextvars.ContextVar("coopgen_assumed_block", default=None)
+
+
+@contextlib.contextmanager
+def block_shape(threads_per_block):
+    """Compile ahead of time (``cuda.compile_all``, ``cuda.jit(sig)``) as if launched with
+    ``threads_per_block`` threads: there is no launch to infer the block shape from."""
+    dims = (threads_per_block,) if isinstance(threads_per_block, int) else tuple(threads_per_block)
+    token = _assumed_block.set(tuple(dims) + (1,) * (3 - len(dims)))
+    try:
+        yield
+    finally:
+        _assumed_block.reset(token)
+
+
 def _launch_dims(needed: bool):
     """The launching block shape (and mark the kernel as specialised on it)."""
     cfg = current_launch_config()
     if cfg is None:
-        return None
+        return _assumed_block.get()
     if needed:
         cfg.dispatcher.mark_launch_config_sensitive()
     return tuple(cfg.blockdim)

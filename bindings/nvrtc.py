@@ -81,15 +81,16 @@ def nvrtc_version() -> tuple[int, int]:
 
 @functools.cache
 def _nvrtc_identity() -> str:
-    """Version plus the loaded libnvrtc file, so patch releases (13.0.48 vs
-    13.0.88 both report 13.0) get separate cache entries."""
+    """Version plus the loaded libnvrtc's size, so patch releases (13.0.48 vs
+    13.0.88 both report 13.0) get separate cache entries. No paths or times: the
+    same pinned NVRTC gives the same key on every machine, so a cache warmed on one
+    machine serves another."""
     ident = repr(nvrtc_version())
     try:
         from cuda import pathfinder
 
         p = os.path.realpath(pathfinder.load_nvidia_dynamic_lib("nvrtc").abs_path)
-        st = os.stat(p)
-        ident += f":{p}:{st.st_size}:{st.st_mtime_ns}"
+        ident += f":{os.stat(p).st_size}"
     except Exception:  # identity is best effort; the version is enough to run
         pass
     return ident
@@ -107,7 +108,7 @@ def cccl_include_dir() -> str:
     """
     from . import registry
 
-    return str(registry.include_dir())
+    return os.path.realpath(registry.include_dir())
 
 
 def cache_dir() -> Path | None:
@@ -156,6 +157,9 @@ def _dir_identity(d: str) -> str:
     CCCL version header pins the CCCL release.
     """
     p = os.path.realpath(d)
+    if p == cccl_include_dir():  # the locked headers: their digest says it all
+        from . import registry
+        return registry.package().HEADERS_DIGEST
     try:
         ident = f"{p}:{os.stat(p).st_mtime_ns}"
     except OSError:
@@ -173,7 +177,7 @@ def _cache_key(source: str, opts: list[str], arch: str, include_dirs) -> str:
         "coopgen-ltoir-v1",
         source,
         _nvrtc_identity(),
-        "\0".join(opts),
+        "\0".join(o for o in opts if not o.startswith("-I")),  # dirs: by identity below
         _normalize_arch(arch),
         "\0".join(_dir_identity(d) for d in include_dirs),
     ):

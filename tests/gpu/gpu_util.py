@@ -1,0 +1,184 @@
+"""Helpers shared by the GPU tests: dtypes, shapes, random data, launch and compare.
+
+Set COOPGEN_GPU_TESTS_LINK_ON_CPU=1 and run ``pytest --noconftest tests/gpu`` on a machine
+without a GPU to compile and link (sm_90) every kernel specialisation the tests would launch,
+with the block shape of the launch; each test then stops (skipped) before comparing numbers.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import zlib
+
+import numpy as np
+import pytest
+from numba import cuda
+
+LINK_ON_CPU = os.environ.get("COOPGEN_GPU_TESTS_LINK_ON_CPU") == "1"
+
+SIGNED = (np.int8, np.int16, np.int32, np.int64)
+UNSIGNED = (np.uint8, np.uint16, np.uint32, np.uint64)
+FLOATS = (np.float32, np.float64)
+ALL_DTYPES = SIGNED + UNSIGNED + FLOATS
+#: A cheaper sweep: every width, both signednesses and both floats at least once.
+SOME_DTYPES = (np.int8, np.uint16, np.int32, np.uint64, np.float32, np.float64)
+BLOCKS = (32, 128, 256, 1024, (16, 8), (4, 8, 8))
+SMEM_LIMIT = 48 * 1024
+
+
+def dtype_id(dt) -> str:
+    return np.dtype(dt).name
+
+
+def block_id(block) -> str:
+    return "x".join(map(str, block)) if isinstance(block, tuple) else str(block)
+
+
+def nthreads(block) -> int:
+    if isinstance(block, int):
+        return block
+    n = 1
+    for d in block:
+        n *= d
+    return n
+
+
+def rng_for(*params) -> np.random.Generator:
+    """A generator seeded from the test parameters (reproducible, different per case)."""
+    return np.random.default_rng(zlib.crc32(repr(params).encode()))
+
+
+def random(dtype, n, rng, lo=None, hi=None) -> np.ndarray:
+    """Random values of ``dtype``: the full range of integer types (negatives included for
+    signed ones) unless lo/hi (inclusive) are given; floats roughly in [-100, 100)."""
+    dt = np.dtype(dtype)
+    if dt.kind in "iu":
+        info = np.iinfo(dt)
+        lo = info.min if lo is None else lo
+        hi = info.max if hi is None else hi
+        out = rng.integers(lo, hi, size=n, dtype=dt, endpoint=True)
+        if n > 1 and not out.any():
+            out[0] = 1
+        return out
+    if dt.kind == "b":
+        return rng.integers(0, 2, size=n).astype(np.bool_)
+    lo = -100.0 if lo is None else lo
+    hi = 100.0 if hi is None else hi
+    return rng.uniform(lo, hi, size=n).astype(dt)
+
+
+def dtype_min(dt):
+    dt = np.dtype(dt)
+    return np.iinfo(dt).min if dt.kind in "iu" else -np.inf
+
+
+def dtype_max(dt):
+    dt = np.dtype(dt)
+    return np.iinfo(dt).max if dt.kind in "iu" else np.inf
+
+
+def is_float(dt) -> bool:
+    return np.dtype(dt).kind == "f"
+
+
+# In kernels, CUB's linear thread rank is written out (a device function cannot be compiled
+# without a GPU, which the CPU link check needs):
+#     t = cuda.threadIdx.x + cuda.blockDim.x * (cuda.threadIdx.y + cuda.blockDim.y * cuda.threadIdx.z)
+#     nt = cuda.blockDim.x * cuda.blockDim.y * cuda.blockDim.z
+
+
+# --- launching ----------------------------------------------------------------------------
+
+def to_device(a):
+    return a if LINK_ON_CPU else cuda.to_device(a)
+
+
+def to_host(d):
+    return d if LINK_ON_CPU else d.copy_to_host()
+
+
+class _FakeLaunchConfig:
+    def __init__(self, block):
+        self.blockdim = tuple(block) + (1,) * (3 - len(block))
+        self.dispatcher = self
+
+    def mark_launch_config_sensitive(self):
+        pass
+
+
+@contextlib.contextmanager
+def _launch_config_on_cpu(block):
+    from coopgen import calls
+    saved = calls.current_launch_config
+    cfg = _FakeLaunchConfig(block if isinstance(block, tuple) else (block,))
+    calls.current_launch_config = lambda: cfg
+    try:
+        yield
+    finally:
+        calls.current_launch_config = saved
+
+
+def launch(kernel, grid, block, *args):
+    """``kernel[grid, block](*args)`` and wait for it. With LINK_ON_CPU, compile and link the
+    specialisation for this block shape on the CPU instead, then skip the test."""
+    if LINK_ON_CPU:
+        import numba
+        from coopgen.linkcheck import link_cubin
+        sig = tuple(numba.typeof(a) for a in args)
+        with _launch_config_on_cpu(block):
+            link_cubin(kernel, sig)
+        pytest.skip("linked on the CPU")
+    kernel[grid, block](*args)
+    cuda.synchronize()
+
+
+# --- comparing ----------------------------------------------------------------------------
+
+def float_atol(dtype, x, n_terms) -> float:
+    """Absolute tolerance for sums of ``n_terms`` values like ``x`` in ``dtype``."""
+    scale = float(np.max(np.abs(x))) if np.size(x) else 1.0
+    return 4.0 * n_terms * float(np.finfo(dtype).eps) * max(scale, 1.0)
+
+
+def assert_sums_equal(got, want, dtype, x, n_terms):
+    """Integers: exactly (wraparound included); floats: within a rounding tolerance."""
+    if is_float(dtype):
+        np.testing.assert_allclose(np.asarray(got, np.float64), np.asarray(want, np.float64),
+                                   rtol=1e-5, atol=float_atol(dtype, x, n_terms))
+    else:
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(want).astype(dtype))
+
+
+def wrap_sum(x, dtype, axis=None):
+    """The sum as the device computes it: in ``dtype`` (wrapping integers), floats in float64."""
+    if is_float(dtype):
+        return np.sum(x.astype(np.float64), axis=axis)
+    return np.sum(x, axis=axis, dtype=dtype)
+
+
+def wrap_cumsum(x, dtype, axis=None):
+    if is_float(dtype):
+        return np.cumsum(x.astype(np.float64), axis=axis)
+    return np.cumsum(x, axis=axis, dtype=dtype)
+
+
+def exclusive(incl, identity, axis=-1):
+    """Exclusive scan from an inclusive one: shift right along ``axis``, ``identity`` first."""
+    incl = np.asarray(incl)
+    out = np.empty_like(incl)
+    idx = [slice(None)] * incl.ndim
+    src = list(idx)
+    idx[axis] = slice(1, None)
+    src[axis] = slice(None, -1)
+    out[tuple(idx)] = incl[tuple(src)]
+    idx[axis] = 0
+    out[tuple(idx)] = identity
+    return out
+
+
+def stable_order(keys, descending=False):
+    """Indices of a stable sort of ``keys`` (descending keeps equal keys in input order)."""
+    keys = np.asarray(keys)
+    if not descending:
+        return np.argsort(keys, kind="stable")
+    return np.array(sorted(range(len(keys)), key=lambda i: keys[i], reverse=True), dtype=np.int64)
