@@ -9,6 +9,7 @@ every shim of a kernel compiles in one NVRTC call.
 from __future__ import annotations
 
 import collections
+import sys
 import contextlib
 import contextvars
 import inspect
@@ -249,6 +250,30 @@ def _compile_operator(context, sym: str, op, argtypes, restype) -> None:
     done.add(sym)
 
 
+def _runs_once_per_kernel() -> bool:
+    """Whether the call being lowered runs once per kernel execution: it is lowered straight
+    into the kernel being launched (not a device function, which may be called many times)
+    and no loop of the kernel contains it. Unknown (no launch, odd call stack) -> False."""
+    from numba.cuda.core.analysis import compute_cfg_from_blocks
+
+    cfg = current_launch_config()
+    if cfg is None:
+        return False
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code.co_name != "lower_function_body":
+        frame = frame.f_back
+    if frame is None:
+        return False
+    lower, offset = frame.f_locals.get("self"), frame.f_locals.get("offset")
+    func_ir = getattr(lower, "func_ir", None)
+    if func_ir is None or offset is None:
+        return False
+    if func_ir.func_id.func is not getattr(cfg.dispatcher, "py_func", None):
+        return False
+    loops = compute_cfg_from_blocks(func_ir.blocks).loops().values()
+    return not any(offset in loop.body for loop in loops)
+
+
 def _make_lowering(p: Primitive):
     def lower(context, builder, sig, args):
         return _lower_call(p, context, builder, sig, args)
@@ -262,7 +287,7 @@ def _lower_call(p: Primitive, context, builder, sig, args):
     text = shims.build(r, op_sigs)
     bundle_for(context.active_code_library).add(
         Shim(text.symbol, text.source_fn, text.includes, decls=text.decls,
-             block_storage=text.block_storage))
+             block_storage=text.block_storage), runs_once=_runs_once_per_kernel())
     for i, sym, argtypes, restype in text.op_symbols:
         _compile_operator(context, sym, r.bindings[i].operator, argtypes, restype)
 

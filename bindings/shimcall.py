@@ -101,6 +101,9 @@ class ShimBundle(LTOIR):
         super().__init__(data=None, name=name)
         self.arch = arch
         self._shims: dict[str, Shim] = {}
+        # One entry per lowered call that uses the implicit block storage: True when that
+        # call runs at most once per kernel execution (kernel body, outside any loop).
+        self._storage_uses: list[bool] = []
         self._ltoir: bytes | None = None
         self._lock = threading.Lock()
 
@@ -108,8 +111,10 @@ class ShimBundle(LTOIR):
     def shims(self) -> tuple[Shim, ...]:
         return tuple(self._shims.values())
 
-    def add(self, shim: Shim) -> None:
+    def add(self, shim: Shim, *, runs_once: bool = False) -> None:
         with self._lock:
+            if shim.block_storage:
+                self._storage_uses.append(runs_once)
             old = self._shims.get(shim.symbol)
             if old is not None:
                 if old != shim:
@@ -135,6 +140,11 @@ class ShimBundle(LTOIR):
         shims = [self._shims[sym] for sym in sorted(self._shims)]
         parts += [s.decls.strip() + "\n" for s in shims if s.decls]
         storage = sorted({s.block_storage for s in shims if s.block_storage})
+        # Block primitives share one storage, so each use waits for the previous one to be
+        # done with it. The one exception: a single use that runs once per kernel execution.
+        single = len(self._storage_uses) == 1 and self._storage_uses[0]
+        parts.append("#define COOPGEN_STORAGE_BARRIER() "
+                     + ("do {} while (0)\n" if single else "__syncthreads()\n"))
         if storage:
             members = "".join(f"  {t} m{i};\n" for i, t in enumerate(storage))
             # static: each bundle (kernel, device function) owns its storage; the union is

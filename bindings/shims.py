@@ -183,8 +183,10 @@ def build(r: Resolved, op_signatures: dict[int, tuple]) -> ShimText:
     elif r.temp_storage == "implicit" and r.cls.scope == "block":
         block_storage = f"typename {prim}::TempStorage"
         # Empty TempStorage (e.g. a direct load) needs no barrier.
+        # The bundle defines the barrier: a kernel whose only block-storage use runs once
+        # needs none (see ShimBundle.source).
         pre.insert(0, f"if constexpr (sizeof(typename {prim}::TempStorage) > 1) "
-                      f"__syncthreads();  // the block's temp storage may have just been used")
+                      f"COOPGEN_STORAGE_BARRIER();  // the storage may have just been used")
         storage = f"reinterpret_cast<typename {prim}::TempStorage&>({BLOCK_STORAGE})"
     elif r.temp_storage == "implicit":
         lwt = dict((t.keyword, v) for t, v in r.template_args).get("logical_warp_threads", "32")

@@ -9,7 +9,8 @@ The three kernels use 256 threads x 16 int32 items per thread:
   scan  warp-transpose load, BlockScan::ExclusiveSum, warp-transpose store
   sort  warp-transpose load, BlockRadixSort::Sort, warp-transpose store
 Run-time timing follows METHOD.md: CUDA events around batches of back-to-back launches on a
-256 MB input, warm-up first, median of batches, results checked against numpy.
+1 GiB input (so each launch runs long enough to keep the GPU busy), warm-up first, median of
+batches, results checked against numpy.
 """
 from __future__ import annotations
 
@@ -167,13 +168,19 @@ def _reference_module():
     import cupy
     from coopgen import registry
     inc = str(registry.include_dir())
-    with tempfile.TemporaryDirectory() as d:
-        src, cubin = os.path.join(d, "ref.cu"), os.path.join(d, "ref.cubin")
-        with open(src, "w") as f:
-            f.write(REFERENCE_CU)
-        subprocess.run(["nvcc", "-O3", "-arch=sm_90", "-cubin", f"-I{inc}", "-o", cubin, src],
-                       check=True)
-        return cupy.RawModule(path=cubin)
+    d = tempfile.mkdtemp(prefix="coopgen-bench-")  # cupy loads the cubin lazily: keep it
+    src, cubin = os.path.join(d, "ref.cu"), os.path.join(d, "ref.cubin")
+    with open(src, "w") as f:
+        f.write(REFERENCE_CU)
+    subprocess.run(["nvcc", "-O3", "-arch=sm_90", "-cubin", f"-I{inc}", "-o", cubin, src],
+                   check=True)
+    # The same C++ through NVRTC (PTX, JIT-compiled by the driver): separates what NVRTC's
+    # code generation costs from what coopgen's calling path costs.
+    from coopgen import nvrtc
+    ptx = os.path.join(d, "ref_nvrtc.ptx")
+    with open(ptx, "w") as f:
+        f.write(nvrtc.compile_ptx(REFERENCE_CU))
+    return cupy.RawModule(path=cubin), cupy.RawModule(path=ptx)
 
 
 def _time(launch, batches=15, per_batch=10) -> float:
@@ -194,13 +201,13 @@ def _time(launch, batches=15, per_batch=10) -> float:
     return times[len(times) // 2], times[0], times[-1]
 
 
-def runtime_table(tiles: int = 1 << 14) -> list[dict]:
+def runtime_table(tiles: int = 1 << 16) -> list[dict]:
     import cupy
     import numpy as np
     from numba import cuda
 
     kernels = make_kernels()
-    ref = _reference_module()
+    ref, ref_nvrtc = _reference_module()
     n = tiles * TILE
     rows = []
     for name in KERNELS:
@@ -211,27 +218,41 @@ def runtime_table(tiles: int = 1 << 14) -> list[dict]:
         d_out_ref = cupy.full(out_len, -7, dtype=np.int32)
         k = kernels[name]
         f = ref.get_function(f"ref_{name}")
-        py = lambda: k[tiles, THREADS](d_in, d_out_py)  # noqa: E731
+        g = ref_nvrtc.get_function(f"ref_{name}")
+        d_out_rtc = cupy.full(out_len, -7, dtype=np.int32)
+        rtc = lambda: g((tiles,), (THREADS,), (d_in, d_out_rtc))  # noqa: E731
+        # numba device-array views: numba's per-launch cost with cupy arrays is large enough
+        # to starve the GPU between launches, which would time the host instead.
+        nb_in, nb_out = cuda.as_cuda_array(d_in), cuda.as_cuda_array(d_out_py)
+        py = lambda: k[tiles, THREADS](nb_in, nb_out)  # noqa: E731
         cx = lambda: f((tiles,), (THREADS,), (d_in, d_out_ref))  # noqa: E731
         py()
         cx()
+        rtc()
         cuda.synchronize()
         want = expected(name, host, tiles)
         ok_py = bool(np.array_equal(cupy.asnumpy(d_out_py), want))
         ok_cx = bool(np.array_equal(cupy.asnumpy(d_out_ref), want))
+        ok_rtc = bool(np.array_equal(cupy.asnumpy(d_out_rtc), want))
+        t_rtc = min(_time(rtc)[0], _time(rtc)[0])
         # Interleave the two, twice, so drift affects both equally.
         tp1, tc1, tp2, tc2 = _time(py), _time(cx), _time(py), _time(cx)
         t_py, t_cx = min(tp1[0], tp2[0]), min(tc1[0], tc2[0])
-        regs = k.get_regs_per_thread() if hasattr(k, "get_regs_per_thread") else None
+        regs = next(iter(k.get_regs_per_thread().values()))
+        ref_regs = f.num_regs
         rows.append({"kernel": name, "coopgen_ms": t_py, "nvcc_cub_ms": t_cx,
-                     "speed_vs_nvcc": t_cx / t_py, "correct": ok_py and ok_cx,
-                     "coopgen_regs": regs, "coopgen_spread": [tp1[1], tp1[2]],
+                     "nvrtc_cub_ms": t_rtc, "speed_vs_nvcc": t_cx / t_py,
+                     "speed_vs_nvrtc_cpp": t_rtc / t_py, "correct": ok_py and ok_cx and ok_rtc,
+                     "nvrtc_regs": g.num_regs,
+                     "coopgen_regs": regs, "nvcc_regs": ref_regs,
+                     "coopgen_spread": [tp1[1], tp1[2]],
                      "nvcc_spread": [tc1[1], tc1[2]]})
-    print(f"\n{'kernel':6} {'coopgen ms':>10} {'nvcc+CUB ms':>11} {'speed ratio':>11} "
-          f"{'correct':>7} {'regs':>5}")
+    print(f"\n{'kernel':6} {'coopgen ms':>10} {'nvcc+CUB':>9} {'NVRTC C++':>9} "
+          f"{'vs nvcc':>8} {'vs NVRTC':>8} {'correct':>7} {'regs coopgen/nvcc/nvrtc':>24}")
     for r in rows:
-        print(f"{r['kernel']:6} {r['coopgen_ms']:10.4f} {r['nvcc_cub_ms']:11.4f} "
-              f"{r['speed_vs_nvcc']:11.4f} {str(r['correct']):>7} {str(r['coopgen_regs']):>5}")
+        print(f"{r['kernel']:6} {r['coopgen_ms']:10.4f} {r['nvcc_cub_ms']:9.4f} "
+              f"{r['nvrtc_cub_ms']:9.4f} {r['speed_vs_nvcc']:8.4f} {r['speed_vs_nvrtc_cpp']:8.4f} "
+              f"{str(r['correct']):>7} {r['coopgen_regs']:>8}/{r['nvcc_regs']}/{r['nvrtc_regs']}")
     return rows
 
 
