@@ -82,7 +82,9 @@ def _make_array_function(space: str):
     def lower(context, builder, sig, args):
         ret = sig.return_type
         if space == "local":
-            name, addrspace, align = "_coopgen_lmem", nvvm.ADDRSPACE_LOCAL, None
+            # Records are reached by typed field offsets in C++: give them room to be aligned.
+            align = SHARED_ALIGNMENT if isinstance(ret.dtype, types.Record) else None
+            name, addrspace = "_coopgen_lmem", nvvm.ADDRSPACE_LOCAL
         else:
             # 16-byte aligned, so a uint8 array can hold any CUB TempStorage.
             name, addrspace, align = (_get_unique_smem_id("_coopgen_smem"),

@@ -21,8 +21,37 @@ FIXED_CPP_TYPES = {"int": types.int32, "unsigned int": types.uint32, "bool": typ
 SUPPORTED = ", ".join(str(t) for t in CPP_OF)
 
 
+def record_alignment(rec) -> int:
+    """Natural alignment of a record whose fields sit at multiples of their sizes, else 1."""
+    align = 1
+    for f in rec.fields.values():
+        size = f.type.bitwidth // 8 if hasattr(f.type, "bitwidth") else 1
+        if size & (size - 1) or f.offset % size:
+            return 1
+        align = max(align, size)
+    return align if rec.size % align == 0 else 1
+
+
+def record_name(rec) -> str:
+    import hashlib
+    return "coopgen_rec_" + hashlib.sha256(str(rec.dtype.descr).encode()).hexdigest()[:12]
+
+
+def record_struct(rec) -> str:
+    """An opaque C++ struct with the record's size and alignment; fields are reached by offset
+    (see decomposers), so numpy's layout is kept byte for byte."""
+    name = record_name(rec)
+    return (f"#ifndef COOPGEN_DEFINED_{name}\n#define COOPGEN_DEFINED_{name}\n"
+            f"struct alignas({record_alignment(rec)}) {name} {{ unsigned char bytes[{rec.size}]; }};\n"
+            f"#endif")
+
+
 def ctype(dt, prim: str, what: str) -> str:
     dt = types.unliteral(dt)
+    if isinstance(dt, types.Record):
+        for f in dt.fields.values():
+            ctype(f.type, prim, f"{what} field")
+        return record_name(dt)
     try:
         return CPP_OF[dt]
     except KeyError:

@@ -43,6 +43,7 @@ class Operator:
     function: object | None  # the numba dispatcher of a Python device function
     state: types.Type | None  # the state array type of a stateful operator
     arity: int
+    fields: tuple[str, ...] = ()  # a decomposer: the key's fields, most significant first
 
     @property
     def state_ctype(self) -> str:
@@ -64,6 +65,8 @@ def _dispatcher_of(ty):
 def as_operator(prim: str, p, ty) -> Operator | None:
     """The Operator a call passes for parameter ``p`` (None when ``ty`` is not an operator)."""
     kind = p.base
+    if kind == "DecomposerT":
+        return _decomposer(prim, p, ty)
     state = None
     if isinstance(ty, types.BaseTuple) and len(ty) == 2 and _dispatcher_of(ty[0]) is not None \
             and isinstance(ty[1], types.Array):
@@ -90,3 +93,23 @@ def as_operator(prim: str, p, ty) -> Operator | None:
         raise CoopgenTypeError(f"{prim}: {p.name}={disp.py_func.__name__} takes {n} "
                                f"argument(s){extra}; a {kind} takes {want}")
     return Operator(kind, p.name, None, disp, state, n)
+
+
+def _decomposer(prim: str, p, ty) -> Operator | None:
+    """CUB's decomposer returns a tuple of references to the key's members. From Python it is
+    the tuple of field names of the record key to sort by, most significant first."""
+    names = []
+    items = list(ty) if isinstance(ty, types.BaseTuple) else [ty]
+    for t in items:
+        if isinstance(t, types.StringLiteral):
+            names.append(t.literal_value)
+        elif _dispatcher_of(t) is not None:
+            raise CoopgenTypeError(
+                f"{prim}: {p.name} must name the key's fields, e.g. ('a', 'b'): a decomposer "
+                f"returns references to the key's members, and a device function returns "
+                f"values, not references")
+        else:
+            return None
+    if not names:
+        return None
+    return Operator("DecomposerT", p.name, None, None, None, 0, tuple(names))

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from numba.cuda import types
 
 from .arrays import static_length
-from .ctypes_map import CPP_OF
+from .ctypes_map import CPP_OF, record_name, record_struct
 from .resolve import Resolved
 
 BLOCK_STORAGE = "coopgen_block_storage"  # the bundle's union instance (see shimcall)
@@ -92,6 +92,51 @@ def _op_functor(name: str, sym: str, op, argtypes, restype) -> str:
             f"struct {name} {{\n{member}{body}}};\n#endif")
 
 
+def _key_record(r: Resolved):
+    for b in r.bindings:
+        t = b.nbtype
+        if b.param.base == "KeyT" and isinstance(t, types.Array) and isinstance(t.dtype, types.Record):
+            return t.dtype
+    return None
+
+
+def _decomposer_functor(name: str, r: Resolved, op) -> str:
+    from .errors import CoopgenTypeError
+    rec = _key_record(r)
+    prim = f"{r.cls.scope}.{r.cls.name}.{r.method.name}"
+    if rec is None:
+        raise CoopgenTypeError(f"{prim}: {op.param}= needs keys of a record dtype "
+                               f"(numpy structured dtype)")
+    refs, exprs = [], []
+    for field in op.fields:
+        if field not in rec.fields:
+            raise CoopgenTypeError(f"{prim}: {op.param}: the key record has no field {field!r}; "
+                                   f"fields: {', '.join(rec.fields)}")
+        f = rec.fields[field]
+        ct = CPP_OF.get(f.type)
+        if ct is None or ct == "bool":
+            raise CoopgenTypeError(f"{prim}: {op.param}: field {field!r} has type {f.type}, "
+                                   f"which radix sort cannot order")
+        refs.append(f"{ct}&")
+        exprs.append(f"*reinterpret_cast<{ct}*>(key.bytes + {f.offset})")
+    key = record_name(rec)
+    return (f"struct {name} {{\n  __device__ ::cuda::std::tuple<{', '.join(refs)}> "
+            f"operator()({key}& key) const {{\n    return {{{', '.join(exprs)}}};\n  }}\n}};")
+
+
+def _records(r: Resolved) -> list:
+    out = []
+    for b in r.bindings:
+        t = b.nbtype
+        dt = t.dtype if isinstance(t, types.Array) else t
+        if isinstance(dt, types.Record) and dt not in out:
+            out.append(dt)
+    for _, t, _ in r.returns:
+        if isinstance(t, types.Record) and t not in out:
+            out.append(t)
+    return out
+
+
 def _explicit_template_args(r: Resolved) -> list[str]:
     """Values of the method's leading template parameters that C++ cannot deduce from the
     arguments (BlockRadixRankMatch::CallBack<KEYS_PER_THREAD>)."""
@@ -108,14 +153,15 @@ def build(r: Resolved, op_signatures: dict[int, tuple]) -> ShimText:
     """The shim for ``r``. ``op_signatures[i]`` gives (argtypes, restype) of operator binding i."""
     key = (r.cls.cpp, r.method.signature, r.template_args, r.extents, r.temp_storage,
            str(r.temp_storage_arg[1]) if r.temp_storage_arg else None,
-           tuple((b.param.name, b.source, b.ctype, b.operator.builtin if b.operator else None)
-                 for b in r.bindings),
+           tuple((b.param.name, b.source, b.ctype, b.operator.builtin if b.operator else None,
+                  b.operator.fields if b.operator else None) for b in r.bindings),
            tuple((i, tuple(map(str, a)), str(t)) for i, (a, t) in sorted(op_signatures.items())),
            tuple(str(t) for _, t, _ in r.returns))
     h = _h(*key)
     symbol = f"coopgen_{r.cls.name}_{r.method.name}_{h}"
     cfg = f"coopgen_cfg_{h}"
-    decls = [cfg_struct(cfg, r.cls, r.template_args)]
+    decls = [record_struct(rec) for rec in _records(r)]
+    decls.append(cfg_struct(cfg, r.cls, r.template_args))
     prim = f"::cub::{cfg}::prim"
 
     c_params, call_args, pre, op_syms = [], [], [], []
@@ -129,6 +175,11 @@ def build(r: Resolved, op_signatures: dict[int, tuple]) -> ShimText:
             continue
         if b.operator is not None:
             op = b.operator
+            if op.fields:
+                fname = f"coopgen_decompose_{h}_{i}"
+                decls.append(_decomposer_functor(fname, r, op))
+                call_args.append(f"{fname}{{}}")
+                continue
             if op.builtin is not None:
                 call_args.append(op.builtin)
                 continue

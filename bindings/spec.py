@@ -89,4 +89,4 @@ BINDABLE_ROLES = frozenset({
 
 #: Functor parameter types the runtime can build from Python (coopgen.operators).
 OPERATOR_KINDS = frozenset({"ReductionOp", "ScanOp", "CompareOp", "FlagOp", "DifferenceOpT",
-                            "DigitExtractorT", "CountsCallback"})
+                            "DigitExtractorT", "CountsCallback", "DecomposerT"})

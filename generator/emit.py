@@ -65,9 +65,30 @@ def _pspec(p: Param) -> str:
             f"{p.default!r})")
 
 
+def effective_return(spelled: str) -> str:
+    """The type a call yields: SFINAE-constrained returns (``enable_if_t<cond>``, whose second
+    argument defaults to void) are void."""
+    t = spelled.strip() or "void"
+    m = re.fullmatch(r"(?:::)?(?:cuda::std::|std::)?enable_if_t<(.*)>", t)
+    if not m:
+        return t
+    depth, args = 0, [""]
+    for ch in m.group(1):
+        if ch == "<":
+            depth += 1
+        elif ch == ">":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            args.append("")
+            continue
+        args[-1] += ch
+    return args[1].strip() if len(args) > 1 else "void"
+
+
 def _mspec(ov: Overload, indent: str) -> str:
     params = "".join(f"{indent}        {_pspec(p)},\n" for p in ov.params)
-    return (f"{indent}MSpec({ov.name!r}, {ov.signature!r}, {ov.kind!r}, {ov.return_type or 'void'!r},"
+    return (f"{indent}MSpec({ov.name!r}, {ov.signature!r}, {ov.kind!r}, "
+            f"{effective_return(ov.return_type)!r},"
             f" (\n{params}{indent}    ), static={ov.static!r}, "
             f"tparams={tuple(t.name for t in ov.template_params)!r}),\n")
 

@@ -25,6 +25,8 @@ import numpy as np
 from numba import cuda
 from coopgen import block, warp, local, shared
 
+RECORD = np.dtype([("a", np.int32), ("b", np.float32)], align=True)
+
 
 @cuda.jit(device=True)
 def digit(key):
@@ -51,12 +53,14 @@ def _dtype(base: str) -> str:
 def call_args(cls, method, tag: str) -> tuple[list[str], list[str]]:
     """(setup lines, argument expressions) for one call of ``method``."""
     setup, args = [], []
+    records = any(p.base == "DecomposerT" for p in method.params)
     for p in method.params:
         v = f"{p.name}_{tag}"
         if p.role in ("input_array", "output_array", "inout_array"):
             n = BINS_PER_THREAD if p.extent and "BINS" in p.extent else ITEMS
-            setup.append(f"{v} = local.array({n}, {_dtype(p.base)})")
-            if p.role != "output_array":
+            dtype = "RECORD" if records and p.base == "KeyT" else _dtype(p.base)
+            setup.append(f"{v} = local.array({n}, {dtype})")
+            if p.role != "output_array" and dtype != "RECORD":
                 setup.append(f"for i in range({n}):\n        {v}[i] = d_in[i]")
             args.append(v)
         elif p.role in ("output_scalar", "inout_scalar"):
@@ -71,6 +75,8 @@ def call_args(cls, method, tag: str) -> tuple[list[str], list[str]]:
         elif p.role == "memory_inout":
             setup.append(f"{v} = shared.array(16, np.int32)")
             args.append(v)
+        elif p.role == "operator" and p.base == "DecomposerT":
+            args.append('("a", "b")')
         elif p.role == "operator":
             args.append(BUILTIN.get(p.base) or PY_OPERATOR[p.base])
         elif p.role == "prefix_callback":

@@ -129,7 +129,29 @@ def launch(kernel, grid, block, *args):
             link_cubin(kernel, sig)
         pytest.skip("linked on the CPU")
     kernel[grid, block](*args)
-    cuda.synchronize()
+    try:
+        cuda.synchronize()
+    except Exception as e:  # a fault in the kernel: the CUDA context stays broken
+        _leave_broken_worker(kernel, block, e)
+        raise
+
+
+def _leave_broken_worker(kernel, block, error):
+    """Under pytest-xdist, end this worker after a kernel fault (sticky CUDA error): otherwise
+    every later test on it fails too. xdist reports the test as crashed and starts a new
+    worker. The error goes to stderr and to $COOPGEN_GPU_TESTS_CRASH_DIR when that is set."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if not worker:
+        return
+    import sys
+    msg = (f"{os.environ.get('PYTEST_CURRENT_TEST', '?')}: kernel "
+           f"{getattr(kernel, '__name__', kernel)} block={block}: {error!r}\n")
+    sys.stderr.write(msg)
+    crash_dir = os.environ.get("COOPGEN_GPU_TESTS_CRASH_DIR")
+    if crash_dir:
+        with open(os.path.join(crash_dir, f"crash-{worker}-{os.getpid()}.txt"), "w") as f:
+            f.write(msg)
+    os._exit(70)
 
 
 # --- comparing ----------------------------------------------------------------------------
