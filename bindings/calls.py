@@ -41,15 +41,19 @@ class Primitive:
     ``select`` keyword), with template arguments fixed by a two-phase constructor."""
 
     def __init__(self, name: str, cls: ClassSpec, methods: dict[str, tuple[MSpec, ...]],
-                 *, select: str | None = None, fixed: dict | None = None):
+                 *, select: str | None = None, fixed: dict | None = None,
+                 constructor: bool = False, parent: "ParentType | None" = None):
         self.name = name
         self.cls = cls
         self.methods = methods
         self.select = select
         self.fixed = dict(fixed or {})
-        self._template = _make_template(self)
-        self._nbtype = types.Function(self._template)
-        lower_builtin(self, types.VarArg(types.Any))(_make_lowering(self))
+        self.constructor = constructor  # calls build a parent object
+        self.parent = parent  # calls are methods of this constructed object
+        if parent is None:
+            self._template = _make_template(self)
+            self._nbtype = types.Function(self._template)
+            lower_builtin(self, types.VarArg(types.Any))(_make_lowering(self))
 
     def __repr__(self):
         fixed = ", ".join(f"{k}={v!r}" for k, v in self.fixed.items())
@@ -139,7 +143,11 @@ def _launch_dims(needed: bool):
     return tuple(cfg.blockdim)
 
 
-def resolve_call(p: Primitive, args: tuple, kws: dict) -> Resolved:
+def resolve_call(p: Primitive, args: tuple, kws: dict, block_dims=None) -> Resolved:
+    if p.parent is not None:  # a method of a constructed object: its template args are fixed
+        return resolve(p.name, p.cls, p.pick_methods(None), tuple(args), dict(kws),
+                       template_kws={}, block_dims=p.parent.block_dims, enums=registry.enums(),
+                       pinned={t.name: v for t, v in p.parent.template_args})
     tkw_names = p.template_keywords() - {"temp_storage"}
     tkws = dict(p.fixed)
     mkws = {}
@@ -154,7 +162,11 @@ def resolve_call(p: Primitive, args: tuple, kws: dict) -> Resolved:
     selector = tkws.pop(p.select, None) if p.select else None
     methods = p.pick_methods(selector)
     needs_block = p.cls.scope == "block" or p.cls.temp_storage != "none"
-    dims = _launch_dims(needs_block and "threads_per_block" not in tkws)
+    dims = block_dims or _launch_dims(needs_block and "threads_per_block" not in tkws)
+    if p.constructor:  # TempStorage& overloads when temp_storage= is given (or no other)
+        with_ts = tuple(m for m in methods if any(x.role == "temp_storage" for x in m.params))
+        without = tuple(m for m in methods if m not in with_ts)
+        methods = with_ts if storage is not None else (without or with_ts)
     return resolve(p.name, p.cls, methods, tuple(args), mkws, template_kws=tkws,
                    block_dims=dims, enums=registry.enums(), temp_storage=storage)
 
@@ -167,18 +179,28 @@ def _make_template(p: Primitive):
         def generic(self, args, kws):
             r = resolve_call(p, args, kws)
             RESOLVED.append(f"{r.cls.name}::{r.method.signature}")
+            ret = r.return_type
+            if p.constructor:
+                tk = dict(p.fixed)
+                tk.update({k: _literal(p.name, k, v) for k, v in kws.items()
+                           if k in p.template_keywords() - {"temp_storage"}})
+                parent = ParentType(p, r, tuple(tk.items()))
+                outs = [t for _, t, _ in r.returns]
+                ret = types.Tuple([parent] + outs) if outs else parent
             names = [f"{_POS}{i}" for i in range(len(args))] + list(kws)
             pysig = inspect.Signature([inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD)
                                        for n in names])
             folded = tuple(args) + tuple(kws.values())
-            return signature(r.return_type, *folded).replace(pysig=pysig)
+            return signature(ret, *folded).replace(pysig=pysig)
 
     CoopgenCall.__name__ = f"CoopgenCall_{p.name.replace('.', '_')}"
     return CoopgenCall
 
 
 def _split_sig(sig):
-    names = list(sig.pysig.parameters) if sig.pysig is not None else []
+    if sig.pysig is None:  # numba drops it from bound-method signatures: all positional
+        return sig.args, {}, len(sig.args)
+    names = list(sig.pysig.parameters)
     n_pos = sum(1 for n in names if n.startswith(_POS))
     kw_names = names[n_pos:]
     return sig.args[:n_pos], dict(zip(kw_names, sig.args[n_pos:])), n_pos
@@ -280,11 +302,17 @@ def _make_lowering(p: Primitive):
     return lower
 
 
-def _lower_call(p: Primitive, context, builder, sig, args):
+def _lower_call(p: Primitive, context, builder, sig, args, self_ptr=None):
     pos, kws, n_pos = _split_sig(sig)
-    r = resolve_call(p, pos, kws)
+    r = resolve_call(p, pos, kws, block_dims=p.parent.block_dims if p.parent else None)
+    if p.constructor:
+        slot = cgutils.alloca_once(builder, ir.ArrayType(ir.IntType(8), PARENT_BYTES),
+                                   name="coopgen_parent")
+        slot.align = PARENT_ALIGN
+        self_ptr = builder.bitcast(slot, ir.IntType(8).as_pointer())
     op_sigs = _operator_signatures(r)
-    text = shims.build(r, op_sigs)
+    text = shims.build(r, op_sigs, object_mode="construct" if p.constructor else
+                       "method" if p.parent is not None else None, object_bytes=PARENT_BYTES)
     bundle_for(context.active_code_library).add(
         Shim(text.symbol, text.source_fn, text.includes, decls=text.decls,
              block_storage=text.block_storage), runs_once=_runs_once_per_kernel())
@@ -293,6 +321,9 @@ def _lower_call(p: Primitive, context, builder, sig, args):
 
     llargs, slots = [], []
     for ctype, name, source, index in text.c_params:
+        if source == "self":
+            llargs.append(self_ptr)
+            continue
         if source == "ret":
             _, nbty, _ = r.returns[index]
             slot = cgutils.alloca_once(builder, context.get_data_type(nbty))
@@ -314,7 +345,8 @@ def _lower_call(p: Primitive, context, builder, sig, args):
     fn = cgutils.get_or_insert_function(builder.module, fnty, text.symbol)
     builder.call(fn, llargs)
     vals = [context.data_model_manager[t].from_data(builder, builder.load(s)) for s, t in slots]
-    if not vals:
+    if p.constructor:
+        vals = [self_ptr] + vals
         return context.get_dummy_value()
     if len(vals) == 1:
         return vals[0]
@@ -366,17 +398,108 @@ class PrimitiveClass:
         return temp_storage_layout(self._cls, self._fixed)[1]
 
 
-class PrimitiveClassType(types.Opaque):
+class PrimitiveClassType(types.Callable, types.Opaque):
+    """``block.BlockHistogram`` inside a kernel: its attributes are the methods (one-shot
+    calls); calling it constructs a parent object (``h = block.BlockHistogram(...)``)."""
+
     def __init__(self, obj: PrimitiveClass):
         self.obj = obj
+        self._ctor = Primitive(f"{obj._scope}.{obj._cls.name}", obj._cls,
+                               {"": obj._cls.constructors}, fixed=obj._fixed, constructor=True)
         super().__init__(f"coopgen.{obj._scope}.{obj._cls.name}@{id(obj):x}")
 
     @property
     def key(self):
         return id(self.obj)
 
+    def get_call_type(self, context, args, kws):
+        return self._ctor._nbtype.get_call_type(context, args, kws)
+
+    def get_call_signatures(self):
+        return [], True
+
+    def get_impl_key(self, sig):
+        return self._ctor
+
 
 register_model(PrimitiveClassType)(OpaqueModel)
+
+
+class ParentType(types.Type):
+    """A constructed CUB object (BlockRunLengthDecode, BlockHistogram, ...) living in the
+    calling thread's memory; the value is a pointer to it. Its methods are the class's."""
+
+    def __init__(self, ctor: "Primitive", resolved: Resolved, template_kws: tuple):
+        self.cls = resolved.cls
+        self.template_args = resolved.template_args
+        self.block_dims = resolved.block_dims
+        self.template_kws = template_kws
+        self.ctor = ctor
+        args = ", ".join(v for _, v in resolved.template_args)
+        super().__init__(f"coopgen.{self.cls.name}<{args}>")
+
+    @property
+    def key(self):
+        return (self.cls.name, self.template_args, self.block_dims)
+
+
+register_model(ParentType)(OpaqueModel)
+
+#: Bytes reserved for a parent object in the constructing thread's frame; the constructor
+#: shim static_asserts that the CUB class fits.
+PARENT_BYTES, PARENT_ALIGN = 256, 16
+
+
+@infer_getattr
+class _ParentAttrs(AttributeTemplate):
+    key = ParentType
+
+    def generic_resolve(self, typ, attr):
+        if attr not in typ.cls.method_names:
+            raise CoopgenTypeError(f"{typ.cls.name} has no method {attr!r}; methods: "
+                                   f"{', '.join(typ.cls.method_names)}")
+        return types.BoundFunction(_parent_method_template(typ.cls, attr), typ)
+
+
+def _parent_method_template(cls: ClassSpec, attr: str):
+    key = f"coopgen.{cls.name}.{attr}"
+    cached = _PARENT_METHODS.get(key)
+    if cached is not None:
+        return cached
+
+    class ParentMethod(AbstractTemplate):
+        prefer_literal = True
+
+        def generic(self, args, kws):
+            parent = self.this
+            p = Primitive(f"{cls.scope}.{cls.name}.{attr}", cls, {"": cls.overloads(attr)},
+                          fixed=dict(parent.template_kws), parent=parent)
+            r = resolve_call(p, args, kws)
+            RESOLVED.append(f"{r.cls.name}::{r.method.signature}")
+            names = [f"{_POS}{i}" for i in range(len(args))] + list(kws)
+            pysig = inspect.Signature([inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+                                       for n in names])
+            return signature(r.return_type, *(tuple(args) + tuple(kws.values())),
+                             recvr=parent).replace(pysig=pysig)
+
+    ParentMethod.key = key
+    ParentMethod.__name__ = f"ParentMethod_{cls.name}_{attr}"
+
+    @lower_builtin(key, ParentType, types.VarArg(types.Any))
+    def lower(context, builder, sig, args):
+        # numba passes the object first in ``args``; ``sig.args`` may or may not include it
+        margs = sig.args[1:] if len(sig.args) == len(args) else sig.args
+        parent = sig.recvr if sig.recvr is not None else sig.args[0]
+        p = Primitive(f"{cls.scope}.{cls.name}.{attr}", cls, {"": cls.overloads(attr)},
+                      fixed=dict(parent.template_kws), parent=parent)
+        msig = signature(sig.return_type, *margs).replace(pysig=sig.pysig)
+        return _lower_call(p, context, builder, msig, args[1:], self_ptr=args[0])
+
+    _PARENT_METHODS[key] = ParentMethod
+    return ParentMethod
+
+
+_PARENT_METHODS: dict = {}
 
 
 @typeof_impl.register(PrimitiveClass)

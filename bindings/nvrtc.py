@@ -111,6 +111,18 @@ def cccl_include_dir() -> str:
     return os.path.realpath(registry.include_dir())
 
 
+@functools.cache
+def half_include_dir() -> str:
+    """cuda_fp16.h / cuda_bf16.h for NVRTC (which has none built in): the copies numba-cuda
+    ships for its own NVRTC compiles, for this NVRTC's major version."""
+    import numba.cuda
+
+    base = Path(numba.cuda.__file__).parent / "include"
+    major = str(nvrtc_version()[0])
+    d = base / major if (base / major).is_dir() else max(base.iterdir())
+    return str(d)
+
+
 def cache_dir() -> Path | None:
     """The LTO-IR cache directory, or None when caching is disabled."""
     if os.environ.get("COOPGEN_DISABLE_CACHE", "") not in ("", "0"):
@@ -160,6 +172,9 @@ def _dir_identity(d: str) -> str:
     if p == cccl_include_dir():  # the locked headers: their digest says it all
         from . import registry
         return registry.package().HEADERS_DIGEST
+    if p == os.path.realpath(half_include_dir()):  # pinned with numba-cuda
+        import numba_cuda
+        return f"numba-cuda-{numba_cuda.__version__}-half-headers"
     try:
         ident = f"{p}:{os.stat(p).st_mtime_ns}"
     except OSError:
@@ -265,7 +280,11 @@ def compile_ltoir(
     """
     if include_dirs is None:
         include_dirs = [cccl_include_dir()]
-    include_dirs = [str(d) for d in include_dirs]
+    include_dirs = [str(d) for d in include_dirs] + [half_include_dir()]
+    # CCCL only enables its __half/__nv_bfloat16 code when these headers were seen first;
+    # without them CCCL 3.0.1's ThreadReduce picks a SIMD path for int/float min/max/plus
+    # that ends in assert(false) (CUDA_ERROR_ASSERT at run time). nvcc always includes them.
+    options = ("--pre-include=cuda_fp16.h", "--pre-include=cuda_bf16.h") + tuple(options)
     opts = base_options(arch, include_dirs, tuple(options), kind)
     key = _cache_key(source, opts, arch, include_dirs)
 

@@ -118,20 +118,22 @@ def _loose(name: str) -> bool:
 def _candidate_assignments(method: MSpec, n_pos: int, kw_names: set[str]):
     """Ways to map n positional args onto the overload's parameters (C++ order)."""
     params = method.params
-    omittable = [i for i, p in enumerate(params) if p.name not in kw_names and (
-        p.role in OMITTABLE_OUTPUTS or p.default is not None or p.role == "temp_storage")]
-    free = [i for i, p in enumerate(params) if p.name not in kw_names]
+    # temp storage is only ever given as temp_storage=, never positionally
+    free = [i for i, p in enumerate(params) if p.name not in kw_names and p.role != "temp_storage"]
+    omittable = [i for i in free if params[i].role in OMITTABLE_OUTPUTS or
+                 params[i].default is not None]
+    always_skipped = {i for i, p in enumerate(params) if p.role == "temp_storage"}
     n_skip = len(free) - n_pos
     if n_skip < 0 or n_skip > len(omittable):
         return
     for skipped in itertools.combinations(omittable, n_skip):
         positional = [i for i in free if i not in skipped]
-        yield positional, set(skipped)
+        yield positional, set(skipped) | always_skipped
 
 
 def resolve(prim: str, cls: ClassSpec, methods: tuple[MSpec, ...], args: tuple,
             kws: dict, *, template_kws: dict, block_dims, enums: dict,
-            warp_default: int = 32, temp_storage=None) -> Resolved:
+            warp_default: int = 32, temp_storage=None, pinned: dict | None = None) -> Resolved:
     """Pick the overload of ``methods`` that the call means and infer its template arguments.
 
     ``args``/``kws`` are numba types of the call's method arguments; ``template_kws`` holds
@@ -159,7 +161,7 @@ def resolve(prim: str, cls: ClassSpec, methods: tuple[MSpec, ...], args: tuple,
         for positional, skipped in candidates:
             try:
                 r = _bind(prim, cls, method, args, kws, positional, skipped, template_kws,
-                          block_dims, enums, warp_default)
+                          block_dims, enums, warp_default, pinned)
                 if temp_storage is not None:
                     r = dataclasses.replace(r, temp_storage="explicit",
                                             temp_storage_arg=temp_storage)
@@ -203,7 +205,7 @@ def template_keywords(cls: ClassSpec) -> set[str]:
 
 
 def _bind(prim, cls, method, args, kws, positional, skipped, template_kws, block_dims, enums,
-          warp_default) -> Resolved:
+          warp_default, pinned=None) -> Resolved:
     att = _Attempt(prim, cls, method)
     arg_of = {}
     for pos, i in enumerate(positional):
@@ -238,7 +240,7 @@ def _bind(prim, cls, method, args, kws, positional, skipped, template_kws, block
 
     # Template arguments: dtypes and extents from the arguments, the rest from keywords.
     template_args, block = _template_args(att, cls, template_kws, block_dims, enums,
-                                          warp_default)
+                                          warp_default, pinned)
     # Omitted outputs are returned: their dtype is now known.
     final = []
     for b in bindings:
@@ -322,8 +324,13 @@ def _dtype_of(att: _Attempt, cpp: str, cls: ClassSpec, template_args) -> types.T
                            f"dtype determines it")
 
 
-def _template_args(att: _Attempt, cls: ClassSpec, kw: dict, block_dims, enums, warp_default):
+def _template_args(att: _Attempt, cls: ClassSpec, kw: dict, block_dims, enums, warp_default,
+                   pinned: dict | None = None):
+    """C++ template arguments, in order. ``pinned`` holds those of a constructed object whose
+    method is being called: they are fixed, and arguments that imply others are an error."""
     prim = att.prim
+    if pinned:
+        return _pinned_args(att, cls, pinned), block_dims
     out = []
     given = dict(kw)
     block = None
@@ -386,6 +393,23 @@ def _template_args(att: _Attempt, cls: ClassSpec, kw: dict, block_dims, enums, w
         raise _Mismatch(f"{prim}: unknown keyword {k!r}; template keywords are "
                         f"{', '.join(sorted(template_keywords(cls)))}")
     return tuple(out), block
+
+
+def _pinned_args(att: _Attempt, cls: ClassSpec, pinned: dict):
+    out = []
+    for t in cls.template_params:
+        value = pinned[t.name]
+        if t.kind == "type" and t.name in att.dtypes:
+            mine = ctypes_map.ctype(att.dtypes[t.name], att.prim, t.name)
+        elif t.name in att.extents:
+            mine = str(att.extents[t.name][0])
+        else:
+            mine = value
+        if mine != value:
+            raise _Mismatch(f"{att.prim}: the arguments give {t.name} = {mine}, but the "
+                            f"{cls.name} object was built with {t.name} = {value}")
+        out.append((t, value))
+    return tuple(out)
 
 
 def _apply_items_per_thread(att: _Attempt, cls: ClassSpec, ipt) -> None:

@@ -49,7 +49,8 @@ def _h(*parts) -> str:
 
 def cfg_struct(name: str, cls, template_args) -> str:
     """``cub::<name>``: the template arguments named as CUB names them, and ``prim``."""
-    lines = [f"namespace cub {{ struct {name} {{"]
+    lines = [f"#ifndef COOPGEN_DEFINED_{name}", f"#define COOPGEN_DEFINED_{name}",
+             f"namespace cub {{ struct {name} {{"]
     for t, value in template_args:
         if t.kind == "type":
             lines.append(f"  using {t.name} = {value};")
@@ -58,6 +59,7 @@ def cfg_struct(name: str, cls, template_args) -> str:
     args = ", ".join(t.name for t, _ in template_args)
     lines.append(f"  using prim = {cls.cpp.split('::')[-1]}<{args}>;")
     lines.append("}; }")
+    lines.append("#endif")
     return "\n".join(lines)
 
 
@@ -137,6 +139,14 @@ def _records(r: Resolved) -> list:
     return out
 
 
+def _parent_storage_slots(r: Resolved) -> tuple[int, str]:
+    if r.cls.scope == "block":
+        return 1, "0"
+    lwt = dict((t.keyword, v) for t, v in r.template_args).get("logical_warp_threads", "32")
+    threads = r.block_dims[0] * r.block_dims[1] * r.block_dims[2] if r.block_dims else 1024
+    return max(1, -(-threads // int(lwt))), f"{LINEAR_TID} / {lwt}"
+
+
 def _explicit_template_args(r: Resolved) -> list[str]:
     """Values of the method's leading template parameters that C++ cannot deduce from the
     arguments (BlockRadixRankMatch::CallBack<KEYS_PER_THREAD>)."""
@@ -149,17 +159,23 @@ def _explicit_template_args(r: Resolved) -> list[str]:
     return out
 
 
-def build(r: Resolved, op_signatures: dict[int, tuple]) -> ShimText:
-    """The shim for ``r``. ``op_signatures[i]`` gives (argtypes, restype) of operator binding i."""
+def build(r: Resolved, op_signatures: dict[int, tuple], object_mode: str | None = None,
+          object_bytes: int = 64) -> ShimText:
+    """The shim for ``r``. ``op_signatures[i]`` gives (argtypes, restype) of operator binding i.
+
+    ``object_mode``: None for a one-shot call on a temporary; "construct" to placement-new the
+    object into the caller's ``coopgen_self`` buffer; "method" to call a method on it."""
     key = (r.cls.cpp, r.method.signature, r.template_args, r.extents, r.temp_storage,
            str(r.temp_storage_arg[1]) if r.temp_storage_arg else None,
            tuple((b.param.name, b.source, b.ctype, b.operator.builtin if b.operator else None,
                   b.operator.fields if b.operator else None) for b in r.bindings),
            tuple((i, tuple(map(str, a)), str(t)) for i, (a, t) in sorted(op_signatures.items())),
-           tuple(str(t) for _, t, _ in r.returns))
+           tuple(str(t) for _, t, _ in r.returns), object_mode)
     h = _h(*key)
     symbol = f"coopgen_{r.cls.name}_{r.method.name}_{h}"
-    cfg = f"coopgen_cfg_{h}"
+    # Named by the class and its template arguments only, so a constructor and the methods
+    # called on its object agree on the type.
+    cfg = f"coopgen_cfg_{_h(r.cls.cpp, r.template_args)}"
     decls = [record_struct(rec) for rec in _records(r)]
     decls.append(cfg_struct(cfg, r.cls, r.template_args))
     prim = f"::cub::{cfg}::prim"
@@ -169,6 +185,17 @@ def build(r: Resolved, op_signatures: dict[int, tuple]) -> ShimText:
         p = b.param
         if b.source == "default":
             if p.role == "temp_storage":
+                if object_mode == "construct" and r.temp_storage == "explicit":
+                    call_args.append(f"*reinterpret_cast<typename {prim}::TempStorage*>"
+                                     f"(coopgen_temp_storage)")
+                elif object_mode == "construct":
+                    # No temp_storage= and no storage-free constructor: the object gets its
+                    # own __shared__ storage (per warp for warp primitives), which it keeps
+                    # for its lifetime; objects of one type and call site share it.
+                    slots, index = _parent_storage_slots(r)
+                    pre.append(f"__shared__ typename {prim}::TempStorage "
+                               f"coopgen_object_storage[{slots}];")
+                    call_args.append(f"coopgen_object_storage[{index}]")
                 continue
             if any(x.source != "default" for x in r.bindings[i + 1:] if x.param.role != "temp_storage"):
                 call_args.append(f"({p.default})")  # a later argument is passed
@@ -200,7 +227,6 @@ def build(r: Resolved, op_signatures: dict[int, tuple]) -> ShimText:
             call_args.append(p.name)
             continue
         if p.role == "temp_storage":
-            c_params.append(("void*", "coopgen_temp_storage", "arg", b.arg_index))
             continue
         c_params.append((b.ctype, p.name, "arg", b.arg_index))
         n = static_length(b.nbtype) if b.nbtype is not None else None
@@ -222,7 +248,13 @@ def build(r: Resolved, op_signatures: dict[int, tuple]) -> ShimText:
         c_params.append((ctype + "*", f"coopgen_ret_{what}", "ret", k))
 
     block_storage = None
-    if r.temp_storage == "explicit":
+    if object_mode is not None:
+        storage = None  # the constructor takes CUB's own storage or temp_storage=
+        if r.temp_storage == "explicit":
+            index, ty = r.temp_storage_arg
+            c_params.insert(0, ("void*", "coopgen_temp_storage", "arg", index))
+        c_params.insert(0, ("void*", "coopgen_self", "self", -1))
+    elif r.temp_storage == "explicit":
         index, ty = r.temp_storage_arg
         c_params.insert(0, ("void*", "coopgen_temp_storage", "arg", index))
         n = static_length(ty)
@@ -248,11 +280,20 @@ def build(r: Resolved, op_signatures: dict[int, tuple]) -> ShimText:
     else:
         storage = None
     ctor = f"{prim} coopgen_p({storage});" if storage else f"{prim} coopgen_p;"
+    obj = "coopgen_p"
+    if object_mode == "method":
+        ctor = f"{prim}& coopgen_obj = *static_cast<{prim}*>(coopgen_self);"
+        obj = "coopgen_obj"
 
     explicit = _explicit_template_args(r)
     method = f"template {r.method.name}<{', '.join(explicit)}>" if explicit else r.method.name
-    call = f"coopgen_p.{method}({', '.join(call_args)})"
+    call = f"{obj}.{method}({', '.join(call_args)})"
     body = [*pre, ctor]
+    if object_mode == "construct":
+        body = [*pre,
+                f"static_assert(sizeof({prim}) <= {object_bytes} && alignof({prim}) <= 16, "
+                f"\"coopgen: {r.cls.name} does not fit the {object_bytes}-byte object slot\");"]
+        call = f"::new (coopgen_self) {prim}({', '.join(call_args)})"
     if r.method.returns not in ("void", ""):
         body.append(f"*coopgen_ret_return = {call};")
     else:

@@ -33,13 +33,9 @@ def one_shot(cls: ClassModel) -> bool:
 
 
 def bindable(ov: Overload, cls: ClassModel) -> bool:
-    """Whether the runtime can bind (and the CPU suite compile-check) this overload."""
+    """Whether the runtime can bind (and the CPU suite compile-check) this overload: one-shot
+    calls on a temporary, or constructors and methods of a parent object."""
     from coopgen.spec import BINDABLE_ROLES, OPERATOR_KINDS
-
-    if not one_shot(cls):
-        return False
-    if ov.kind == "constructor":
-        return all(p.role == "temp_storage" for p in ov.params)
 
     for p in ov.params:
         if p.role not in BINDABLE_ROLES:

@@ -256,8 +256,9 @@ class _Walker:
         K, A = self.K, self.ci.AccessSpecifier
         ctors, methods = [], []
         for ch in cursor.get_children():
-            if ch.access_specifier != A.PUBLIC:
-                continue
+            if ch.access_specifier != A.PUBLIC or (ch.kind in (K.CONSTRUCTOR, K.CXX_METHOD)
+                                                  and ch.is_deleted_method()):
+                continue  # deleted members (WarpExchange() = delete) are not API
             # A templated constructor is a FUNCTION_TEMPLATE spelled "Class<Args...>".
             if ch.kind == K.CONSTRUCTOR or (ch.kind == K.FUNCTION_TEMPLATE
                                             and ch.spelling.split("<")[0] == cursor.spelling):

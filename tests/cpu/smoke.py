@@ -79,6 +79,8 @@ def call_args(cls, method, tag: str) -> tuple[list[str], list[str]]:
             args.append('("a", "b")')
         elif p.role == "operator":
             args.append(BUILTIN.get(p.base) or PY_OPERATOR[p.base])
+        elif p.role == "temp_storage":
+            args.append("temp_storage")  # replaced by temp_storage= in kernel_source
         elif p.role == "prefix_callback":
             setup.append(f"{v} = local.array(1, np.int32)")
             args.append(f"(running_prefix, {v})")
@@ -92,8 +94,13 @@ def template_kws(cls) -> str:
     if cls.scope == "block" or cls.temp_storage != "none":
         kws.append(f"threads_per_block={THREADS}")
     extents = {p.extent for m in cls.methods for p in m.params if p.extent}
+    ctor_extents = {p.extent for m in cls.constructors for p in m.params if p.extent}
     for t in cls.template_params:
-        if t.default is not None or t.kind != "value" or t.name in extents or \
+        if t.kind == "value" and t.default is None and t.keyword.endswith("per_thread") and \
+                t.name not in ctor_extents and t.keyword != "items_per_thread":
+            kws.append(f"{t.keyword}={ITEMS}")  # known to methods only: a parent needs it
+            continue
+        if t.default is not None or t.kind != "value" or t.name in extents | ctor_extents or \
                 t.keyword.startswith("block_dim") or t.keyword == "logical_warp_threads":
             continue
         kws.append(f"{t.keyword}={'False' if t.cpp_type == 'bool' else 16 if t.keyword == 'bins' else RADIX_BITS}")
@@ -110,25 +117,39 @@ def dtype_kw(cls, method) -> list[str]:
 
 
 def kernel_source(cls, scope: str) -> tuple[str, list[str]]:
-    """Kernel source calling every bound overload of ``cls`` once, and the signatures covered."""
+    """Kernel source calling every bound overload of ``cls`` once, and the signatures covered:
+    each constructor builds a parent object; methods are called one-shot (on a temporary) or,
+    for classes that need constructor data, on the last parent built."""
     lines = [PRELUDE, "", "def kernel(d_in, d_out, n):"]
     covered = []
     kws = template_kws(cls)
+    one_shot = any(all(p.role == "temp_storage" for p in c.params) for c in cls.constructors)
+    for i, c in enumerate(cls.constructors):
+        setup, args = call_args(cls, c, f"c{i}")
+        if any(p.role == "temp_storage" for p in c.params):
+            setup.append(f"ts_c{i} = shared.array(20480, np.uint8)")
+            args = [a for a, p in zip(args, c.params) if p.role != "temp_storage"] + [f"temp_storage=ts_c{i}"]
+        lines += [f"    {s}" for s in setup]
+        ctor_kws = args + (["dtype=np.int32"] if dtype_kw(cls, c) else []) + ([kws] if kws else [])
+        lines.append(f"    obj = {scope}.{cls.name}({', '.join(ctor_kws)})")
+        covered.append(f"{cls.name}::{c.signature}")
     for i, m in enumerate(cls.methods):
         setup, args = call_args(cls, m, str(i))
         lines += [f"    {s}" for s in setup]
-        call = f"{scope}.{cls.name}.{m.name}({', '.join(args + dtype_kw(cls, m) + ([kws] if kws else []))})"
+        if one_shot:
+            call = f"{scope}.{cls.name}.{m.name}({', '.join(args + dtype_kw(cls, m) + ([kws] if kws else []))})"
+        else:
+            call = f"obj.{m.name}({', '.join(args)})"
         lines.append(f"    {call}")
         covered.append(f"{cls.name}::{m.signature}")
-    # The TempStorage constructor: one call with explicit temp storage.
-    if cls.methods and any(c.params for c in cls.constructors):
+    # One-shot calls with explicit temp storage (the TempStorage& constructor of a temporary).
+    if cls.methods and one_shot and any(c.params for c in cls.constructors):
         m = cls.methods[0]
         setup, args = call_args(cls, m, "ts")
         lines += [f"    {s}" for s in setup]
         lines.append("    ts = shared.array(20480, np.uint8)")
         call = f"{scope}.{cls.name}.{m.name}({', '.join(args + dtype_kw(cls, m) + ['temp_storage=ts', kws])})"
         lines.append(f"    {call}")
-    covered += [f"{cls.name}::{c.signature}" for c in cls.constructors]
     return "\n".join(lines) + "\n", covered
 
 

@@ -166,3 +166,28 @@ def test_error_logical_warp_size_not_power_of_two():
         warp.load(d_in, items, logical_warp_threads=24, threads_per_block=96)
     assert ("warp.load: logical_warp_threads=24 is not allowed; WarpLoad needs a power of two"
             in _error(k))
+
+
+def test_no_simd_assert_path_for_int_and_float_reductions():
+    """CCCL 3.0.1 picks a SIMD ThreadReduce ending in assert(false) for int/float min/max/plus
+    unless cuda_fp16.h/cuda_bf16.h were included first; every coopgen compile includes them."""
+    src = """#include <cub/block/block_reduce.cuh>
+extern "C" __global__ void k(const int* in, int* out) {
+  using P = cub::BlockReduce<int, 128>;
+  __shared__ typename P::TempStorage ts;
+  int items[4];
+  for (int i = 0; i < 4; ++i) items[i] = in[threadIdx.x * 4 + i];
+  out[threadIdx.x] = P(ts).Reduce(items, ::cuda::maximum<>{});
+}
+"""
+    assert "__assertfail" not in nvrtc.compile_ptx(src)
+
+
+def test_parent_object_with_implicit_storage_links():
+    def k(d_in, d_out):
+        x = d_in[cuda.threadIdx.x]
+        scan = warp.WarpScan(dtype=np.int32, threads_per_block=64)
+        d_out[cuda.threadIdx.x] = scan.ExclusiveSum(x) + scan.InclusiveSum(x)
+
+    res = link_cubin(k, (I32, I32))
+    assert res.local_bytes == 0

@@ -29,7 +29,9 @@ def exchange_kernel(ipt, time_slicing):
             x[i] = d_in[t * ipt + i]
             r[i] = d_ranks[t * ipt + i]
             f[i] = d_flags[t * ipt + i] != 0
-        for s in range(NKINDS):
+        # CUB has no time-sliced ScatterToStripedGuarded/Flagged: with warp_time_slicing they
+        # would write past the (one warp's) buffer, so they run only without it.
+        for s in range(NKINDS - 2 if time_slicing else NKINDS):
             for i in range(ipt):
                 y[i] = x[i]
             if s == 0:
@@ -107,6 +109,8 @@ def test_every_exchange(dtype, blk, ipt, time_slicing):
            to_device(flags), d_out)
     got = to_host(d_out).reshape(NKINDS, nt, ipt)
     for s, (want, mask) in enumerate(_expected(x, ranks, flags, nt, ipt)):
+        if time_slicing and s >= NKINDS - 2:
+            break
         if mask is None:
             np.testing.assert_array_equal(got[s], want, err_msg=f"kind #{s}")
         else:

@@ -115,6 +115,7 @@ def scatter_kernel(ipt, lwt):
         warp.exchange(x, y, r, kind="scatter_to_striped", logical_warp_threads=lwt)
         for i in range(ipt):
             d_out[t * ipt + i] = y[i]
+            r[i] = d_ranks[t * ipt + i]  # CUB pads ranks in place when it pads shared memory
         warp.WarpExchange.ScatterToStriped(x, r, logical_warp_threads=lwt,
                                            warp_exchange_algorithm="smem")
         for i in range(ipt):

@@ -15,8 +15,6 @@ SPEC = ClassSpec(
         TParam('WARP_EXCHANGE_ALGORITHM', 'value', 'WarpExchangeAlgorithm', 'WARP_EXCHANGE_SMEM', 'warp_exchange_algorithm'),
     ),
     constructors=(
-        MSpec('WarpExchange', 'WarpExchange()', 'constructor', 'void', (
-            ), static=False, tparams=()),
         MSpec('WarpExchange', 'WarpExchange(TempStorage &)', 'constructor', 'void', (
                 PSpec('temp_storage', 'temp_storage', 'TempStorage &', 'TempStorage', None, None),
             ), static=False, tparams=()),

@@ -15,8 +15,6 @@ SPEC = ClassSpec(
         TParam('ValueT', 'type', '', 'NullType', 'value'),
     ),
     constructors=(
-        MSpec('WarpMergeSort', 'WarpMergeSort()', 'constructor', 'void', (
-            ), static=False, tparams=()),
         MSpec('WarpMergeSort', 'WarpMergeSort(typename BlockMergeSortStrategyT::TempStorage &)', 'constructor', 'void', (
                 PSpec('temp_storage', 'temp_storage', 'typename BlockMergeSortStrategyT::TempStorage &', 'typename BlockMergeSortStrategyT::TempStorage', None, None),
             ), static=False, tparams=()),

@@ -18,8 +18,37 @@ SPEC = ClassSpec(
         TParam('BlockDimZ', 'value', 'int', '1', 'block_dim_z'),
     ),
     constructors=(
+        MSpec('BlockRunLengthDecode', 'BlockRunLengthDecode(TempStorage &, ItemT (&)[RunsPerThread], RunLengthT (&)[RunsPerThread], TotalDecodedSizeT &)', 'constructor', 'void', (
+                PSpec('temp_storage', 'temp_storage', 'TempStorage &', 'TempStorage', None, None),
+                PSpec('run_values', 'input_array', 'ItemT (&)[RunsPerThread]', 'ItemT', 'RunsPerThread', None),
+                PSpec('run_lengths', 'input_array', 'RunLengthT (&)[RunsPerThread]', 'RunLengthT', 'RunsPerThread', None),
+                PSpec('total_decoded_size', 'output_scalar', 'TotalDecodedSizeT &', 'TotalDecodedSizeT', None, None),
+            ), static=False, tparams=('RunLengthT', 'TotalDecodedSizeT')),
+        MSpec('BlockRunLengthDecode', 'BlockRunLengthDecode(TempStorage &, ItemT (&)[RunsPerThread], UserRunOffsetT (&)[RunsPerThread])', 'constructor', 'void', (
+                PSpec('temp_storage', 'temp_storage', 'TempStorage &', 'TempStorage', None, None),
+                PSpec('run_values', 'input_array', 'ItemT (&)[RunsPerThread]', 'ItemT', 'RunsPerThread', None),
+                PSpec('run_offsets', 'input_array', 'UserRunOffsetT (&)[RunsPerThread]', 'UserRunOffsetT', 'RunsPerThread', None),
+            ), static=False, tparams=('UserRunOffsetT',)),
+        MSpec('BlockRunLengthDecode', 'BlockRunLengthDecode(ItemT (&)[RunsPerThread], RunLengthT (&)[RunsPerThread], TotalDecodedSizeT &)', 'constructor', 'void', (
+                PSpec('run_values', 'input_array', 'ItemT (&)[RunsPerThread]', 'ItemT', 'RunsPerThread', None),
+                PSpec('run_lengths', 'input_array', 'RunLengthT (&)[RunsPerThread]', 'RunLengthT', 'RunsPerThread', None),
+                PSpec('total_decoded_size', 'output_scalar', 'TotalDecodedSizeT &', 'TotalDecodedSizeT', None, None),
+            ), static=False, tparams=('RunLengthT', 'TotalDecodedSizeT')),
+        MSpec('BlockRunLengthDecode', 'BlockRunLengthDecode(ItemT (&)[RunsPerThread], UserRunOffsetT (&)[RunsPerThread])', 'constructor', 'void', (
+                PSpec('run_values', 'input_array', 'ItemT (&)[RunsPerThread]', 'ItemT', 'RunsPerThread', None),
+                PSpec('run_offsets', 'input_array', 'UserRunOffsetT (&)[RunsPerThread]', 'UserRunOffsetT', 'RunsPerThread', None),
+            ), static=False, tparams=('UserRunOffsetT',)),
     ),
     methods=(
+        MSpec('RunLengthDecode', 'RunLengthDecode(ItemT (&)[DecodedItemsPerThread], RelativeOffsetT (&)[DecodedItemsPerThread], DecodedOffsetT)', 'method', 'void', (
+                PSpec('decoded_items', 'output_array', 'ItemT (&)[DecodedItemsPerThread]', 'ItemT', 'DecodedItemsPerThread', None),
+                PSpec('item_offsets', 'output_array', 'RelativeOffsetT (&)[DecodedItemsPerThread]', 'RelativeOffsetT', 'DecodedItemsPerThread', None),
+                PSpec('from_decoded_offset', 'count', 'DecodedOffsetT', 'DecodedOffsetT', None, '0'),
+            ), static=False, tparams=('RelativeOffsetT',)),
+        MSpec('RunLengthDecode', 'RunLengthDecode(ItemT (&)[DecodedItemsPerThread], DecodedOffsetT)', 'method', 'void', (
+                PSpec('decoded_items', 'output_array', 'ItemT (&)[DecodedItemsPerThread]', 'ItemT', 'DecodedItemsPerThread', None),
+                PSpec('from_decoded_offset', 'count', 'DecodedOffsetT', 'DecodedOffsetT', None, '0'),
+            ), static=False, tparams=()),
     ),
     brief='The BlockRunLengthDecode class supports decoding a run-length encoded array of items. That is, given the two arrays ``run_value[N]`` and ``run_lengths[N]``, ``run_value[i]`` is repeated ``run_lengths[i]`` many times in the output array. Due to the nature of the run-length decoding algorithm ("decompression"), the output size of the run-length decoded array is runtime-dependent and potentially without any upper bound. To address this, BlockRunLengthDecode allows retrieving a "window" from the run-length decoded array. The window\'s offset can be specified and BLOCK_THREADS * DecodedItemsPerThread (i.e., referred to as window_size) decoded items from the specified window will be returned.',
 )
