@@ -272,28 +272,49 @@ def _compile_operator(context, sym: str, op, argtypes, restype) -> None:
     done.add(sym)
 
 
-def _runs_once_per_kernel() -> bool:
-    """Whether the call being lowered runs once per kernel execution: it is lowered straight
-    into the kernel being launched (not a device function, which may be called many times)
-    and no loop of the kernel contains it. Unknown (no launch, odd call stack) -> False."""
-    from numba.cuda.core.analysis import compute_cfg_from_blocks
-
+def _kernel_lowering_site():
+    """(func_ir, block label) when the call being lowered sits in the body of the kernel being
+    launched (not a device function, which may be compiled once and called many times), else
+    None. numba hands lowering functions no such context, so it is read off the call stack."""
     cfg = current_launch_config()
     if cfg is None:
-        return False
+        return None
     frame = sys._getframe(1)
     while frame is not None and frame.f_code.co_name != "lower_function_body":
         frame = frame.f_back
     if frame is None:
-        return False
+        return None
     lower, offset = frame.f_locals.get("self"), frame.f_locals.get("offset")
     func_ir = getattr(lower, "func_ir", None)
     if func_ir is None or offset is None:
-        return False
+        return None
     if func_ir.func_id.func is not getattr(cfg.dispatcher, "py_func", None):
+        return None
+    return func_ir, offset
+
+
+def _runs_once(site) -> bool:
+    """Whether the call runs once per kernel execution: in the kernel, outside every loop."""
+    from numba.cuda.core.analysis import compute_cfg_from_blocks
+
+    if site is None:
         return False
+    func_ir, offset = site
     loops = compute_cfg_from_blocks(func_ir.blocks).loops().values()
     return not any(offset in loop.body for loop in loops)
+
+
+def _bound_kernel_threads(builder, site, dims) -> None:
+    """The kernel is specialised on its block shape: tell ptxas (``maxntid``), as
+    ``__launch_bounds__`` does in C++, so it may budget registers for exactly that many threads
+    (a 1024-thread block with a heavy primitive launches instead of running out of registers)."""
+    from numba.cuda.cudadrv import nvvm
+
+    fn = builder.function
+    if site is None or dims is None or getattr(fn, "_coopgen_bounded", False):
+        return
+    nvvm.set_launch_bounds(fn, dims[0] * dims[1] * dims[2])
+    fn._coopgen_bounded = True
 
 
 def _make_lowering(p: Primitive):
@@ -313,9 +334,12 @@ def _lower_call(p: Primitive, context, builder, sig, args, self_ptr=None):
     op_sigs = _operator_signatures(r)
     text = shims.build(r, op_sigs, object_mode="construct" if p.constructor else
                        "method" if p.parent is not None else None, object_bytes=PARENT_BYTES)
+    site = _kernel_lowering_site()
     bundle_for(context.active_code_library).add(
         Shim(text.symbol, text.source_fn, text.includes, decls=text.decls,
-             block_storage=text.block_storage), runs_once=_runs_once_per_kernel())
+             block_storage=text.block_storage), runs_once=_runs_once(site))
+    if current_launch_config() is not None:
+        _bound_kernel_threads(builder, site, tuple(current_launch_config().blockdim))
     for i, sym, argtypes, restype in text.op_symbols:
         _compile_operator(context, sym, r.bindings[i].operator, argtypes, restype)
 

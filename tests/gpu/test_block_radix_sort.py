@@ -148,7 +148,10 @@ def bits_kernel(radix_bits):
             else:
                 block.radix_sort_keys_descending(keys, begin_bit, end_bit, radix_bits=radix_bits)
             for i in range(4):
-                d_out[s * n + t * 4 + i] = keys[i] if s != 1 else vals[i]
+                if s == 1:  # (a conditional expression would unify uint64/int32 to float64)
+                    d_out[s * n + t * 4 + i] = vals[i]
+                else:
+                    d_out[s * n + t * 4 + i] = keys[i]
     return k
 
 
