@@ -343,6 +343,7 @@ def _lower_call(p: Primitive, context, builder, sig, args, self_ptr=None):
     for i, sym, argtypes, restype in text.op_symbols:
         _compile_operator(context, sym, r.bindings[i].operator, argtypes, restype)
 
+    target = {b.arg_index: b.nbtype for b in r.bindings if b.source == "arg"}
     llargs, slots = [], []
     for ctype, name, source, index in text.c_params:
         if source == "self":
@@ -363,8 +364,8 @@ def _lower_call(p: Primitive, context, builder, sig, args, self_ptr=None):
         elif isinstance(ty, types.Boolean) or types.unliteral(ty) == types.boolean:
             llargs.append(builder.zext(val, ir.IntType(8)))
         else:
-            uty = types.unliteral(ty)
-            llargs.append(context.cast(builder, val, ty, uty))
+            to = target.get(index) or types.unliteral(ty)
+            llargs.append(context.cast(builder, val, ty, to))
     fnty = ir.FunctionType(ir.VoidType(), [a.type for a in llargs])
     fn = cgutils.get_or_insert_function(builder.module, fnty, text.symbol)
     builder.call(fn, llargs)

@@ -216,19 +216,23 @@ def _bind(prim, cls, method, args, kws, positional, skipped, template_kws, block
         arg_of[idx] = len(args) + order.index(name)
     all_args = tuple(args) + tuple(kws[k] for k in order)
 
-    bindings = []
+    bindings: list = [None] * len(method.params)
     returns = []
     operators = []
     temp_storage = "none"
-    for i, p in enumerate(method.params):
+    # Arrays first: they fix the dtypes; a scalar of another width is then converted to it,
+    # as C++ would convert the argument (a scalar alone decides its type parameter).
+    order = sorted(range(len(method.params)),
+                   key=lambda i: method.params[i].role in ("input_scalar", "count"))
+    for i in order:
+        p = method.params[i]
         if i in skipped:
             if p.role in OMITTABLE_OUTPUTS:
-                bindings.append(Binding(p, "return", None, None, ""))
-            elif p.role == "temp_storage":
-                temp_storage = "implicit"
-                bindings.append(Binding(p, "default", None, None, ""))
+                bindings[i] = Binding(p, "return", None, None, "")
             else:
-                bindings.append(Binding(p, "default", None, None, ""))
+                if p.role == "temp_storage":
+                    temp_storage = "implicit"
+                bindings[i] = Binding(p, "default", None, None, "")
             continue
         ty = all_args[arg_of[i]]
         b = _bind_param(att, p, ty, arg_of[i])
@@ -236,7 +240,7 @@ def _bind(prim, cls, method, args, kws, positional, skipped, template_kws, block
             temp_storage = "explicit"
         if b.operator is not None:
             operators.append(b.operator)
-        bindings.append(b)
+        bindings[i] = b
 
     # Template arguments: dtypes and extents from the arguments, the rest from keywords.
     template_args, block = _template_args(att, cls, template_kws, block_dims, enums,
@@ -293,8 +297,12 @@ def _bind_param(att: _Attempt, p: PSpec, ty, index: int) -> Binding:
     if role == "input_scalar":
         if not _is_scalar(ty):
             raise _NoMatch(f"{p.name!r} must be a scalar, got {ty}")
-        att.need_dtype(p.base, ty, p.name)
         ut = _unlit(ty)
+        known = att.dtypes.get(p.base)
+        if known is not None and isinstance(ut, types.Number) and isinstance(known, types.Number):
+            ut = known  # converted at the call, like a C++ argument
+        else:
+            att.need_dtype(p.base, ty, p.name)
         return Binding(p, "arg", index, ut, ctypes_map.scalar_ctype(ut, prim, p.name))
     if role == "count":
         if not isinstance(ty, (types.Integer, types.Boolean)):
@@ -302,7 +310,10 @@ def _bind_param(att: _Attempt, p: PSpec, ty, index: int) -> Binding:
         ut = _unlit(ty)
         return Binding(p, "arg", index, ut, ctypes_map.scalar_ctype(ut, prim, p.name))
     if role in ("operator", "prefix_callback"):
-        op = as_operator(prim, p, ty)
+        try:
+            op = as_operator(prim, p, ty)
+        except CoopgenTypeError as e:  # definite, but another overload may still match
+            raise _Mismatch(str(e)) from None
         if op is None:
             raise _NoMatch(f"{p.name!r} must be an operator, got {ty}")
         return Binding(p, "arg", index, ty, op.state_ctype, operator=op)

@@ -12,20 +12,20 @@ from coopgen import block, local, nvrtc, registry
 
 SRC = r"""
 #include <cub/block/block_radix_rank.cuh>
-struct Digit { __device__ unsigned int Digit(unsigned int k) const { return (k >> 3) & 31; } };
+struct Extract { __device__ unsigned int Digit(unsigned int k) const { return (k >> 3) & 31; } };
 using R = cub::BlockRadixRankMatch<128, 5, false>;
 extern "C" __global__ void rank3(const unsigned* in, int* out) {
   __shared__ typename R::TempStorage ts;
   unsigned keys[4]; int ranks[4];
   for (int i = 0; i < 4; ++i) keys[i] = in[threadIdx.x * 4 + i];
-  R(ts).RankKeys(keys, ranks, Digit{});
+  R(ts).RankKeys(keys, ranks, Extract{});
   for (int i = 0; i < 4; ++i) out[threadIdx.x * 4 + i] = ranks[i];
 }
 extern "C" __global__ void rank4(const unsigned* in, int* out) {
   __shared__ typename R::TempStorage ts;
   unsigned keys[4]; int ranks[4]; int prefix[R::BINS_TRACKED_PER_THREAD];
   for (int i = 0; i < 4; ++i) keys[i] = in[threadIdx.x * 4 + i];
-  R(ts).RankKeys(keys, ranks, Digit{}, prefix);
+  R(ts).RankKeys(keys, ranks, Extract{}, prefix);
   for (int i = 0; i < 4; ++i) out[threadIdx.x * 4 + i] = ranks[i];
 }
 """
