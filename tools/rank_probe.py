@@ -21,6 +21,21 @@ extern "C" __global__ void rank3(const unsigned* in, int* out) {
   R(ts).RankKeys(keys, ranks, Extract{});
   for (int i = 0; i < 4; ++i) out[threadIdx.x * 4 + i] = ranks[i];
 }
+using E = cub::BlockRadixRankMatchEarlyCounts<128, 5, true>;
+extern "C" __global__ void early3(const unsigned* in, int* out) {
+  __shared__ typename E::TempStorage ts;
+  unsigned keys[4]; int ranks[4];
+  for (int i = 0; i < 4; ++i) keys[i] = in[threadIdx.x * 4 + i];
+  E(ts).RankKeys(keys, ranks, Extract{});
+  for (int i = 0; i < 4; ++i) out[threadIdx.x * 4 + i] = ranks[i];
+}
+extern "C" __global__ void early4(const unsigned* in, int* out) {
+  __shared__ typename E::TempStorage ts;
+  unsigned keys[4]; int ranks[4]; int prefix[E::BINS_PER_THREAD];
+  for (int i = 0; i < 4; ++i) keys[i] = in[threadIdx.x * 4 + i];
+  E(ts).RankKeys(keys, ranks, Extract{}, prefix);
+  for (int i = 0; i < 4; ++i) out[threadIdx.x * 4 + i] = ranks[i];
+}
 extern "C" __global__ void rank4(const unsigned* in, int* out) {
   __shared__ typename R::TempStorage ts;
   unsigned keys[4]; int ranks[4]; int prefix[R::BINS_TRACKED_PER_THREAD];
@@ -62,11 +77,16 @@ with open(f"{d}/r.ptx", "w") as f:
 d_in = cupy.asarray(keys)
 for label, mod in (("nvcc", cupy.RawModule(path=f"{d}/r.cubin")),
                    ("nvrtc", cupy.RawModule(path=f"{d}/r.ptx"))):
-    for name in ("rank3", "rank4"):
+    for name in ("rank3", "rank4", "early3", "early4"):
         out = cupy.zeros(512, np.int32)
         mod.get_function(name)((1,), (128,), (d_in, out))
         got = cupy.asnumpy(out)
-        print(label, name, "ok" if np.array_equal(got, want) else f"WRONG {np.sum(got != want)}")
+        by_rank = np.empty(512, np.int64)
+        by_rank[got] = digits
+        steps = np.diff(by_rank)
+        ordered = (steps <= 0).all() if name.startswith("early") else (steps >= 0).all()
+        print(label, name, "stable-blocked" if np.array_equal(got, want) else "other-order",
+              "digits ordered" if ordered else "DIGITS NOT ORDERED")
 out = cuda.device_array(512, np.int32)
 coop3[1, 128](cuda.to_device(keys), out)
 got = out.copy_to_host()

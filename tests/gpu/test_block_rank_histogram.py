@@ -102,6 +102,10 @@ def test_radix_rank(dtype, blk, ipt, descending):
     # permutation that orders the digits.
     for s in range(2, 8):
         assert sorted(ranks[s].tolist()) == list(range(n)), f"ranker #{s}"
+        if descending and s == 6:
+            # CUB 3.0.1's EarlyCounts ranker with IS_DESCENDING does not order the digits
+            # descending in nvcc-compiled C++ either (tools/rank_probe.py): permutation only.
+            continue
         by_rank = np.empty(n, np.int64)
         by_rank[ranks[s]] = digits
         steps = np.diff(by_rank)
