@@ -23,7 +23,7 @@ from numba.cuda.launchconfig import current_launch_config
 from numba.cuda.datamodel.models import OpaqueModel
 from numba.cuda.typing.templates import (AbstractTemplate, AttributeTemplate, infer_getattr,
                                          signature)
-from numba.cuda.core.imputils import lower_getattr_generic
+from numba.cuda.core.imputils import lower_cast, lower_getattr_generic
 
 from . import registry, shims
 from .errors import CoopgenTypeError
@@ -372,6 +372,7 @@ def _lower_call(p: Primitive, context, builder, sig, args, self_ptr=None):
     vals = [context.data_model_manager[t].from_data(builder, builder.load(s)) for s, t in slots]
     if p.constructor:
         vals = [self_ptr] + vals
+    if not vals:
         return context.get_dummy_value()
     if len(vals) == 1:
         return vals[0]
@@ -469,6 +470,12 @@ class ParentType(types.Type):
 
 
 register_model(ParentType)(OpaqueModel)
+
+
+@lower_cast(ParentType, ParentType)
+def _cast_parent(context, builder, fromty, toty, val):
+    return val  # the same object (bound-method lowering casts the receiver to itself)
+
 
 #: Bytes reserved for a parent object in the constructing thread's frame; the constructor
 #: shim static_asserts that the CUB class fits.

@@ -17,6 +17,7 @@ __all__ = [
     "FunctionInfo",
     "LinkResult",
     "link_cubin",
+    "link_ptx",
     "link_pieces",
     "compile_kernel_pieces",
     "parse_link_log",
@@ -192,6 +193,19 @@ def link_pieces(pieces, *, arch=(9, 0), optimize_unused_variables: bool = False)
         linker.close()
     functions, entries, gmem = parse_link_log(log)
     return LinkResult(bytes(cubin), log, functions, entries, gmem)
+
+
+def link_ptx(kernel, sig, *, arch=(9, 0)) -> str:
+    """The LTO-linked PTX of a kernel: what LTO made of the shims, e.g. to check that no path
+    was folded into ``trap`` (LLVM's verdict on undefined behaviour)."""
+    objs = [_to_object_code(p, i) for i, p in enumerate(compile_kernel_pieces(kernel, sig,
+                                                                                arch=arch))]
+    opts = LinkerOptions(arch=f"sm_{arch[0]}{arch[1]}", link_time_optimization=True, ptx=True)
+    linker = Linker(*objs, options=opts)
+    try:
+        return bytes(linker.link("ptx").code).decode()
+    finally:
+        linker.close()
 
 
 def link_cubin(

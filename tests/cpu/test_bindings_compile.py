@@ -4,7 +4,7 @@ import pytest
 from numba.cuda import types
 
 from coopgen import calls, nvrtc, registry
-from coopgen.linkcheck import link_cubin
+from coopgen.linkcheck import link_cubin, link_ptx
 
 from smoke import build_kernel
 
@@ -26,6 +26,8 @@ def test_every_bound_overload_links(cls, tmp_path):
     assert nvrtc.compile_count() + nvrtc.cache_hit_count() - before == 1
     assert res.local_bytes == 0 or cls.name in ("BlockMergeSort", "WarpMergeSort"), src
     assert res.spill_stores == 0 or cls.name in ("BlockMergeSort", "WarpMergeSort")
+    # LTO found no undefined behaviour to fold into a trap (e.g. a call on a null object).
+    assert "trap;" not in link_ptx(kernel, SIG)
 
 
 def test_bound_and_checked_is_exactly_what_the_smoke_kernels_cover(tmp_path):

@@ -191,3 +191,13 @@ def test_parent_object_with_implicit_storage_links():
 
     res = link_cubin(k, (I32, I32))
     assert res.local_bytes == 0
+
+
+def test_methods_receive_the_constructed_object():
+    from coopgen.linkcheck import link_ptx
+
+    def k(d_in, d_out):
+        scan = block.BlockScan(dtype=np.int32, threads_per_block=64)
+        d_out[cuda.threadIdx.x] = scan.InclusiveSum(d_in[cuda.threadIdx.x])
+
+    assert "trap;" not in link_ptx(k, (I32, I32))
