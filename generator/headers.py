@@ -114,7 +114,8 @@ class LocatedHeaders:
     source: str  # "installed wheel", "cached wheel", "CUDA toolkit"
 
 
-def _installed_wheel_root(entry: LockEntry) -> Path | None:
+def installed_wheel_root(entry: LockEntry) -> Path | None:
+    """The include root of the installed nvidia-cuda-cccl wheel when it is the entry's version."""
     try:
         dist = importlib.metadata.distribution("nvidia-cuda-cccl")
     except importlib.metadata.PackageNotFoundError:
@@ -185,7 +186,7 @@ def locate(entry: LockEntry, *, download: bool = True, verify: bool = True) -> L
     Every candidate is checked against the lock's digest; one that differs is refused.
     """
     candidates: list[tuple[str, Path]] = []
-    root = _installed_wheel_root(entry)
+    root = installed_wheel_root(entry)
     if root:
         candidates.append(("installed wheel", root))
     if _cached_wheel_root(entry).is_dir():

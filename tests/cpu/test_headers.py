@@ -47,7 +47,7 @@ def test_altered_headers_are_refused(monkeypatch, tmp_path):
     target.write_text(target.read_text() + "\n// edited\n")
     monkeypatch.setenv("COOPGEN_CACHE_DIR", str(tmp_path))
     monkeypatch.setenv("COOPGEN_NO_DOWNLOAD", "1")
-    monkeypatch.setattr(headers, "_installed_wheel_root", lambda e: None)
+    monkeypatch.setattr(headers, "installed_wheel_root", lambda e: None)
     monkeypatch.setattr(headers, "_toolkit_roots", lambda: [])
     with pytest.raises(HeaderError) as e:
         locate(entry)
