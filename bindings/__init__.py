@@ -7,7 +7,9 @@ The bindings are generated from CUB's headers (see ``coopgen generate``).
 from . import kernel_cache, local, shared  # noqa: F401
 from . import block, warp  # noqa: F401
 from .calls import block_shape  # noqa: F401
+from .storage import TempStorage, kernel_temp_storage  # noqa: F401
 
 kernel_cache.install()
 
-__all__ = ["block", "warp", "local", "shared", "block_shape"]
+__all__ = ["block", "warp", "local", "shared", "block_shape", "TempStorage",
+           "kernel_temp_storage"]

@@ -30,6 +30,7 @@ from .errors import CoopgenTypeError
 from .resolve import Resolved, resolve, template_keywords
 from .shimcall import Shim, _current_arch, bundle_for
 from .spec import ClassSpec, MSpec
+from .storage import TempStorageType
 
 _POS = "coopgen_pos_"  # names of positional parameters in the folded pysig
 #: "Class::Signature" of recent resolutions, so tests can see which overload a call chose.
@@ -332,12 +333,16 @@ def _lower_call(p: Primitive, context, builder, sig, args, self_ptr=None):
         slot.align = PARENT_ALIGN
         self_ptr = builder.bitcast(slot, ir.IntType(8).as_pointer())
     op_sigs = _operator_signatures(r)
+    bundle = bundle_for(context.active_code_library)
+    ts = r.temp_storage_arg[1] if r.temp_storage_arg else None
+    use_index = bundle.next_use_index(ts.obj.symbol) if isinstance(ts, TempStorageType) else 0
     text = shims.build(r, op_sigs, object_mode="construct" if p.constructor else
-                       "method" if p.parent is not None else None, object_bytes=PARENT_BYTES)
+                       "method" if p.parent is not None else None, object_bytes=PARENT_BYTES,
+                       use_index=use_index)
     site = _kernel_lowering_site()
-    bundle_for(context.active_code_library).add(
-        Shim(text.symbol, text.source_fn, text.includes, decls=text.decls,
-             block_storage=text.block_storage), runs_once=_runs_once(site))
+    bundle.add(Shim(text.symbol, text.source_fn, text.includes, decls=text.decls,
+                    block_storage=text.block_storage, temp_storage=text.ts_use),
+               runs_once=_runs_once(site))
     if current_launch_config() is not None:
         _bound_kernel_threads(builder, site, tuple(current_launch_config().blockdim))
     for i, sym, argtypes, restype in text.op_symbols:

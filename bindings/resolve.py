@@ -185,11 +185,16 @@ def resolve(prim: str, cls: ClassSpec, methods: tuple[MSpec, ...], args: tuple,
 
 
 def _check_temp_storage(prim: str, cls: ClassSpec, ty) -> None:
+    from .storage import TempStorageType
+
     if cls.temp_storage == "none":
         raise CoopgenTypeError(f"{prim}: takes no temp_storage (CUB's {cls.name} has none)")
+    if isinstance(ty, TempStorageType):
+        return
     if not isinstance(ty, types.Array) or ty.dtype != types.uint8:
-        raise CoopgenTypeError(f"{prim}: temp_storage must be a uint8 array in shared memory "
-                               f"(coopgen.shared.array(nbytes, np.uint8)), got {ty}")
+        raise CoopgenTypeError(f"{prim}: temp_storage must be a coopgen.TempStorage or a uint8 "
+                               f"array in shared memory (coopgen.shared.array(nbytes, np.uint8)), "
+                               f"got {ty}")
 
 
 def template_keywords(cls: ClassSpec) -> set[str]:

@@ -92,6 +92,8 @@ class Shim:
     #: C++ TempStorage type this shim keeps in the translation unit's implicit block
     #: storage (one ``static __shared__`` union shared by all block primitives of the TU).
     block_storage: str | None = None
+    #: A coopgen.TempStorage use: (object, member C++ type, member name).
+    temp_storage: tuple | None = None
 
 
 class ShimBundle(LTOIR):
@@ -110,6 +112,12 @@ class ShimBundle(LTOIR):
     @property
     def shims(self) -> tuple[Shim, ...]:
         return tuple(self._shims.values())
+
+    def next_use_index(self, symbol: str) -> int:
+        """How many shims already use the TempStorage object ``symbol`` (exclusive slices)."""
+        with self._lock:
+            return sum(1 for s in self._shims.values()
+                       if s.temp_storage and s.temp_storage[0].symbol == symbol)
 
     def add(self, shim: Shim, *, runs_once: bool = False) -> None:
         with self._lock:
@@ -140,6 +148,16 @@ class ShimBundle(LTOIR):
         shims = [self._shims[sym] for sym in sorted(self._shims)]
         parts += [s.decls.strip() + "\n" for s in shims if s.decls]
         storage = sorted({s.block_storage for s in shims if s.block_storage})
+        # coopgen.TempStorage objects: one __shared__ object each, sized from its uses.
+        objects = {}
+        for s in shims:
+            if s.temp_storage:
+                obj, ctype, member = s.temp_storage
+                objects.setdefault(obj.symbol, (obj, set()))[1].add((ctype, member))
+        from .storage import definition
+        for symbol in sorted(objects):
+            obj, members = objects[symbol]
+            parts.append(definition(obj, sorted(members, key=lambda m: m[1])))
         # Block primitives share one storage, so each use waits for the previous one to be
         # done with it. The one exception: a single use that runs once per kernel execution.
         single = len(self._storage_uses) == 1 and self._storage_uses[0]

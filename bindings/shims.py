@@ -36,6 +36,8 @@ class ShimText:
     source_fn: str  # the shim function
     includes: tuple[str, ...]
     block_storage: str | None  # C++ TempStorage type the bundle's union must hold
+    # A coopgen.TempStorage use: (the TempStorage object, member C++ type, member name).
+    ts_use: tuple | None
     # (C type, name, source, index) in call order; source "arg": the call's argument
     # ``index`` (its data pointer for arrays), "state": the state array of the operator
     # argument ``index``, "ret": returned value ``index``.
@@ -92,6 +94,13 @@ def _op_functor(name: str, sym: str, op, argtypes, restype) -> str:
     # Several shims of a translation unit may use one operator: define it once.
     return (f"#ifndef COOPGEN_DEFINED_{name}\n#define COOPGEN_DEFINED_{name}\n{decl}\n"
             f"struct {name} {{\n{member}{body}}};\n#endif")
+
+
+def _temp_storage_object(r: Resolved):
+    from .storage import TempStorageType
+    if r.temp_storage_arg is not None and isinstance(r.temp_storage_arg[1], TempStorageType):
+        return r.temp_storage_arg[1].obj
+    return None
 
 
 def _key_record(r: Resolved):
@@ -160,13 +169,15 @@ def _explicit_template_args(r: Resolved) -> list[str]:
 
 
 def build(r: Resolved, op_signatures: dict[int, tuple], object_mode: str | None = None,
-          object_bytes: int = 64) -> ShimText:
+          object_bytes: int = 64, use_index: int = 0) -> ShimText:
     """The shim for ``r``. ``op_signatures[i]`` gives (argtypes, restype) of operator binding i.
 
     ``object_mode``: None for a one-shot call on a temporary; "construct" to placement-new the
     object into the caller's ``coopgen_self`` buffer; "method" to call a method on it."""
+    ts_obj = _temp_storage_object(r)
     key = (r.cls.cpp, r.method.signature, r.template_args, r.extents, r.temp_storage,
            str(r.temp_storage_arg[1]) if r.temp_storage_arg else None,
+           use_index if ts_obj is not None and ts_obj.sharing == "exclusive" else None,
            tuple((b.param.name, b.source, b.ctype, b.operator.builtin if b.operator else None,
                   b.operator.fields if b.operator else None) for b in r.bindings),
            tuple((i, tuple(map(str, a)), str(t)) for i, (a, t) in sorted(op_signatures.items())),
@@ -181,13 +192,21 @@ def build(r: Resolved, op_signatures: dict[int, tuple], object_mode: str | None 
     prim = f"::cub::{cfg}::prim"
 
     c_params, call_args, pre, op_syms = [], [], [], []
+    ts_use = None
+    explicit_storage = f"*reinterpret_cast<typename {prim}::TempStorage*>(coopgen_temp_storage)"
+    if ts_obj is not None:
+        member = f"m_{_h(r.cls.cpp, r.template_args)}"
+        if ts_obj.sharing == "exclusive":
+            member += f"_{use_index}"
+        ts_use = (ts_obj, f"typename {prim}::TempStorage", member)
+        explicit_storage = (f"reinterpret_cast<typename {prim}::TempStorage&>"
+                            f"({ts_obj.symbol}.{member})")
     for i, b in enumerate(r.bindings):
         p = b.param
         if b.source == "default":
             if p.role == "temp_storage":
                 if object_mode == "construct" and r.temp_storage == "explicit":
-                    call_args.append(f"*reinterpret_cast<typename {prim}::TempStorage*>"
-                                     f"(coopgen_temp_storage)")
+                    call_args.append(explicit_storage)
                 elif object_mode == "construct":
                     # No temp_storage= and no storage-free constructor: the object gets its
                     # own __shared__ storage (per warp for warp primitives), which it keeps
@@ -250,10 +269,12 @@ def build(r: Resolved, op_signatures: dict[int, tuple], object_mode: str | None 
     block_storage = None
     if object_mode is not None:
         storage = None  # the constructor takes CUB's own storage or temp_storage=
-        if r.temp_storage == "explicit":
+        if r.temp_storage == "explicit" and ts_obj is None:
             index, ty = r.temp_storage_arg
             c_params.insert(0, ("void*", "coopgen_temp_storage", "arg", index))
         c_params.insert(0, ("void*", "coopgen_self", "self", -1))
+    elif r.temp_storage == "explicit" and ts_obj is not None:
+        storage = explicit_storage
     elif r.temp_storage == "explicit":
         index, ty = r.temp_storage_arg
         c_params.insert(0, ("void*", "coopgen_temp_storage", "arg", index))
@@ -262,7 +283,7 @@ def build(r: Resolved, op_signatures: dict[int, tuple], object_mode: str | None 
             pre.insert(0, f"static_assert(sizeof(typename {prim}::TempStorage) <= {n}, "
                           f"\"coopgen: {r.cls.name}: temp_storage is too small: it needs "
                           f"sizeof(TempStorage) bytes\");")
-        storage = f"*reinterpret_cast<typename {prim}::TempStorage*>(coopgen_temp_storage)"
+        storage = explicit_storage
     elif r.temp_storage == "implicit" and r.cls.scope == "block":
         block_storage = f"typename {prim}::TempStorage"
         # Empty TempStorage (e.g. a direct load) needs no barrier.
@@ -303,5 +324,5 @@ def build(r: Resolved, op_signatures: dict[int, tuple], object_mode: str | None 
             body.append(f"*coopgen_ret_{what} = {what};")
     params = ", ".join(f"{t} {n}" for t, n, _, _ in c_params) or "void"
     fn = f"COOPGEN_SHIM void {symbol}({params})\n{{\n" + "".join(f"  {l}\n" for l in body) + "}"
-    return ShimText(symbol, "\n".join(decls), fn, (r.cls.header,), block_storage,
+    return ShimText(symbol, "\n".join(decls), fn, (r.cls.header,), block_storage, ts_use,
                     tuple(c_params), tuple(op_syms))

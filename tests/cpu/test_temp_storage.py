@@ -1,0 +1,68 @@
+"""coopgen.TempStorage: one __shared__ object sized from all its uses, shared or exclusive."""
+import numpy as np
+import pytest
+from numba import cuda
+from numba.cuda import types
+
+import coopgen
+from coopgen import block, block_shape, local, nvrtc
+from coopgen.linkcheck import link_cubin
+
+SIG = (types.int32[::1], types.int32[::1])
+shared_ts = coopgen.TempStorage()
+exclusive_ts = coopgen.TempStorage("exclusive")
+small_ts = coopgen.TempStorage(size=16)
+
+
+def load_sort_store(d_in, d_out):
+    items = local.array(4, np.int32)
+    block.load(d_in, items, algorithm="warp_transpose", temp_storage=shared_ts)
+    cuda.syncthreads()
+    block.radix_sort_keys(items, temp_storage=shared_ts)
+    cuda.syncthreads()
+    block.store(d_out, items, algorithm="warp_transpose", temp_storage=shared_ts)
+
+
+def two_sums(d_in, d_out):
+    items = local.array(4, np.int32)
+    d_out[0] = block.sum(items, temp_storage=exclusive_ts) + block.sum(items,
+                                                                       temp_storage=exclusive_ts)
+
+
+def too_small(d_in, d_out):
+    items = local.array(4, np.int32)
+    block.radix_sort_keys(items, temp_storage=small_ts)
+
+
+def test_shared_uses_overlap():
+    with block_shape(128):
+        res = link_cubin(load_sort_store, SIG)
+    # the largest use (radix sort, 4640 bytes) and not the sum of the three
+    assert 4640 <= res.smem < 4640 + 2048
+
+
+def test_exclusive_uses_get_slices():
+    with block_shape(128):
+        res = link_cubin(two_sums, SIG)
+    assert res.smem >= 2 * 24
+
+
+def test_declared_size_is_checked():
+    with block_shape(128), pytest.raises(nvrtc.NvrtcError,
+                                         match=r"coopgen.TempStorage\(size=16\) is too small"):
+        link_cubin(too_small, SIG)
+
+
+def test_kernel_traits_before_launch():
+    load = block.BlockLoad(np.int32, threads_per_block=128, items_per_thread=4,
+                           algorithm="warp_transpose")
+    sort = block.BlockRadixSort(np.int32, threads_per_block=128, items_per_thread=4)
+    assert coopgen.kernel_temp_storage(load, sort) == (4640, 16)
+    assert coopgen.kernel_temp_storage(load, sort, sharing="exclusive") == (2048 + 4640, 16)
+
+
+def test_bad_arguments():
+    with pytest.raises(ValueError, match="sharing='both'; allowed: 'shared', 'exclusive'"):
+        coopgen.TempStorage("both")
+    with pytest.raises(ValueError, match="alignment=12 must be a power of two"):
+        coopgen.TempStorage(alignment=12)
