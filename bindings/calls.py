@@ -207,7 +207,7 @@ def _split_sig(sig):
     return sig.args[:n_pos], dict(zip(kw_names, sig.args[n_pos:])), n_pos
 
 
-def _operator_signatures(r: Resolved) -> dict[int, tuple]:
+def _operator_signatures(p: "Primitive", r: Resolved) -> dict[int, tuple]:
     """(argtypes, restype) of each Python operator, from the kind of functor CUB expects."""
     first_type = next((t.name for t in r.cls.template_params if t.kind == "type"), None)
     dtypes = _dtypes(r)
@@ -234,6 +234,19 @@ def _operator_signatures(r: Resolved) -> dict[int, tuple]:
             sig = ((types.CPointer(types.int32),), types.none)
         else:  # BlockPrefixCallbackOp
             sig = ((t,), t)
+        if isinstance(sig[1], types.Record):
+            # numba cannot return a record by value: the operator writes its result into a
+            # third argument, op(a, b, out), like an out-parameter in C.
+            if op.arity != len(sig[0]) + 1:
+                raise CoopgenTypeError(
+                    f"{p.name}: {op.param}={op.function.py_func.__name__} works on records "
+                    f"({sig[1]}): it must take {len(sig[0]) + 1} arguments, the last one the "
+                    f"record to write the result to")
+            sig = (sig[0] + (sig[1],), types.none)
+        elif op.arity == len(sig[0]) + 1 and op.kind != "FlagOp":
+            raise CoopgenTypeError(f"{p.name}: {op.param}={op.function.py_func.__name__} takes "
+                                   f"{op.arity} arguments; an output argument is only for "
+                                   f"record dtypes")
         if op.state is not None:
             sig = ((types.CPointer(op.state.dtype),) + sig[0], sig[1])
         out[i] = sig
@@ -332,7 +345,7 @@ def _lower_call(p: Primitive, context, builder, sig, args, self_ptr=None):
                                    name="coopgen_parent")
         slot.align = PARENT_ALIGN
         self_ptr = builder.bitcast(slot, ir.IntType(8).as_pointer())
-    op_sigs = _operator_signatures(r)
+    op_sigs = _operator_signatures(p, r)
     bundle = bundle_for(context.active_code_library)
     ts = r.temp_storage_arg[1] if r.temp_storage_arg else None
     use_index = bundle.next_use_index(ts.obj.symbol) if isinstance(ts, TempStorageType) else 0
@@ -374,7 +387,7 @@ def _lower_call(p: Primitive, context, builder, sig, args, self_ptr=None):
     fnty = ir.FunctionType(ir.VoidType(), [a.type for a in llargs])
     fn = cgutils.get_or_insert_function(builder.module, fnty, text.symbol)
     builder.call(fn, llargs)
-    vals = [context.data_model_manager[t].from_data(builder, builder.load(s)) for s, t in slots]
+    vals = [context.data_model_manager[t].load_from_data_pointer(builder, s) for s, t in slots]
     if p.constructor:
         vals = [self_ptr] + vals
     if not vals:

@@ -30,9 +30,10 @@ BUILTINS = {
 }
 
 #: Python arities accepted per kind (the state pointer of a stateful operator not counted).
-ARITY = {"ReductionOp": (2,), "ScanOp": (2,), "CompareOp": (2,), "FlagOp": (2, 3),
-         "DifferenceOpT": (2,), "DigitExtractorT": (1,), "CountsCallback": (1,),
-         "BlockPrefixCallbackOp": (1,)}
+#: (For record dtypes, operators that return a value take one more argument: the output.)
+ARITY = {"ReductionOp": (2, 3), "ScanOp": (2, 3), "CompareOp": (2,), "FlagOp": (2, 3),
+         "DifferenceOpT": (2, 3), "DigitExtractorT": (1,), "CountsCallback": (1,),
+         "BlockPrefixCallbackOp": (1, 2)}
 
 
 @dataclass(frozen=True)

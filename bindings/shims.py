@@ -75,22 +75,41 @@ def _extent(r: Resolved, extent: str, cfg: str) -> str:
 
 
 def _op_functor(name: str, sym: str, op, argtypes, restype) -> str:
-    c = lambda t: CPP_OF.get(types.unliteral(t), "void*")  # noqa: E731
-    ret = "void" if restype == types.none else c(restype)
-    cargs = [c(a) for a in argtypes]
-    decl = f'extern "C" __device__ {ret} {sym}({", ".join(cargs)});'
+    """A functor of the shape CUB expects, calling the numba-compiled ``sym`` (C ABI: numbers
+    by value, records and state by pointer; a record result comes back through an extra
+    output pointer)."""
+    def ctype(t):
+        t = types.unliteral(t)
+        return record_name(t) if isinstance(t, types.Record) else CPP_OF.get(t, "void*")
+
+    def abi(t):
+        return "void*" if isinstance(types.unliteral(t), types.Record) else ctype(t)
+
     stateful = op.state is not None
-    vals = cargs[1:] if stateful else cargs
-    params = ", ".join(f"const {t}& a{i}" for i, t in enumerate(vals))
-    call = ", ".join((["state"] if stateful else []) + [f"a{i}" for i in range(len(vals))])
+    operands = list(argtypes[1:] if stateful else argtypes)
+    out_record = restype == types.none and operands and isinstance(operands[-1], types.Record) \
+        and op.kind not in ("CountsCallback",)
+    result = operands.pop() if out_record else None
+    ret = "void" if restype == types.none else ctype(restype)
+    decl_args = (["void*"] if stateful else []) + [abi(t) for t in operands] + \
+        (["void*"] if out_record else [])
+    decl = f'extern "C" __device__ {ret} {sym}({", ".join(decl_args)});'
+    params = ", ".join(f"const {ctype(t)}& a{i}" for i, t in enumerate(operands))
+    args = (["state"] if stateful else []) + [
+        f"(void*)&a{i}" if isinstance(types.unliteral(t), types.Record) else f"a{i}"
+        for i, t in enumerate(operands)]
     member = "  void* state;\n" if stateful else ""
     if op.kind == "DigitExtractorT":
-        body = f"  __device__ {ret} Digit({params}) const {{ return {sym}({call}); }}\n"
+        body = f"  __device__ {ret} Digit({params}) const {{ return {sym}({', '.join(args)}); }}\n"
     elif op.kind == "CountsCallback":
         body = (f"  template <int N> __device__ void operator()(int (&bins)[N]) const "
                 f"{{ {sym}({'state, ' if stateful else ''}bins); }}\n")
+    elif out_record:
+        rt = ctype(result)
+        body = (f"  __device__ {rt} operator()({params}) const {{ {rt} r; "
+                f"{sym}({', '.join(args + ['(void*)&r'])}); return r; }}\n")
     else:
-        body = f"  __device__ {ret} operator()({params}) const {{ return {sym}({call}); }}\n"
+        body = f"  __device__ {ret} operator()({params}) const {{ return {sym}({', '.join(args)}); }}\n"
     # Several shims of a translation unit may use one operator: define it once.
     return (f"#ifndef COOPGEN_DEFINED_{name}\n#define COOPGEN_DEFINED_{name}\n{decl}\n"
             f"struct {name} {{\n{member}{body}}};\n#endif")
