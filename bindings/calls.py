@@ -379,6 +379,8 @@ def _lower_call(p: Primitive, context, builder, sig, args, self_ptr=None):
         if isinstance(ty, types.Array):
             llargs.append(builder.bitcast(context.make_array(ty)(context, builder, val).data,
                                           ir.IntType(8).as_pointer()))
+        elif isinstance(ty, types.Record):  # a record value is a pointer to its data
+            llargs.append(builder.bitcast(val, ir.IntType(8).as_pointer()))
         elif isinstance(ty, types.Boolean) or types.unliteral(ty) == types.boolean:
             llargs.append(builder.zext(val, ir.IntType(8)))
         else:

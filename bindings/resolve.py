@@ -308,6 +308,8 @@ def _bind_param(att: _Attempt, p: PSpec, ty, index: int) -> Binding:
             ut = known  # converted at the call, like a C++ argument
         else:
             att.need_dtype(p.base, ty, p.name)
+        if isinstance(ut, types.Record):  # numba holds records by pointer: pass it so
+            return Binding(p, "arg", index, ut, ctypes_map.ctype(ut, prim, p.name) + "*")
         return Binding(p, "arg", index, ut, ctypes_map.scalar_ctype(ut, prim, p.name))
     if role == "count":
         if not isinstance(ty, (types.Integer, types.Boolean)):

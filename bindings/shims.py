@@ -276,7 +276,8 @@ def build(r: Resolved, op_signatures: dict[int, tuple], object_mode: str | None 
         if p.extent:
             elem = b.ctype[:-1]
             call_args.append(f"*reinterpret_cast<{elem}(*)[{_extent(r, p.extent, '::cub::' + cfg)}]>({p.name})")
-        elif p.role in ("output_scalar", "inout_scalar"):
+        elif p.role in ("output_scalar", "inout_scalar") or b.ctype.endswith("*") and \
+                p.role == "input_scalar":
             call_args.append(f"*{p.name}")
         else:
             call_args.append(p.name)
