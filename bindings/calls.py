@@ -14,7 +14,6 @@ import contextlib
 import contextvars
 import inspect
 
-import numpy as np
 from llvmlite import ir
 from numba.cuda import cgutils, types
 from numba.cuda.cudadrv.linkable_code import LTOIR

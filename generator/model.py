@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 MODEL_SCHEMA = 1
 
@@ -165,5 +165,3 @@ def from_json(text: str) -> ApiModel:
 def replace(obj, **changes):
     return dataclasses.replace(obj, **changes)
 
-
-__all__ = [n for n in dir() if not n.startswith("_")] + ["field"]

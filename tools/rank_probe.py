@@ -1,6 +1,5 @@
 """Probe: BlockRadixRankMatch::RankKeys, 3 arguments vs with exclusive_digit_prefix, in CUDA C++
 (nvcc and NVRTC) and through coopgen, against a stable ranking by digit."""
-import os
 import subprocess
 import tempfile
 
