@@ -285,13 +285,9 @@ def _compile_operator(context, sym: str, op, argtypes, restype) -> None:
     done.add(sym)
 
 
-def _kernel_lowering_site():
-    """(func_ir, block label) when the call being lowered sits in the body of the kernel being
-    launched (not a device function, which may be compiled once and called many times), else
-    None. numba hands lowering functions no such context, so it is read off the call stack."""
-    cfg = current_launch_config()
-    if cfg is None:
-        return None
+def _lowering_function():
+    """(func_ir, block label) of the Python function being lowered, read off the call stack
+    (numba hands lowering functions no such context), or None."""
     frame = sys._getframe(1)
     while frame is not None and frame.f_code.co_name != "lower_function_body":
         frame = frame.f_back
@@ -301,9 +297,36 @@ def _kernel_lowering_site():
     func_ir = getattr(lower, "func_ir", None)
     if func_ir is None or offset is None:
         return None
-    if func_ir.func_id.func is not getattr(cfg.dispatcher, "py_func", None):
-        return None
     return func_ir, offset
+
+
+def _kernel_lowering_site():
+    """(func_ir, block label) when the call being lowered sits in the body of the kernel being
+    launched (not a device function, which may be compiled once and called many times)."""
+    cfg = current_launch_config()
+    site = _lowering_function()
+    if cfg is None or site is None:
+        return None
+    if site[0].func_id.func is not getattr(cfg.dispatcher, "py_func", None):
+        return None
+    return site
+
+
+def _check_not_in_device_function(p: "Primitive", r: Resolved, tkws_given: bool) -> None:
+    """A device function is compiled once per signature and reused by every kernel launch,
+    whatever its block shape: a block shape taken from one launch would be wrong for the next.
+    Such calls must say threads_per_block= (or live in the kernel / an inline device function)."""
+    cfg = current_launch_config()
+    site = _lowering_function()
+    if cfg is None or site is None or tkws_given or r.block_dims is None:
+        return
+    func = site[0].func_id.func
+    if func is not getattr(cfg.dispatcher, "py_func", None):
+        raise CoopgenTypeError(
+            f"{p.name}: called in the device function {func.__name__!r} without "
+            f"threads_per_block=: a device function is compiled once and not re-specialised "
+            f"for each launch's block shape. Pass threads_per_block=, or declare it "
+            f"@cuda.jit(device=True, inline='always')")
 
 
 def _runs_once(site) -> bool:
@@ -339,6 +362,9 @@ def _make_lowering(p: Primitive):
 def _lower_call(p: Primitive, context, builder, sig, args, self_ptr=None):
     pos, kws, n_pos = _split_sig(sig)
     r = resolve_call(p, pos, kws, block_dims=p.parent.block_dims if p.parent else None)
+    if p.parent is None:
+        _check_not_in_device_function(p, r, "threads_per_block" in kws or
+                                      "threads_per_block" in p.fixed)
     if p.constructor:
         slot = cgutils.alloca_once(builder, ir.ArrayType(ir.IntType(8), PARENT_BYTES),
                                    name="coopgen_parent")

@@ -78,7 +78,10 @@ def definition(obj: TempStorage, members: list[tuple[str, str]]) -> str:
     """The ``__shared__`` object for ``obj``: ``members`` are (C++ type, member name)."""
     kind = "union" if obj.sharing == "shared" else "struct"
     body = "".join(f"  {t} {n};\n" for t, n in members)
-    checks = ""
+    # Static __shared__ data is limited to 48 KB per kernel.
+    checks = (f"static_assert(sizeof({obj.symbol}_t) <= 48 * 1024, \"coopgen.TempStorage("
+              f"'{obj.sharing}'): its uses need more than the 48 KB of static shared memory a "
+              f"kernel may declare\");\n")
     if obj.size is not None:
         checks += (f"static_assert(sizeof({obj.symbol}_t) <= {obj.size}, \"coopgen.TempStorage("
                    f"size={obj.size}) is too small for its uses\");\n")
