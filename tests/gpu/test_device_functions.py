@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 from numba import cuda
-from numba.core.errors import TypingError
+from numba.cuda.core.errors import TypingError
 
 from coopgen import block
 
@@ -26,17 +26,23 @@ def implicit_sum(x):
 
 @cuda.jit
 def k_inline(d_in, d_out):
-    d_out[0] = inline_sum(d_in[cuda.threadIdx.x])
+    total = inline_sum(d_in[cuda.threadIdx.x])
+    if cuda.threadIdx.x == 0:  # the sum is valid in thread 0, as in CUB
+        d_out[0] = total
 
 
 @cuda.jit
 def k_explicit(d_in, d_out):
-    d_out[0] = explicit_sum(d_in[cuda.threadIdx.x])
+    total = explicit_sum(d_in[cuda.threadIdx.x])
+    if cuda.threadIdx.x == 0:  # the sum is valid in thread 0, as in CUB
+        d_out[0] = total
 
 
 @cuda.jit
 def k_implicit(d_in, d_out):
-    d_out[0] = implicit_sum(d_in[cuda.threadIdx.x])
+    total = implicit_sum(d_in[cuda.threadIdx.x])
+    if cuda.threadIdx.x == 0:  # the sum is valid in thread 0, as in CUB
+        d_out[0] = total
 
 
 def test_inline_device_function_follows_each_launch():
