@@ -379,7 +379,8 @@ def _lower_call(p: Primitive, context, builder, sig, args, self_ptr=None):
                        use_index=use_index)
     site = _kernel_lowering_site()
     bundle.add(Shim(text.symbol, text.source_fn, text.includes, decls=text.decls,
-                    block_storage=text.block_storage, temp_storage=text.ts_use),
+                    block_storage=text.block_storage, temp_storage=text.ts_use,
+                    warp_storage=text.warp_storage),
                runs_once=_runs_once(site))
     if current_launch_config() is not None:
         _bound_kernel_threads(builder, site, tuple(current_launch_config().blockdim))

@@ -94,6 +94,8 @@ class Shim:
     block_storage: str | None = None
     #: A coopgen.TempStorage use: (object, member C++ type, member name).
     temp_storage: tuple | None = None
+    #: (TempStorage type, logical warps): a slice per logical warp in the warp-storage union.
+    warp_storage: tuple | None = None
 
 
 class ShimBundle(LTOIR):
@@ -148,6 +150,11 @@ class ShimBundle(LTOIR):
         shims = [self._shims[sym] for sym in sorted(self._shims)]
         parts += [s.decls.strip() + "\n" for s in shims if s.decls]
         storage = sorted({s.block_storage for s in shims if s.block_storage})
+        warp = sorted({s.warp_storage for s in shims if s.warp_storage})
+        if warp:
+            members = "".join(f"  {t} m{i}[{n}];\n" for i, (t, n) in enumerate(warp))
+            parts.append(f"union coopgen_warp_storage_t {{\n{members}}};\n"
+                         "static __shared__ coopgen_warp_storage_t coopgen_warp_storage;\n")
         # coopgen.TempStorage objects: one __shared__ object each, sized from its uses.
         objects = {}
         for s in shims:

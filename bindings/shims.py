@@ -25,7 +25,8 @@ from .arrays import static_length
 from .ctypes_map import CPP_OF, record_name, record_struct
 from .resolve import Resolved
 
-BLOCK_STORAGE = "coopgen_block_storage"  # the bundle's union instance (see shimcall)
+BLOCK_STORAGE = "coopgen_block_storage"  # the bundle's union instances (see shimcall)
+WARP_STORAGE = "coopgen_warp_storage"
 LINEAR_TID = "(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z))"
 
 
@@ -36,6 +37,7 @@ class ShimText:
     source_fn: str  # the shim function
     includes: tuple[str, ...]
     block_storage: str | None  # C++ TempStorage type the bundle's union must hold
+    warp_storage: tuple | None  # (TempStorage type, logical warps) for the warp union
     # A coopgen.TempStorage use: (the TempStorage object, member C++ type, member name).
     ts_use: tuple | None
     # (C type, name, source, index) in call order; source "arg": the call's argument
@@ -287,6 +289,7 @@ def build(r: Resolved, op_signatures: dict[int, tuple], object_mode: str | None 
         c_params.append((ctype + "*", f"coopgen_ret_{what}", "ret", k))
 
     block_storage = None
+    warp_storage = None
     if object_mode is not None:
         storage = None  # the constructor takes CUB's own storage or temp_storage=
         if r.temp_storage == "explicit" and ts_obj is None:
@@ -316,8 +319,15 @@ def build(r: Resolved, op_signatures: dict[int, tuple], object_mode: str | None 
         lwt = dict((t.keyword, v) for t, v in r.template_args).get("logical_warp_threads", "32")
         threads = r.block_dims[0] * r.block_dims[1] * r.block_dims[2] if r.block_dims else 1024
         warps = max(1, -(-threads // int(lwt)))
-        pre.insert(0, f"__shared__ typename {prim}::TempStorage coopgen_warp_storage[{warps}];")
-        storage = f"coopgen_warp_storage[{LINEAR_TID} / {lwt}]"
+        # One slice per logical warp of the translation unit's warp-storage union, shared by
+        # all warp primitives: the logical warp syncs before reusing it.
+        warp_storage = (f"typename {prim}::TempStorage", warps)
+        mask = ("0xffffffffu" if lwt == "32" else
+                f"((0xffffffffu >> (32 - {lwt})) << (({LINEAR_TID} % 32) / {lwt} * {lwt}))")
+        pre.insert(0, f"if constexpr (sizeof(typename {prim}::TempStorage) > 1) "
+                      f"__syncwarp({mask});")
+        storage = (f"reinterpret_cast<typename {prim}::TempStorage*>(&{WARP_STORAGE})"
+                   f"[{LINEAR_TID} / {lwt}]")
     else:
         storage = None
     ctor = f"{prim} coopgen_p({storage});" if storage else f"{prim} coopgen_p;"
@@ -344,5 +354,6 @@ def build(r: Resolved, op_signatures: dict[int, tuple], object_mode: str | None 
             body.append(f"*coopgen_ret_{what} = {what};")
     params = ", ".join(f"{t} {n}" for t, n, _, _ in c_params) or "void"
     fn = f"COOPGEN_SHIM void {symbol}({params})\n{{\n" + "".join(f"  {l}\n" for l in body) + "}"
-    return ShimText(symbol, "\n".join(decls), fn, (r.cls.header,), block_storage, ts_use,
+    return ShimText(symbol, "\n".join(decls), fn, (r.cls.header,), block_storage, warp_storage,
+                    ts_use,
                     tuple(c_params), tuple(op_syms))
