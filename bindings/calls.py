@@ -42,8 +42,12 @@ class Primitive:
 
     def __init__(self, name: str, cls: ClassSpec, methods: dict[str, tuple[MSpec, ...]],
                  *, select: str | None = None, fixed: dict | None = None,
-                 constructor: bool = False, parent: "ParentType | None" = None):
+                 constructor: bool = False, parent: "ParentType | None" = None,
+                 infer: str | None = None, bind: tuple = (), aliases: dict | None = None):
         self.name = name
+        self.infer = infer  # object factory: the method whose call infers the template args
+        self.bind = tuple(bind)  # ... the arguments the object keeps
+        self.aliases = aliases  # ... and its snake_case method names
         self.cls = cls
         self.methods = methods
         self.select = select
@@ -70,7 +74,9 @@ class Primitive:
             key = "threads_per_block" if self.cls.scope == "block" else "logical_warp_threads"
             fixed[key] = args[0]
         fixed.update(template_kws)
-        return Primitive(self.name, self.cls, self.methods, select=self.select, fixed=fixed)
+        return Primitive(self.name, self.cls, self.methods, select=self.select, fixed=fixed,
+                         constructor=self.constructor, infer=self.infer, bind=self.bind,
+                         aliases=self.aliases)
 
     @property
     def temp_storage_bytes(self) -> int:
@@ -171,20 +177,48 @@ def resolve_call(p: Primitive, args: tuple, kws: dict, block_dims=None) -> Resol
                    block_dims=dims, enums=registry.enums(), temp_storage=storage)
 
 
+def resolve_object(p: Primitive, args: tuple, kws: dict):
+    """An object factory call (``block.histogram(items, bins)``): infer the class's template
+    arguments from a call of ``p.infer`` with these arguments, then pick the constructor.
+    Returns (constructor resolution, bound arguments as (name, type, argument index))."""
+    inf = Primitive(p.name, p.cls, {"": p.cls.overloads(p.infer)}, fixed=p.fixed)
+    storage_kw = {k: v for k, v in kws.items() if k == "temp_storage"}
+    r_inf = resolve_call(inf, args, {k: v for k, v in kws.items() if k != "temp_storage"})
+    ctor = Primitive(p.name, p.cls, {"": p.cls.constructors}, constructor=True)
+    pinned = {t.name: v for t, v in r_inf.template_args}
+    with_ts = "temp_storage" in storage_kw
+    methods = tuple(m for m in p.cls.constructors
+                    if any(x.role == "temp_storage" for x in m.params) == with_ts)
+    storage = (len(args) + list(kws).index("temp_storage"), kws["temp_storage"]) if with_ts \
+        else None
+    r = resolve(ctor.name, p.cls, methods, (), {}, template_kws={},
+                block_dims=r_inf.block_dims, enums=registry.enums(), temp_storage=storage,
+                pinned=pinned)
+    bound = tuple((b.param.name, b.nbtype, b.arg_index) for b in r_inf.bindings
+                  if b.param.name in p.bind and b.source == "arg")
+    return r, bound
+
+
 def _make_template(p: Primitive):
     class CoopgenCall(AbstractTemplate):
         key = p
         prefer_literal = True
 
         def generic(self, args, kws):
-            r = resolve_call(p, args, kws)
+            bound = ()
+            if p.infer:
+                r, bound = resolve_object(p, args, kws)
+            else:
+                r = resolve_call(p, args, kws)
             RESOLVED.append(f"{r.cls.name}::{r.method.signature}")
             ret = r.return_type
             if p.constructor:
                 tk = dict(p.fixed)
                 tk.update({k: _literal(p.name, k, v) for k, v in kws.items()
                            if k in p.template_keywords() - {"temp_storage"}})
-                parent = ParentType(p, r, tuple(tk.items()))
+                parent = ParentType(p, r, tuple(tk.items()),
+                                    bound=tuple((n, t) for n, t, _ in bound),
+                                    aliases=p.aliases)
                 outs = [t for _, t, _ in r.returns]
                 ret = types.Tuple([parent] + outs) if outs else parent
             names = [f"{_POS}{i}" for i in range(len(args))] + list(kws)
@@ -359,9 +393,19 @@ def _make_lowering(p: Primitive):
     return lower
 
 
-def _lower_call(p: Primitive, context, builder, sig, args, self_ptr=None):
+def _lower_call(p: Primitive, context, builder, sig, args, self_ptr=None, extra=None):
     pos, kws, n_pos = _split_sig(sig)
-    r = resolve_call(p, pos, kws, block_dims=p.parent.block_dims if p.parent else None)
+    extra = extra or {}
+    bound = ()
+    if p.infer:
+        r, bound = resolve_object(p, pos, kws)
+    else:
+        r = resolve_call(p, pos, dict(kws, **{k: t for k, (t, _) in extra.items()}),
+                         block_dims=p.parent.block_dims if p.parent else None)
+    # Arguments a constructed object keeps are appended after the call's own.
+    arg_types = list(sig.args) + [t for t, _ in extra.values()]
+    arg_vals = list(args) + [v for _, v in extra.values()]
+    n_call = len(sig.args)
     if p.parent is None:
         _check_not_in_device_function(p, r, "threads_per_block" in kws or
                                       "threads_per_block" in p.fixed)
@@ -375,8 +419,8 @@ def _lower_call(p: Primitive, context, builder, sig, args, self_ptr=None):
     ts = r.temp_storage_arg[1] if r.temp_storage_arg else None
     use_index = bundle.next_use_index(ts.obj.symbol) if isinstance(ts, TempStorageType) else 0
     text = shims.build(r, op_sigs, object_mode="construct" if p.constructor else
-                       "method" if p.parent is not None else None, object_bytes=PARENT_BYTES,
-                       use_index=use_index)
+                       "method" if p.parent is not None else None,
+                       object_bytes=PARENT_BYTES - 8 * len(bound), use_index=use_index)
     site = _kernel_lowering_site()
     bundle.add(Shim(text.symbol, text.source_fn, text.includes, decls=text.decls,
                     block_storage=text.block_storage, temp_storage=text.ts_use,
@@ -399,7 +443,10 @@ def _lower_call(p: Primitive, context, builder, sig, args, self_ptr=None):
             slots.append((slot, nbty))
             llargs.append(slot)
             continue
-        ty, val = sig.args[index], args[index]
+        ty, val = arg_types[index], arg_vals[index]
+        if index >= n_call:  # a kept argument: already a data pointer
+            llargs.append(builder.bitcast(val, ir.IntType(8).as_pointer()))
+            continue
         if source == "state":
             ty, val = ty[1], builder.extract_value(val, 1)
         if isinstance(ty, types.Array):
@@ -417,6 +464,11 @@ def _lower_call(p: Primitive, context, builder, sig, args, self_ptr=None):
     builder.call(fn, llargs)
     vals = [context.data_model_manager[t].load_from_data_pointer(builder, s) for s, t in slots]
     if p.constructor:
+        for k, (_, ty, index) in enumerate(bound):  # keep the bound arrays' data pointers
+            data = context.make_array(ty)(context, builder, args[index]).data
+            slot = builder.gep(self_ptr, [ir.Constant(ir.IntType(32), PARENT_BYTES - 8 * (k + 1))])
+            builder.store(builder.bitcast(data, ir.IntType(8).as_pointer()),
+                          builder.bitcast(slot, ir.IntType(8).as_pointer().as_pointer()))
         vals = [self_ptr] + vals
     if not vals:
         return context.get_dummy_value()
@@ -501,18 +553,27 @@ class ParentType(types.Type):
     """A constructed CUB object (BlockRunLengthDecode, BlockHistogram, ...) living in the
     calling thread's memory; the value is a pointer to it. Its methods are the class's."""
 
-    def __init__(self, ctor: "Primitive", resolved: Resolved, template_kws: tuple):
+    def __init__(self, ctor: "Primitive", resolved: Resolved, template_kws: tuple,
+                 bound: tuple = (), aliases: dict | None = None):
         self.cls = resolved.cls
         self.template_args = resolved.template_args
         self.block_dims = resolved.block_dims
         self.template_kws = template_kws
         self.ctor = ctor
+        self.bound = bound  # (name, type) of arguments the object keeps (object factories)
+        self.aliases = dict(aliases) if aliases else None  # snake_case name -> CUB method
         args = ", ".join(v for _, v in resolved.template_args)
-        super().__init__(f"coopgen.{self.cls.name}<{args}>")
+        super().__init__(f"coopgen.{self.cls.name}<{args}>"
+                         + (f"[{', '.join(n for n, _ in bound)}]" if bound else ""))
 
     @property
     def key(self):
-        return (self.cls.name, self.template_args, self.block_dims)
+        return (self.cls.name, self.template_args, self.block_dims, self.bound,
+                tuple(sorted(self.aliases.items())) if self.aliases else None)
+
+    def bound_offset(self, k: int) -> int:
+        """Where the k-th kept argument's data pointer sits in the object slot (its tail)."""
+        return PARENT_BYTES - 8 * (k + 1)
 
 
 register_model(ParentType)(OpaqueModel)
@@ -533,10 +594,11 @@ class _ParentAttrs(AttributeTemplate):
     key = ParentType
 
     def generic_resolve(self, typ, attr):
-        if attr not in typ.cls.method_names:
-            raise CoopgenTypeError(f"{typ.cls.name} has no method {attr!r}; methods: "
-                                   f"{', '.join(typ.cls.method_names)}")
-        return types.BoundFunction(_parent_method_template(typ.cls, attr), typ)
+        names = typ.aliases or {m: m for m in typ.cls.method_names}
+        if attr not in names:
+            raise CoopgenTypeError(f"{typ.cls.name} object has no method {attr!r}; methods: "
+                                   f"{', '.join(names)}")
+        return types.BoundFunction(_parent_method_template(typ.cls, names[attr]), typ)
 
 
 def _parent_method_template(cls: ClassSpec, attr: str):
@@ -552,7 +614,7 @@ def _parent_method_template(cls: ClassSpec, attr: str):
             parent = self.this
             p = Primitive(f"{cls.scope}.{cls.name}.{attr}", cls, {"": cls.overloads(attr)},
                           fixed=dict(parent.template_kws), parent=parent)
-            r = resolve_call(p, args, kws)
+            r = resolve_call(p, args, dict(kws, **_bound_kws(parent, attr)))
             RESOLVED.append(f"{r.cls.name}::{r.method.signature}")
             names = [f"{_POS}{i}" for i in range(len(args))] + list(kws)
             pysig = inspect.Signature([inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD)
@@ -571,13 +633,25 @@ def _parent_method_template(cls: ClassSpec, attr: str):
         p = Primitive(f"{cls.scope}.{cls.name}.{attr}", cls, {"": cls.overloads(attr)},
                       fixed=dict(parent.template_kws), parent=parent)
         msig = signature(sig.return_type, *margs).replace(pysig=sig.pysig)
-        return _lower_call(p, context, builder, msig, args[1:], self_ptr=args[0])
+        extra = {}
+        for k, (name, ty) in enumerate(parent.bound):
+            if name in _bound_kws(parent, attr):
+                slot = builder.gep(args[0], [ir.Constant(ir.IntType(32), parent.bound_offset(k))])
+                ptr = builder.load(builder.bitcast(slot, ir.IntType(8).as_pointer().as_pointer()))
+                extra[name] = (ty, ptr)
+        return _lower_call(p, context, builder, msig, args[1:], self_ptr=args[0], extra=extra)
 
     _PARENT_METHODS[key] = ParentMethod
     return ParentMethod
 
 
 _PARENT_METHODS: dict = {}
+
+
+def _bound_kws(parent: ParentType, method: str) -> dict:
+    """Kept arguments of an object the method takes, as keyword argument types."""
+    names = {x.name for m in parent.cls.overloads(method) for x in m.params}
+    return {n: t for n, t in parent.bound if n in names}
 
 
 @typeof_impl.register(PrimitiveClass)

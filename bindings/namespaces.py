@@ -25,6 +25,11 @@ def build(scope: str) -> dict:
         if row.scope != scope:
             continue
         cls = classes[row.cls]
+        if row.object:
+            out[row.name] = Primitive(f"{scope}.{row.name}", cls, {"": cls.constructors},
+                                      constructor=True, infer=row.object, bind=row.bind,
+                                      aliases=dict(row.methods))
+            continue
         methods = {sel: _filtered(cls, m, row.needs, row.excludes) for sel, m in row.methods}
         methods = {k: v for k, v in methods.items() if v}
         if methods:

@@ -79,6 +79,10 @@ class PythonicSpec:
     select: str | None = None  # keyword whose string value picks the method
     needs: tuple[str, ...] = ()  # parameter names an overload must have
     excludes: tuple[str, ...] = ()  # parameter names an overload must not have
+    # An object factory: template arguments inferred from a call of this method; the ``bind``
+    # arguments are kept with the object; ``methods`` then maps snake_case names to methods.
+    object: str | None = None
+    bind: tuple[str, ...] = ()
 
 
 #: Parameter roles the runtime binds (coopgen.resolve implements each; a test checks it).

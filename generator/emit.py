@@ -116,7 +116,8 @@ def load_pythonic(model: ApiModel) -> list[tuple[str, str, str, tuple, str | Non
     rows = []
     for scope in ("block", "warp"):
         for name, row in table.get(scope, {}).items():
-            unknown = set(row) - {"method", "class", "select", "methods", "needs", "excludes"}
+            unknown = set(row) - {"method", "class", "select", "methods", "needs", "excludes",
+                                  "object", "bind"}
             if unknown:
                 raise ValueError(f"pythonic.toml: {scope}.{name}: unknown keys {sorted(unknown)}")
             if "method" in row:
@@ -129,8 +130,12 @@ def load_pythonic(model: ApiModel) -> list[tuple[str, str, str, tuple, str | Non
             for _, m in methods:
                 if not any(o.name == m for o in cls.methods):
                     raise ValueError(f"pythonic.toml: {scope}.{name}: {cls_name} has no {m}")
+            if "object" in row and not any(o.name == row["object"] for o in cls.methods):
+                raise ValueError(f"pythonic.toml: {scope}.{name}: {cls_name} has no "
+                                 f"{row['object']}")
             rows.append((name, scope, cls_name, methods, row.get("select"),
-                         tuple(row.get("needs", ())), tuple(row.get("excludes", ()))))
+                         tuple(row.get("needs", ())), tuple(row.get("excludes", ())),
+                         row.get("object"), tuple(row.get("bind", ()))))
     return rows
 
 
@@ -141,8 +146,9 @@ def emit_init(entry: LockEntry, model: ApiModel, classes: list[ClassModel]) -> s
         f"    EnumSpec({e.name!r}, ({''.join(f'({v.name!r}, {v.value}), ' for v in e.values)})),\n"
         for e in model.enums)
     pythonic = "".join(
-        f"    PythonicSpec({n!r}, {s!r}, {c!r}, {m!r}, {sel!r}, {nd!r}, {ex!r}),\n"
-        for n, s, c, m, sel, nd, ex in load_pythonic(model))
+        f"    PythonicSpec({n!r}, {s!r}, {c!r}, {m!r}, {sel!r}, {nd!r}, {ex!r}"
+        + (f", object={obj!r}, bind={bind!r}" if obj else "") + "),\n"
+        for n, s, c, m, sel, nd, ex, obj, bind in load_pythonic(model))
     bound = [overload_key(c, o) for c in classes for o in c.constructors + api_methods(c)
              if bindable(o, c)]
     bound_lines = "".join(f"    {k!r},\n" for k in bound)

@@ -1,0 +1,37 @@
+"""block.histogram(items, bins): an object keeping its bins; h.init() and h.composite(items)."""
+import numpy as np
+import pytest
+from numba import cuda
+
+from coopgen import block, local, shared
+
+pytestmark = pytest.mark.gpu
+
+BINS, IPT = 32, 4
+
+
+@cuda.jit
+def histogram_tiles(d_in, d_hist, tiles):
+    items = local.array(IPT, np.uint8)
+    bins = shared.array(BINS, np.uint32)
+    h = block.histogram(items, bins)  # dtype, items per thread and bins from the arrays
+    h.init()
+    cuda.syncthreads()
+    t = cuda.threadIdx.x
+    for tile in range(tiles):  # the object used across loop iterations
+        base = (tile * cuda.blockDim.x + t) * IPT
+        for i in range(IPT):
+            items[i] = d_in[base + i]
+        h.composite(items)
+        cuda.syncthreads()
+    for b in range(t, BINS, cuda.blockDim.x):
+        d_hist[b] = bins[b]
+
+
+@pytest.mark.parametrize("threads", [32, 128])
+def test_histogram_object_accumulates_tiles(threads):
+    tiles = 3
+    x = np.random.default_rng().integers(0, BINS, tiles * threads * IPT).astype(np.uint8)
+    out = cuda.device_array(BINS, np.uint32)
+    histogram_tiles[1, threads](cuda.to_device(x), out, tiles)
+    np.testing.assert_array_equal(out.copy_to_host(), np.bincount(x, minlength=BINS))
