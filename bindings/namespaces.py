@@ -25,9 +25,10 @@ def build(scope: str) -> dict:
         if row.scope != scope:
             continue
         cls = classes[row.cls]
-        if row.object:
+        if row.object:  # an object factory: a constructor call, or inferred from a method's
+            infer = None if row.object == "constructor" else row.object
             out[row.name] = Primitive(f"{scope}.{row.name}", cls, {"": cls.constructors},
-                                      constructor=True, infer=row.object, bind=row.bind,
+                                      constructor=True, infer=infer, bind=row.bind,
                                       aliases=dict(row.methods))
             continue
         methods = {sel: _filtered(cls, m, row.needs, row.excludes) for sel, m in row.methods}

@@ -79,8 +79,9 @@ class PythonicSpec:
     select: str | None = None  # keyword whose string value picks the method
     needs: tuple[str, ...] = ()  # parameter names an overload must have
     excludes: tuple[str, ...] = ()  # parameter names an overload must not have
-    # An object factory: template arguments inferred from a call of this method; the ``bind``
-    # arguments are kept with the object; ``methods`` then maps snake_case names to methods.
+    # An object factory: "constructor" (the call is the constructor's), or a method whose call
+    # infers the template arguments; the ``bind`` arguments are kept with the object;
+    # ``methods`` then maps snake_case names to methods.
     object: str | None = None
     bind: tuple[str, ...] = ()
 

@@ -130,7 +130,8 @@ def load_pythonic(model: ApiModel) -> list[tuple[str, str, str, tuple, str | Non
             for _, m in methods:
                 if not any(o.name == m for o in cls.methods):
                     raise ValueError(f"pythonic.toml: {scope}.{name}: {cls_name} has no {m}")
-            if "object" in row and not any(o.name == row["object"] for o in cls.methods):
+            if "object" in row and row["object"] != "constructor" and \
+                    not any(o.name == row["object"] for o in cls.methods):
                 raise ValueError(f"pythonic.toml: {scope}.{name}: {cls_name} has no "
                                  f"{row['object']}")
             rows.append((name, scope, cls_name, methods, row.get("select"),

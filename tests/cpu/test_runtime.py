@@ -3,9 +3,11 @@ import numpy as np
 import pytest
 from numba import cuda
 from numba.core.errors import TypingError
+from numba.cuda.core.errors import TypingError as CudaTypingError
 from numba.cuda import types
 
 from coopgen import block, local, nvrtc, shared, warp
+from coopgen import block_shape as coopgen_block_shape
 from coopgen.linkcheck import link_cubin
 
 I32 = types.int32[::1]
@@ -66,7 +68,7 @@ def test_disk_cache_makes_the_second_compile_free(monkeypatch, tmp_path):
 
 
 def _error(kernel, sig=(I32, I32)):
-    with pytest.raises(TypingError) as e:
+    with pytest.raises((TypingError, CudaTypingError)) as e:
         compile_only(kernel, sig)
     return str(e.value)
 
@@ -201,3 +203,38 @@ def test_methods_receive_the_constructed_object():
         d_out[cuda.threadIdx.x] = scan.InclusiveSum(d_in[cuda.threadIdx.x])
 
     assert "trap;" not in link_ptx(k, (I32, I32))
+
+
+def test_object_factories_link_without_traps():
+    from coopgen.linkcheck import link_ptx
+
+    def hist(d_in, d_out):
+        items = local.array(4, np.int32)
+        bins = shared.array(16, np.int32)
+        h = block.histogram(items, bins)
+        h.init()
+        h.composite(items)
+        d_out[0] = bins[0]
+
+    def rle(d_in, d_out):
+        values = local.array(2, np.int32)
+        lengths = local.array(2, np.int32)
+        total = local.array(1, np.uint32)
+        rld = block.run_length(values, lengths, total, decoded_items_per_thread=4)
+        decoded = local.array(4, np.int32)
+        rld.decode(decoded, 0)
+        d_out[0] = decoded[0]
+
+    with coopgen_block_shape(64):
+        for k in (hist, rle):
+            assert "trap;" not in link_ptx(k, (I32, I32))
+
+
+def test_error_unknown_object_method():
+    def k(d_in, d_out):
+        items = local.array(4, np.int32)
+        bins = shared.array(16, np.int32)
+        h = block.histogram(items, bins, threads_per_block=64)
+        h.reset()
+    assert "BlockHistogram object has no method 'reset'; methods: init, histogram, composite" \
+        in _error(k)

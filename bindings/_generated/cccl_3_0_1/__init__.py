@@ -89,6 +89,7 @@ PYTHONIC = (
     PythonicSpec('discontinuity', 'block', 'BlockDiscontinuity', (('heads', 'FlagHeads'), ('tails', 'FlagTails'), ('heads_and_tails', 'FlagHeadsAndTails')), 'kind', (), ()),
     PythonicSpec('shuffle', 'block', 'BlockShuffle', (('offset', 'Offset'), ('rotate', 'Rotate'), ('up', 'Up'), ('down', 'Down')), 'kind', (), ()),
     PythonicSpec('radix_rank', 'block', 'BlockRadixRank', (('', 'RankKeys'),), None, (), ()),
+    PythonicSpec('run_length', 'block', 'BlockRunLengthDecode', (('decode', 'RunLengthDecode'),), None, (), (), object='constructor', bind=()),
     PythonicSpec('histogram', 'block', 'BlockHistogram', (('init', 'InitHistogram'), ('histogram', 'Histogram'), ('composite', 'Composite')), None, (), (), object='Composite', bind=('histogram',)),
     PythonicSpec('radix_rank_match', 'block', 'BlockRadixRankMatch', (('', 'RankKeys'),), None, (), ()),
     PythonicSpec('radix_rank_match_early_counts', 'block', 'BlockRadixRankMatchEarlyCounts', (('', 'RankKeys'),), None, (), ()),
