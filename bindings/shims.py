@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from numba.cuda import types
 
-from .arrays import static_length
+from .arrays import SHARED_ALIGNMENT, static_length
 from .ctypes_map import CPP_OF, record_name, record_struct
 from .resolve import Resolved
 
@@ -306,6 +306,10 @@ def build(r: Resolved, op_signatures: dict[int, tuple], object_mode: str | None 
             pre.insert(0, f"static_assert(sizeof(typename {prim}::TempStorage) <= {n}, "
                           f"\"coopgen: {r.cls.name}: temp_storage is too small: it needs "
                           f"sizeof(TempStorage) bytes\");")
+            pre.insert(0, f"static_assert(alignof(typename {prim}::TempStorage) <= "
+                          f"{SHARED_ALIGNMENT}, \"coopgen: {r.cls.name}: temp_storage is "
+                          f"misaligned: TempStorage needs more than {SHARED_ALIGNMENT}-byte "
+                          f"alignment; use a coopgen.TempStorage\");")
         storage = explicit_storage
     elif r.temp_storage == "implicit" and r.cls.scope == "block":
         block_storage = f"typename {prim}::TempStorage"

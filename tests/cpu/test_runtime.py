@@ -238,3 +238,18 @@ def test_error_unknown_object_method():
         h.reset()
     assert "BlockHistogram object has no method 'reset'; methods: init, histogram, composite" \
         in _error(k)
+
+
+def test_error_possibly_misaligned_temp_storage():
+    def k(d_in, d_out):
+        ts = cuda.shared.array(4096, np.uint8)
+        d_out[0] = block.sum(d_in[0], temp_storage=ts, threads_per_block=128)
+    assert "block.sum: temp_storage" in _error(k) and "may be misaligned" in _error(k)
+
+
+def test_error_histogram_bins_disagree():
+    def k(d_in, d_out):
+        items = local.array(4, np.int32)
+        bins = shared.array(16, np.int32)
+        block.BlockHistogram.Composite(items, bins, bins=32, threads_per_block=128)
+    assert "bins=32 disagrees with array 'histogram' (16 items)" in _error(k)

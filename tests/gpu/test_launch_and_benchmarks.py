@@ -112,9 +112,5 @@ TEMP_STORAGE = [
 @pytest.mark.parametrize("make,want", TEMP_STORAGE,
                          ids=["reduce", "scan", "radix128x4", "radix256x16", "load_wt"])
 def test_two_phase_temp_storage_sizes(make, want):
-    try:
-        import coopgen.layout  # noqa: F401
-    except ImportError:
-        pytest.skip("coopgen.layout (temp_storage_bytes) is not in the runtime yet")
     obj = make()
     assert (obj.temp_storage_bytes, obj.temp_storage_alignment) == want
