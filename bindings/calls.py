@@ -9,14 +9,12 @@ every shim of a kernel compiles in one NVRTC call.
 from __future__ import annotations
 
 import collections
-import sys
 import contextlib
 import contextvars
 import inspect
 
 from llvmlite import ir
 from numba.cuda import cgutils, types
-from numba.cuda.cudadrv.linkable_code import LTOIR
 from numba.cuda.extending import lower_builtin, register_model, typeof_impl
 from numba.cuda.launchconfig import current_launch_config
 from numba.cuda.datamodel.models import OpaqueModel
@@ -26,8 +24,11 @@ from numba.cuda.core.imputils import lower_cast, lower_getattr_generic
 
 from . import registry, shims
 from .errors import CoopgenTypeError
+from .lowering_context import (bound_kernel_threads, check_not_in_device_function,
+                               kernel_lowering_site, runs_once)
+from .operators import compile_operator, operator_signatures
 from .resolve import Resolved, resolve, template_keywords
-from .shimcall import Shim, _current_arch, bundle_for
+from .shimcall import Shim, bundle_for
 from .spec import ClassSpec, MSpec
 from .storage import TempStorageType
 
@@ -240,153 +241,6 @@ def _split_sig(sig):
     return sig.args[:n_pos], dict(zip(kw_names, sig.args[n_pos:])), n_pos
 
 
-def _operator_signatures(p: "Primitive", r: Resolved) -> dict[int, tuple]:
-    """(argtypes, restype) of each Python operator, from the kind of functor CUB expects."""
-    first_type = next((t.name for t in r.cls.template_params if t.kind == "type"), None)
-    dtypes = _dtypes(r)
-    out = {}
-    for i, b in enumerate(r.bindings):
-        op = b.operator
-        if op is None or op.function is None:
-            continue
-        t = dtypes.get(first_type)
-        kind = op.kind
-        if kind in ("ReductionOp", "ScanOp"):
-            sig = ((t, t), t)
-        elif kind == "CompareOp":
-            k = dtypes.get("KeyT", t)
-            sig = ((k, k), types.boolean)
-        elif kind == "FlagOp":
-            sig = ((t, t, types.int32)[:op.arity], types.boolean)
-        elif kind == "DifferenceOpT":
-            o = dtypes.get("OutputType", dtypes.get("OutputT", t))
-            sig = ((t, t), o)
-        elif kind == "DigitExtractorT":
-            sig = ((dtypes.get("UnsignedBits"),), types.uint32)
-        elif kind == "CountsCallback":
-            sig = ((types.CPointer(types.int32),), types.none)
-        else:  # BlockPrefixCallbackOp
-            sig = ((t,), t)
-        if isinstance(sig[1], types.Record):
-            # numba cannot return a record by value: the operator writes its result into a
-            # third argument, op(a, b, out), like an out-parameter in C.
-            if op.arity != len(sig[0]) + 1:
-                raise CoopgenTypeError(
-                    f"{p.name}: {op.param}={op.function.py_func.__name__} works on records "
-                    f"({sig[1]}): it must take {len(sig[0]) + 1} arguments, the last one the "
-                    f"record to write the result to")
-            sig = (sig[0] + (sig[1],), types.none)
-        elif op.arity == len(sig[0]) + 1 and op.kind != "FlagOp":
-            raise CoopgenTypeError(f"{p.name}: {op.param}={op.function.py_func.__name__} takes "
-                                   f"{op.arity} arguments; an output argument is only for "
-                                   f"record dtypes")
-        if op.state is not None:
-            sig = ((types.CPointer(op.state.dtype),) + sig[0], sig[1])
-        out[i] = sig
-    return out
-
-
-def _dtypes(r: Resolved) -> dict:
-    """C++ type name -> numba dtype, from the bound arguments and template arguments."""
-    from .ctypes_map import CPP_OF
-    by_cpp = {v: k for k, v in CPP_OF.items()}
-    out = {}
-    for t, v in r.template_args:
-        if t.kind == "type" and v in by_cpp:
-            out[t.name] = by_cpp[v]
-    for b in r.bindings:
-        if b.nbtype is None or b.operator is not None:
-            continue
-        base = b.param.base.split("[")[0].strip()
-        dt = b.nbtype.dtype if isinstance(b.nbtype, types.Array) else b.nbtype
-        out.setdefault(base, types.unliteral(dt))
-    return out
-
-
-def _compile_operator(context, sym: str, op, argtypes, restype) -> None:
-    """Compile a Python operator to LTO-IR with a C ABI and link it into this library."""
-    from numba import cuda
-
-    library = context.active_code_library
-    done = library.__dict__.setdefault("_coopgen_ops", set())
-    if sym in done:
-        return
-    arch = _current_arch()
-    cc = (int(arch.split("_")[1][:-1]), int(arch.split("_")[1][-1]))
-    code, resty = cuda.compile(op.function.py_func, restype(*argtypes), device=True, abi="c",
-                               abi_info={"abi_name": sym}, output="ltoir", cc=cc)
-    library.add_linking_file(LTOIR(code, name=sym))
-    done.add(sym)
-
-
-def _lowering_function():
-    """(func_ir, block label) of the Python function being lowered, read off the call stack
-    (numba hands lowering functions no such context), or None."""
-    frame = sys._getframe(1)
-    while frame is not None and frame.f_code.co_name != "lower_function_body":
-        frame = frame.f_back
-    if frame is None:
-        return None
-    lower, offset = frame.f_locals.get("self"), frame.f_locals.get("offset")
-    func_ir = getattr(lower, "func_ir", None)
-    if func_ir is None or offset is None:
-        return None
-    return func_ir, offset
-
-
-def _kernel_lowering_site():
-    """(func_ir, block label) when the call being lowered sits in the body of the kernel being
-    launched (not a device function, which may be compiled once and called many times)."""
-    cfg = current_launch_config()
-    site = _lowering_function()
-    if cfg is None or site is None:
-        return None
-    if site[0].func_id.func is not getattr(cfg.dispatcher, "py_func", None):
-        return None
-    return site
-
-
-def _check_not_in_device_function(p: "Primitive", r: Resolved, tkws_given: bool) -> None:
-    """A device function is compiled once per signature and reused by every kernel launch,
-    whatever its block shape: a block shape taken from one launch would be wrong for the next.
-    Such calls must say threads_per_block= (or live in the kernel / an inline device function)."""
-    cfg = current_launch_config()
-    site = _lowering_function()
-    if cfg is None or site is None or tkws_given or r.block_dims is None:
-        return
-    func = site[0].func_id.func
-    if func is not getattr(cfg.dispatcher, "py_func", None):
-        raise CoopgenTypeError(
-            f"{p.name}: called in the device function {func.__name__!r} without "
-            f"threads_per_block=: a device function is compiled once and not re-specialised "
-            f"for each launch's block shape. Pass threads_per_block=, or declare it "
-            f"@cuda.jit(device=True, inline='always')")
-
-
-def _runs_once(site) -> bool:
-    """Whether the call runs once per kernel execution: in the kernel, outside every loop."""
-    from numba.cuda.core.analysis import compute_cfg_from_blocks
-
-    if site is None:
-        return False
-    func_ir, offset = site
-    loops = compute_cfg_from_blocks(func_ir.blocks).loops().values()
-    return not any(offset in loop.body for loop in loops)
-
-
-def _bound_kernel_threads(builder, site, dims) -> None:
-    """The kernel is specialised on its block shape: tell ptxas (``maxntid``), as
-    ``__launch_bounds__`` does in C++, so it may budget registers for exactly that many threads
-    (a 1024-thread block with a heavy primitive launches instead of running out of registers)."""
-    from numba.cuda.cudadrv import nvvm
-
-    fn = builder.function
-    if site is None or dims is None or getattr(fn, "_coopgen_bounded", False):
-        return
-    nvvm.set_launch_bounds(fn, dims[0] * dims[1] * dims[2])
-    fn._coopgen_bounded = True
-
-
 def _make_lowering(p: Primitive):
     def lower(context, builder, sig, args):
         return _lower_call(p, context, builder, sig, args)
@@ -407,29 +261,29 @@ def _lower_call(p: Primitive, context, builder, sig, args, self_ptr=None, extra=
     arg_vals = list(args) + [v for _, v in extra.values()]
     n_call = len(sig.args)
     if p.parent is None:
-        _check_not_in_device_function(p, r, "threads_per_block" in kws or
+        check_not_in_device_function(p, r, "threads_per_block" in kws or
                                       "threads_per_block" in p.fixed)
     if p.constructor:
         slot = cgutils.alloca_once(builder, ir.ArrayType(ir.IntType(8), PARENT_BYTES),
                                    name="coopgen_parent")
         slot.align = PARENT_ALIGN
         self_ptr = builder.bitcast(slot, ir.IntType(8).as_pointer())
-    op_sigs = _operator_signatures(p, r)
+    op_sigs = operator_signatures(p, r)
     bundle = bundle_for(context.active_code_library)
     ts = r.temp_storage_arg[1] if r.temp_storage_arg else None
     use_index = bundle.next_use_index(ts.obj.symbol) if isinstance(ts, TempStorageType) else 0
     text = shims.build(r, op_sigs, object_mode="construct" if p.constructor else
                        "method" if p.parent is not None else None,
                        object_bytes=PARENT_BYTES - 8 * len(bound), use_index=use_index)
-    site = _kernel_lowering_site()
+    site = kernel_lowering_site()
     bundle.add(Shim(text.symbol, text.source_fn, text.includes, decls=text.decls,
                     block_storage=text.block_storage, temp_storage=text.ts_use,
                     warp_storage=text.warp_storage),
-               runs_once=_runs_once(site))
+               runs_once=runs_once(site))
     if current_launch_config() is not None:
-        _bound_kernel_threads(builder, site, tuple(current_launch_config().blockdim))
+        bound_kernel_threads(builder, site, tuple(current_launch_config().blockdim))
     for i, sym, argtypes, restype in text.op_symbols:
-        _compile_operator(context, sym, r.bindings[i].operator, argtypes, restype)
+        compile_operator(context, sym, r.bindings[i].operator, argtypes, restype)
 
     target = {b.arg_index: b.nbtype for b in r.bindings if b.source == "arg"}
     llargs, slots = [], []

@@ -13,7 +13,10 @@ from dataclasses import dataclass
 
 from numba.cuda import types
 
+from numba.cuda.cudadrv.linkable_code import LTOIR
+
 from .errors import CoopgenTypeError
+from .shimcall import _current_arch
 
 #: Built-in functor names per parameter kind -> C++ functor expression.
 _ARITH = {"+": "::cuda::std::plus<>{}", "add": "::cuda::std::plus<>{}", "sum": "::cuda::std::plus<>{}",
@@ -114,3 +117,84 @@ def _decomposer(prim: str, p, ty) -> Operator | None:
     if not names:
         return None
     return Operator("DecomposerT", p.name, None, None, None, 0, tuple(names))
+
+
+# --- at lowering: the functor's C signature, and the compiled Python function ---------
+
+def operator_signatures(p, r) -> dict[int, tuple]:
+    """(argtypes, restype) of each Python operator, from the kind of functor CUB expects."""
+    first_type = next((t.name for t in r.cls.template_params if t.kind == "type"), None)
+    dtypes = argument_dtypes(r)
+    out = {}
+    for i, b in enumerate(r.bindings):
+        op = b.operator
+        if op is None or op.function is None:
+            continue
+        t = dtypes.get(first_type)
+        kind = op.kind
+        if kind in ("ReductionOp", "ScanOp"):
+            sig = ((t, t), t)
+        elif kind == "CompareOp":
+            k = dtypes.get("KeyT", t)
+            sig = ((k, k), types.boolean)
+        elif kind == "FlagOp":
+            sig = ((t, t, types.int32)[:op.arity], types.boolean)
+        elif kind == "DifferenceOpT":
+            o = dtypes.get("OutputType", dtypes.get("OutputT", t))
+            sig = ((t, t), o)
+        elif kind == "DigitExtractorT":
+            sig = ((dtypes.get("UnsignedBits"),), types.uint32)
+        elif kind == "CountsCallback":
+            sig = ((types.CPointer(types.int32),), types.none)
+        else:  # BlockPrefixCallbackOp
+            sig = ((t,), t)
+        if isinstance(sig[1], types.Record):
+            # numba cannot return a record by value: the operator writes its result into a
+            # third argument, op(a, b, out), like an out-parameter in C.
+            if op.arity != len(sig[0]) + 1:
+                raise CoopgenTypeError(
+                    f"{p.name}: {op.param}={op.function.py_func.__name__} works on records "
+                    f"({sig[1]}): it must take {len(sig[0]) + 1} arguments, the last one the "
+                    f"record to write the result to")
+            sig = (sig[0] + (sig[1],), types.none)
+        elif op.arity == len(sig[0]) + 1 and op.kind != "FlagOp":
+            raise CoopgenTypeError(f"{p.name}: {op.param}={op.function.py_func.__name__} takes "
+                                   f"{op.arity} arguments; an output argument is only for "
+                                   f"record dtypes")
+        if op.state is not None:
+            sig = ((types.CPointer(op.state.dtype),) + sig[0], sig[1])
+        out[i] = sig
+    return out
+
+
+def argument_dtypes(r) -> dict:
+    """C++ type name -> numba dtype, from the bound arguments and template arguments."""
+    from .ctypes_map import CPP_OF
+    by_cpp = {v: k for k, v in CPP_OF.items()}
+    out = {}
+    for t, v in r.template_args:
+        if t.kind == "type" and v in by_cpp:
+            out[t.name] = by_cpp[v]
+    for b in r.bindings:
+        if b.nbtype is None or b.operator is not None:
+            continue
+        base = b.param.base.split("[")[0].strip()
+        dt = b.nbtype.dtype if isinstance(b.nbtype, types.Array) else b.nbtype
+        out.setdefault(base, types.unliteral(dt))
+    return out
+
+
+def compile_operator(context, sym: str, op, argtypes, restype) -> None:
+    """Compile a Python operator to LTO-IR with a C ABI and link it into this library."""
+    from numba import cuda
+
+    library = context.active_code_library
+    done = library.__dict__.setdefault("_coopgen_ops", set())
+    if sym in done:
+        return
+    arch = _current_arch()
+    cc = (int(arch.split("_")[1][:-1]), int(arch.split("_")[1][-1]))
+    code, resty = cuda.compile(op.function.py_func, restype(*argtypes), device=True, abi="c",
+                               abi_info={"abi_name": sym}, output="ltoir", cc=cc)
+    library.add_linking_file(LTOIR(code, name=sym))
+    done.add(sym)

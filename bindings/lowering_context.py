@@ -1,0 +1,77 @@
+"""What numba does not tell a lowering function: which Python function is being lowered, and
+whether it is the kernel being launched. Read off the call stack; every answer is optional."""
+from __future__ import annotations
+
+import sys
+
+from numba.cuda.launchconfig import current_launch_config
+
+from .errors import CoopgenTypeError
+
+
+def lowering_function():
+    """(func_ir, block label) of the Python function being lowered, read off the call stack
+    (numba hands lowering functions no such context), or None."""
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code.co_name != "lower_function_body":
+        frame = frame.f_back
+    if frame is None:
+        return None
+    lower, offset = frame.f_locals.get("self"), frame.f_locals.get("offset")
+    func_ir = getattr(lower, "func_ir", None)
+    if func_ir is None or offset is None:
+        return None
+    return func_ir, offset
+
+
+def kernel_lowering_site():
+    """(func_ir, block label) when the call being lowered sits in the body of the kernel being
+    launched (not a device function, which may be compiled once and called many times)."""
+    cfg = current_launch_config()
+    site = lowering_function()
+    if cfg is None or site is None:
+        return None
+    if site[0].func_id.func is not getattr(cfg.dispatcher, "py_func", None):
+        return None
+    return site
+
+
+def check_not_in_device_function(p, r, tkws_given: bool) -> None:
+    """A device function is compiled once per signature and reused by every kernel launch,
+    whatever its block shape: a block shape taken from one launch would be wrong for the next.
+    Such calls must say threads_per_block= (or live in the kernel / an inline device function)."""
+    cfg = current_launch_config()
+    site = lowering_function()
+    if cfg is None or site is None or tkws_given or r.block_dims is None:
+        return
+    func = site[0].func_id.func
+    if func is not getattr(cfg.dispatcher, "py_func", None):
+        raise CoopgenTypeError(
+            f"{p.name}: called in the device function {func.__name__!r} without "
+            f"threads_per_block=: a device function is compiled once and not re-specialised "
+            f"for each launch's block shape. Pass threads_per_block=, or declare it "
+            f"@cuda.jit(device=True, inline='always')")
+
+
+def runs_once(site) -> bool:
+    """Whether the call runs once per kernel execution: in the kernel, outside every loop."""
+    from numba.cuda.core.analysis import compute_cfg_from_blocks
+
+    if site is None:
+        return False
+    func_ir, offset = site
+    loops = compute_cfg_from_blocks(func_ir.blocks).loops().values()
+    return not any(offset in loop.body for loop in loops)
+
+
+def bound_kernel_threads(builder, site, dims) -> None:
+    """The kernel is specialised on its block shape: tell ptxas (``maxntid``), as
+    ``__launch_bounds__`` does in C++, so it may budget registers for exactly that many threads
+    (a 1024-thread block with a heavy primitive launches instead of running out of registers)."""
+    from numba.cuda.cudadrv import nvvm
+
+    fn = builder.function
+    if site is None or dims is None or getattr(fn, "_coopgen_bounded", False):
+        return
+    nvvm.set_launch_bounds(fn, dims[0] * dims[1] * dims[2])
+    fn._coopgen_bounded = True
