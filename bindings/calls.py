@@ -44,7 +44,8 @@ class Primitive:
     def __init__(self, name: str, cls: ClassSpec, methods: dict[str, tuple[MSpec, ...]],
                  *, select: str | None = None, fixed: dict | None = None,
                  constructor: bool = False, parent: "ParentType | None" = None,
-                 infer: str | None = None, bind: tuple = (), aliases: dict | None = None):
+                 infer: str | None = None, bind: tuple = (), aliases: dict | None = None,
+                 register: bool = True):
         self.name = name
         self.infer = infer  # object factory: the method whose call infers the template args
         self.bind = tuple(bind)  # ... the arguments the object keeps
@@ -55,7 +56,9 @@ class Primitive:
         self.fixed = dict(fixed or {})
         self.constructor = constructor  # calls build a parent object
         self.parent = parent  # calls are methods of this constructed object
-        if parent is None:
+        # Entry points users can reach get numba typing and lowering; internal views (an
+        # object's methods, a factory's inference) are resolved directly and register nothing.
+        if register and parent is None:
             self._template = _make_template(self)
             self._nbtype = types.Function(self._template)
             lower_builtin(self, types.VarArg(types.Any))(_make_lowering(self))
@@ -182,17 +185,18 @@ def resolve_object(p: Primitive, args: tuple, kws: dict):
     """An object factory call (``block.histogram(items, bins)``): infer the class's template
     arguments from a call of ``p.infer`` with these arguments, then pick the constructor.
     Returns (constructor resolution, bound arguments as (name, type, argument index))."""
-    inf = Primitive(p.name, p.cls, {"": p.cls.overloads(p.infer)}, fixed=p.fixed)
+    inf = Primitive(p.name, p.cls, {"": p.cls.overloads(p.infer)}, fixed=p.fixed,
+                    register=False)
     storage_kw = {k: v for k, v in kws.items() if k == "temp_storage"}
     r_inf = resolve_call(inf, args, {k: v for k, v in kws.items() if k != "temp_storage"})
-    ctor = Primitive(p.name, p.cls, {"": p.cls.constructors}, constructor=True)
+    ctor_name = p.name
     pinned = {t.name: v for t, v in r_inf.template_args}
     with_ts = "temp_storage" in storage_kw
     methods = tuple(m for m in p.cls.constructors
                     if any(x.role == "temp_storage" for x in m.params) == with_ts)
     storage = (len(args) + list(kws).index("temp_storage"), kws["temp_storage"]) if with_ts \
         else None
-    r = resolve(ctor.name, p.cls, methods, (), {}, template_kws={},
+    r = resolve(ctor_name, p.cls, methods, (), {}, template_kws={},
                 block_dims=r_inf.block_dims, enums=registry.enums(), temp_storage=storage,
                 pinned=pinned)
     bound = tuple((b.param.name, b.nbtype, b.arg_index) for b in r_inf.bindings
@@ -354,6 +358,16 @@ class PrimitiveClass:
     def __dir__(self):
         return list(self._methods) + ["temp_storage_bytes", "temp_storage_alignment"]
 
+    @property
+    def constructor(self) -> Primitive:
+        """The in-kernel constructor (made once: each Primitive registers typing/lowering)."""
+        ctor = self.__dict__.get("_ctor")
+        if ctor is None:
+            ctor = self.__dict__["_ctor"] = Primitive(
+                f"{self._scope}.{self._cls.name}", self._cls, {"": self._cls.constructors},
+                fixed=self._fixed, constructor=True)
+        return ctor
+
     def __repr__(self):
         return f"<coopgen {self._scope}.{self._cls.name} {self._fixed or ''}>"
 
@@ -382,8 +396,7 @@ class PrimitiveClassType(types.Callable, types.Opaque):
 
     def __init__(self, obj: PrimitiveClass):
         self.obj = obj
-        self._ctor = Primitive(f"{obj._scope}.{obj._cls.name}", obj._cls,
-                               {"": obj._cls.constructors}, fixed=obj._fixed, constructor=True)
+        self._ctor = obj.constructor
         super().__init__(f"coopgen.{obj._scope}.{obj._cls.name}@{id(obj):x}")
 
     @property
