@@ -25,6 +25,9 @@ from .arrays import SHARED_ALIGNMENT, static_length
 from .ctypes_map import CPP_OF, record_name, record_struct
 from .resolve import Resolved
 
+#: The built-in functors (::cuda::std::less, ::cuda::minimum, ...); newer CUB headers no
+#: longer include them for us.
+OPERATOR_HEADERS = ("cuda/functional", "cuda/std/functional")
 BLOCK_STORAGE = "coopgen_block_storage"  # the bundle's union instances (see shimcall)
 WARP_STORAGE = "coopgen_warp_storage"
 LINEAR_TID = "(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z))"
@@ -358,6 +361,7 @@ def build(r: Resolved, op_signatures: dict[int, tuple], object_mode: str | None 
             body.append(f"*coopgen_ret_{what} = {what};")
     params = ", ".join(f"{t} {n}" for t, n, _, _ in c_params) or "void"
     fn = f"COOPGEN_SHIM void {symbol}({params})\n{{\n" + "".join(f"  {l}\n" for l in body) + "}"
-    return ShimText(symbol, "\n".join(decls), fn, (r.cls.header,), block_storage, warp_storage,
+    return ShimText(symbol, "\n".join(decls), fn, (r.cls.header,) + OPERATOR_HEADERS,
+                    block_storage, warp_storage,
                     ts_use,
                     tuple(c_params), tuple(op_syms))

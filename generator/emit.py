@@ -12,7 +12,7 @@ import tomllib
 from pathlib import Path
 
 from .headers import LockEntry
-from .model import ApiModel, ClassModel, Overload, Param, snake_case
+from .model import ApiModel, ClassModel, Overload, Param, replace, snake_case
 from .report import api_methods, overload_key
 
 GENERATOR_VERSION = "1"
@@ -89,10 +89,29 @@ def _mspec(ov: Overload, indent: str) -> str:
             f"tparams={tuple(t.name for t in ov.template_params)!r}),\n")
 
 
-def emit_class(entry: LockEntry, cls: ClassModel) -> str:
+def _in_class_names(ov: Overload, cls: ClassModel, model: ApiModel | None) -> Overload:
+    """An inherited method spelled with the derived class's template parameter names (matched
+    by keyword): CCCL 3.5.0's WarpMergeSort says ITEMS_PER_THREAD where its base says
+    ItemsPerThread, and the runtime infers the derived class's arguments."""
+    if not ov.inherited_from or model is None:
+        return ov
+    mine = {t.keyword: t.name for t in cls.template_params}
+    rename = {t.name: mine[t.keyword] for t in model.cls(ov.inherited_from).template_params
+              if t.keyword in mine and mine[t.keyword] != t.name}
+    if not rename:
+        return ov
+    pattern = re.compile(r"\b(" + "|".join(map(re.escape, rename)) + r")\b")
+    sub = lambda text: pattern.sub(lambda m: rename[m.group(1)], text) if text else text  # noqa: E731
+    params = tuple(replace(p, type=sub(p.type), array_elem=sub(p.array_elem),
+                           array_extent=sub(p.array_extent)) for p in ov.params)
+    return replace(ov, params=params)  # the signature stays as CUB spells it (coverage key)
+
+
+def emit_class(entry: LockEntry, cls: ClassModel, model: ApiModel | None = None) -> str:
     tps = "".join(f"        {_tparam(t)},\n" for t in cls.template_params)
     ctors = "".join(_mspec(o, "        ") for o in cls.constructors if bindable(o, cls))
-    methods = "".join(_mspec(o, "        ") for o in api_methods(cls) if bindable(o, cls))
+    methods = "".join(_mspec(_in_class_names(o, cls, model), "        ")
+                      for o in api_methods(cls) if bindable(o, cls))
     return (header_line(entry)
             + f'"""{cls.qualname}: {cls.brief}"""\n'
             + "from coopgen.spec import ClassSpec, MSpec, PSpec, TParam\n\n"
@@ -170,6 +189,6 @@ def emit_init(entry: LockEntry, model: ApiModel, classes: list[ClassModel]) -> s
 
 def emit_package(entry: LockEntry, model: ApiModel) -> list[tuple[str, str]]:
     classes = [c for c in model.classes if c.user_facing]
-    files = [(f"{module_name(c)}.py", emit_class(entry, c)) for c in classes]
+    files = [(f"{module_name(c)}.py", emit_class(entry, c, model)) for c in classes]
     files.append(("__init__.py", emit_init(entry, model, classes)))
     return files

@@ -28,6 +28,7 @@ ROLES = (
     "operator",       # a functor: reduction, scan, compare, flag, difference op, decomposer, ...
     "prefix_callback",  # BlockPrefixCallbackOp&: a stateful functor called by the first warp
     "temp_storage",   # TempStorage&
+    "generic_input",  # const X& of the method's own template type (an array-like of any shape)
 )
 
 OPERATOR_TYPES = re.compile(
@@ -103,6 +104,11 @@ def param_role(p: Param, ov: Overload, direction: str | None, has_output: bool =
         return "input_array" if has_output else "inout_array"
     if re.search(r"\[\w+\]$", p.type):  # CounterT histogram[BINS] decays to a pointer
         return "memory_inout"
+    if p.ref == "lvalue" and p.const and base in {t.name for t in ov.template_params} and \
+            not p.array_extent:
+        # e.g. WarpReduceBatched::Sum(const InputT&): any indexable of compile-time size;
+        # numba has no such value to pass, so these overloads are reported, not bound.
+        return "generic_input"
     if ITERATOR_TYPES.search(base) or p.pointer:
         if "Output" in base or direction == "out":
             return "iterator_out"

@@ -105,7 +105,12 @@ def template_kws(cls) -> str:
             continue
         kws.append(f"{t.keyword}={'False' if t.cpp_type == 'bool' else 16 if t.keyword == 'bins' else RADIX_BITS}")
     kws.append(f"items_per_thread={ITEMS}")
-    return ", ".join(kws)
+    seen, unique = set(), []
+    for kw in kws:  # one value per keyword
+        if kw.split("=")[0] not in seen:
+            seen.add(kw.split("=")[0])
+            unique.append(kw)
+    return ", ".join(unique)
 
 
 def dtype_kw(cls, method) -> list[str]:

@@ -37,3 +37,21 @@ def test_bound_and_checked_is_exactly_what_the_smoke_kernels_cover(tmp_path):
     for cls in CLASSES:
         expected.update(kernel_source(cls, cls.scope)[1])
     assert claimed == expected
+
+
+def test_other_lock_entries_link_too():
+    """Every lock entry's claimed overloads are compile-checked, not only the default's."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from coopgen.generator.headers import load_lock
+
+    here = Path(__file__).parent
+    for entry in load_lock()[1:]:
+        env = dict(os.environ, COOPGEN_CCCL=entry.cccl)
+        out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                              "-k", "not other_lock_entries", str(here / "test_bindings_compile.py")],
+                             cwd=here, env=env, capture_output=True, text=True)
+        assert out.returncode == 0, f"CCCL {entry.cccl}:\n{out.stdout[-4000:]}"

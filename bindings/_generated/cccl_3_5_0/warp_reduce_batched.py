@@ -20,31 +20,6 @@ SPEC = ClassSpec(
             ), static=False, tparams=()),
     ),
     methods=(
-        MSpec('Reduce', 'Reduce(const InputT &, ReductionOp)', 'method', 'T', (
-                PSpec('inputs', 'input_scalar', 'const InputT &', 'InputT', None, None),
-                PSpec('reduction_op', 'operator', 'ReductionOp', 'ReductionOp', None, None),
-            ), static=False, tparams=('InputT', 'ReductionOp')),
-        MSpec('ReduceToStriped', 'ReduceToStriped(const InputT &, OutputT &, ReductionOp)', 'method', 'void', (
-                PSpec('inputs', 'input_scalar', 'const InputT &', 'InputT', None, None),
-                PSpec('outputs', 'output_scalar', 'OutputT &', 'OutputT', None, None),
-                PSpec('reduction_op', 'operator', 'ReductionOp', 'ReductionOp', None, None),
-            ), static=False, tparams=('InputT', 'OutputT', 'ReductionOp')),
-        MSpec('ReduceToBlocked', 'ReduceToBlocked(const InputT &, OutputT &, ReductionOp)', 'method', 'void', (
-                PSpec('inputs', 'input_scalar', 'const InputT &', 'InputT', None, None),
-                PSpec('outputs', 'output_scalar', 'OutputT &', 'OutputT', None, None),
-                PSpec('reduction_op', 'operator', 'ReductionOp', 'ReductionOp', None, None),
-            ), static=False, tparams=('InputT', 'OutputT', 'ReductionOp')),
-        MSpec('Sum', 'Sum(const InputT &)', 'method', 'T', (
-                PSpec('inputs', 'input_scalar', 'const InputT &', 'InputT', None, None),
-            ), static=False, tparams=('InputT',)),
-        MSpec('SumToStriped', 'SumToStriped(const InputT &, OutputT &)', 'method', 'void', (
-                PSpec('inputs', 'input_scalar', 'const InputT &', 'InputT', None, None),
-                PSpec('outputs', 'output_scalar', 'OutputT &', 'OutputT', None, None),
-            ), static=False, tparams=('InputT', 'OutputT')),
-        MSpec('SumToBlocked', 'SumToBlocked(const InputT &, OutputT &)', 'method', 'void', (
-                PSpec('inputs', 'input_scalar', 'const InputT &', 'InputT', None, None),
-                PSpec('outputs', 'output_scalar', 'OutputT &', 'OutputT', None, None),
-            ), static=False, tparams=('InputT', 'OutputT')),
     ),
     brief='The ``WarpReduceBatched`` class provides :ref:`collective <collective-primitives>` methods for performing batched parallel reductions of multiple batches of items partitioned across a CUDA warp.',
 )
