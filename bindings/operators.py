@@ -194,7 +194,7 @@ def compile_operator(context, sym: str, op, argtypes, restype) -> None:
         return
     arch = _current_arch()
     cc = (int(arch.split("_")[1][:-1]), int(arch.split("_")[1][-1]))
-    code, resty = cuda.compile(op.function.py_func, restype(*argtypes), device=True, abi="c",
+    code, _ = cuda.compile(op.function.py_func, restype(*argtypes), device=True, abi="c",
                                abi_info={"abi_name": sym}, output="ltoir", cc=cc)
     library.add_linking_file(LTOIR(code, name=sym))
     done.add(sym)

@@ -26,12 +26,6 @@ def header_line(entry: LockEntry) -> str:
 
 # --- which overloads the runtime binds ---------------------------------------------------------
 
-def one_shot(cls: ClassModel) -> bool:
-    """A class the runtime can construct on the fly: it has a constructor taking nothing but
-    temp storage. (Classes whose constructors take data are parent/child primitives.)"""
-    return any(all(p.role == "temp_storage" for p in c.params) for c in cls.constructors)
-
-
 def bindable(ov: Overload, cls: ClassModel) -> bool:
     """Whether the runtime can bind (and the CPU suite compile-check) this overload: one-shot
     calls on a temporary, or constructors and methods of a parent object."""

@@ -10,8 +10,9 @@ import pytest
 from numba import cuda
 from numba.cuda import types
 
-from coopgen import linkcheck, nvrtc, shimcall as sc
-from coopgen.shimcall import Shim
+import shim_intrinsic as sc
+from coopgen import linkcheck, nvrtc
+from coopgen.shimcall import Shim, ShimBundle
 
 SIG = (types.int32[::1], types.int32[::1])
 
@@ -98,7 +99,7 @@ def warm(cache):
 
 
 def _bundles(pieces):
-    return [p for p in pieces if isinstance(p, sc.ShimBundle)]
+    return [p for p in pieces if isinstance(p, ShimBundle)]
 
 
 # ---------------------------------------------------------------- nvrtc.py
@@ -204,7 +205,7 @@ def test_same_shim_in_two_bundles_links(warm):
     # via numba needs a GPU, since device functions are compiled for the
     # current device; here the second bundle is made by hand.)
     pieces = linkcheck.compile_kernel_pieces(two_shims, SIG)
-    extra = sc.ShimBundle("compute_90", name="other-library")
+    extra = ShimBundle("compute_90", name="other-library")
     extra.add(REDUCE)
     res = linkcheck.link_pieces(pieces + [extra])
     assert res.local_bytes == 0 and list(res.functions) == res.entries
@@ -254,7 +255,7 @@ def test_shim_call_typing_errors():
 
 
 def test_bundle_rejects_conflicting_symbol():
-    b = sc.ShimBundle("compute_90")
+    b = ShimBundle("compute_90")
     b.add(REDUCE)
     b.add(REDUCE)  # identical: deduplicated
     assert len(b.shims) == 1
