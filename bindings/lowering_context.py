@@ -75,3 +75,20 @@ def bound_kernel_threads(builder, site, dims) -> None:
         return
     nvvm.set_launch_bounds(fn, dims[0] * dims[1] * dims[2])
     fn._coopgen_bounded = True
+
+
+def use_short_shared_pointers(module) -> None:
+    """Give the module being lowered nvcc's data layout, in which shared-memory pointers are 32
+    bits wide (``p3:32:32:32``); numba's default layout makes them 64 bits.
+
+    With 64-bit shared pointers every shared-memory index turns into ``mul.wide``/``add.s64``
+    pairs: CUB's radix sort needs about 20 more registers and runs ~10% slower than nvcc's
+    build. libnvvm and nvJitLink keep the layout of the first module they are given, which is
+    the kernel's, so this also narrows the pointers in the NVRTC-compiled shims it links with.
+    Shared addresses always fit in 32 bits, so the narrower layout only changes code quality;
+    numba's own ABI sizes come from its separate target data and are unaffected."""
+    from numba.cuda.cudadrv import nvvm
+
+    default = nvvm.NVVM().data_layout
+    if module.data_layout == default and default.startswith("e-p:64:64:64-"):
+        module.data_layout = default.replace("e-p:64:64:64-", "e-p:64:64:64-p3:32:32:32-", 1)
