@@ -1,0 +1,279 @@
+"""Benchmark coopgen kernels against the same kernels in CUDA C++ with CUB, built by nvcc.
+
+    python tools/bench/bench.py                 # everything (needs a GPU, nvcc and CuPy)
+    python tools/bench/bench.py runtime [CASE ...]
+    python tools/bench/bench.py compile [CASE ...]
+    python tools/bench/bench.py resources       # no GPU: registers/shared memory of both builds
+
+Run time (see /work/.library/device/METHOD.md): CUDA events around batches of back-to-back
+launches (so the host's launch cost cannot starve the GPU), 3 warm-up launches, 25 batches of
+5, the median batch; the two builds are timed interleaved, twice, and each keeps its faster
+median. Outputs are checked against numpy and against each other before timing.
+
+Compile time: one fresh process per measurement, timing the kernel's first launch (compile,
+link, load, run, sync), imports and input set-up excluded. "cold" has empty coopgen and numba
+caches; "warm" has coopgen's LTO-IR cache filled by an earlier process (numba still compiles the
+kernel); "cached" is ``@cuda.jit(cache=True)`` loaded from disk by a second process.
+
+With $OUT set, the tables and raw numbers are also written to $OUT/bench.json and
+$OUT/bench.md.
+"""
+from __future__ import annotations
+
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+from cases import CASES, COMPILE_CASES, INPUT_DTYPE, NATIVE_CU, THREADS, TILE  # noqa: E402
+
+BATCHES, PER_BATCH, WARMUP = 25, 5, 3
+
+
+# --- native build ---------------------------------------------------------------------------
+
+def build_native(kind: str = "cubin", arch: str = "sm_90") -> str:
+    """nvcc -O3 the reference kernels; returns the output path."""
+    from coopgen import registry
+    d = tempfile.mkdtemp(prefix="coopgen-bench-")  # CuPy loads lazily: keep the file
+    src = os.path.join(d, "native.cu")
+    with open(src, "w") as f:
+        f.write(NATIVE_CU)
+    out = os.path.join(d, f"native.{kind}")
+    cmd = ["nvcc", "-O3", f"-arch={arch}", f"-{kind}", f"-I{registry.include_dir()}",
+           "-o", out, src]
+    if kind == "cubin":
+        cmd.insert(1, "-Xptxas=-v")
+    res = subprocess.run(cmd, capture_output=True, text=True)
+    if res.returncode:
+        raise RuntimeError(res.stderr[-4000:])
+    with open(out + ".log", "w") as f:
+        f.write(res.stderr)
+    return out
+
+
+# --- run time -------------------------------------------------------------------------------
+
+def _time(launch) -> float:
+    from numba import cuda
+    for _ in range(WARMUP):
+        launch()
+    cuda.synchronize()
+    times = []
+    for _ in range(BATCHES):
+        start, stop = cuda.event(), cuda.event()
+        start.record()
+        for _ in range(PER_BATCH):
+            launch()
+        stop.record()
+        stop.synchronize()
+        times.append(cuda.event_elapsed_time(start, stop) / PER_BATCH)
+    times.sort()
+    return times[len(times) // 2]
+
+
+def _check(case, got, want, what):
+    import numpy as np
+    if case.exact:
+        ok = np.array_equal(got, want)
+    else:
+        ok = np.allclose(got, want, rtol=1e-9, atol=1e-9 * np.abs(want).max())
+    if not ok:
+        bad = np.flatnonzero(got != want)[:5]
+        raise AssertionError(f"{case.name}: {what} differs from numpy at {bad}: "
+                             f"{got[bad]} vs {want[bad]}")
+
+
+def runtime_rows(names) -> list[dict]:
+    import cupy
+    import numpy as np
+    from numba import cuda
+
+    module = cupy.RawModule(path=build_native())
+    rows = []
+    for name in names:
+        case = CASES[name]
+        rng = np.random.default_rng(2026)
+        host = case.make_input(rng, case.n)
+        n_out = case.out_len(case.n)
+        d_in = cuda.to_device(host)
+        d_py = cuda.device_array(n_out, case.dtype)
+        d_cx = cupy.empty(n_out, case.dtype)
+        cx_in = cupy.asarray(d_in)  # same memory, seen by CuPy
+        kernel = case.make()[case.grid, case.threads]
+        fn = module.get_function(case.native)
+        py = lambda: kernel(d_in, d_py)  # noqa: E731
+        cx = lambda: fn((case.grid,), (case.threads,), (cx_in, d_cx))  # noqa: E731
+        py()
+        cx()
+        cuda.synchronize()
+        want = case.expected(host)
+        got_py, got_cx = d_py.copy_to_host(), cupy.asnumpy(d_cx)
+        _check(case, got_py, want, "coopgen")
+        _check(case, got_cx, want, "nvcc+CUB")
+        same = bool(np.array_equal(got_py, got_cx))
+        t_py1, t_cx1, t_py2, t_cx2 = _time(py), _time(cx), _time(py), _time(cx)
+        t_py, t_cx = min(t_py1, t_py2), min(t_cx1, t_cx2)
+        in_bytes = case.n * np.dtype(INPUT_DTYPE.get(name, case.dtype)).itemsize
+        moved = in_bytes + n_out * np.dtype(case.dtype).itemsize
+        rows.append({
+            "case": name, "what": case.what, "n": case.n, "dtype": np.dtype(case.dtype).name,
+            "coopgen_ms": t_py, "native_ms": t_cx, "ratio": t_cx / t_py,
+            "coopgen_GBps": moved / t_py / 1e6, "native_GBps": moved / t_cx / 1e6,
+            "same_output": same,
+            "coopgen_regs": next(iter(kernel.dispatcher.get_regs_per_thread().values()))
+            if hasattr(kernel, "dispatcher") else None,
+            "native_regs": fn.num_regs,
+            "spread_ms": [t_py1, t_py2, t_cx1, t_cx2],
+        })
+        del d_in, d_py, d_cx, cx_in
+    return rows
+
+
+def print_runtime(rows) -> str:
+    lines = ["| case | n | coopgen ms | nvcc+CUB ms | coopgen GB/s | native GB/s | "
+             "ratio (native/coopgen) | regs coopgen/native | outputs equal |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['case']} | 2^{r['n'].bit_length() - 1} {r['dtype']} | "
+                     f"{r['coopgen_ms']:.4f} | {r['native_ms']:.4f} | {r['coopgen_GBps']:.0f} | "
+                     f"{r['native_GBps']:.0f} | **{r['ratio']:.3f}** | "
+                     f"{r['coopgen_regs']}/{r['native_regs']} | {r['same_output']} |")
+    text = "\n".join(lines)
+    print(text)
+    return text
+
+
+# --- compile time ---------------------------------------------------------------------------
+
+def compile_one(name: str) -> dict:
+    """First launch of one kernel in this fresh process."""
+    import numpy as np
+    from numba import cuda
+    from coopgen import nvrtc
+
+    case = CASES[name]
+    kernel = case.make(cache=os.environ.get("COOPGEN_BENCH_KERNEL_CACHE") == "1")
+    args = case.device_args(np.random.default_rng(), tiles=64)
+    cuda.synchronize()
+    t0 = time.perf_counter()
+    kernel[64, case.threads](*args)
+    cuda.synchronize()
+    first = time.perf_counter() - t0
+    return {"case": name, "first_launch_s": first, "nvrtc_compiles": nvrtc.compile_count(),
+            "cache_hits": nvrtc.cache_hit_count()}
+
+
+STATES = ("cold", "warm", "cached 1st", "cached")
+
+
+def compile_rows(names) -> list[dict]:
+    rows = []
+    for name in names:
+        row = {"case": name}
+        with tempfile.TemporaryDirectory() as cache:
+            env = dict(os.environ, COOPGEN_CACHE_DIR=cache,
+                       NUMBA_CACHE_DIR=os.path.join(cache, "numba"))
+            for state in STATES:
+                run_env = dict(env, COOPGEN_BENCH_KERNEL_CACHE="1" if "cached" in state else "0")
+                out = subprocess.run([sys.executable, __file__, "compile-one", name],
+                                     env=run_env, capture_output=True, text=True)
+                if out.returncode:
+                    raise RuntimeError(out.stderr[-3000:])
+                r = json.loads(out.stdout.strip().splitlines()[-1])
+                row[state] = r["first_launch_s"]
+                row[f"{state} nvrtc"] = r["nvrtc_compiles"]
+        rows.append(row)
+    return rows
+
+
+def print_compile(rows) -> str:
+    lines = ["| kernel | cold s (target 1.0) | NVRTC compiles | warm s (target 0.3) | "
+             "NVRTC compiles | cache=True, 2nd process s |",
+             "|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['case']} | {r['cold']:.3f} | {r['cold nvrtc']} | {r['warm']:.3f} | "
+                     f"{r['warm nvrtc']} | {r['cached']:.3f} |")
+    text = "\n".join(lines)
+    print(text)
+    return text
+
+
+# --- resources without a GPU ----------------------------------------------------------------
+
+def resources(names) -> None:
+    """Registers and shared memory of both builds for sm_90, from the linkers' logs."""
+    import numba
+    import numpy as np
+
+    from coopgen import block_shape
+    from coopgen.linkcheck import link_cubin
+
+    from coopgen.linkcheck import parse_link_log
+
+    native, _, _ = parse_link_log(open(build_native() + ".log").read())
+    print(f"{'case':12} {'regs coopgen/native':>20} {'smem coopgen/native':>20}")
+    for name in names:
+        case = CASES[name]
+        in_t = numba.typeof(np.empty(1, INPUT_DTYPE.get(name, case.dtype)))
+        out_t = numba.typeof(np.empty(1, case.dtype))
+        with block_shape(case.threads):
+            r = link_cubin(case.make(), (in_t, out_t))
+        ref = native[case.native]
+        regs, smem = ref.registers, ref.smem
+        print(f"{name:12} {f'{r.registers}/{regs}':>20} {f'{r.smem}/{smem}':>20}")
+
+
+# --- main -----------------------------------------------------------------------------------
+
+def environment() -> dict:
+    import numba_cuda
+    import numpy as np
+    from coopgen import nvrtc, registry
+    info = {"date": time.strftime("%Y-%m-%d"), "python": platform.python_version(),
+            "numpy": np.__version__, "numba-cuda": numba_cuda.__version__,
+            "nvrtc": ".".join(map(str, nvrtc.nvrtc_version())), "cccl": registry.package().CCCL}
+    try:
+        info["gpu"] = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version",
+                                      "--format=csv,noheader"], capture_output=True,
+                                     text=True).stdout.strip()
+        info["nvcc"] = subprocess.run(["nvcc", "--version"], capture_output=True,
+                                      text=True).stdout.strip().splitlines()[-1]
+    except OSError:
+        pass
+    return info
+
+
+def main(argv):
+    what = argv[1] if len(argv) > 1 else "all"
+    names = argv[2:]
+    if what == "compile-one":
+        print(json.dumps(compile_one(names[0])))
+        return
+    if what == "resources":
+        resources(names or list(CASES))
+        return
+    results, md = {"environment": environment()}, []
+    print(json.dumps(results["environment"]))
+    if what in ("all", "runtime"):
+        results["runtime"] = runtime_rows(names or list(CASES))
+        md.append(print_runtime(results["runtime"]))
+    if what in ("all", "compile"):
+        results["compile"] = compile_rows(names or list(COMPILE_CASES))
+        md.append(print_compile(results["compile"]))
+    out = os.environ.get("OUT")
+    if out:
+        with open(os.path.join(out, "bench.json"), "w") as f:
+            json.dump(results, f, indent=1, default=str)
+        with open(os.path.join(out, "bench.md"), "w") as f:
+            f.write("\n\n".join(md) + "\n")
+
+
+if __name__ == "__main__":
+    main(sys.argv)
