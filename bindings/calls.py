@@ -25,7 +25,7 @@ from numba.cuda.core.imputils import lower_cast, lower_getattr_generic
 from . import registry, shims
 from .errors import CoopgenTypeError
 from .lowering_context import (bound_kernel_threads, check_not_in_device_function,
-                               kernel_lowering_site, runs_once, use_short_shared_pointers)
+                               kernel_lowering_site, use_short_shared_pointers)
 from .operators import compile_operator, operator_signatures
 from .resolve import Resolved, resolve, template_keywords
 from .shimcall import Shim, bundle_for
@@ -283,7 +283,7 @@ def _lower_call(p: Primitive, context, builder, sig, args, self_ptr=None, extra=
     bundle.add(Shim(text.symbol, text.source_fn, text.includes, decls=text.decls,
                     block_storage=text.block_storage, temp_storage=text.ts_use,
                     warp_storage=text.warp_storage),
-               runs_once=runs_once(site))
+               site=site)
     use_short_shared_pointers(builder.module)
     if current_launch_config() is not None:
         bound_kernel_threads(builder, site, tuple(current_launch_config().blockdim))

@@ -53,15 +53,33 @@ def check_not_in_device_function(p, r, tkws_given: bool) -> None:
             f"@cuda.jit(device=True, inline='always')")
 
 
-def runs_once(site) -> bool:
-    """Whether the call runs once per kernel execution: in the kernel, outside every loop."""
+def _cfg(func_ir):
     from numba.cuda.core.analysis import compute_cfg_from_blocks
 
+    cfg = getattr(func_ir, "_coopgen_cfg", None)
+    if cfg is None:
+        cfg = compute_cfg_from_blocks(func_ir.blocks)
+        func_ir._coopgen_cfg = cfg
+    return cfg
+
+
+def runs_once(site) -> bool:
+    """Whether the call runs once per kernel execution: in the kernel, outside every loop."""
     if site is None:
         return False
     func_ir, offset = site
-    loops = compute_cfg_from_blocks(func_ir.blocks).loops().values()
-    return not any(offset in loop.body for loop in loops)
+    return not any(offset in loop.body for loop in _cfg(func_ir).loops().values())
+
+
+def may_precede(a, b) -> bool:
+    """Whether the call lowered at ``a`` may run before the one at ``b`` in the same kernel
+    execution. Sites are (func_ir, block label, lowering sequence number); within a block numba
+    lowers statements in order. Unknown sites may."""
+    if a is None or b is None or a[0] is not b[0]:
+        return True
+    if a[1] == b[1]:  # one block: in order, or in any order on the next trip through a loop
+        return a[2] < b[2] or not runs_once(a[:2])
+    return b[1] in _cfg(a[0]).descendents(a[1])
 
 
 def bound_kernel_threads(builder, site, dims) -> None:

@@ -95,9 +95,9 @@ class ShimBundle(LTOIR):
         super().__init__(data=None, name=name)
         self.arch = arch
         self._shims: dict[str, Shim] = {}
-        # One entry per lowered call that uses the implicit block storage: True when that
-        # call runs at most once per kernel execution (kernel body, outside any loop).
-        self._storage_uses: list[bool] = []
+        # One (shim symbol, site) entry per lowered call that uses the implicit block storage;
+        # site: (func_ir, block label, sequence number) in the kernel, or None when unknown.
+        self._storage_uses: list[tuple[str, tuple | None]] = []
         self._ltoir: bytes | None = None
         self._lock = threading.Lock()
 
@@ -111,10 +111,13 @@ class ShimBundle(LTOIR):
             return sum(1 for s in self._shims.values()
                        if s.temp_storage and s.temp_storage[0].symbol == symbol)
 
-    def add(self, shim: Shim, *, runs_once: bool = False) -> None:
+    def add(self, shim: Shim, *, site=None) -> None:
+        """Add a lowered call's shim; ``site`` is where the call sits in the kernel
+        (lowering_context.kernel_lowering_site), None when unknown."""
         with self._lock:
             if shim.block_storage:
-                self._storage_uses.append(runs_once)
+                seq = len(self._storage_uses)
+                self._storage_uses.append((shim.symbol, None if site is None else (*site, seq)))
             old = self._shims.get(shim.symbol)
             if old is not None:
                 if old != shim:
@@ -155,20 +158,41 @@ class ShimBundle(LTOIR):
         for symbol in sorted(objects):
             obj, members = objects[symbol]
             parts.append(definition(obj, sorted(members, key=lambda m: m[1])))
-        # Block primitives share one storage, so each use waits for the previous one to be
-        # done with it. The one exception: a single use that runs once per kernel execution.
-        single = len(self._storage_uses) == 1 and self._storage_uses[0]
-        parts.append("#define COOPGEN_STORAGE_BARRIER() "
-                     + ("do {} while (0)\n" if single else "__syncthreads()\n"))
         if storage:
             members = "".join(f"  {t} m{i};\n" for i, t in enumerate(storage))
             # static: each bundle (kernel, device function) owns its storage; the union is
             # as large and as aligned as the largest TempStorage of the translation unit.
             parts.append(f"union coopgen_block_storage_t {{\n{members}}};\n"
                          "static __shared__ coopgen_block_storage_t coopgen_block_storage;\n")
+        parts += self._storage_barriers(shims)
         for s in shims:
             parts.append("\n" + s.source.strip() + "\n")
         return "".join(parts)
+
+    def _storage_barriers(self, shims) -> list[str]:
+        """``coopgen_barrier_<symbol>``: whether a block-storage use must first wait until the
+        block is done with the shared storage. Only if another use may have run before it with
+        a TempStorage that is not empty (CUB's empty TempStorage has size 1): a different call
+        earlier in the kernel, or the same one on an earlier trip through a loop. Sizes are the
+        compiler's, hence constexpr; the order comes from the kernel's control-flow graph."""
+        from .lowering_context import may_precede, runs_once
+
+        types = {s.symbol: s.block_storage for s in shims if s.block_storage}
+        lines = []
+        for symbol in sorted(types):
+            before = set()
+            for i, (sym, site) in enumerate(self._storage_uses):
+                if sym != symbol:
+                    continue
+                if site is None or not runs_once(site[:2]) or any(
+                        j != i and s == symbol for j, (s, _) in enumerate(self._storage_uses)):
+                    before.add(types[symbol])  # it may follow itself
+                before |= {types[s] for j, (s, other) in enumerate(self._storage_uses)
+                           if j != i and s != symbol and may_precede(other, site)}
+            cond = " || ".join(f"sizeof({t}) > 1" for t in sorted(before)) or "false"
+            lines.append(f"static constexpr bool coopgen_barrier_{symbol} = "
+                         f"sizeof({types[symbol]}) > 1 && ({cond});\n")
+        return lines
 
     @property
     def data(self) -> bytes:

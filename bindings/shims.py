@@ -316,11 +316,10 @@ def build(r: Resolved, op_signatures: dict[int, tuple], object_mode: str | None 
         storage = explicit_storage
     elif r.temp_storage == "implicit" and r.cls.scope == "block":
         block_storage = f"typename {prim}::TempStorage"
-        # Empty TempStorage (e.g. a direct load) needs no barrier.
-        # The bundle defines the barrier: a kernel whose only block-storage use runs once
-        # needs none (see ShimBundle.source).
-        pre.insert(0, f"if constexpr (sizeof(typename {prim}::TempStorage) > 1) "
-                      f"COOPGEN_STORAGE_BARRIER();  // the storage may have just been used")
+        # The bundle knows every use of the storage, so it decides whether this one waits
+        # (ShimBundle._storage_barriers).
+        pre.insert(0, f"if constexpr (coopgen_barrier_{symbol}) __syncthreads();  "
+                      f"// the storage may have just been used")
         storage = f"reinterpret_cast<typename {prim}::TempStorage&>({BLOCK_STORAGE})"
     elif r.temp_storage == "implicit":
         lwt = dict((t.keyword, v) for t, v in r.template_args).get("logical_warp_threads", "32")

@@ -261,3 +261,43 @@ def test_bundle_rejects_conflicting_symbol():
     assert len(b.shims) == 1
     with pytest.raises(ValueError):
         b.add(Shim(REDUCE.symbol, "different body"))
+
+
+def _storage_sites(a, b):
+    b[0] = a[0]  # first use: nothing ran before it
+    if a[1] > 0:
+        b[1] = a[1]  # second use, on one branch
+    for i in range(a[2]):
+        b[2] = a[i]  # a use in a loop: it may follow itself
+
+
+def test_storage_barriers_follow_the_control_flow():
+    """A block-storage use waits at a barrier only when another use with a non-empty
+    TempStorage may have run before it: the first use of a kernel and uses of empty storage
+    (direct loads) need none; a use in a loop always does."""
+    from numba.cuda.compiler import run_frontend
+
+    func_ir = run_frontend(_storage_sites)
+    cfg = func_ir.blocks
+    labels = sorted(cfg)
+    from coopgen.lowering_context import runs_once
+    loop_label = next(lbl for lbl in labels if not runs_once((func_ir, lbl)))
+    b = ShimBundle("sm_90")
+
+    def use(name, storage, label):
+        b.add(Shim(f"s_{name}", f"void s_{name}() {{}}", block_storage=storage),
+              site=(func_ir, label))
+
+    use("first", "Big", labels[0])
+    use("empty", "Empty", labels[0])
+    use("branch", "Big2", labels[1])
+    use("loop", "Big3", loop_label)
+    lines = {ln.split()[3]: ln for ln in b._storage_barriers(b.shims)}
+    assert lines["coopgen_barrier_s_first"].endswith("sizeof(Big) > 1 && (false);\n")
+    assert "(sizeof(Big) > 1)" in lines["coopgen_barrier_s_empty"]  # Empty > 1 is false anyway
+    assert "sizeof(Big) > 1 || sizeof(Empty) > 1" in lines["coopgen_barrier_s_branch"]
+    assert "Big3" not in lines["coopgen_barrier_s_branch"]
+    assert "sizeof(Big3) > 1" in lines["coopgen_barrier_s_loop"].split("&&")[1]
+    unknown = ShimBundle("sm_90")
+    unknown.add(Shim("s_x", "void s_x() {}", block_storage="X"), site=None)
+    assert "&& (sizeof(X) > 1)" in unknown._storage_barriers(unknown.shims)[0]

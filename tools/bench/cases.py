@@ -7,8 +7,8 @@ only how the code was generated.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 
@@ -47,8 +47,8 @@ class Case:
 
 def _sum(dtype):
     def make(cache=False):
-        from numba import cuda
         from coopgen import block, local
+        from numba import cuda
 
         @cuda.jit(cache=cache)
         def block_sum(d_in, d_out):
@@ -62,8 +62,8 @@ def _sum(dtype):
 
 
 def _scan(cache=False):
-    from numba import cuda
     from coopgen import block, local
+    from numba import cuda
 
     @cuda.jit(cache=cache)
     def block_scan(d_in, d_out):
@@ -77,8 +77,8 @@ def _scan(cache=False):
 
 def _radix_sort(dtype):
     def make(cache=False):
-        from numba import cuda
         from coopgen import block, local
+        from numba import cuda
 
         @cuda.jit(cache=cache)
         def block_radix_sort(d_in, d_out):
@@ -92,8 +92,8 @@ def _radix_sort(dtype):
 
 
 def _merge_sort(cache=False):
-    from numba import cuda
     from coopgen import block, local
+    from numba import cuda
 
     @cuda.jit(device=True)
     def less(a, b):
@@ -110,8 +110,8 @@ def _merge_sort(cache=False):
 
 
 def _histogram(cache=False):
-    from numba import cuda
     from coopgen import block, local, shared
+    from numba import cuda
 
     @cuda.jit(cache=cache)
     def block_histogram(d_in, d_out):
@@ -125,31 +125,33 @@ def _histogram(cache=False):
 
 
 def _warp_sum(cache=False):
-    from numba import cuda
     from coopgen import local, warp
+    from numba import cuda
 
     @cuda.jit(cache=cache)
     def warp_sum(d_in, d_out):
         items = local.array(ITEMS, np.int32)
-        w = (cuda.blockIdx.x * THREADS + cuda.threadIdx.x) // 32
+        # Shifts and masks, as C++ compiles its unsigned / and %: Python's // and % on signed
+        # integers round towards minus infinity and cost extra instructions.
+        w = (cuda.blockIdx.x * THREADS + cuda.threadIdx.x) >> 5
         warp.load(d_in[w * WARP_TILE:], items, algorithm="striped")
         partial = items[0]
         for i in range(1, ITEMS):
             partial = np.int32(partial + items[i])
         total = warp.sum(partial)
-        if cuda.threadIdx.x % 32 == 0:
+        if cuda.threadIdx.x & 31 == 0:
             d_out[w] = total
     return warp_sum
 
 
 def _warp_scan(cache=False):
-    from numba import cuda
     from coopgen import local, warp
+    from numba import cuda
 
     @cuda.jit(cache=cache)
     def warp_scan(d_in, d_out):
         items = local.array(ITEMS, np.int32)
-        base = (cuda.blockIdx.x * THREADS + cuda.threadIdx.x) // 32 * WARP_TILE
+        base = ((cuda.blockIdx.x * THREADS + cuda.threadIdx.x) >> 5) * WARP_TILE
         warp.load(d_in[base:], items, algorithm="transpose")
         running = np.int32(0)
         for i in range(ITEMS):  # exclusive scan of the thread's own items
