@@ -8,16 +8,17 @@
 Run time (see /work/.library/device/METHOD.md): CUDA events around batches of back-to-back
 launches, each batch behind an untimed leader launch (so the host's launch cost is not timed
 as idle GPU), 3 warm-up launches, 25 batches of 10, the median batch; the two builds are timed
-interleaved, twice, and each keeps its faster median. Outputs are checked against numpy and
+interleaved, three rounds, and each keeps its fastest median. Outputs are checked against numpy and
 against each other before timing.
 
 Compile time: one fresh process per measurement, timing the kernel's first launch (compile,
 link, load, run, sync), imports and input set-up excluded. "cold" has empty coopgen and numba
 caches; "warm" has coopgen's LTO-IR cache filled by an earlier process (numba still compiles the
-kernel); "cached" is ``@cuda.jit(cache=True)`` loaded from disk by a second process.
+kernel); "cached" is ``@cuda.jit(cache=True)`` loaded from disk by a second process. The first
+row is a numba kernel without coopgen: numba's own start-up, the floor of every column.
 
-With $OUT set, the tables and raw numbers are also written to $OUT/bench.json and
-$OUT/bench.md.
+With $OUT set, the tables and raw numbers are also written to $OUT/bench-<what>.json and
+$OUT/bench-<what>.md.
 """
 from __future__ import annotations
 
@@ -34,7 +35,7 @@ sys.path.insert(0, HERE)
 
 from cases import CASES, COMPILE_CASES, INPUT_DTYPE, NATIVE_CU
 
-BATCHES, PER_BATCH, WARMUP = 25, 10, 3
+BATCHES, PER_BATCH, WARMUP, ROUNDS = 25, 10, 3, 3
 
 
 # --- native build ---------------------------------------------------------------------------
@@ -123,8 +124,8 @@ def runtime_rows(names) -> list[dict]:
         _check(case, got_py, want, "coopgen")
         _check(case, got_cx, want, "nvcc+CUB")
         same = bool(np.array_equal(got_py, got_cx))
-        t_py1, t_cx1, t_py2, t_cx2 = _time(py), _time(cx), _time(py), _time(cx)
-        t_py, t_cx = min(t_py1, t_py2), min(t_cx1, t_cx2)
+        rounds = [(_time(py), _time(cx)) for _ in range(ROUNDS)]  # interleaved: drift hits both
+        t_py, t_cx = min(r[0] for r in rounds), min(r[1] for r in rounds)
         in_bytes = case.n * np.dtype(INPUT_DTYPE.get(name, case.dtype)).itemsize
         moved = in_bytes + n_out * np.dtype(case.dtype).itemsize
         rows.append({
@@ -135,7 +136,7 @@ def runtime_rows(names) -> list[dict]:
             "coopgen_regs": next(iter(kernel.dispatcher.get_regs_per_thread().values()))
             if hasattr(kernel, "dispatcher") else None,
             "native_regs": fn.num_regs,
-            "spread_ms": [t_py1, t_py2, t_cx1, t_cx2],
+            "rounds_ms": rounds,
         })
         del d_in, d_py, d_cx, cx_in
     return rows
@@ -163,7 +164,7 @@ def compile_one(name: str) -> dict:
     from coopgen import nvrtc
     from numba import cuda
 
-    case = CASES[name]
+    case = COMPILE_CASES[name]
     kernel = case.make(cache=os.environ.get("COOPGEN_BENCH_KERNEL_CACHE") == "1")
     args = case.device_args(np.random.default_rng(), tiles=64)
     cuda.synchronize()
@@ -271,9 +272,9 @@ def main(argv):
         md.append(print_compile(results["compile"]))
     out = os.environ.get("OUT")
     if out:
-        with open(os.path.join(out, "bench.json"), "w") as f:
+        with open(os.path.join(out, f"bench-{what}.json"), "w") as f:
             json.dump(results, f, indent=1, default=str)
-        with open(os.path.join(out, "bench.md"), "w") as f:
+        with open(os.path.join(out, f"bench-{what}.md"), "w") as f:
             f.write("\n\n".join(md) + "\n")
 
 

@@ -218,8 +218,23 @@ CASES = {c.name: c for c in [
 # The input dtype where it differs from the output's (histogram: uint8 in, uint32 counts out).
 INPUT_DTYPE = {"histogram": np.uint8}
 
-# The kernels whose compile time the issue tracks.
-COMPILE_CASES = {name: CASES[name] for name in ("sum", "scan", "sort")}
+def _plain(cache=False):
+    """numba alone, no coopgen: what any numba kernel's first launch costs."""
+    from numba import cuda
+
+    @cuda.jit(cache=cache)
+    def plain(d_in, d_out):
+        i = cuda.grid(1)
+        if i < d_out.size:
+            d_out[i] = d_in[i] + 1
+    return plain
+
+
+PLAIN = Case("plain numba", "a numba kernel without coopgen (baseline)", np.int32, TILE * 64,
+             _plain, "", lambda n: n, lambda x: x + 1, _ints(np.int32))
+
+# The kernels whose compile time the issue tracks, after the baseline.
+COMPILE_CASES = {"plain numba": PLAIN, **{name: CASES[name] for name in ("sum", "scan", "sort")}}
 
 
 NATIVE_CU = r"""
