@@ -287,7 +287,12 @@ def compile_ltoir(
     # CCCL only enables its __half/__nv_bfloat16 code when these headers were seen first;
     # without them CCCL 3.0.1's ThreadReduce picks a SIMD path for int/float min/max/plus
     # that ends in assert(false) (CUDA_ERROR_ASSERT at run time). nvcc always includes them.
-    options = ("--pre-include=cuda_fp16.h", "--pre-include=cuda_bf16.h") + tuple(options)
+    options = ("--pre-include=cuda_fp16.h", "--pre-include=cuda_bf16.h",
+               # libcu++'s type-list metaprograms unroll 10 deep under nvcc and 16 deep under
+               # any other compiler, NVRTC included; at 16, cuda/std/__type_traits/type_list.h
+               # alone takes ~0.4 s of NVRTC's front end (about 40% of a shim's compile). nvcc's
+               # depth changes no generated code.
+               "-D_CCCL_META_UNROLL_LIMIT=10") + tuple(options)
     opts = base_options(arch, include_dirs, tuple(options), kind)
     key = _cache_key(source, opts, arch, include_dirs)
 
