@@ -12,10 +12,11 @@ interleaved, three rounds, and each keeps its fastest median. Outputs are checke
 against each other before timing.
 
 Compile time: one fresh process per measurement, timing the kernel's first launch (compile,
-link, load, run, sync), imports and input set-up excluded. "cold" has empty coopgen and numba
-caches; "warm" has coopgen's LTO-IR cache filled by an earlier process (numba still compiles the
-kernel); "cached" is ``@cuda.jit(cache=True)`` loaded from disk by a second process. The first
-row is a numba kernel without coopgen: numba's own start-up, the floor of every column.
+link, load, run, sync), imports and input set-up excluded; the median of 3. "cold" has empty
+coopgen and numba caches; "warm" has coopgen's LTO-IR cache filled by an earlier process (numba
+still compiles the kernel); "cached" is ``@cuda.jit(cache=True)`` loaded from disk by a second
+process. The first row is a numba kernel without coopgen: numba's own start-up, the floor of
+every column.
 
 With $OUT set, the tables and raw numbers are also written to $OUT/bench-<what>.json and
 $OUT/bench-<what>.md.
@@ -36,6 +37,7 @@ sys.path.insert(0, HERE)
 from cases import CASES, COMPILE_CASES, INPUT_DTYPE, NATIVE_CU
 
 BATCHES, PER_BATCH, WARMUP, ROUNDS = 25, 10, 3, 3
+COMPILE_REPEATS = 3
 
 
 # --- native build ---------------------------------------------------------------------------
@@ -179,22 +181,32 @@ def compile_one(name: str) -> dict:
 STATES = ("cold", "warm", "cached 1st", "cached")
 
 
-def compile_rows(names) -> list[dict]:
+def compile_rows(names, repeats: int = COMPILE_REPEATS) -> list[dict]:
+    """Each state measured ``repeats`` times (fresh cache directories each time), median kept:
+    single first-launch times vary by ~0.2 s from process to process."""
+    import statistics
+
     rows = []
     for name in names:
+        samples = {state: [] for state in STATES}
         row = {"case": name}
-        with tempfile.TemporaryDirectory() as cache:
-            env = dict(os.environ, COOPGEN_CACHE_DIR=cache,
-                       NUMBA_CACHE_DIR=os.path.join(cache, "numba"))
-            for state in STATES:
-                run_env = dict(env, COOPGEN_BENCH_KERNEL_CACHE="1" if "cached" in state else "0")
-                out = subprocess.run([sys.executable, __file__, "compile-one", name],
-                                     env=run_env, capture_output=True, text=True)
-                if out.returncode:
-                    raise RuntimeError(out.stderr[-3000:])
-                r = json.loads(out.stdout.strip().splitlines()[-1])
-                row[state] = r["first_launch_s"]
-                row[f"{state} nvrtc"] = r["nvrtc_compiles"]
+        for _ in range(repeats):
+            with tempfile.TemporaryDirectory() as cache:
+                env = dict(os.environ, COOPGEN_CACHE_DIR=cache,
+                           NUMBA_CACHE_DIR=os.path.join(cache, "numba"))
+                for state in STATES:
+                    run_env = dict(env, COOPGEN_BENCH_KERNEL_CACHE="1" if "cached" in state
+                                   else "0")
+                    out = subprocess.run([sys.executable, __file__, "compile-one", name],
+                                         env=run_env, capture_output=True, text=True)
+                    if out.returncode:
+                        raise RuntimeError(out.stderr[-3000:])
+                    r = json.loads(out.stdout.strip().splitlines()[-1])
+                    samples[state].append(r["first_launch_s"])
+                    row[f"{state} nvrtc"] = r["nvrtc_compiles"]
+        for state, times in samples.items():
+            row[state] = statistics.median(times)
+            row[f"{state} samples"] = times
         rows.append(row)
     return rows
 
