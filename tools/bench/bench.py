@@ -131,7 +131,8 @@ def runtime_rows(names) -> list[dict]:
         in_bytes = case.n * np.dtype(INPUT_DTYPE.get(name, case.dtype)).itemsize
         moved = in_bytes + n_out * np.dtype(case.dtype).itemsize
         rows.append({
-            "case": name, "what": case.what, "n": case.n, "dtype": np.dtype(case.dtype).name,
+            "case": name, "what": case.what, "n": case.n,
+            "dtype": np.dtype(INPUT_DTYPE.get(name, case.dtype)).name,
             "coopgen_ms": t_py, "native_ms": t_cx, "ratio": t_cx / t_py,
             "coopgen_GBps": moved / t_py / 1e6, "native_GBps": moved / t_cx / 1e6,
             "same_output": same,
