@@ -55,3 +55,30 @@ def test_other_lock_entries_link_too():
                               "-k", "not other_lock_entries", str(here / "test_bindings_compile.py")],
                              cwd=here, env=env, capture_output=True, text=True)
         assert out.returncode == 0, f"CCCL {entry.cccl}:\n{out.stdout[-4000:]}"
+
+
+def test_shared_memory_pointers_are_32_bit():
+    """A coopgen kernel takes nvcc's data layout (32-bit shared-memory pointers): the linked
+    radix sort addresses its storage with 32-bit registers, not 64-bit mul.wide/add.s64 pairs
+    (234 of them with numba's default layout), and fits in nvcc's 74 registers' neighbourhood."""
+    import re
+
+    import numpy as np
+    from numba import cuda
+
+    from coopgen import block, block_shape, local
+
+    def sort_tile(d_in, d_out):
+        items = local.array(16, np.int32)
+        base = cuda.blockIdx.x * 4096
+        block.load(d_in[base:], items, algorithm="warp_transpose")
+        block.radix_sort_keys(items)
+        block.store(d_out[base:], items, algorithm="warp_transpose")
+
+    sig = (types.int32[::1], types.int32[::1])
+    with block_shape(256):
+        ptx = link_ptx(sort_tile, sig)
+        res = link_cubin(sort_tile, sig)
+    assert re.search(r"mov\.u32\s+%r\d+, \w*coopgen_block_storage", ptx)
+    assert ptx.count("mul.wide") < 10
+    assert res.registers <= 80
