@@ -30,6 +30,8 @@ multiply defined".
 
 from __future__ import annotations
 
+import functools
+
 import os
 import threading
 import weakref
@@ -130,15 +132,16 @@ class ShimBundle(LTOIR):
             self._shims[shim.symbol] = shim
 
     def source(self) -> str:
-        """The translation unit: one sorted #include block, then the shims.
+        """The translation unit: the canonical #include block, then the shims.
 
-        Sorting makes the text (so the cache key) independent of the order in
-        which shims were lowered, and gives NVRTC's automatic PCH a stable
-        leading #include block to match. The prelude comes after the includes
-        so it does not break the PCH prefix.
+        The same leading block for every kernel is what NVRTC's automatic PCH matches;
+        sorting the rest makes the text (so the cache key) independent of the order in which
+        shims were lowered. The prelude comes after the includes so it does not break the PCH
+        prefix.
         """
-        includes = sorted({h for s in self._shims.values() for h in s.includes})
-        parts = [f"#include <{h}>\n" for h in includes]
+        canonical = canonical_includes()
+        extra = sorted({h for s in self._shims.values() for h in s.includes} - set(canonical))
+        parts = [f"#include <{h}>\n" for h in (*canonical, *extra)]
         parts.append(_PRELUDE)
         shims = [self._shims[sym] for sym in sorted(self._shims)]
         parts += [s.decls.strip() + "\n" for s in shims if s.decls]
@@ -202,6 +205,18 @@ class ShimBundle(LTOIR):
             if self._ltoir is None:
                 self._ltoir = nvrtc.compile_ltoir(self.source(), arch=self.arch)
             return self._ltoir
+
+
+@functools.cache
+def canonical_includes() -> tuple[str, ...]:
+    """Every bound class's header and the operator headers, in one fixed order: every
+    translation unit starts with this block, so NVRTC's in-process PCH of it serves every
+    kernel (see nvrtc._pch). Parsing headers a kernel does not use costs nothing measurable:
+    they share their dependencies with the ones it does."""
+    from . import registry
+    from .shims import OPERATOR_HEADERS
+
+    return tuple(sorted({c.header for c in registry.package().CLASSES} | set(OPERATOR_HEADERS)))
 
 
 # library -> ShimBundle. Weak keys: the bundle must not keep the library alive

@@ -16,7 +16,8 @@ link, load, run, sync), imports and input set-up excluded; the median of 3. "col
 coopgen and numba caches; "warm" has coopgen's LTO-IR cache filled by an earlier process (numba
 still compiles the kernel); "cached" is ``@cuda.jit(cache=True)`` loaded from disk by a second
 process. The first row is a numba kernel without coopgen: numba's own start-up, the floor of
-every column.
+every column. The last column is a second, different kernel (merge sort) launched a second
+later in the cold process: the cost of each further new kernel.
 
 With $OUT set, the tables and raw numbers are also written to $OUT/bench-<what>.json and
 $OUT/bench-<what>.md.
@@ -175,8 +176,19 @@ def compile_one(name: str) -> dict:
     kernel[64, case.threads](*args)
     cuda.synchronize()
     first = time.perf_counter() - t0
-    return {"case": name, "first_launch_s": first, "nvrtc_compiles": nvrtc.compile_count(),
-            "cache_hits": nvrtc.cache_hit_count()}
+    compiles = nvrtc.compile_count()
+    # Then a different kernel in the same process: what each further new kernel costs once
+    # numba is set up (and NVRTC's PCH of the CUB headers is ready).
+    time.sleep(1.0)  # the time a program spends between two kernels' first launches
+    other = CASES["merge_sort"]
+    kernel2 = other.make(cache=False)
+    args2 = other.device_args(np.random.default_rng(), tiles=64)
+    cuda.synchronize()
+    t1 = time.perf_counter()
+    kernel2[64, other.threads](*args2)
+    cuda.synchronize()
+    return {"case": name, "first_launch_s": first, "nvrtc_compiles": compiles,
+            "cache_hits": nvrtc.cache_hit_count(), "next_kernel_s": time.perf_counter() - t1}
 
 
 STATES = ("cold", "warm", "cached 1st", "cached")
@@ -205,6 +217,8 @@ def compile_rows(names, repeats: int = COMPILE_REPEATS) -> list[dict]:
                     r = json.loads(out.stdout.strip().splitlines()[-1])
                     samples[state].append(r["first_launch_s"])
                     row[f"{state} nvrtc"] = r["nvrtc_compiles"]
+                    if state == "cold":
+                        samples.setdefault("next kernel", []).append(r["next_kernel_s"])
         for state, times in samples.items():
             row[state] = statistics.median(times)
             row[f"{state} samples"] = times
@@ -214,11 +228,11 @@ def compile_rows(names, repeats: int = COMPILE_REPEATS) -> list[dict]:
 
 def print_compile(rows) -> str:
     lines = ["| kernel | cold s (target 1.0) | NVRTC compiles | warm s (target 0.3) | "
-             "NVRTC compiles | cache=True, 2nd process s |",
-             "|---|---|---|---|---|---|"]
+             "NVRTC compiles | cache=True, 2nd process s | next new kernel, same process s |",
+             "|---|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {r['case']} | {r['cold']:.3f} | {r['cold nvrtc']} | {r['warm']:.3f} | "
-                     f"{r['warm nvrtc']} | {r['cached']:.3f} |")
+                     f"{r['warm nvrtc']} | {r['cached']:.3f} | {r['next kernel']:.3f} |")
     text = "\n".join(lines)
     print(text)
     return text
