@@ -7,7 +7,7 @@ Environment variables:
 * ``COOPGEN_DISABLE_CACHE=1`` -- never read or write the disk cache.
 * ``COOPGEN_DUMP_SHIMS=<dir>`` -- write every source handed to
   :func:`compile_ltoir` to ``<dir>/<key>.cu`` (cache hits included).
-* ``COOPGEN_NVRTC_PCH=0``   -- do not build or use NVRTC's automatic PCH (see _pch).
+* ``COOPGEN_NVRTC_PCH=0``   -- do not pass NVRTC's automatic ``-pch`` (see _use_pch).
 
 Cache and env vars are read on every call, so tests can monkeypatch them.
 """
@@ -235,68 +235,26 @@ def _get_log(prog) -> str:
     return buf.rstrip(b"\0").decode(errors="replace")
 
 
-def _pch_enabled() -> bool:
-    return os.environ.get("COOPGEN_NVRTC_PCH", "1") not in ("0", "")
+def _use_pch(kind: str) -> bool:
+    """NVRTC's automatic PCH: a compile made with -pch keeps its parsed leading #include block
+    in the process (files under /tmp, deleted at exit), and a later -pch compile whose source
+    starts with the same block and options skips parsing it (~0.55 s -> ~0.2 s for CUB here).
+    Making one costs ~0.25 s over a plain compile. Every shim bundle starts with the same
+    canonical block (ShimBundle.source), so one PCH serves every later kernel of the process.
+    The process's first compile runs plain: it is what a first kernel launch waits for, and
+    many processes compile one kernel. (Building the PCH in a background thread instead was
+    tried: a process exiting while NVRTC runs in a daemon thread crashes.)"""
+    return (kind == "ltoir" and compile_count() > 0
+            and os.environ.get("COOPGEN_NVRTC_PCH", "1") not in ("0", ""))
 
 
-# NVRTC's automatic PCH: NVRTC keeps the parsed leading #include block of a compile made with
-# -pch in the process (files under /tmp, deleted at exit); a later -pch compile whose source
-# starts with the same block and options skips parsing it (~0.55 s -> ~0.2 s for CUB). Making
-# one costs ~0.25 s over a plain compile. Every shim bundle starts with the same canonical
-# block (ShimBundle.source), so the process's first compile runs plain (it is what a first
-# kernel launch waits for) and then builds the PCH from its include block in a background
-# thread (NVRTC releases the GIL) while numba works on the next kernel; later compiles use it
-# once it is ready and compile plain until then.
-_pch = {"thread": None, "ok": False, "key": None}
-
-
-def _include_block(source: str) -> str:
-    lines = []
-    for line in source.splitlines(keepends=True):
-        if not line.startswith("#include"):
-            break
-        lines.append(line)
-    return "".join(lines)
-
-
-def _build_pch(block: str, opts: list[str]) -> None:
-    try:
-        _nvrtc_compile(block + "\n", opts + ["-pch"], "coopgen_pch.cu", count=False)
-        _pch["ok"] = True
-    except NvrtcError:
-        _pch["ok"] = False
-
-
-def _pch_options(source: str, opts: list[str], kind: str) -> list[str]:
-    """-pch when this compile can use the process's PCH (same include block and options)."""
-    thread = _pch["thread"]
-    if kind != "ltoir" or not _pch_enabled() or thread is None or thread.is_alive():
-        return []  # still being built: a plain compile now beats waiting for it
-    return ["-pch"] if _pch["ok"] and _pch["key"] == (_include_block(source), tuple(opts)) \
-        else []
-
-
-def _start_pch(source: str, opts: list[str], kind: str) -> None:
-    """After the process's first LTO-IR compile: build the PCH of its include block."""
-    block = _include_block(source)
-    if kind != "ltoir" or not _pch_enabled() or _pch["thread"] is not None or not block:
-        return
-    _pch["key"] = (block, tuple(opts))
-    # A daemon: a process that compiles nothing more does not wait for it at exit.
-    _pch["thread"] = threading.Thread(target=_build_pch, args=(block, list(opts)),
-                                      name="coopgen-nvrtc-pch", daemon=True)
-    _pch["thread"].start()
-
-
-def _nvrtc_compile(source: str, opts: list[str], name: str, kind: str = "ltoir",
-                   count: bool = True) -> bytes:
+def _nvrtc_compile(source: str, opts: list[str], name: str, kind: str = "ltoir") -> bytes:
     err, prog = _nvrtc.nvrtcCreateProgram(source.encode(), name.encode(), 0, [], [])
     _check(err, "nvrtcCreateProgram")
     try:
         (err,) = _nvrtc.nvrtcCompileProgram(prog, len(opts), [o.encode() for o in opts])
-        if count:
-            with _lock:
-                _counts["compile"] += 1
+        with _lock:
+            _counts["compile"] += 1
         _check(err, "nvrtcCompileProgram", prog, source)
         get_size, get = ((_nvrtc.nvrtcGetLTOIRSize, _nvrtc.nvrtcGetLTOIR) if kind == "ltoir"
                          else (_nvrtc.nvrtcGetPTXSize, _nvrtc.nvrtcGetPTX))
@@ -360,9 +318,8 @@ def compile_ltoir(
                 _counts["hit"] += 1
             return data
 
-    data = _nvrtc_compile(source, opts + _pch_options(source, opts, kind),
+    data = _nvrtc_compile(source, opts + (["-pch"] if _use_pch(kind) else []),
                           f"coopgen_{key[:12]}.cu", kind)
-    _start_pch(source, opts, kind)
     if path is not None:
         try:
             _atomic_write(path, data)
