@@ -197,6 +197,9 @@ def compile_one(name: str) -> dict:
             "cache_hits": hits, "later_kernels_s": later}
 
 
+STATES = ("cold", "warm", "cached 1st", "cached")
+
+
 def compile_rows(names, repeats: int = COMPILE_REPEATS) -> list[dict]:
     """Each state measured ``repeats`` times (fresh cache directories each time), median kept:
     single first-launch times vary by ~0.2 s from process to process."""
