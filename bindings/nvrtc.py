@@ -123,6 +123,13 @@ def half_include_dir() -> str:
     return str(d)
 
 
+def _release_options() -> tuple[str, ...]:
+    """NVRTC options the bound CCCL release's headers need (its lock entry's nvrtc_options)."""
+    from . import registry
+
+    return tuple(getattr(registry.package(), "NVRTC_OPTIONS", ()))
+
+
 def cache_dir() -> Path | None:
     """The LTO-IR cache directory, or None when caching is disabled."""
     if os.environ.get("COOPGEN_DISABLE_CACHE", "") not in ("", "0"):
@@ -298,7 +305,8 @@ def compile_ltoir(
                # any other compiler, NVRTC included; at 16, cuda/std/__type_traits/type_list.h
                # alone takes ~0.4 s of NVRTC's front end (about 40% of a shim's compile). nvcc's
                # depth changes no generated code.
-               "-D_CCCL_META_UNROLL_LIMIT=10") + tuple(options)
+               "-D_CCCL_META_UNROLL_LIMIT=10",
+               *_release_options()) + tuple(options)
     opts = base_options(arch, include_dirs, tuple(options), kind)
     key = _cache_key(source, opts, arch, include_dirs)
 

@@ -20,6 +20,8 @@ from .operators import Operator, as_operator
 from .spec import ClassSpec, MSpec, PSpec, TParam
 
 ARRAY_ROLES = ("input_array", "output_array", "inout_array")
+#: Ranges: any indexable of compile-time size in C++; a coopgen local/shared array here.
+RANGE_ROLES = ("range_input", "range_output")
 #: Template keywords that items_per_thread= also sets (BlockRadixRank calls it keys).
 PER_THREAD_KEYWORDS = ("items_per_thread", "keys_per_thread")
 OMITTABLE_OUTPUTS = ("output_scalar", "inout_scalar")
@@ -287,6 +289,19 @@ def _bind_param(att: _Attempt, p: PSpec, ty, index: int) -> Binding:
         att.need_dtype(p.base, elem, p.name)
         n = static_length(ty)
         if n is not None and p.extent:
+            att.need_extent(p.extent, n, f"array {p.name!r}")
+        return Binding(p, "arg", index, ty, ctypes_map.ctype(elem, prim, p.name) + "*")
+    if role in RANGE_ROLES:
+        elem, n = _array_elem(ty), static_length(ty)
+        if elem is None:
+            raise _NoMatch(f"{p.name!r} must be an array, got {ty}")
+        if n is None:
+            raise _Mismatch(f"{prim}: {p.name} must have a compile-time length: allocate it "
+                            f"with coopgen.local.array(n, dtype) or coopgen.shared.array")
+        # CUB wants the range's elements to be the class's value type.
+        value_type = next(t.name for t in att.cls.template_params if t.kind == "type")
+        att.need_dtype(value_type, elem, p.name)
+        if p.extent:
             att.need_extent(p.extent, n, f"array {p.name!r}")
         return Binding(p, "arg", index, ty, ctypes_map.ctype(elem, prim, p.name) + "*")
     if role in ("iterator_in", "iterator_out", "memory_inout"):

@@ -23,7 +23,7 @@ from numba.cuda import types
 
 from .arrays import SHARED_ALIGNMENT, static_length
 from .ctypes_map import CPP_OF, record_name, record_struct
-from .resolve import Resolved
+from .resolve import RANGE_ROLES, Resolved
 
 #: The built-in functors (::cuda::std::less, ::cuda::minimum, ...); newer CUB headers no
 #: longer include them for us.
@@ -278,7 +278,9 @@ def build(r: Resolved, op_signatures: dict[int, tuple], object_mode: str | None 
             pre.append(f'static_assert({_extent(r, p.extent, "::cub::" + cfg)} == {n}, '
                        f'"coopgen: {r.cls.name}.{r.method.name}: {p.name} must have {p.extent} '
                        f'items, not {n}");')
-        if p.extent:
+        if p.role in RANGE_ROLES:  # passed as T(&)[N]: C++ deduces the range type from it
+            call_args.append(f"*reinterpret_cast<{b.ctype[:-1]}(*)[{n}]>({p.name})")
+        elif p.extent:
             elem = b.ctype[:-1]
             call_args.append(f"*reinterpret_cast<{elem}(*)[{_extent(r, p.extent, '::cub::' + cfg)}]>({p.name})")
         elif p.role in ("output_scalar", "inout_scalar") or b.ctype.endswith("*") and \

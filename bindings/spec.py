@@ -90,7 +90,7 @@ class PythonicSpec:
 BINDABLE_ROLES = frozenset({
     "input_array", "output_array", "inout_array", "input_scalar", "output_scalar",
     "inout_scalar", "count", "iterator_in", "iterator_out", "memory_inout", "operator",
-    "prefix_callback", "temp_storage"})
+    "prefix_callback", "temp_storage", "range_input", "range_output"})
 
 #: Functor parameter types the runtime can build from Python (coopgen.operators).
 OPERATOR_KINDS = frozenset({"ReductionOp", "ScanOp", "CompareOp", "FlagOp", "DifferenceOpT",

@@ -172,7 +172,8 @@ def emit_init(entry: LockEntry, model: ApiModel, classes: list[ClassModel]) -> s
             + imports
             + f"\nCCCL = {entry.cccl!r}\nWHEEL = {entry.wheel!r}\n"
             + f"WHEEL_FILE = {entry.wheel_file!r}\nWHEEL_SHA256 = {entry.wheel_sha256!r}\n"
-            + f"HEADERS_DIGEST = {entry.headers_digest!r}\n\n"
+            + f"HEADERS_DIGEST = {entry.headers_digest!r}\n"
+            + f"NVRTC_OPTIONS = {tuple(entry.nvrtc_options)!r}\n\n"
             + f"CLASSES = (\n{cls_list})\n\n"
             + f"ENUMS = (\n{enums})\n\n"
             + f"PYTHONIC = (\n{pythonic})\n\n"

@@ -36,6 +36,8 @@ class LockEntry:
     wheel_sha256: str
     headers_digest: str
     header_files: int
+    # Extra NVRTC options this release's headers need (e.g. -default-device), with why.
+    nvrtc_options: tuple = ()
 
     @property
     def wheel_version(self) -> str:
@@ -73,6 +75,7 @@ def load_lock(path: Path | None = None) -> tuple[LockEntry, ...]:
         unknown = set(raw) - allowed
         if unknown:
             raise HeaderError(f"{path}: unknown keys {sorted(unknown)} in entry {raw.get('cccl')}")
+        raw["nvrtc_options"] = tuple(raw.get("nvrtc_options", ()))
         entries.append(LockEntry(**raw))
     if not entries:
         raise HeaderError(f"{path}: no [[entry]] tables")

@@ -28,7 +28,8 @@ ROLES = (
     "operator",       # a functor: reduction, scan, compare, flag, difference op, decomposer, ...
     "prefix_callback",  # BlockPrefixCallbackOp&: a stateful functor called by the first warp
     "temp_storage",   # TempStorage&
-    "generic_input",  # const X& of the method's own template type (an array-like of any shape)
+    "range_input",    # const X& of the method's own template type: a fixed-size range it reads
+    "range_output",   # X& of the method's own template type, documented as a range it writes
 )
 
 OPERATOR_TYPES = re.compile(
@@ -73,6 +74,19 @@ def _doc_directions(doc: str) -> dict[str, str]:
             for m in re.finditer(r"@param\[([a-z, ]+)\]\s+(\w+)", doc)}
 
 
+def _doc_params(doc: str) -> dict[str, str]:
+    """{param: its ``@param`` text} (up to the next ``@`` command)."""
+    return {m.group(1): m.group(2)
+            for m in re.finditer(r"@param(?:\[[a-z, ]+\])?\s+(\w+)([^@]*)", doc)}
+
+
+def range_extent(ov: Overload, p: Param, class_tparams: set[str]) -> str | None:
+    """The class template parameter a range parameter's documented size names, as in
+    WarpReduceBatched's "Statically-sized input range holding ``Batches`` items"."""
+    m = re.search(r"holding\s+``(\w+)``\s+items", _doc_params(ov.doc).get(p.name, ""))
+    return m.group(1) if m and m.group(1) in class_tparams else None
+
+
 def _base_type(p: Param) -> str:
     t = re.sub(r"^const\s+|\s*&+$", "", p.type).strip()
     return t
@@ -92,6 +106,14 @@ def param_role(p: Param, ov: Overload, direction: str | None, has_output: bool =
         return "operator"
     if "bool_constant" in base:
         return "tag"
+    method_types = {t.name for t in ov.template_params if t.kind == "type"}
+    if p.ref == "lvalue" and base in method_types and p.array_elem is None:
+        # e.g. WarpReduceBatched::Sum(const InputT&): an indexable of compile-time size (a
+        # coopgen local/shared array is passed as T(&)[N]); written ranges say so in the docs.
+        if p.const:
+            return "range_input"
+        if re.search(r"\brange\b", _doc_params(ov.doc).get(p.name, "")):
+            return "range_output"
     if p.array_extent is not None:
         if p.const or direction == "in":
             return "input_array"
@@ -104,11 +126,6 @@ def param_role(p: Param, ov: Overload, direction: str | None, has_output: bool =
         return "input_array" if has_output else "inout_array"
     if re.search(r"\[\w+\]$", p.type):  # CounterT histogram[BINS] decays to a pointer
         return "memory_inout"
-    if p.ref == "lvalue" and p.const and base in {t.name for t in ov.template_params} and \
-            not p.array_extent:
-        # e.g. WarpReduceBatched::Sum(const InputT&): any indexable of compile-time size;
-        # numba has no such value to pass, so these overloads are reported, not bound.
-        return "generic_input"
     if ITERATOR_TYPES.search(base) or p.pointer:
         if "Output" in base or direction == "out":
             return "iterator_out"
@@ -122,7 +139,8 @@ def param_role(p: Param, ov: Overload, direction: str | None, has_output: bool =
     return "input_scalar"
 
 
-def assign_overload_roles(ov: Overload, class_overrides: dict) -> Overload:
+def assign_overload_roles(ov: Overload, class_overrides: dict,
+                          class_tparams: frozenset = frozenset()) -> Overload:
     directions = _doc_directions(ov.doc)
     forced = class_overrides.get(ov.name, {})
     # First pass: what is an output by itself (names its direction, or is a written reference).
@@ -134,6 +152,8 @@ def assign_overload_roles(ov: Overload, class_overrides: dict) -> Overload:
     for p in ov.params:
         role = forced.get(p.name) or param_role(p, ov, directions.get(p.name), has_output,
                                                 has_source)
+        if role in ("range_input", "range_output"):  # its size may name a template parameter
+            p = replace(p, array_extent=range_extent(ov, p, class_tparams))
         params.append(replace(p, role=role))
     return replace(ov, params=tuple(params))
 
@@ -156,8 +176,10 @@ def apply_overrides(model: ApiModel, overrides: Overrides) -> tuple[ApiModel, li
             unmatched += [f"roles.{cls.name}.{method}.{p}" for p in params
                           if (method, p) not in used]
 
+        tparams = frozenset(t.name for t in cls.template_params)
+
         def fix(ov: Overload) -> Overload:
-            ov = assign_overload_roles(ov, class_roles)
+            ov = assign_overload_roles(ov, class_roles, tparams)
             key = f"{ov.inherited_from or cls.name}.{ov.name}"
             if key in overrides.exclude:
                 ov = replace(ov, excluded=overrides.exclude[key])

@@ -63,6 +63,14 @@ def call_args(cls, method, tag: str) -> tuple[list[str], list[str]]:
             if p.role != "output_array" and dtype != "RECORD":
                 setup.append(f"for i in range({n}):\n        {v}[i] = d_in[i]")
             args.append(v)
+        elif p.role in ("range_input", "range_output"):
+            # ITEMS inputs (WarpReduceBatched: Batches = ITEMS); an output range holds
+            # ceil_div(Batches, logical warp threads) = ceil_div(4, 32) = 1 item.
+            n = ITEMS if p.role == "range_input" else 1
+            setup.append(f"{v} = local.array({n}, np.int32)")
+            if p.role == "range_input":
+                setup.append(f"for i in range({n}):\n        {v}[i] = d_in[i]")
+            args.append(v)
         elif p.role in ("output_scalar", "inout_scalar"):
             setup.append(f"{v} = local.array(1, {_dtype(p.base)})")
             args.append(v)
@@ -95,8 +103,11 @@ def template_kws(cls) -> str:
         kws.append(f"threads_per_block={THREADS}")
     extents = {p.extent for m in cls.methods for p in m.params if p.extent}
     ctor_extents = {p.extent for m in cls.constructors for p in m.params if p.extent}
+    range_extents = {p.extent for m in cls.methods for p in m.params
+                     if p.role == "range_input" and p.extent}
     for t in cls.template_params:
-        if t.kind == "value" and t.default is None and t.keyword.endswith("per_thread") and \
+        if t.kind == "value" and t.default is None and (
+                t.keyword.endswith("per_thread") or t.name in range_extents) and \
                 t.name not in ctor_extents and t.keyword != "items_per_thread":
             kws.append(f"{t.keyword}={ITEMS}")  # known to methods only: a parent needs it
             continue

@@ -29,6 +29,7 @@ WHEEL = 'nvidia-cuda-cccl==13.0.85'
 WHEEL_FILE = 'nvidia_cuda_cccl-13.0.85-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64.whl'
 WHEEL_SHA256 = 'e0da7ad981f3a8aff08241b5bfc1af868742a63e2762f53a5171c492ef242649'
 HEADERS_DIGEST = 'sha256:1a2b5834708a2e6df6cf6fef6012dd3048d2c09ae20aeb72b55034fb19013f23'
+NVRTC_OPTIONS = ()
 
 CLASSES = (
     BlockAdjacentDifference,

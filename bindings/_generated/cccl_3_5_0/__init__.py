@@ -30,6 +30,7 @@ WHEEL = 'nvidia-cuda-cccl==13.3.5.0.6'
 WHEEL_FILE = 'nvidia_cuda_cccl-13.3.5.0.6-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64.whl'
 WHEEL_SHA256 = 'd5230098fa2df5021e1a00c0c4eee41797671a91119d31e892463e5ccf3ee326'
 HEADERS_DIGEST = 'sha256:178198c0dbe91be8084ac907b544d382578b8cad07ae93ab78d84ea40c03e750'
+NVRTC_OPTIONS = ('-default-device',)
 
 CLASSES = (
     BlockAdjacentDifference,
@@ -284,18 +285,28 @@ BOUND_AND_CHECKED = (
     'WarpMergeSort::StableSort(KeyT (&)[ItemsPerThread], ValueT (&)[ItemsPerThread], CompareOp, int, KeyT)',
     'WarpReduce::WarpReduce(TempStorage &)',
     'WarpReduce::Sum(T)',
+    'WarpReduce::Sum(const InputType &)',
     'WarpReduce::Max(T)',
+    'WarpReduce::Max(const InputType &)',
     'WarpReduce::Min(T)',
+    'WarpReduce::Min(const InputType &)',
     'WarpReduce::Sum(T, int)',
     'WarpReduce::Max(T, int)',
     'WarpReduce::Min(T, int)',
     'WarpReduce::HeadSegmentedSum(T, FlagT)',
     'WarpReduce::TailSegmentedSum(T, FlagT)',
     'WarpReduce::Reduce(T, ReductionOp)',
+    'WarpReduce::Reduce(const InputType &, ReductionOp)',
     'WarpReduce::Reduce(T, ReductionOp, int)',
     'WarpReduce::HeadSegmentedReduce(T, FlagT, ReductionOp)',
     'WarpReduce::TailSegmentedReduce(T, FlagT, ReductionOp)',
     'WarpReduceBatched::WarpReduceBatched(TempStorage &)',
+    'WarpReduceBatched::Reduce(const InputT &, ReductionOp)',
+    'WarpReduceBatched::ReduceToStriped(const InputT &, OutputT &, ReductionOp)',
+    'WarpReduceBatched::ReduceToBlocked(const InputT &, OutputT &, ReductionOp)',
+    'WarpReduceBatched::Sum(const InputT &)',
+    'WarpReduceBatched::SumToStriped(const InputT &, OutputT &)',
+    'WarpReduceBatched::SumToBlocked(const InputT &, OutputT &)',
     'WarpScan::WarpScan(TempStorage &)',
     'WarpScan::InclusiveSum(T, T &)',
     'WarpScan::InclusiveSum(T, T &, T &)',

@@ -21,12 +21,21 @@ SPEC = ClassSpec(
         MSpec('Sum', 'Sum(T)', 'method', 'T', (
                 PSpec('input', 'input_scalar', 'T', 'T', None, None),
             ), static=False, tparams=()),
+        MSpec('Sum', 'Sum(const InputType &)', 'method', 'T', (
+                PSpec('input', 'range_input', 'const InputType &', 'InputType', None, None),
+            ), static=False, tparams=('InputType', '__cccl_true_', '')),
         MSpec('Max', 'Max(T)', 'method', 'T', (
                 PSpec('input', 'input_scalar', 'T', 'T', None, None),
             ), static=False, tparams=()),
+        MSpec('Max', 'Max(const InputType &)', 'method', 'T', (
+                PSpec('input', 'range_input', 'const InputType &', 'InputType', None, None),
+            ), static=False, tparams=('InputType', '__cccl_true_', '')),
         MSpec('Min', 'Min(T)', 'method', 'T', (
                 PSpec('input', 'input_scalar', 'T', 'T', None, None),
             ), static=False, tparams=()),
+        MSpec('Min', 'Min(const InputType &)', 'method', 'T', (
+                PSpec('input', 'range_input', 'const InputType &', 'InputType', None, None),
+            ), static=False, tparams=('InputType', '__cccl_true_', '')),
         MSpec('Sum', 'Sum(T, int)', 'method', 'T', (
                 PSpec('input', 'input_scalar', 'T', 'T', None, None),
                 PSpec('valid_items', 'count', 'int', 'int', None, None),
@@ -51,6 +60,10 @@ SPEC = ClassSpec(
                 PSpec('input', 'input_scalar', 'T', 'T', None, None),
                 PSpec('reduction_op', 'operator', 'ReductionOp', 'ReductionOp', None, None),
             ), static=False, tparams=('ReductionOp',)),
+        MSpec('Reduce', 'Reduce(const InputType &, ReductionOp)', 'method', 'T', (
+                PSpec('input', 'range_input', 'const InputType &', 'InputType', None, None),
+                PSpec('reduction_op', 'operator', 'ReductionOp', 'ReductionOp', None, None),
+            ), static=False, tparams=('InputType', 'ReductionOp', '__cccl_true_', '')),
         MSpec('Reduce', 'Reduce(T, ReductionOp, int)', 'method', 'T', (
                 PSpec('input', 'input_scalar', 'T', 'T', None, None),
                 PSpec('reduction_op', 'operator', 'ReductionOp', 'ReductionOp', None, None),

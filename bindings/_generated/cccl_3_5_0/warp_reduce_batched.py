@@ -20,6 +20,31 @@ SPEC = ClassSpec(
             ), static=False, tparams=()),
     ),
     methods=(
+        MSpec('Reduce', 'Reduce(const InputT &, ReductionOp)', 'method', 'T', (
+                PSpec('inputs', 'range_input', 'const InputT &', 'InputT', 'Batches', None),
+                PSpec('reduction_op', 'operator', 'ReductionOp', 'ReductionOp', None, None),
+            ), static=False, tparams=('InputT', 'ReductionOp')),
+        MSpec('ReduceToStriped', 'ReduceToStriped(const InputT &, OutputT &, ReductionOp)', 'method', 'void', (
+                PSpec('inputs', 'range_input', 'const InputT &', 'InputT', 'Batches', None),
+                PSpec('outputs', 'range_output', 'OutputT &', 'OutputT', None, None),
+                PSpec('reduction_op', 'operator', 'ReductionOp', 'ReductionOp', None, None),
+            ), static=False, tparams=('InputT', 'OutputT', 'ReductionOp')),
+        MSpec('ReduceToBlocked', 'ReduceToBlocked(const InputT &, OutputT &, ReductionOp)', 'method', 'void', (
+                PSpec('inputs', 'range_input', 'const InputT &', 'InputT', 'Batches', None),
+                PSpec('outputs', 'range_output', 'OutputT &', 'OutputT', None, None),
+                PSpec('reduction_op', 'operator', 'ReductionOp', 'ReductionOp', None, None),
+            ), static=False, tparams=('InputT', 'OutputT', 'ReductionOp')),
+        MSpec('Sum', 'Sum(const InputT &)', 'method', 'T', (
+                PSpec('inputs', 'range_input', 'const InputT &', 'InputT', 'Batches', None),
+            ), static=False, tparams=('InputT',)),
+        MSpec('SumToStriped', 'SumToStriped(const InputT &, OutputT &)', 'method', 'void', (
+                PSpec('inputs', 'range_input', 'const InputT &', 'InputT', 'Batches', None),
+                PSpec('outputs', 'range_output', 'OutputT &', 'OutputT', None, None),
+            ), static=False, tparams=('InputT', 'OutputT')),
+        MSpec('SumToBlocked', 'SumToBlocked(const InputT &, OutputT &)', 'method', 'void', (
+                PSpec('inputs', 'range_input', 'const InputT &', 'InputT', 'Batches', None),
+                PSpec('outputs', 'range_output', 'OutputT &', 'OutputT', None, None),
+            ), static=False, tparams=('InputT', 'OutputT')),
     ),
     brief='The ``WarpReduceBatched`` class provides :ref:`collective <collective-primitives>` methods for performing batched parallel reductions of multiple batches of items partitioned across a CUDA warp.',
 )
