@@ -1,0 +1,30 @@
+"""The benchmark's coopgen kernels (tools/bench/cases.py) compile and link for sm_90 on the CPU,
+with as many registers and as much shared memory as budgeted, so the GPU benchmark cannot rot
+unnoticed between GPU runs."""
+import sys
+from pathlib import Path
+
+import numba
+import numpy as np
+import pytest
+
+from coopgen import block_shape
+from coopgen.linkcheck import link_cubin
+
+sys.path.insert(0, str(Path(__file__).parents[2] / "tools" / "bench"))
+import cases  # noqa: E402
+
+# Static shared memory of the nvcc-built kernels (ptxas -v): coopgen must not need more.
+NATIVE_SMEM = {"sum": 44, "scan": 16912, "sort": 16912, "merge_sort": 16912, "histogram": 10304,
+               "warp_sum": 0, "warp_scan": 16928, "sum_f64": 80, "sort_i64": 33808}
+
+
+@pytest.mark.parametrize("name", list(cases.CASES))
+def test_bench_kernel_links(name):
+    case = cases.CASES[name]
+    sig = (numba.typeof(np.empty(1, cases.INPUT_DTYPE.get(name, case.dtype))),
+           numba.typeof(np.empty(1, case.dtype)))
+    with block_shape(case.threads):
+        res = link_cubin(case.make(), sig)
+    assert res.local_bytes == 0
+    assert res.smem <= NATIVE_SMEM[name]
