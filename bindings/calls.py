@@ -71,7 +71,7 @@ class Primitive:
         """Two-phase use on the host: fix the dtype and template arguments now, call the
         returned object inside kernels. ``block.sum(np.int32, 128, items_per_thread=4)``."""
         fixed = dict(self.fixed)
-        first = next((t for t in self.cls.template_params if t.kind == "type"), None)
+        first = self.cls.value_type
         if first is not None:
             fixed[first.keyword] = dtype
         if args:
@@ -375,8 +375,7 @@ class PrimitiveClass:
     def __call__(self, dtype=None, **template_kws):
         fixed = dict(self._fixed)
         if dtype is not None:
-            first = next(t for t in self._cls.template_params if t.kind == "type")
-            fixed[first.keyword] = dtype
+            fixed[self._cls.value_type.keyword] = dtype
         fixed.update(template_kws)
         return PrimitiveClass(self._scope, self._cls, fixed)
 

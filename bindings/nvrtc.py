@@ -127,7 +127,7 @@ def _release_options() -> tuple[str, ...]:
     """NVRTC options the bound CCCL release's headers need (its lock entry's nvrtc_options)."""
     from . import registry
 
-    return tuple(getattr(registry.package(), "NVRTC_OPTIONS", ()))
+    return registry.package().NVRTC_OPTIONS
 
 
 def cache_dir() -> Path | None:

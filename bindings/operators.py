@@ -123,7 +123,7 @@ def _decomposer(prim: str, p, ty) -> Operator | None:
 
 def operator_signatures(p, r) -> dict[int, tuple]:
     """(argtypes, restype) of each Python operator, from the kind of functor CUB expects."""
-    first_type = next((t.name for t in r.cls.template_params if t.kind == "type"), None)
+    first_type = r.cls.value_type.name if r.cls.value_type else None
     dtypes = argument_dtypes(r)
     out = {}
     for i, b in enumerate(r.bindings):

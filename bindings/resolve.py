@@ -211,7 +211,7 @@ def template_keywords(cls: ClassSpec) -> set[str]:
     if {"block_dim_x", "block_dim_y", "block_dim_z"} & kws:
         kws |= {"threads_per_block"}
     kws |= {"items_per_thread", "temp_storage", "threads_per_block"}
-    if any(t.kind == "type" for t in cls.template_params):
+    if cls.value_type is not None:
         kws.add("dtype")
     if "logical_warp_threads" in kws:
         kws.add("threads_in_warp")
@@ -299,8 +299,7 @@ def _bind_param(att: _Attempt, p: PSpec, ty, index: int) -> Binding:
             raise _Mismatch(f"{prim}: {p.name} must have a compile-time length: allocate it "
                             f"with coopgen.local.array(n, dtype) or coopgen.shared.array")
         # CUB wants the range's elements to be the class's value type.
-        value_type = next(t.name for t in att.cls.template_params if t.kind == "type")
-        att.need_dtype(value_type, elem, p.name)
+        att.need_dtype(att.cls.value_type.name, elem, p.name)
         if p.extent:
             att.need_extent(p.extent, n, f"array {p.name!r}")
         return Binding(p, "arg", index, ty, ctypes_map.ctype(elem, prim, p.name) + "*")
@@ -381,7 +380,7 @@ def _template_args(att: _Attempt, cls: ClassSpec, kw: dict, block_dims, enums, w
         block = _block_dims(prim, tpb, block_dims) if (tpb or block_dims) else None
     if "threads_in_warp" in given:
         given["logical_warp_threads"] = given.pop("threads_in_warp")
-    first_type = next((t for t in cls.template_params if t.kind == "type"), None)
+    first_type = cls.value_type
     if "dtype" in given and first_type is not None:
         given[first_type.keyword] = given.pop("dtype")
     _apply_items_per_thread(att, cls, given.pop("items_per_thread", None))

@@ -187,11 +187,10 @@ class ShimBundle(LTOIR):
             for i, (sym, site) in enumerate(self._storage_uses):
                 if sym != symbol:
                     continue
-                if site is None or not runs_once(site[:2]) or any(
-                        j != i and s == symbol for j, (s, _) in enumerate(self._storage_uses)):
-                    before.add(types[symbol])  # it may follow itself
+                if site is None or not runs_once(site[:2]):
+                    before.add(types[symbol])  # it may follow itself round a loop
                 before |= {types[s] for j, (s, other) in enumerate(self._storage_uses)
-                           if j != i and s != symbol and may_precede(other, site)}
+                           if j != i and may_precede(other, site)}
             cond = " || ".join(f"sizeof({t}) > 1" for t in sorted(before)) or "false"
             lines.append(f"static constexpr bool coopgen_barrier_{symbol} = "
                          f"sizeof({types[symbol]}) > 1 && ({cond});\n")
@@ -211,7 +210,7 @@ class ShimBundle(LTOIR):
 def canonical_includes() -> tuple[str, ...]:
     """Every bound class's header and the operator headers, in one fixed order: every
     translation unit starts with this block, so NVRTC's in-process PCH of it serves every
-    kernel (see nvrtc._pch). Parsing headers a kernel does not use costs nothing measurable:
+    kernel (see nvrtc._use_pch). Parsing headers a kernel does not use costs nothing measurable:
     they share their dependencies with the ones it does."""
     from . import registry
     from .shims import OPERATOR_HEADERS

@@ -51,6 +51,11 @@ class ClassSpec:
     methods: tuple[MSpec, ...]
     brief: str = ""
 
+    @property
+    def value_type(self) -> TParam | None:
+        """The first type template parameter (``T``, ``KeyT``): what ``dtype=`` sets."""
+        return next((t for t in self.template_params if t.kind == "type"), None)
+
     def overloads(self, name: str) -> tuple[MSpec, ...]:
         return tuple(m for m in self.methods if m.name == name)
 

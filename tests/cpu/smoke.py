@@ -126,8 +126,8 @@ def template_kws(cls) -> str:
 
 def dtype_kw(cls, method) -> list[str]:
     """dtype= when no argument of the call carries the class's first type parameter."""
-    first = next((t.name for t in cls.template_params if t.kind == "type"), None)
-    if first is None or any(p.base == first for p in method.params):
+    first = cls.value_type
+    if first is None or any(p.base == first.name for p in method.params):
         return []
     return ["dtype=np.int32"]
 
