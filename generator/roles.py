@@ -68,22 +68,17 @@ def load_overrides(path: Path = OVERRIDES_PATH) -> Overrides:
     return Overrides(**data)
 
 
-def _doc_directions(doc: str) -> dict[str, str]:
-    """{param: "in" | "out" | "in,out"} from ``@param[...] name`` lines of a doc comment."""
-    return {m.group(2): m.group(1).replace(" ", "")
-            for m in re.finditer(r"@param\[([a-z, ]+)\]\s+(\w+)", doc)}
+def _doc_params(doc: str) -> dict[str, tuple[str | None, str]]:
+    """{param: (direction "in" | "out" | "in,out" or None, its text)} from the ``@param`` and
+    ``@param[...]`` commands of a doc comment (text runs to the next ``@`` command)."""
+    return {m.group(2): (m.group(1).replace(" ", "") if m.group(1) else None, m.group(3))
+            for m in re.finditer(r"@param(?:\[([a-z, ]+)\])?\s+(\w+)([^@]*)", doc)}
 
 
-def _doc_params(doc: str) -> dict[str, str]:
-    """{param: its ``@param`` text} (up to the next ``@`` command)."""
-    return {m.group(1): m.group(2)
-            for m in re.finditer(r"@param(?:\[[a-z, ]+\])?\s+(\w+)([^@]*)", doc)}
-
-
-def range_extent(ov: Overload, p: Param, class_tparams: set[str]) -> str | None:
+def range_extent(doc_text: str, class_tparams: frozenset) -> str | None:
     """The class template parameter a range parameter's documented size names, as in
     WarpReduceBatched's "Statically-sized input range holding ``Batches`` items"."""
-    m = re.search(r"holding\s+``(\w+)``\s+items", _doc_params(ov.doc).get(p.name, ""))
+    m = re.search(r"holding\s+``(\w+)``\s+items", doc_text)
     return m.group(1) if m and m.group(1) in class_tparams else None
 
 
@@ -93,7 +88,7 @@ def _base_type(p: Param) -> str:
 
 
 def param_role(p: Param, ov: Overload, direction: str | None, has_output: bool = False,
-               has_source: bool = False) -> str:
+               has_source: bool = False, doc: str = "") -> str:
     """One parameter's role. ``has_output``: the overload writes something else, so an array
     of unknown direction is read; ``has_source``: it reads an iterator, so such an array is
     written (a load)."""
@@ -112,7 +107,7 @@ def param_role(p: Param, ov: Overload, direction: str | None, has_output: bool =
         # coopgen local/shared array is passed as T(&)[N]); written ranges say so in the docs.
         if p.const:
             return "range_input"
-        if re.search(r"\brange\b", _doc_params(ov.doc).get(p.name, "")):
+        if re.search(r"\brange\b", doc):
             return "range_output"
     if p.array_extent is not None:
         if p.const or direction == "in":
@@ -141,19 +136,19 @@ def param_role(p: Param, ov: Overload, direction: str | None, has_output: bool =
 
 def assign_overload_roles(ov: Overload, class_overrides: dict,
                           class_tparams: frozenset = frozenset()) -> Overload:
-    directions = _doc_directions(ov.doc)
+    parsed = _doc_params(ov.doc)
+    docs = [parsed.get(p.name, (None, "")) for p in ov.params]
     forced = class_overrides.get(ov.name, {})
     # First pass: what is an output by itself (names its direction, or is a written reference).
-    first = [param_role(p, ov, directions.get(p.name)) for p in ov.params]
+    first = [param_role(p, ov, direction, doc=text) for p, (direction, text) in zip(ov.params, docs)]
     has_output = any(r in ("output_array", "output_scalar", "memory_inout", "iterator_out")
                      for r in first)
     has_source = "iterator_in" in first
     params = []
-    for p in ov.params:
-        role = forced.get(p.name) or param_role(p, ov, directions.get(p.name), has_output,
-                                                has_source)
+    for p, (direction, text) in zip(ov.params, docs):
+        role = forced.get(p.name) or param_role(p, ov, direction, has_output, has_source, text)
         if role in ("range_input", "range_output"):  # its size may name a template parameter
-            p = replace(p, array_extent=range_extent(ov, p, class_tparams))
+            p = replace(p, array_extent=range_extent(text, class_tparams))
         params.append(replace(p, role=role))
     return replace(ov, params=tuple(params))
 
