@@ -140,7 +140,8 @@ def assign_overload_roles(ov: Overload, class_overrides: dict,
     docs = [parsed.get(p.name, (None, "")) for p in ov.params]
     forced = class_overrides.get(ov.name, {})
     # First pass: what is an output by itself (names its direction, or is a written reference).
-    first = [param_role(p, ov, direction, doc=text) for p, (direction, text) in zip(ov.params, docs)]
+    first = [param_role(p, ov, direction, doc=text)
+             for p, (direction, text) in zip(ov.params, docs)]
     has_output = any(r in ("output_array", "output_scalar", "memory_inout", "iterator_out")
                      for r in first)
     has_source = "iterator_in" in first
