@@ -1,13 +1,13 @@
 """Where a kernel's first launch spends its time, in fresh processes (needs a GPU).
 
-    python tools/bench/profile_compile.py [plain|sum|scan|sort ...] [--top N]
+    python tools/bench/profile_compile.py ["plain numba"|sum|scan|sort ...] [--top N]
 
 For each cache state (cold: nothing cached; warm: coopgen's LTO-IR cache filled by an earlier
 process; kernel cache: ``@cuda.jit(cache=True)`` loaded from disk by a second process) it runs
 one fresh process that imports everything, makes the input, then profiles only the first
 launch. It prints the wall time split by stage (NVRTC, NVVM, nvJitLink, module load, the
 rest: numba's typing, lowering and start-up) and the functions with the most cumulative time.
-"plain" is a numba kernel without coopgen: the floor every first launch pays.
+"plain numba" is a numba kernel without coopgen: the floor every first launch pays.
 """
 from __future__ import annotations
 
@@ -20,6 +20,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+
+from cases import COMPILE_CASES  # noqa: E402
 
 STAGES = {  # label -> (module, qualified attribute) wrapped with a timer
     "nvrtc": ("coopgen.nvrtc", "_nvrtc_compile"),
@@ -56,24 +58,14 @@ def profile_one(name: str, top: int) -> dict:
     import pstats
 
     import numpy as np
-    from cases import COMPILE_CASES
     from numba import cuda
 
     totals: dict = {}
     _wrap_stages(totals)
     cache = os.environ.get("COOPGEN_BENCH_KERNEL_CACHE") == "1"
-    if name == "plain":  # numba alone: the floor any first launch pays
-        @cuda.jit(cache=cache)
-        def plain(d_in, d_out):
-            i = cuda.grid(1)
-            d_out[i] = d_in[i] + 1
-        kernel, threads = plain, 256
-        args = (cuda.to_device(np.arange(64 * 256, dtype=np.int32)),
-                cuda.device_array(64 * 256, np.int32))
-    else:
-        case = COMPILE_CASES[name]
-        kernel, threads = case.make(cache=cache), case.threads
-        args = case.device_args(np.random.default_rng(1), tiles=64)
+    case = COMPILE_CASES[name]
+    kernel, threads = case.make(cache=cache), case.threads
+    args = case.device_args(np.random.default_rng(1), tiles=64)
     cuda.synchronize()
     prof = cProfile.Profile()
     t0 = time.perf_counter()
@@ -93,7 +85,7 @@ def main(argv):
         return
     top = int(argv[argv.index("--top") + 1]) if "--top" in argv else 25
     names = [a for a in argv[1:] if not a.startswith("--") and a != str(top)]
-    names = names or ["plain", "sum", "scan", "sort"]
+    names = names or list(COMPILE_CASES)
     for name in names:
         with tempfile.TemporaryDirectory() as cache:
             env = dict(os.environ, COOPGEN_CACHE_DIR=cache,
