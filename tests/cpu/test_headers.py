@@ -11,8 +11,14 @@ from coopgen.generator.headers import HeaderError, digest_headers, find_entry, l
 def test_lock_entries():
     entries = headers.load_lock()
     assert [(e.cccl, e.wheel) for e in entries] == [
-        ("3.0.1", "nvidia-cuda-cccl==13.0.85"), ("3.5.0", "nvidia-cuda-cccl==13.3.5.0.6")]
+        ("3.5.0", "nvidia-cuda-cccl==13.3.5.0.6"), ("3.0.1", "nvidia-cuda-cccl==13.0.85")]
     assert all(len(e.wheel_sha256) == 64 for e in entries)
+
+
+def test_runtime_default_is_the_locks_first_entry():
+    from coopgen import registry
+
+    assert registry.DEFAULT_CCCL == headers.load_lock()[0].cccl
 
 
 def test_default_entry_found_and_verified():
@@ -22,7 +28,7 @@ def test_default_entry_found_and_verified():
 
 
 def test_unknown_version_is_a_clear_error():
-    with pytest.raises(HeaderError, match="not in the lock; known: 3.0.1, 3.5.0"):
+    with pytest.raises(HeaderError, match="not in the lock; known: 3.5.0, 3.0.1"):
         find_entry("9.9.9")
 
 
