@@ -18,6 +18,10 @@ def generated_dir() -> Path:
     return headers.repo_root() / "bindings" / "_generated"
 
 
+def docs_api_dir() -> Path:
+    return headers.repo_root() / "docs" / "api"
+
+
 def model_path(entry: headers.LockEntry) -> Path:
     return generated_dir() / entry.tag / "cub_api.json"
 
@@ -47,12 +51,13 @@ def _entries(args) -> tuple[headers.LockEntry, ...]:
 
 def cmd_generate(args) -> int:
     from .pipeline import build_model
-    from .write import write_outputs
+    from .write import write_docs, write_outputs
 
     for entry in _entries(args):
         t0 = time.perf_counter()
         model, warnings = build_model(entry)
         written = write_outputs(entry, model, generated_dir())
+        written += write_docs(entry, model, docs_api_dir(), headers.load_lock())
         for w in warnings:
             print(f"warning: {w}", file=sys.stderr)
         n = sum(len(c.methods) + len(c.constructors) for c in model.classes)
@@ -110,7 +115,7 @@ def cmd_lock_digest(args) -> int:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="coopgen", description=__doc__)
     sub = p.add_subparsers(dest="cmd", required=True)
-    g = sub.add_parser("generate", help="parse CUB and write the model and bindings")
+    g = sub.add_parser("generate", help="parse CUB and write the model, bindings and API docs")
     g.add_argument("--cccl", help="one lock entry (default: all)")
     g.set_defaults(func=cmd_generate)
     c = sub.add_parser("coverage", help="public/hidden/bound overloads per class")
