@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import importlib.metadata
+import importlib.util
 import json
 import sys
 import time
@@ -14,22 +15,39 @@ from .model import ApiModel, from_json
 from .report import coverage, diff, format_coverage, format_diff
 
 
-def generated_dir() -> Path:
-    return headers.repo_root() / "bindings" / "_generated"
+def _checkout() -> Path:
+    root = headers.checkout_root()
+    if root is None:
+        raise headers.HeaderError(
+            "generate needs a coopgen checkout (it writes bindings/_generated and docs/api "
+            "there): run it inside a clone of the coopgen repository, with coopgen[generate] "
+            "installed")
+    return root
+
+
+def checkout_generated_dir() -> Path:
+    """Where ``coopgen generate`` writes the bindings: the checkout's bindings/_generated."""
+    return _checkout() / "bindings" / "_generated"
 
 
 def docs_api_dir() -> Path:
-    return headers.repo_root() / "docs" / "api"
+    return _checkout() / "docs" / "api"
 
 
 def model_path(entry: headers.LockEntry) -> Path:
-    return generated_dir() / entry.tag / "cub_api.json"
+    """The model of a lock entry: the checkout's when run in one, else the installed
+    package's (the wheel ships every entry's cub_api.json)."""
+    root = headers.checkout_root()
+    base = root / "bindings" / "_generated" if root else headers.packaged_lock_path().parent
+    return base / entry.tag / "cub_api.json"
 
 
 def load_model(entry: headers.LockEntry) -> ApiModel:
-    """The committed model of a lock entry (generated when absent)."""
+    """The committed model of a lock entry (in a checkout, generated when absent)."""
     path = model_path(entry)
     if not path.is_file():
+        if headers.checkout_root() is None:
+            raise headers.HeaderError(f"{path}: no model of CCCL {entry.cccl} in this install")
         from .pipeline import build_model
         return build_model(entry)[0]
     return from_json(path.read_text())
@@ -50,13 +68,17 @@ def _entries(args) -> tuple[headers.LockEntry, ...]:
 
 
 def cmd_generate(args) -> int:
+    out_dir = checkout_generated_dir()
+    if importlib.util.find_spec("clang") is None:
+        raise headers.HeaderError("generate needs libclang: pip install -e '.[generate]' in "
+                                  "the coopgen checkout")
     from .pipeline import build_model
-    from .write import write_docs, write_outputs
+    from .write import write_docs, write_lock_copy, write_outputs
 
     for entry in _entries(args):
         t0 = time.perf_counter()
         model, warnings = build_model(entry)
-        written = write_outputs(entry, model, generated_dir())
+        written = write_outputs(entry, model, out_dir)
         written += write_docs(entry, model, docs_api_dir(), headers.load_lock())
         for w in warnings:
             print(f"warning: {w}", file=sys.stderr)
@@ -64,6 +86,7 @@ def cmd_generate(args) -> int:
         print(f"CCCL {entry.cccl}: {len(model.classes)} classes, {n} overloads, "
               f"{len(model.enums)} enums, {len(model.diagnostics)} parse errors; wrote "
               f"{len(written)} files in {time.perf_counter() - t0:.2f} s")
+    write_lock_copy(headers.lock_path(), out_dir)
     return 0
 
 

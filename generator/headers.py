@@ -49,24 +49,39 @@ class LockEntry:
         return "cccl_" + self.cccl.replace(".", "_")
 
 
-def repo_root() -> Path:
-    """The coopgen checkout: the current directory when it is one, else this file's checkout."""
-    cwd = Path.cwd()
-    if (cwd / LOCK_FILENAME).is_file() and (cwd / "generator").is_dir():
-        return cwd
-    return Path(__file__).resolve().parent.parent
+def checkout_root() -> Path | None:
+    """The coopgen checkout (a folder holding the lock and generator/): the current directory
+    when it is one, else the checkout this module was imported from (an editable install), else
+    None (an installed package)."""
+    for root in (Path.cwd(), Path(__file__).resolve().parent.parent):
+        if (root / LOCK_FILENAME).is_file() and (root / "generator").is_dir():
+            return root
+    return None
+
+
+def packaged_lock_path() -> Path:
+    """The copy of the lock that ``coopgen generate`` writes into the bindings package, so an
+    installed coopgen knows its lock entries without a checkout."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("coopgen._generated")
+    return Path(spec.origin).parent / LOCK_FILENAME
 
 
 def lock_path() -> Path:
+    """COOPGEN_LOCK, else the checkout's lock, else the lock packaged with the bindings."""
     env = os.environ.get("COOPGEN_LOCK")
-    return Path(env) if env else repo_root() / LOCK_FILENAME
+    if env:
+        return Path(env)
+    root = checkout_root()
+    return root / LOCK_FILENAME if root is not None else packaged_lock_path()
 
 
 def load_lock(path: Path | None = None) -> tuple[LockEntry, ...]:
     path = path or lock_path()
     if not path.is_file():
-        raise HeaderError(f"{path}: lock file not found (run coopgen from a coopgen checkout, "
-                          f"or set COOPGEN_LOCK to the lock file)")
+        raise HeaderError(f"{path}: lock file not found (set COOPGEN_LOCK to a lock file, or "
+                          f"reinstall coopgen: its package ships one)")
     with open(path, "rb") as f:
         data = tomllib.load(f)
     allowed = {f for f in LockEntry.__dataclass_fields__}

@@ -50,3 +50,13 @@ def write_docs(entry: LockEntry, model: ApiModel, docs_dir: Path,
             stale.unlink()
     _write_if_changed(docs_dir / "index.md", emit_api_index(entries), written)
     return written
+
+
+def write_lock_copy(lock: Path, out_dir: Path) -> Path:
+    """Copy the lock into the bindings package: an installed coopgen (no checkout) reads its
+    lock entries from there (coverage, diff, doctor)."""
+    from .headers import LOCK_FILENAME
+
+    written: list[Path] = []
+    _write_if_changed(out_dir / LOCK_FILENAME, lock.read_text(), written)
+    return written[0]

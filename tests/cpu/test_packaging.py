@@ -1,8 +1,12 @@
 """The package layout DESIGN.md asks for: a plain install gives a working `from coopgen import block`."""
+import json
+import os
 import subprocess
 import sys
 import tomllib
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -17,12 +21,50 @@ def test_pyproject_lists_every_generated_package():
     assert not (ROOT / "coopgen").exists()  # would shadow the installed package
 
 
-def test_plain_install_imports(tmp_path):
-    target = tmp_path / "site"
+@pytest.fixture(scope="module")
+def plain_install(tmp_path_factory):
+    """coopgen installed with a plain (non-editable) `pip install`, outside any checkout."""
+    target = tmp_path_factory.mktemp("site")
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps",
                     "--target", str(target), str(ROOT)], check=True, capture_output=True)
+    return target
+
+
+def _run(target, *args, cwd):
+    env = {"PYTHONPATH": str(target), "PATH": os.environ.get("PATH", ""),
+           "HOME": os.environ.get("HOME", str(cwd))}
+    return subprocess.run([sys.executable, *args], cwd=cwd, capture_output=True, text=True,
+                          env=env)
+
+
+def test_plain_install_imports(plain_install, tmp_path):
     code = ("import coopgen, coopgen.generator.cli; from coopgen import block, warp; "
-            "assert coopgen.__file__.startswith(%r); print(len(block.__all__))" % str(target))
-    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, check=True,
-                         capture_output=True, text=True, env={"PYTHONPATH": str(target)})
+            "assert coopgen.__file__.startswith(%r); print(len(block.__all__))" % str(plain_install))
+    out = _run(plain_install, "-c", code, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
     assert int(out.stdout) > 20
+
+
+def test_packaged_lock_is_the_checkouts():
+    assert (ROOT / "bindings" / "_generated" / "cub_headers.lock").read_text() == \
+        (ROOT / "cub_headers.lock").read_text()
+
+
+def test_cli_works_from_a_plain_install(plain_install, tmp_path):
+    """coverage, diff and doctor read what the package ships; only generate needs a checkout."""
+    cli = ("-m", "coopgen.generator.cli")
+    out = _run(plain_install, *cli, "coverage", "--json", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout)
+    assert report and "BlockReduce" in json.dumps(report)
+    out = _run(plain_install, *cli, "diff", "3.0.1", "3.5.0", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert "WarpReduceBatched" in out.stdout
+    out = _run(plain_install, *cli, "doctor", cwd=tmp_path)
+    assert out.returncode == 0, out.stdout + out.stderr
+    from coopgen.generator.headers import load_lock
+    assert f"CCCL {load_lock()[0].cccl}: headers OK" in out.stdout  # the default entry
+    out = _run(plain_install, *cli, "generate", cwd=tmp_path)
+    assert out.returncode == 2
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and "checkout" in lines[0], out.stderr
