@@ -25,7 +25,7 @@ def _checkout() -> Path:
     return root
 
 
-def checkout_generated_dir() -> Path:
+def generated_dir() -> Path:
     """Where ``coopgen generate`` writes the bindings: the checkout's bindings/_generated."""
     return _checkout() / "bindings" / "_generated"
 
@@ -68,7 +68,7 @@ def _entries(args) -> tuple[headers.LockEntry, ...]:
 
 
 def cmd_generate(args) -> int:
-    out_dir = checkout_generated_dir()
+    out_dir = generated_dir()
     if importlib.util.find_spec("clang") is None:
         raise headers.HeaderError("generate needs libclang: pip install -e '.[generate]' in "
                                   "the coopgen checkout")
