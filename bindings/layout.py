@@ -25,6 +25,13 @@ def temp_storage_layout(cls, fixed: dict) -> tuple[int, int]:
 @functools.lru_cache(maxsize=None)
 def _layout(cls, key, items) -> tuple[int, int]:
     args = class_template_args(f"{cls.scope}.{cls.name}", cls, dict(items), registry.enums())
+    return resolved_layout(cls, args)
+
+
+@functools.lru_cache(maxsize=None)
+def resolved_layout(cls, args: tuple) -> tuple[int, int]:
+    """(bytes, alignment) of ``cls``'s TempStorage for template arguments ``args``, as
+    (TParam, C++ spelling) pairs."""
     source = (f"#include <{cls.header}>\n" + cfg_struct("coopgen_layout", cls, args) + "\n"
               'extern "C" __device__ const unsigned long long coopgen_ts_size = '
               "sizeof(typename ::cub::coopgen_layout::prim::TempStorage);\n"

@@ -49,23 +49,24 @@ class NvrtcError(RuntimeError):
 # counters (process wide; tests assert on them)
 
 _lock = threading.Lock()
-_counts = {"compile": 0, "hit": 0}
+#: (event, output kind) -> count; kinds: "ltoir" (kernels' shims), "ptx" (sizes read back).
+_counts = {(event, kind): 0 for event in ("compile", "hit") for kind in ("ltoir", "ptx")}
 
 
-def compile_count() -> int:
-    """Number of real NVRTC compilations done by this process."""
-    return _counts["compile"]
+def compile_count(kind: str = "ltoir") -> int:
+    """Number of real NVRTC compilations to ``kind`` done by this process."""
+    return _counts["compile", kind]
 
 
-def cache_hit_count() -> int:
-    """Number of :func:`compile_ltoir` calls answered from the disk cache."""
-    return _counts["hit"]
+def cache_hit_count(kind: str = "ltoir") -> int:
+    """Number of :func:`compile_ltoir` calls to ``kind`` answered from the disk cache."""
+    return _counts["hit", kind]
 
 
 def reset_counters() -> None:
     with _lock:
-        _counts["compile"] = 0
-        _counts["hit"] = 0
+        for key in _counts:
+            _counts[key] = 0
 
 
 # --------------------------------------------------------------------------
@@ -261,7 +262,7 @@ def _nvrtc_compile(source: str, opts: list[str], name: str, kind: str = "ltoir")
     try:
         (err,) = _nvrtc.nvrtcCompileProgram(prog, len(opts), [o.encode() for o in opts])
         with _lock:
-            _counts["compile"] += 1
+            _counts["compile", kind] += 1
         _check(err, "nvrtcCompileProgram", prog, source)
         get_size, get = ((_nvrtc.nvrtcGetLTOIRSize, _nvrtc.nvrtcGetLTOIR) if kind == "ltoir"
                          else (_nvrtc.nvrtcGetPTXSize, _nvrtc.nvrtcGetPTX))
@@ -323,7 +324,7 @@ def compile_ltoir(
             data = None
         if data:
             with _lock:
-                _counts["hit"] += 1
+                _counts["hit", kind] += 1
             return data
 
     data = _nvrtc_compile(source, opts + (["-pch"] if _use_pch(kind) else []),

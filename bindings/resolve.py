@@ -11,6 +11,7 @@ import dataclasses
 import itertools
 from dataclasses import dataclass, field
 
+import numpy as np
 from numba.cuda import types
 
 from . import ctypes_map
@@ -68,6 +69,27 @@ def _array_elem(t) -> types.Type | None:
     return t.dtype if isinstance(t, types.Array) else None
 
 
+def _per_thread_array(att: "_Attempt", p: PSpec, ty) -> types.Type:
+    """The element type of an array standing for C++'s ``T (&)[N]`` (one dimension)."""
+    elem = _array_elem(ty)
+    if elem is None:
+        raise _NoMatch(f"{p.name!r} must be an array, got {ty}")
+    if ty.ndim != 1:
+        raise _Mismatch(f"{att.prim}: {p.name} must be a 1-D array (C++ {p.type}), got {ty} "
+                        f"with {ty.ndim} dimensions")
+    _contiguous(att, p, ty)
+    return elem
+
+
+def _contiguous(att: "_Attempt", p: PSpec, ty) -> None:
+    """CUB reads an array through a pointer to its first item: a strided view would be read
+    as if contiguous."""
+    if ty.layout not in ("C", "F"):
+        raise _Mismatch(f"{att.prim}: {p.name} must be a contiguous array (CUB reads it through "
+                        f"a pointer), got {ty}, a view that may be strided; pass a contiguous "
+                        f"array or slice")
+
+
 def _is_scalar(t) -> bool:
     return isinstance(t, (types.Number, types.Boolean, types.Record))
 
@@ -112,25 +134,67 @@ class _Mismatch(Exception):
     """A definite user error for an overload that otherwise matches."""
 
 
+def _whole_number(prim: str, keyword: str, value, low: int, high: int | None = None) -> int:
+    """A template keyword's integer value, checked against [low, high]."""
+    ok = isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+    if not ok or value < low or (high is not None and value > high):
+        allowed = f"{low} to {high}" if high is not None else f"{low} or more"
+        raise _Mismatch(f"{prim}: {keyword}={value!r} is not allowed; it takes an integer from "
+                        f"{allowed}")
+    return int(value)
+
+
 def _loose(name: str) -> bool:
     # Method template types deduced by C++ from each argument separately.
     return name in ("DefaultT", "OffsetT", "ValidFlag", "OutputT", "OutputType", "InputT")
 
 
+def _omittable(p: PSpec) -> bool:
+    return p.role in OMITTABLE_OUTPUTS or p.default is not None
+
+
+def _slots(method: MSpec, kw_names: set[str]) -> tuple[list[int], list[int]]:
+    """(parameters positional arguments may fill, the others no keyword names). As in Python,
+    positional arguments fill parameters before the first keyword-named one; temp storage is
+    only ever given as temp_storage=, never positionally."""
+    params = method.params
+    first_kw = min((i for i, p in enumerate(params) if p.name in kw_names), default=len(params))
+    before = [i for i in range(first_kw) if params[i].role != "temp_storage"]
+    after = [i for i in range(first_kw + 1, len(params)) if params[i].name not in kw_names
+             and params[i].role != "temp_storage"]
+    return before, after
+
+
 def _candidate_assignments(method: MSpec, n_pos: int, kw_names: set[str]):
     """Ways to map n positional args onto the overload's parameters (C++ order)."""
     params = method.params
-    # temp storage is only ever given as temp_storage=, never positionally
-    free = [i for i, p in enumerate(params) if p.name not in kw_names and p.role != "temp_storage"]
-    omittable = [i for i in free if params[i].role in OMITTABLE_OUTPUTS or
-                 params[i].default is not None]
-    always_skipped = {i for i, p in enumerate(params) if p.role == "temp_storage"}
-    n_skip = len(free) - n_pos
+    before, after = _slots(method, kw_names)
+    if not all(_omittable(params[i]) for i in after):
+        return
+    omittable = [i for i in before if _omittable(params[i])]
+    always_skipped = {i for i, p in enumerate(params) if p.role == "temp_storage"} | set(after)
+    n_skip = len(before) - n_pos
     if n_skip < 0 or n_skip > len(omittable):
         return
     for skipped in itertools.combinations(omittable, n_skip):
-        positional = [i for i in free if i not in skipped]
+        positional = [i for i in before if i not in skipped]
         yield positional, set(skipped) | always_skipped
+
+
+def _why_unassignable(method: MSpec, n_pos: int, kw_names: set[str]) -> tuple[str, str]:
+    """Why no assignment exists: ("missing", parameter) or ("twice", parameter), or
+    ("too_many", "")."""
+    params = method.params
+    before, after = _slots(method, kw_names)
+    required = [params[i].name for i in before if not _omittable(params[i])]
+    if len(required) > n_pos:
+        return "missing", required[n_pos]
+    late = [params[i].name for i in after if not _omittable(params[i])]
+    if late:
+        return "missing", late[0]
+    if n_pos > len(before) and len(before) < len(params) and params[len(before)].name in kw_names:
+        return "twice", params[len(before)].name
+    return "too_many", ""
 
 
 def resolve(prim: str, cls: ClassSpec, methods: tuple[MSpec, ...], args: tuple,
@@ -151,15 +215,18 @@ def resolve(prim: str, cls: ClassSpec, methods: tuple[MSpec, ...], args: tuple,
             f"{prim}: unknown keyword {sorted(unknown)[0]!r}; parameters are "
             f"{', '.join(sorted(known)) or '(none)'}; template keywords are "
             f"{', '.join(sorted(template_keywords(cls)))}")
-    mismatches, reasons, missing = [], [], []
+    mismatches, reasons, lacks_keyword = [], [], []
+    unassignable = {"missing": [], "twice": [], "too_many": []}
     # Fewest C++ parameters first: ExclusiveSum(x) means (T, T&), not (T, T&, T&).
     for method in sorted(methods, key=lambda m: len(m.params)):
+        foreign = sorted(kw_names - {p.name for p in method.params})
+        if foreign:  # a keyword of another overload
+            lacks_keyword.append(f"  {method.signature}: has no parameter {foreign[0]!r}")
+            continue
         candidates = list(_candidate_assignments(method, len(args), kw_names))
         if not candidates:
-            needed = [p.name for p in method.params if p.name not in kw_names and
-                      p.role not in OMITTABLE_OUTPUTS + ("temp_storage",) and p.default is None]
-            if len(needed) > len(args):
-                missing.append(needed[len(args)])
+            why, name = _why_unassignable(method, len(args), kw_names)
+            unassignable[why].append(name)
         for positional, skipped in candidates:
             try:
                 r = _bind(prim, cls, method, args, kws, positional, skipped, template_kws,
@@ -167,6 +234,7 @@ def resolve(prim: str, cls: ClassSpec, methods: tuple[MSpec, ...], args: tuple,
                 if temp_storage is not None:
                     r = dataclasses.replace(r, temp_storage="explicit",
                                             temp_storage_arg=temp_storage)
+                    _check_storage_fits(prim, r)
                 return r
             except _Mismatch as e:
                 mismatches.append(str(e))
@@ -174,9 +242,18 @@ def resolve(prim: str, cls: ClassSpec, methods: tuple[MSpec, ...], args: tuple,
                 reasons.append(f"  {method.signature}: {e}")
     if mismatches:
         raise CoopgenTypeError(mismatches[0])
-    if missing and not reasons:
-        raise CoopgenTypeError(f"{prim}: missing required argument {missing[0]!r} (overloads: "
-                               f"{'; '.join(m.signature for m in methods)})")
+    overloads = "; ".join(m.signature for m in methods)
+    if not reasons and unassignable["twice"]:
+        raise CoopgenTypeError(f"{prim}: argument {unassignable['twice'][0]!r} is given both "
+                               f"positionally and by keyword (overloads: {overloads})")
+    if not reasons and unassignable["missing"]:
+        raise CoopgenTypeError(f"{prim}: missing required argument "
+                               f"{unassignable['missing'][0]!r} (overloads: {overloads})")
+    if not reasons and unassignable["too_many"] and not lacks_keyword:
+        most = max(len(_slots(m, kw_names)[0]) for m in methods)
+        raise CoopgenTypeError(f"{prim}: takes at most {most} positional argument(s) here, got "
+                               f"{len(args)} (overloads: {overloads})")
+    reasons += lacks_keyword
     given = ", ".join([str(a) for a in args] + [f"{k}={v}" for k, v in kws.items()])
     lines = [f"{prim}: no overload matches ({given}). Overloads:"]
     lines += [f"  {m.signature}" for m in methods]
@@ -194,6 +271,10 @@ def _check_temp_storage(prim: str, cls: ClassSpec, ty) -> None:
     if isinstance(ty, TempStorageType):
         return
     from .arrays import SizedArray
+    if isinstance(ty, SizedArray) and ty.space != "shared":
+        raise CoopgenTypeError(f"{prim}: temp_storage={ty} is not in shared memory; the "
+                               f"threads share it: use coopgen.shared.array(nbytes, np.uint8) "
+                               f"or a coopgen.TempStorage")
     if isinstance(ty, types.Array) and ty.dtype == types.uint8 and not (
             isinstance(ty, SizedArray) and ty.space == "shared"):
         raise CoopgenTypeError(f"{prim}: temp_storage {ty} may be misaligned: a numba "
@@ -204,6 +285,36 @@ def _check_temp_storage(prim: str, cls: ClassSpec, ty) -> None:
         raise CoopgenTypeError(f"{prim}: temp_storage must be a coopgen.TempStorage or a uint8 "
                                f"array in shared memory (coopgen.shared.array(nbytes, np.uint8)), "
                                f"got {ty}")
+
+
+def _check_storage_fits(prim: str, r: Resolved) -> None:
+    """Explicit storage whose size the kernel's types know must hold the class's TempStorage
+    (CUB would silently run past its end)."""
+    from .arrays import SizedArray
+    from .storage import TempStorageType
+
+    ty = r.temp_storage_arg[1]
+    if isinstance(ty, SizedArray):
+        given, what = ty.size * ty.dtype.bitwidth // 8, f"temp_storage={ty}"
+        given_align = None
+    elif isinstance(ty, TempStorageType) and (ty.obj.size, ty.obj.alignment) != (None, None):
+        given, what = ty.obj.size, f"temp_storage={ty.obj!r}"
+        given_align = ty.obj.alignment
+    else:
+        return
+    from .layout import resolved_layout
+    from .nvrtc import NvrtcError
+    try:
+        need, align = resolved_layout(r.cls, r.template_args)
+    except NvrtcError:  # CUB rejects these template arguments: the kernel's compile says why
+        return
+    args = ", ".join(v for _, v in r.template_args)
+    if given is not None and need > given:
+        raise CoopgenTypeError(f"{prim}: {what} holds {given} bytes, but the TempStorage of "
+                               f"{r.cls.cpp}<{args}> needs {need} bytes (alignment {align})")
+    if given_align is not None and align > given_align:
+        raise CoopgenTypeError(f"{prim}: {what} is {given_align}-byte aligned, but the "
+                               f"TempStorage of {r.cls.cpp}<{args}> needs {align}-byte alignment")
 
 
 def template_keywords(cls: ClassSpec) -> set[str]:
@@ -283,18 +394,14 @@ def _bind_param(att: _Attempt, p: PSpec, ty, index: int) -> Binding:
     prim = att.prim
     role = p.role
     if role in ARRAY_ROLES:
-        elem = _array_elem(ty)
-        if elem is None:
-            raise _NoMatch(f"{p.name!r} must be an array, got {ty}")
+        elem = _per_thread_array(att, p, ty)
         att.need_dtype(p.base, elem, p.name)
         n = static_length(ty)
         if n is not None and p.extent:
             att.need_extent(p.extent, n, f"array {p.name!r}")
         return Binding(p, "arg", index, ty, ctypes_map.ctype(elem, prim, p.name) + "*")
     if role in RANGE_ROLES:
-        elem, n = _array_elem(ty), static_length(ty)
-        if elem is None:
-            raise _NoMatch(f"{p.name!r} must be an array, got {ty}")
+        elem, n = _per_thread_array(att, p, ty), static_length(ty)
         if n is None:
             raise _Mismatch(f"{prim}: {p.name} must have a compile-time length: allocate it "
                             f"with coopgen.local.array(n, dtype) or coopgen.shared.array")
@@ -307,6 +414,7 @@ def _bind_param(att: _Attempt, p: PSpec, ty, index: int) -> Binding:
         elem = _array_elem(ty)
         if elem is None:
             raise _NoMatch(f"{p.name!r} must be a device array, got {ty}")
+        _contiguous(att, p, ty)
         if role == "memory_inout":
             att.need_dtype(p.base.split("[")[0].strip(), elem, p.name)
             n = static_length(ty)
@@ -403,15 +511,14 @@ def _template_args(att: _Attempt, cls: ClassSpec, kw: dict, block_dims, enums, w
             continue
         if t.name in att.extents:
             out.append((t, str(att.extents[t.name][0])))
-            if kwv is not None and int(kwv) != att.extents[t.name][0]:
+            if kwv is not None and _whole_number(prim, t.keyword, kwv, 1) != \
+                    att.extents[t.name][0]:
                 raise _Mismatch(f"{prim}: {t.keyword}={kwv} disagrees with "
                                 f"{att.extents[t.name][1]} ({att.extents[t.name][0]} items)")
             continue
         if t.keyword == "logical_warp_threads":
-            n = int(kwv) if kwv is not None else warp_default
-            if not 1 <= n <= 32:
-                raise _Mismatch(f"{prim}: logical_warp_threads={n} is not allowed; CUB takes "
-                                f"1 to 32 threads per logical warp")
+            n = warp_default if kwv is None else _whole_number(prim, "logical_warp_threads",
+                                                                kwv, 1, 32)
             if t.constraint == "power_of_two" and n & (n - 1):
                 raise _Mismatch(f"{prim}: logical_warp_threads={n} is not allowed; "
                                 f"{cls.name} needs a power of two (1, 2, 4, 8, 16 or 32)")
@@ -462,7 +569,7 @@ def _apply_items_per_thread(att: _Attempt, cls: ClassSpec, ipt) -> None:
     targets = method_extents | {t.name for t in cls.template_params
                                 if t.keyword in PER_THREAD_KEYWORDS}
     if ipt is not None:
-        ipt = int(ipt)
+        ipt = _whole_number(att.prim, "items_per_thread", ipt, 1)
         for e in sorted(targets):
             if e in att.extents and att.extents[e][0] != ipt:
                 raise _Mismatch(f"{att.prim}: items_per_thread={ipt} disagrees with "
@@ -480,12 +587,13 @@ def _block_dims(prim: str, tpb, launch_dims):
     if dims is None:
         raise _Mismatch(f"{prim}: threads_per_block is unknown: launch the kernel "
                         f"(kernel[grid, block](...)) or pass threads_per_block=")
-    if isinstance(dims, int):
-        dims = (dims, 1, 1)
-    dims = tuple(int(d) for d in dims) + (1,) * (3 - len(tuple(dims)))
-    if len(dims) != 3 or any(d < 1 for d in dims):
-        raise _Mismatch(f"{prim}: threads_per_block={tpb!r} must be an int or a 2-/3-tuple "
-                        f"of positive ints")
+    given = dims if isinstance(dims, tuple) else (dims,)
+    if not 1 <= len(given) <= 3 or not all(
+            isinstance(d, (int, np.integer)) and not isinstance(d, (bool, np.bool_)) and d >= 1
+            for d in given):
+        raise _Mismatch(f"{prim}: threads_per_block={dims!r} is not allowed; it takes a positive "
+                        f"int or a 2- or 3-tuple of positive ints")
+    dims = tuple(int(d) for d in given) + (1,) * (3 - len(given))
     if dims[0] * dims[1] * dims[2] > 1024:
         raise _Mismatch(f"{prim}: threads_per_block={dims} has {dims[0] * dims[1] * dims[2]} "
                         f"threads; CUDA allows at most 1024 per block")

@@ -2,10 +2,12 @@
 import numpy as np
 import pytest
 from numba import cuda
+from numba.core.errors import TypingError
+from numba.cuda.core.errors import TypingError as CudaTypingError
 from numba.cuda import types
 
 import coopgen
-from coopgen import block, block_shape, local, nvrtc
+from coopgen import block, block_shape, local
 from coopgen.linkcheck import link_cubin
 
 SIG = (types.int32[::1], types.int32[::1])
@@ -48,9 +50,15 @@ def test_exclusive_uses_get_slices():
 
 
 def test_declared_size_is_checked():
-    with block_shape(128), pytest.raises(nvrtc.NvrtcError,
-                                         match=r"coopgen.TempStorage\(size=16\) is too small"):
+    """A use that does not fit the declared size is a compile-time error (before any NVRTC
+    compile of the kernel)."""
+    need = block.BlockRadixSort(np.int32, threads_per_block=128,
+                                items_per_thread=4).temp_storage_bytes
+    with block_shape(128), pytest.raises((TypingError, CudaTypingError)) as e:
         link_cubin(too_small, SIG)
+    assert (f"block.radix_sort_keys: temp_storage=coopgen.TempStorage('shared', size=16) holds "
+            f"16 bytes, but the TempStorage of cub::BlockRadixSort<int, 128, 4" in str(e.value))
+    assert f"needs {need} bytes" in str(e.value)
 
 
 def test_kernel_traits_before_launch():
