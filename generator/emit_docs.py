@@ -216,13 +216,16 @@ def to_markdown(text: str, aliases: dict[str, str]) -> str:
         cmd = re.match(r"@(brief|par|note)\s*(.*)", stripped)
         if cmd:
             name, rest = cmd.groups()
-            lead = {"brief": "", "par": f"**{rest}**" if rest else "", "note": "**Note:** "}[name]
-            text_after = rest if name != "par" else ""
-            out.append((lead + _inline(text_after, aliases)).strip() if name != "par"
-                       else lead)
+            if name == "par":  # a Doxygen paragraph title
+                out += ["", f"**{_inline(rest, aliases)}**", ""] if rest else [""]
+            else:
+                lead = "**Note:** " if name == "note" else ""
+                out.append(lead + _inline(rest, aliases))
             i += 1
             continue
-        out.append(_inline(line.rstrip(), aliases))
+        # Deep indents are Doxygen's alignment, not Markdown code blocks.
+        indent = len(line) - len(line.lstrip())
+        out.append(_inline(line.strip() if indent >= 4 else line.rstrip(), aliases))
         i += 1
     parts = re.split(r"(```.*?```)", "\n".join(out), flags=re.S)
     md = "".join(part if part.startswith("```") else  # literals that span lines

@@ -161,3 +161,65 @@ def test_markup_conversion():
     assert "`cub/test/example.cu`" in md and ":language:" not in md
     assert "@" not in md.replace("@rst", "")
     assert to_markdown(params["output"], ALIASES) == "Output (may alias `input`)"
+
+
+def _toy_model():
+    """A hand-built model (no clang): one class, one enum, a constructor and one method."""
+    from coopgen.generator.model import (ApiModel, ClassModel, Enum, EnumValue, Overload,
+                                         Param, TemplateParam, TempStorage)
+
+    def param(name, type_, role, elem=None, extent=None, default=None):
+        return Param(name, type_, type_.startswith("const"), "lvalue" if "&" in type_ else "",
+                     False, elem, extent, default, role)
+
+    tps = (TemplateParam("T", "type", "", None, "t"),
+           TemplateParam("BLOCK_DIM_X", "value", "int", None, "block_dim_x"),
+           TemplateParam("ALGORITHM", "value", "BlockToyAlgorithm", "BLOCK_TOY_FAST", "algorithm"))
+    ctor = Overload("BlockToy", "constructor", "BlockToy(TempStorage &)",
+                    (param("temp_storage", "TempStorage &", "temp_storage"),), "", (), False,
+                    False, None, "", "", "@brief Uses the given storage.", "cub/block/toy.cuh", 1)
+    doc = "\n".join(["@rst", "Reduces ``items`` with :ref:`an operator <ops>`.", "",
+                     "- @granularity", "@endrst", "",
+                     "@param[in] items", "  The thread's items", "",
+                     "@param[in] reduction_op", "  Binary operator", "",
+                     "@param[out] aggregate", "  The result, valid in *thread*\\ :sub:`0`"])
+    reduce = Overload(
+        "Reduce", "method", "Reduce(T (&)[ITEMS_PER_THREAD], ReductionOp, T &, int)",
+        (param("items", "T (&)[ITEMS_PER_THREAD]", "input_array", "T", "ITEMS_PER_THREAD"),
+         param("reduction_op", "ReductionOp", "operator"),
+         param("aggregate", "T &", "output_scalar"),
+         param("valid_items", "int", "count", default="0")),
+        "void", (TemplateParam("ITEMS_PER_THREAD", "value", "int", None, "items_per_thread"),
+                 TemplateParam("ReductionOp", "type", "", None, "reduction_op")),
+        False, False, None, "", "", doc, "cub/block/toy.cuh", 2)
+    cls = ClassModel("BlockToy", "cub::BlockToy", "block", True, tps, (), (ctor,), (reduce,),
+                     TempStorage("struct", "struct TempStorage"), "A toy.", "cub/block/toy.cuh", 1)
+    enum = Enum("BlockToyAlgorithm", "cub::BlockToyAlgorithm",
+                (EnumValue("BLOCK_TOY_FAST", 0, ""), EnumValue("BLOCK_TOY_SMALL", 1, "")),
+                "cub/block/toy.cuh", 1)
+    return ApiModel(1, "9.9.9", "none", (), (cls,), (enum,), ())
+
+
+def test_class_page_from_a_hand_built_model():
+    from coopgen.generator.emit_docs import DocContext, class_page
+
+    model = _toy_model()
+    row = ("toy_reduce", "block", "BlockToy", (("", "Reduce"),), None, (), (), None, ())
+    ctx = DocContext(model, ALIASES, (row,))
+    page = class_page(headers.find_entry("3.0.1"), ctx, model.classes[0])
+    assert "# block.BlockToy" in page and "A toy." in page
+    assert '| `algorithm` | `ALGORITHM` | `"fast"` | `"fast"`, `"small"` |' in page
+    assert "| `threads_per_block` | `BLOCK_DIM_X` | the launch's block shape |" in page
+    assert ("template <int ITEMS_PER_THREAD, typename ReductionOp>\nvoid Reduce(T "
+            "(&items)[ITEMS_PER_THREAD], ReductionOp reduction_op, T &aggregate, "
+            "int valid_items = 0)") in page
+    assert "- Faithful: `aggregate = block.BlockToy.Reduce(items, reduction_op, valid_items=0)`" \
+        in page
+    assert "- Pythonic: `aggregate = block.toy_reduce(items, reduction_op, valid_items=0)`" in page
+    assert "- Faithful: `obj = block.BlockToy(temp_storage=temp_storage)`" in page
+    assert "| `aggregate` | `T &` | output value | omit it and it is returned" in page
+    assert "The result, valid in *thread*<sub>0</sub> |" in page
+    assert "Reduces `items` with an operator." in page
+    assert "- " + ALIASES["granularity"] in page
+    assert "## Temp storage" in page and "`block.BlockToy(np.int32, ...).temp_storage_bytes`" \
+        in page
