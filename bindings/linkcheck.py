@@ -8,6 +8,7 @@ tests can assert e.g. "no local memory, no spills".
 
 from __future__ import annotations
 
+import contextlib
 import re
 from dataclasses import dataclass, field
 
@@ -164,14 +165,39 @@ def _to_object_code(piece, i: int) -> ObjectCode:
     raise TypeError(f"don't know how to link {piece!r}")
 
 
+class _DeviceOfArch:
+    def __init__(self, arch):
+        self.compute_capability = tuple(arch)
+
+
+@contextlib.contextmanager
+def _device_functions_for(arch):
+    """numba compiles the ``@cuda.jit(device=True)`` functions and ``@overload``
+    implementations a kernel calls for the current device, which a machine
+    without a GPU lacks: there, compile them for ``arch`` like the kernel."""
+    from numba import cuda
+    from numba.cuda import dispatcher
+
+    if cuda.is_available():
+        yield
+        return
+    saved = dispatcher.get_current_device
+    dispatcher.get_current_device = lambda: _DeviceOfArch(arch)
+    try:
+        yield
+    finally:
+        dispatcher.get_current_device = saved
+
+
 def compile_kernel_pieces(kernel, signature, *, arch=(9, 0)):
     """``numba.cuda.compile_all`` for a kernel: [kernel LTO-IR, *linking files]."""
     from numba import cuda
 
     pyfunc = getattr(kernel, "py_func", kernel)  # accept a CUDADispatcher
-    pieces, _resty = cuda.compile_all(
-        pyfunc, signature, device=False, abi="numba", cc=tuple(arch), output="ltoir"
-    )
+    with _device_functions_for(arch):
+        pieces, _resty = cuda.compile_all(
+            pyfunc, signature, device=False, abi="numba", cc=tuple(arch), output="ltoir"
+        )
     return pieces
 
 

@@ -4,6 +4,7 @@
     python tools/bench/bench.py runtime [CASE ...]
     python tools/bench/bench.py compile [CASE ...]
     python tools/bench/bench.py resources       # no GPU: registers/shared memory of both builds
+    python tools/bench/bench.py apps            # the examples/ kernels against their baselines
 
 Run time (see /work/.library/device/METHOD.md): CUDA events around batches of back-to-back
 launches, each batch behind an untimed leader launch (so the host's launch cost is not timed
@@ -306,6 +307,11 @@ def main(argv):
     if what in ("all", "compile"):
         results["compile"] = compile_rows(names or list(COMPILE_CASES))
         md.append(print_compile(results["compile"]))
+    if what in ("all", "apps"):  # apps.py: the single-pass scan and Mamba's selective scan
+        from apps import app_results
+        rows, tables = app_results()
+        results.update(rows)
+        md.extend(tables)
     out = os.environ.get("OUT")
     if out:
         with open(os.path.join(out, f"bench-{what}.json"), "w") as f:

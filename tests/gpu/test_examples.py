@@ -1,0 +1,55 @@
+"""The examples/ kernels at small sizes against their numpy references: the single-pass scan
+(partial tiles, both dtypes, a generic operator, two launches in a row) and Mamba's selective
+scan (several chunks, a partial chunk, with and without z gating and softplus)."""
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
+import mamba_selective_scan as msc  # noqa: E402
+import single_pass_scan as sps  # noqa: E402
+from gpu_util import rng_for  # noqa: E402
+
+pytestmark = pytest.mark.gpu
+
+SCAN_SIZES = (1, 77, sps.TILE - 1, sps.TILE, sps.TILE + 1, 40 * sps.TILE + 5, 300_001)
+
+
+@pytest.mark.parametrize("dtype", (np.int32, np.float32), ids=("int32", "float32"))
+@pytest.mark.parametrize("n", SCAN_SIZES)
+def test_single_pass_exclusive_sum(n, dtype):
+    sps.check(n, dtype, rng=rng_for("scan", n, np.dtype(dtype).name))
+
+
+def test_single_pass_max_scan():
+    lowest = np.iinfo(np.int32).min
+    sps.check(100 * sps.TILE + 3, np.int32, sps.maximum, np.maximum, init=lowest,
+              rng=rng_for("max-scan"))
+
+
+def test_single_pass_scan_alternating_sizes():
+    # Launches of different lengths share one status buffer: each must find it cleared.
+    from numba import cuda
+    rng = rng_for("alternating")
+    scan = sps.ExclusiveScan(np.int32)
+    for n in (50 * sps.TILE, 3 * sps.TILE + 1, 70 * sps.TILE + 9, 2 * sps.TILE, 70 * sps.TILE):
+        x = rng.integers(-1000, 1000, n, dtype=np.int32)
+        d_out = cuda.device_array(n, np.int32)
+        scan(cuda.to_device(x), d_out)
+        np.testing.assert_array_equal(d_out.copy_to_host(), sps.reference(x))
+
+
+MAMBA_CASES = [  # batch, dim, N, L, z, softplus
+    (2, 3, 16, 3 * msc.CHUNK + 100, True, True),
+    (1, 2, 4, msc.CHUNK, False, False),
+    (2, 2, 8, 700, True, False),
+    (1, 1, msc.MAX_STATES, 2 * msc.CHUNK - 1, False, True),
+]
+
+
+@pytest.mark.parametrize("batch,dim,n_states,length,with_z,softplus", MAMBA_CASES)
+def test_mamba_selective_scan(batch, dim, n_states, length, with_z, softplus):
+    msc.check(batch, dim, n_states, length, with_z=with_z, delta_softplus=softplus,
+              rng=rng_for("mamba", batch, dim, n_states, length, with_z, softplus))
