@@ -1,0 +1,48 @@
+"""The differential suite's kernels compile without a GPU: a seeded sample of configurations
+drawn from the specs links to an sm_90 cubin, each call resolving to the overload it was drawn
+for; and keyword-only calls (the suite makes nothing else) pick overloads by their keywords."""
+import sys
+from pathlib import Path
+
+import numpy as np
+from numba import cuda, types
+
+import coopgen
+from coopgen import block, calls, local
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root: tools/
+
+from tools.fuzz import runner, space  # noqa: E402
+
+I32 = types.int32[::1]
+
+
+def test_a_keyword_only_other_overloads_have_is_no_crash():
+    """block_aggregate= exists only in the 3-parameter InclusiveSum: the 2-parameter overload,
+    tried first, must be passed over, not end the resolution with a bare StopIteration."""
+    def k(d_in, d_out, d_agg):
+        x = local.array(4, np.int32)
+        y = local.array(4, np.int32)
+        a = local.array(1, np.int32)
+        for i in range(4):
+            x[i] = d_in[i]
+        block.BlockScan.InclusiveSum(input=x, output=y, block_aggregate=a)
+        d_out[0] = y[0]
+        d_agg[0] = a[0]
+
+    calls.RESOLVED.clear()
+    with coopgen.block_shape(128):
+        cuda.compile_all(k, (I32, I32, I32), device=False, abi="numba", cc=(9, 0),
+                         output="ltoir")
+    assert list(calls.RESOLVED)[-1].endswith(
+        "InclusiveSum(T (&)[ITEMS_PER_THREAD], T (&)[ITEMS_PER_THREAD], T &)")
+
+
+def test_a_seeded_sample_of_fuzz_configurations_links_for_sm90():
+    configs = space.draw(12, seed=20261123, block=(32, 4))  # one shape: two kernels
+    batches = runner.batches_of(configs, 6)
+    calls.RESOLVED.clear()
+    results = [r for b in batches for r in runner.run_batch(b, compile_only=True)]
+    bad = [r.line() for r in results if r.status != "compiled"]
+    assert not bad, "\n".join(bad)
+    assert {c.label() for c in configs} <= set(calls.RESOLVED)

@@ -1,0 +1,86 @@
+"""Command line: ``python -m tools.fuzz --configs N --seed S [--workers W]``."""
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import random
+import sys
+import time
+
+from . import runner, space
+
+
+def _list_overloads() -> int:
+    drawn = skipped = 0
+    for cls, m, fam, reason in space.overloads():
+        if fam is None:
+            skipped += 1
+            print(f"SKIP {cls.name}::{m.signature}: {reason}")
+        else:
+            drawn += 1
+            print(f"DRAW {cls.name}::{m.signature} via {', '.join(space.surfaces(cls, m))}")
+    print(f"{drawn} overloads drawn, {skipped} skipped")
+    return 0
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m tools.fuzz", description=__doc__)
+    ap.add_argument("--configs", type=int, default=200, help="configurations to draw")
+    ap.add_argument("--seed", type=int, default=None, help="seed of the draw (default: random)")
+    ap.add_argument("--workers", type=int, default=1, help="processes (one CUDA context each)")
+    ap.add_argument("--batch", type=int, default=8, help="configurations per kernel")
+    ap.add_argument("--only", default=None, help="overloads whose 'Class::Signature' contains this")
+    ap.add_argument("--block", default=None,
+                    help="one block shape for every configuration, e.g. 128 or 32,4")
+    ap.add_argument("--compile-only", action="store_true",
+                    help="compile and link for sm_90 without a GPU; check nothing")
+    ap.add_argument("--repro", default=None, help="run one configuration (its JSON line)")
+    ap.add_argument("--list", action="store_true", help="list drawn and skipped overloads")
+    ap.add_argument("--json", default=None, help="write every result to this file")
+    ap.add_argument("--quiet", action="store_true", help="print only failures and the summary")
+    a = ap.parse_args(argv)
+    if a.list:
+        return _list_overloads()
+    if a.repro:
+        configs = [space.Config.from_json(a.repro)]
+        seed = None
+    else:
+        seed = a.seed if a.seed is not None else random.SystemRandom().randrange(2**31)
+        block = tuple(int(x) for x in a.block.split(",")) if a.block else None
+        configs = space.draw(a.configs, seed, a.only, block)
+    batches = runner.batches_of(configs, a.batch)
+    print(f"seed {seed}: {len(configs)} configurations in {len(batches)} kernels, "
+          f"{a.workers} worker(s){', compile only' if a.compile_only else ''}", flush=True)
+    t0 = time.time()
+
+    def show(r):
+        if r.status not in ("ok", "compiled") or not a.quiet:
+            print(r.line() if r.status not in ("ok", "compiled") else
+                  f"{r.status.upper()} {r.config.label()} [{r.config.surface}]", flush=True)
+
+    if a.workers > 1:
+        results = runner.run_parallel(batches, a.workers, a.compile_only, on_result=show)
+    else:
+        results = []
+        for b in batches:
+            for r in runner.run_batch(b, a.compile_only):
+                show(r)
+                results.append(r)
+    wall = time.time() - t0
+    counts = collections.Counter(r.status for r in results)
+    skipped = [(c.name, m.signature, why) for c, m, fam, why in space.overloads() if fam is None]
+    print(f"\n{len(results)} configurations in {wall:.1f} s: " +
+          ", ".join(f"{n} {s}" for s, n in sorted(counts.items())) +
+          f" (seed {seed}); {len(skipped)} overloads skipped (--list says why)")
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"seed": seed, "wall_s": wall, "counts": dict(counts),
+                       "results": [{"status": r.status, "detail": r.detail,
+                                    "config": json.loads(r.config.to_json())} for r in results],
+                       "skipped": skipped}, f)
+    return 0 if counts.keys() <= {"ok", "compiled"} else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,720 @@
+"""numpy references, one per operation family, and what each family may be drawn with.
+
+A reference sees the configuration, its inputs and the kernel's outputs, each as a numpy
+array: per-thread values ``(groups, group_threads, items)``, per-group scalars ``(groups,)``,
+global tiles and histograms ``(groups, n)``. A group is the set of threads of one call: the
+thread block, or one logical warp. It returns ``Check``s: the output it expects, where the
+result is defined (``mask``), and how to compare (exactly, or as a floating-point sum).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+INTS = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
+UNSIGNED = ("uint8", "uint16", "uint32", "uint64")
+FLOATS = ("float32", "float64")
+ALL = INTS + FLOATS
+IPTS = (1, 2, 3, 4, 5, 7, 8, 9, 11, 12, 13, 16)
+
+#: Built-in and Python operators, and the numpy ufunc each one computes.
+UFUNC = {"+": np.add, "py_add": np.add, "min": np.minimum, "py_min": np.minimum,
+         "max": np.maximum, "py_max": np.maximum, "&": np.bitwise_and, "|": np.bitwise_or,
+         "^": np.bitwise_xor, "-": np.subtract, "py_sub": np.subtract, "!=": np.not_equal,
+         "py_ne": np.not_equal, "py_ne_at": np.not_equal, "==": np.equal}
+IDENTITY_SUM = 0
+#: Float edge values a family's result is defined for, whatever the order of evaluation.
+EDGES_SUM = ("0.0", "-0.0", "inf", "-inf", "nan")  # max/min overflow depends on the order
+EDGES_ORDER = ("0.0", "-0.0", "inf", "-inf", "max", "lowest", "tiny")  # no NaN: no total order
+EDGES_ALL = EDGES_SUM + ("max", "lowest", "tiny")
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str  # the parameter (or "return")
+    want: np.ndarray
+    mask: np.ndarray | None = None  # where the result is defined; None: everywhere
+    mode: str = "exact"  # "exact" (NaN equals NaN) or "sum" (floating-point tolerance)
+
+
+@dataclass(frozen=True)
+class Family:
+    reference: Callable  # (cfg, ins, got) -> [Check]
+    dtypes: tuple = ALL
+    ops: Callable = lambda method, dtype: []  # operator names to draw from
+    threads: str = "any"  # "any" | "warp_multiple" | "power_of_two"
+    enum_values: dict = field(default_factory=dict)  # keyword -> allowed enum values
+    bools: tuple = ()  # bool template keywords to draw
+    int_tkw: dict = field(default_factory=dict)  # int template keyword -> choices
+    fixed_tkw: tuple = ()  # template keywords left at their defaults
+    valid: Callable = lambda cfg: True  # rejects combinations CUB does not allow
+    edges: tuple = EDGES_ALL  # float edge values allowed in the data
+    inputs: Callable | None = None  # (cfg, rng, groups) -> {param: array} of special inputs
+    skip: Callable = lambda cls, method: ""  # why an overload is not drawn ("" = drawn)
+
+
+# --- helpers -------------------------------------------------------------------------------
+
+def tkw(cfg) -> dict:
+    return dict(cfg.tkw)
+
+
+def flat(a: np.ndarray) -> np.ndarray:
+    """(groups, threads, items) -> (groups, threads * items): the tile in blocked order."""
+    return a.reshape(a.shape[0], -1)
+
+
+def positions(arrangement: str, threads: int, items: int) -> np.ndarray:
+    """Tile position held by (thread, item) in an arrangement, as a (threads, items) array."""
+    t = np.arange(threads)[:, None]
+    i = np.arange(items)[None, :]
+    if arrangement == "blocked":
+        return t * items + i
+    if arrangement == "striped":
+        return i * threads + t
+    if arrangement == "warp_striped":  # 32-thread warps, each striped over its own segment
+        return (t // 32) * 32 * items + i * 32 + t % 32
+    raise ValueError(arrangement)
+
+
+def arrange(tile: np.ndarray, arrangement: str, threads: int, items: int) -> np.ndarray:
+    """(groups, n) tiles -> (groups, threads, items) as held in ``arrangement``."""
+    return tile[:, positions(arrangement, threads, items)]
+
+
+def scatter(values: np.ndarray, arrangement: str, n: int) -> np.ndarray:
+    """(groups, threads, items) held in ``arrangement`` -> (groups, n) tiles."""
+    g, threads, items = values.shape
+    out = np.empty((g, n), values.dtype)
+    out[:, positions(arrangement, threads, items)] = values
+    return out
+
+
+def accumulate(op: str, x: np.ndarray, dtype) -> np.ndarray:
+    """Inclusive scan along the last axis, in ``dtype`` (wrapping integers), floats in float64."""
+    dt = np.dtype(dtype)
+    if dt.kind == "f" and op in ("+", "py_add"):
+        return np.add.accumulate(x.astype(np.float64), axis=-1)
+    return UFUNC[op].accumulate(x, axis=-1, dtype=dt)
+
+
+def combine(op: str, a, b, dtype):
+    dt = np.dtype(dtype)
+    if dt.kind == "f" and op in ("+", "py_add"):
+        return np.add(np.asarray(a, np.float64), np.asarray(b, np.float64))
+    with np.errstate(over="ignore"):
+        return UFUNC[op](np.asarray(a, dt), np.asarray(b, dt), dtype=dt)
+
+
+def value_mode(op: str, dtype) -> str:
+    return "sum" if np.dtype(dtype).kind == "f" and op in ("+", "py_add") else "exact"
+
+
+def per_thread(value, threads: int) -> np.ndarray:
+    """(groups,) -> (groups, threads, 1): a group-wide result every thread holds."""
+    v = np.asarray(value)
+    return np.repeat(v[:, None], threads, axis=1)[:, :, None]
+
+
+def only_first_thread(shape) -> np.ndarray:
+    mask = np.zeros(shape, bool)
+    mask[:, 0, :] = True
+    return mask
+
+
+def arith_ops(method, dtype) -> list[str]:
+    ops = ["+", "py_add", "min", "max", "py_max"]
+    if np.dtype(dtype).kind in "iu":
+        ops += ["&", "|", "^"]
+    return ops
+
+
+def alg(cfg, keyword="algorithm", default="") -> str:
+    return str(tkw(cfg).get(keyword, default)).lower()
+
+
+# --- reduce --------------------------------------------------------------------------------
+
+def op_of(cfg) -> str:
+    return "+" if "Sum" in cfg.method.name else cfg.op
+
+
+def ref_reduce(cfg, ins, got):
+    x = ins.get("inputs", ins.get("input"))
+    tile = flat(x)
+    n = ins.get("num_valid", ins.get("valid_items"))
+    op = op_of(cfg)
+    want = np.zeros(x.shape[:2] + (1,), got["return"].dtype)
+    for g in range(tile.shape[0]):
+        k = tile.shape[1] if n is None else int(n[g])
+        want[g, 0, 0] = accumulate(op, tile[g, :k], cfg.dtype)[-1]
+    return [Check("return", want, only_first_thread(want.shape), value_mode(op, cfg.dtype))]
+
+
+def reduce_ops(method, dtype):
+    return [] if "Sum" in method.name else arith_ops(method, dtype)
+
+
+# --- scan ----------------------------------------------------------------------------------
+
+def ref_scan(cfg, ins, got):
+    """Block and warp scans: inclusive/exclusive, sums or an operator, an initial value or a
+    prefix callback, aggregates."""
+    x = ins["input"]
+    tile = flat(x)
+    op = op_of(cfg)
+    name = cfg.method.name
+    incl = accumulate(op, tile, cfg.dtype)
+    seed = ins.get("initial_value", ins.get("block_prefix_callback_op"))
+    if seed is not None:
+        incl_seeded = combine(op, seed[:, None], incl, cfg.dtype)
+    else:
+        incl_seeded = incl
+    excl = np.empty_like(incl_seeded)
+    excl[:, 1:] = incl_seeded[:, :-1]
+    excl_mask = np.ones(tile.shape, bool)
+    if seed is not None:
+        excl[:, 0] = seed
+    elif "Sum" in name:
+        excl[:, 0] = IDENTITY_SUM
+    else:
+        excl[:, 0] = 0
+        excl_mask[:, 0] = False  # CUB leaves the first exclusive output undefined
+    shape = x.shape
+    mode = value_mode(op, cfg.dtype)
+    checks = []
+    for pname, want, mask in (("output", None, None), ("inclusive_output", incl_seeded, None),
+                              ("exclusive_output", excl, excl_mask)):
+        if pname not in got:
+            continue
+        if pname == "output":
+            want, mask = (incl_seeded, None) if "Inclusive" in name else (excl, excl_mask)
+        checks.append(Check(pname, want.reshape(shape),
+                            None if mask is None else mask.reshape(shape), mode))
+    for agg in ("block_aggregate", "warp_aggregate"):
+        if agg in got:
+            checks.append(Check(agg, per_thread(incl[:, -1], shape[1]), None, mode))
+    return checks
+
+
+# --- load and store ------------------------------------------------------------------------
+
+def load_arrangement(cfg) -> str:
+    return "striped" if alg(cfg).endswith("striped") else "blocked"
+
+
+def ref_load(cfg, ins, got):
+    out = "dst_items" if "dst_items" in got else "items"
+    src = ins["block_src_it"] if "block_src_it" in ins else ins["block_itr"]
+    shape = got[out].shape
+    pos = positions(load_arrangement(cfg), shape[1], shape[2])
+    want = src[:, pos]
+    n = ins.get("block_items_end", ins.get("valid_items"))
+    mask = None
+    if n is not None:
+        valid = pos[None, :, :] < n[:, None, None]
+        if "oob_default" in ins:
+            want = np.where(valid, want, ins["oob_default"][:, None, None])
+        else:
+            mask = np.broadcast_to(valid, shape)
+    return [Check(out, want, mask)]
+
+
+def ref_store(cfg, ins, got):
+    items = ins["items"]
+    before = ins["block_itr"]
+    g, threads, k = items.shape
+    pos = positions(load_arrangement(cfg), threads, k)
+    want = before.copy()
+    n = ins.get("valid_items")
+    for gi in range(g):
+        keep = pos < (int(n[gi]) if n is not None else threads * k)
+        want[gi, pos[keep]] = items[gi][keep]
+    return [Check("block_itr", want)]  # untouched beyond valid_items, too
+
+
+def warp_transpose_ok(cfg) -> bool:
+    return "warp_transpose" not in alg(cfg) or cfg.threads % 32 == 0
+
+
+# --- exchange ------------------------------------------------------------------------------
+
+EXCHANGES = {  # method -> (input arrangement, output arrangement)
+    "StripedToBlocked": ("striped", "blocked"), "BlockedToStriped": ("blocked", "striped"),
+    "WarpStripedToBlocked": ("warp_striped", "blocked"),
+    "BlockedToWarpStriped": ("blocked", "warp_striped"),
+    "ScatterToBlocked": ("ranks", "blocked"), "ScatterToStriped": ("ranks", "striped"),
+    "ScatterToStripedGuarded": ("ranks", "striped"), "ScatterToStripedFlagged": ("ranks", "striped"),
+}
+
+
+def ref_exchange(cfg, ins, got):
+    src_name = "input_items" if "input_items" in ins else "items"
+    out_name = "output_items" if "output_items" in got else "items"
+    x = ins[src_name]
+    g, threads, k = x.shape
+    n = threads * k
+    src_arr, dst_arr = EXCHANGES[cfg.method.name]
+    if src_arr == "ranks":
+        ranks = ins["ranks"]
+        keep = ranks >= 0
+        if "is_valid" in ins:
+            keep &= ins["is_valid"] != 0
+        tile = np.zeros((g, n), x.dtype)
+        filled = np.zeros((g, n), bool)
+        for gi in range(g):
+            tile[gi, ranks[gi][keep[gi]]] = x[gi][keep[gi]]
+            filled[gi, ranks[gi][keep[gi]]] = True
+        return [Check(out_name, arrange(tile, dst_arr, threads, k),
+                      arrange(filled, dst_arr, threads, k))]
+    tile = scatter(x, src_arr, n)
+    return [Check(out_name, arrange(tile, dst_arr, threads, k))]
+
+
+def exchange_inputs(cfg, rng, groups):
+    if "ranks" not in {p.name for p in cfg.method.params}:
+        return {}
+    n = cfg.group_threads * cfg.ipt
+    ranks = np.stack([rng.permutation(n) for _ in range(groups)]).astype(np.int32)
+    out = {}
+    if cfg.method.name == "ScatterToStripedGuarded":
+        ranks[rng.random(ranks.shape) < 0.1] = -1
+    if cfg.method.name == "ScatterToStripedFlagged":
+        out["is_valid"] = (rng.random(ranks.shape) < 0.8).astype(np.int32)
+    out["ranks"] = ranks
+    return out
+
+
+def exchange_valid(cfg) -> bool:
+    if "Warp" in cfg.method.name and cfg.cls == "BlockExchange":
+        return cfg.threads % 32 == 0
+    if alg(cfg, "warp_exchange_algorithm") == "warp_exchange_shuffle":
+        # CUB's shuffle exchange: items_per_thread == logical warp threads, no scatter
+        return cfg.ipt == cfg.warp and "Scatter" not in cfg.method.name
+    return True
+
+
+# --- radix sort ----------------------------------------------------------------------------
+
+def ordered_bits(keys: np.ndarray) -> np.ndarray:
+    """CUB's bit-ordered form of keys (unsigned, ordered like the keys); -0.0 is taken as +0.0."""
+    dt = keys.dtype
+    bits = dt.itemsize * 8
+    u = keys.view(np.dtype(f"u{dt.itemsize}")).astype(np.uint64)
+    sign = np.uint64(1) << np.uint64(bits - 1)
+    if dt.kind == "u":
+        return u
+    if dt.kind == "i":
+        return u ^ sign
+    full = np.uint64((1 << bits) - 1)
+    tw = np.where(u & sign, (~u) & full, u | sign)
+    minus_zero = (~sign) & full  # twiddled -0.0
+    return np.where(tw == minus_zero, sign, tw)
+
+
+def digits(keys, begin: int, end: int) -> np.ndarray:
+    width = max(0, end - begin)
+    mask = np.uint64((1 << width) - 1) if width < 64 else np.uint64(2**64 - 1)
+    return (ordered_bits(keys) >> np.uint64(begin)) & mask
+
+
+def stable_order(d: np.ndarray, descending: bool) -> np.ndarray:
+    if descending:
+        d = d.max() - d if d.size else d
+    return np.argsort(d, kind="stable")
+
+
+def ref_radix_sort(cfg, ins, got):
+    keys = ins["keys"]
+    g, threads, k = keys.shape
+    bits = keys.dtype.itemsize * 8
+    tile = flat(keys)
+    desc = "Descending" in cfg.method.name
+    out_arr = "striped" if "BlockedToStriped" in cfg.method.name else "blocked"
+    want_k = np.empty_like(tile)
+    vals = flat(ins["values"]) if "values" in ins else None
+    want_v = np.empty_like(vals) if vals is not None else None
+    for gi in range(g):
+        begin = int(ins["begin_bit"][gi]) if "begin_bit" in ins else 0
+        end = int(ins["end_bit"][gi]) if "end_bit" in ins else bits
+        order = stable_order(digits(tile[gi], begin, end), desc)
+        want_k[gi] = tile[gi][order]
+        if vals is not None:
+            want_v[gi] = vals[gi][order]
+    checks = [Check("keys", arrange(want_k, out_arr, threads, k))]
+    if vals is not None:
+        checks.append(Check("values", arrange(want_v, out_arr, threads, k)))
+    return checks
+
+
+def radix_inputs(cfg, rng, groups):
+    if "begin_bit" not in {p.name for p in cfg.method.params}:
+        return {}
+    bits = np.dtype(cfg.dtype).itemsize * 8
+    begin = rng.integers(0, bits, groups)
+    end = np.array([rng.integers(b + 1, bits + 1) for b in begin])
+    return {"begin_bit": begin.astype(np.int32), "end_bit": end.astype(np.int32)}
+
+
+def no_decomposer(cls, method) -> str:
+    if any(p.base == "DecomposerT" for p in method.params):
+        return "record keys sorted through a decomposer: not drawn yet (tests/gpu/test_decomposer.py)"
+    return ""
+
+
+# --- merge sort ----------------------------------------------------------------------------
+
+def sort_rank(keys: np.ndarray, descending: bool) -> np.ndarray:
+    """Equal keys get equal ranks (so -0.0 == +0.0); descending order reverses the ranks."""
+    _, inv = np.unique(keys, return_inverse=True)
+    inv = inv.reshape(keys.shape)
+    return -inv if descending else inv
+
+
+def ref_merge_sort(cfg, ins, got):
+    keys = ins["keys"]
+    g, threads, k = keys.shape
+    tile = flat(keys).copy()
+    vals = flat(ins["items"]).copy() if "items" in ins else None
+    desc = cfg.op in (">", "py_greater")
+    stable = cfg.method.name == "StableSort"
+    n = ins.get("valid_items")
+    want_k, want_v = np.empty_like(tile), None if vals is None else np.empty_like(vals)
+    got_k = flat(got["keys"])
+    got_v = flat(got["items"]) if vals is not None else None
+    for gi in range(g):
+        if n is not None:
+            tile[gi, int(n[gi]):] = ins["oob_default"][gi]
+        rank = sort_rank(tile[gi], desc)
+        order = np.argsort(rank, kind="stable")
+        want_k[gi] = tile[gi][order]
+        if vals is None:
+            continue
+        want_v[gi] = vals[gi][order]
+        if not stable:  # equal keys may come in any order: compare (key, value) multisets
+            same_keys = np.array_equal(want_k[gi], got_k[gi])
+            pairs = lambda kk, vv: sorted(zip(sort_rank(kk, desc).tolist(), vv.view(
+                np.dtype(f"u{vv.dtype.itemsize}")).tolist()))
+            if same_keys and pairs(want_k[gi], want_v[gi]) == pairs(got_k[gi], got_v[gi]):
+                want_v[gi] = got_v[gi]
+    checks = [Check("keys", want_k.reshape(keys.shape))]
+    if vals is not None:
+        checks.append(Check("items", want_v.reshape(keys.shape)))
+    return checks
+
+
+def compare_ops(method, dtype):
+    return ["<", ">", "py_less", "py_greater"]
+
+
+# --- adjacent difference and discontinuity -------------------------------------------------
+
+def ref_adjacent_difference(cfg, ins, got):
+    x = ins["input"]
+    g, threads, k = x.shape
+    tile = flat(x)
+    n_items = threads * k
+    op = cfg.op
+    left = "Left" in cfg.method.name
+    want = tile.copy()
+    with np.errstate(over="ignore", invalid="ignore"):
+        for gi in range(g):
+            n = int(ins["valid_items"][gi]) if "valid_items" in ins else n_items
+            if left:
+                if n > 1:
+                    want[gi, 1:n] = combine(op, tile[gi, 1:n], tile[gi, :n - 1], cfg.dtype)
+                if "tile_predecessor_item" in ins and n > 0:
+                    want[gi, 0] = combine(op, tile[gi, 0], ins["tile_predecessor_item"][gi],
+                                          cfg.dtype)
+            else:
+                if n > 1:
+                    want[gi, :n - 1] = combine(op, tile[gi, :n - 1], tile[gi, 1:n], cfg.dtype)
+                if "tile_successor_item" in ins:
+                    want[gi, n_items - 1] = combine(op, tile[gi, -1], ins["tile_successor_item"][gi],
+                                                    cfg.dtype)
+    return [Check("output", want.astype(got["output"].dtype).reshape(x.shape))]
+
+
+def ref_discontinuity(cfg, ins, got):
+    x = ins["input"]
+    g, threads, k = x.shape
+    tile = flat(x)
+    f = UFUNC[cfg.op]
+    checks = []
+    if "head_flags" in got:
+        heads = np.ones_like(tile, dtype=bool)
+        heads[:, 1:] = f(tile[:, :-1], tile[:, 1:])
+        if "tile_predecessor_item" in ins:
+            heads[:, 0] = f(ins["tile_predecessor_item"], tile[:, 0])
+        checks.append(Check("head_flags", heads.astype(got["head_flags"].dtype).reshape(x.shape)))
+    if "tail_flags" in got:
+        tails = np.ones_like(tile, dtype=bool)
+        tails[:, :-1] = f(tile[:, :-1], tile[:, 1:])
+        if "tile_successor_item" in ins:
+            tails[:, -1] = f(tile[:, -1], ins["tile_successor_item"])
+        checks.append(Check("tail_flags", tails.astype(got["tail_flags"].dtype).reshape(x.shape)))
+    return checks
+
+
+# --- shuffle -------------------------------------------------------------------------------
+
+def ref_shuffle(cfg, ins, got):
+    x = ins["input"]
+    g, threads, k = x.shape
+    name = cfg.method.name
+    if name in ("Offset", "Rotate"):
+        want = ins.get("output", np.zeros_like(x)).copy()
+        defined = np.zeros(x.shape, bool)
+        for gi in range(g):
+            d = int(ins["distance"][gi])
+            src = np.arange(threads) + d
+            if name == "Rotate":
+                src %= threads
+            ok = (src >= 0) & (src < threads)
+            want[gi, ok, 0] = x[gi, src[ok], 0]
+            defined[gi] = ok[:, None] if "output" in cfg.omit else True
+        return [Check("output", want, defined)]
+    tile = flat(x)
+    prev = flat(ins["prev"]).copy()
+    if name == "Up":
+        prev[:, 1:] = tile[:, :-1]
+    else:
+        prev[:, :-1] = tile[:, 1:]
+    checks = [Check("prev", prev.reshape(x.shape))]
+    if "block_suffix" in got:
+        checks.append(Check("block_suffix", per_thread(tile[:, -1], threads)))
+    if "block_prefix" in got:
+        checks.append(Check("block_prefix", per_thread(tile[:, 0], threads)))
+    return checks
+
+
+def shuffle_inputs(cfg, rng, groups):
+    nt = cfg.threads
+    if cfg.method.name == "Offset":
+        return {"distance": rng.integers(-nt + 1, nt, groups).astype(np.int32)}
+    if cfg.method.name == "Rotate":
+        return {"distance": rng.integers(0, nt, groups).astype(np.uint32)}
+    return {}
+
+
+# --- histogram -----------------------------------------------------------------------------
+
+def bins_of(cfg) -> int:
+    return int(tkw(cfg)["bins"])
+
+
+def ref_histogram(cfg, ins, got):
+    bins = bins_of(cfg)
+    before = ins["histogram"]
+    if cfg.method.name == "InitHistogram":
+        return [Check("histogram", np.zeros_like(before))]
+    tile = flat(ins["items"])
+    counts = np.stack([np.bincount(t.astype(np.int64), minlength=bins)[:bins] for t in tile])
+    if cfg.method.name == "Composite":
+        counts = counts + before
+    return [Check("histogram", counts.astype(before.dtype))]
+
+
+def histogram_inputs(cfg, rng, groups):
+    out = {"histogram": rng.integers(0, 1000, (groups, bins_of(cfg))).astype(np.uint32)}
+    if "items" in {p.name for p in cfg.method.params}:
+        out["items"] = rng.integers(0, bins_of(cfg), (groups, cfg.threads, cfg.ipt)).astype(cfg.dtype)
+    return out
+
+
+def histogram_valid(cfg) -> bool:
+    return bins_of(cfg) <= np.iinfo(np.dtype(cfg.dtype)).max + 1
+
+
+# --- radix rank ----------------------------------------------------------------------------
+
+def digit_shift(cfg) -> int:
+    return int(cfg.seed % max(1, np.dtype(cfg.dtype).itemsize * 8 - int(tkw(cfg)["radix_bits"]) + 1))
+
+
+def ref_radix_rank(cfg, ins, got):
+    """Ranks of a stable counting sort by digit. The match-based rankers are checked for what
+    they promise: ranks form a permutation that orders the digits."""
+    keys = ins["keys"]
+    g, threads, k = keys.shape
+    rb = int(tkw(cfg)["radix_bits"])
+    desc = bool(tkw(cfg)["is_descending"])
+    d = (flat(keys).astype(np.uint64) >> np.uint64(digit_shift(cfg))) & np.uint64((1 << rb) - 1)
+    want = np.empty(d.shape, np.int32)
+    got_r = flat(got["ranks"])
+    for gi in range(g):
+        order = stable_order(d[gi], desc)
+        want[gi, order] = np.arange(d.shape[1])
+        if cfg.cls != "BlockRadixRank":
+            r = got_r[gi]
+            if np.array_equal(np.sort(r), np.arange(len(r))):
+                placed = np.empty_like(d[gi])
+                placed[r] = d[gi]
+                steps = np.diff(placed.astype(np.int64))
+                if (steps <= 0).all() if desc else (steps >= 0).all():
+                    want[gi] = r
+    return [Check("ranks", want.reshape(keys.shape))]
+
+
+def rank_skip(cls, method) -> str:
+    names = {p.name for p in method.params}
+    if "exclusive_digit_prefix" in names:
+        return "exclusive_digit_prefix (BINS_TRACKED_PER_THREAD per thread): no reference yet"
+    if "callback" in names:
+        return "counts callback: no reference yet"
+    return ""
+
+
+# --- warp reduce, broadcast ----------------------------------------------------------------
+
+def ref_warp_segmented(cfg, ins, got):
+    x = flat(ins["input"])
+    g, w = x.shape
+    op = op_of(cfg)
+    head = "Head" in cfg.method.name
+    flags = flat(ins["head_flag" if head else "tail_flag"]) != 0
+    want = np.zeros((g, w, 1), got["return"].dtype)
+    mask = np.zeros((g, w, 1), bool)
+    for gi in range(g):
+        if head:
+            starts = [0] + [i for i in range(1, w) if flags[gi, i]]
+        else:
+            starts = [0] + [i + 1 for i in range(w - 1) if flags[gi, i]]
+        for s, e in zip(starts, starts[1:] + [w]):
+            want[gi, s, 0] = accumulate(op, x[gi, s:e], cfg.dtype)[-1]
+            mask[gi, s, 0] = True
+    return [Check("return", want, mask, value_mode(op, cfg.dtype))]
+
+
+def segment_inputs(cfg, rng, groups):
+    name = "head_flag" if "Head" in cfg.method.name else "tail_flag"
+    return {name: (rng.random((groups, cfg.warp, 1)) < 0.25).astype(np.int32)}
+
+
+def ref_broadcast(cfg, ins, got):
+    x = ins["input"]
+    lanes = ins["src_lane"].astype(np.int64)
+    want = x[np.arange(x.shape[0]), lanes, 0]
+    return [Check("return", per_thread(want, x.shape[1]))]
+
+
+# --- counts of valid items: per group, in the range the call defines -----------------------
+
+def count_inputs(cfg, rng, groups) -> dict:
+    n = cfg.group_threads * (cfg.ipt if any(p.extent for p in cfg.method.params)
+                             or cfg.cls in ("BlockLoad", "BlockStore", "WarpLoad", "WarpStore")
+                             else 1)
+    out = {}
+    for p in cfg.method.params:
+        if p.role != "count" or p.name in ("begin_bit", "end_bit", "distance"):
+            continue
+        if p.name == "src_lane":
+            out[p.name] = rng.integers(0, cfg.group_threads, groups).astype(np.uint32)
+        else:  # valid_items, num_valid, block_items_end: a partial tile or a full one
+            lo = 0 if cfg.cls in ("BlockLoad", "BlockStore", "WarpLoad", "WarpStore",
+                                  "BlockAdjacentDifference") else 1
+            v = rng.integers(lo, n + 1, groups)
+            v[rng.random(groups) < 0.2] = n
+            out[p.name] = v.astype(np.int32)
+    return out
+
+
+def _combined(*fns):
+    def inputs(cfg, rng, groups):
+        out = {}
+        for f in fns:
+            out.update(f(cfg, rng, groups))
+        return out
+    return inputs
+
+
+def _ops_named(*names):
+    return lambda method, dtype: list(names)
+
+
+def _scan_ops(method, dtype):
+    return [] if "Sum" in method.name else arith_ops(method, dtype)
+
+
+FAMILIES = {
+    ("BlockReduce", "Sum"): Family(ref_reduce),
+    ("BlockReduce", "Reduce"): Family(ref_reduce, ops=reduce_ops),
+    ("WarpReduce", "Sum"): Family(ref_reduce),
+    ("WarpReduce", "Reduce"): Family(ref_reduce, ops=reduce_ops),
+    ("WarpReduce", "HeadSegmentedSum"): Family(ref_warp_segmented, inputs=segment_inputs),
+    ("WarpReduce", "TailSegmentedSum"): Family(ref_warp_segmented, inputs=segment_inputs),
+    ("WarpReduce", "HeadSegmentedReduce"): Family(ref_warp_segmented, ops=reduce_ops,
+                                                  inputs=segment_inputs),
+    ("WarpReduce", "TailSegmentedReduce"): Family(ref_warp_segmented, ops=reduce_ops,
+                                                  inputs=segment_inputs),
+    ("WarpScan", "Broadcast"): Family(ref_broadcast),
+    **{(c, m): Family(ref_scan, ops=_scan_ops)
+       for c in ("BlockScan", "WarpScan")
+       for m in ("ExclusiveSum", "InclusiveSum", "ExclusiveScan", "InclusiveScan", "Scan")},
+    ("BlockLoad", "Load"): Family(ref_load, valid=warp_transpose_ok),
+    ("BlockStore", "Store"): Family(ref_store, valid=warp_transpose_ok),
+    ("WarpLoad", "Load"): Family(ref_load),
+    ("WarpStore", "Store"): Family(ref_store),
+    **{("BlockExchange", m): Family(ref_exchange, bools=("warp_time_slicing",),
+                                    inputs=exchange_inputs, valid=exchange_valid)
+       for m in EXCHANGES},
+    **{("WarpExchange", m): Family(ref_exchange, inputs=exchange_inputs, valid=exchange_valid)
+       for m in ("BlockedToStriped", "StripedToBlocked", "ScatterToStriped")},
+    **{("BlockRadixSort", m): Family(ref_radix_sort, bools=("memoize_outer_scan",),
+                                     int_tkw={"radix_bits": (1, 2, 3, 4, 5, 6)},
+                                     inputs=radix_inputs, skip=no_decomposer)
+       for m in ("Sort", "SortDescending", "SortBlockedToStriped",
+                 "SortDescendingBlockedToStriped")},
+    **{(c, m): Family(ref_merge_sort, ops=compare_ops, edges=EDGES_ORDER,
+                      threads="power_of_two" if c == "BlockMergeSort" else "any")
+       for c in ("BlockMergeSort", "WarpMergeSort") for m in ("Sort", "StableSort")},
+    **{("BlockAdjacentDifference", m): Family(ref_adjacent_difference,
+                                              ops=_ops_named("-", "py_sub"))
+       for m in ("SubtractLeft", "SubtractRight", "SubtractLeftPartialTile",
+                 "SubtractRightPartialTile")},
+    **{("BlockDiscontinuity", m): Family(ref_discontinuity, ops=_ops_named("!=", "==", "py_ne"))
+       for m in ("FlagHeads", "FlagTails", "FlagHeadsAndTails")},
+    **{("BlockShuffle", m): Family(ref_shuffle, inputs=shuffle_inputs)
+       for m in ("Offset", "Rotate", "Up", "Down")},
+    **{("BlockHistogram", m): Family(ref_histogram, dtypes=("uint8", "uint16", "uint32"),
+                                     int_tkw={"bins": (8, 16, 32, 64, 100, 128, 256)},
+                                     inputs=histogram_inputs, valid=histogram_valid)
+       for m in ("InitHistogram", "Histogram", "Composite")},
+    **{(c, "RankKeys"): Family(ref_radix_rank, dtypes=UNSIGNED, threads="warp_multiple",
+                               bools=("is_descending", "memoize_outer_scan"),
+                               # CUB's early-counts ranker needs 32 digits or more (its
+                               # per-part bins are an array of RADIX_DIGITS / 32 elements)
+                               int_tkw={"radix_bits": (5, 6) if "EarlyCounts" in c
+                                        else (1, 2, 3, 4, 5, 6)},
+                               enum_values={"match_algorithm": ["WARP_MATCH_ANY"]},
+                               skip=rank_skip)
+       for c in ("BlockRadixRank", "BlockRadixRankMatch", "BlockRadixRankMatchEarlyCounts")},
+}
+# The float edge values a scan or reduction may see depend on its operator.
+SCAN_LIKE = {k for k, f in FAMILIES.items() if f.reference in (ref_scan, ref_reduce,
+                                                                 ref_warp_segmented)}
+
+NOT_DRAWN = {
+    ("BlockRunLengthDecode", "RunLengthDecode"): "run-length decode: no reference yet "
+                                                 "(tests/gpu/test_run_length_decode.py)",
+    ("BlockRadixRankMatch", "CallBack"): "internal CUB helper, not a collective call",
+    ("WarpMergeSort", "get_member_mask"): "a query, not a collective call",
+}
+
+
+def family_of(cls: str, method: str) -> Family | None:
+    return FAMILIES.get((cls, method))
+
+
+def skip_reason(cls, method, fam: Family | None) -> str:
+    if fam is None:
+        return NOT_DRAWN.get((cls.name, method.name), "no numpy reference for this method yet")
+    return fam.skip(cls, method)
+
+
+def float_edges(cfg) -> tuple:
+    if (cfg.cls, cfg.method.name) in SCAN_LIKE:
+        return EDGES_SUM if op_of(cfg) in ("+", "py_add") else EDGES_ORDER
+    return cfg.family.edges

@@ -1,0 +1,250 @@
+"""Kernel source for a batch of configurations: one kernel, one call per configuration.
+
+Every parameter of a call gets its own global array (a slot), so a batch of calls needs no
+shared layout: per-thread arrays hold ``items`` values per thread (blocked: thread-major),
+per-group scalars one value per group (thread block or logical warp), tiles and histograms
+``n`` values per group. Each thread loads its values, makes the call with keyword arguments
+only (independent of the surfaces' positional order), and stores every output back. Outputs
+start as random values, so a value the call must leave alone is checked too.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+#: C++ type names in CUB's signatures -> the config's dtype they take.
+MAIN_TYPES = {"T", "KeyT", "InputT", "ItemT", "DefaultT", "OutputT", "OutputType",
+              "UnsignedBits", "RandomAccessIterator", "InputIteratorT", "OutputIteratorT",
+              "BlockPrefixCallbackOp"}
+FIXED_TYPES = {"OffsetT": "int32", "ValidFlag": "int32", "FlagT": "int32",
+               "CounterT": "uint32", "int": "int32", "unsigned int": "uint32"}
+#: Scalar inputs each thread supplies; every other scalar input is one value per group.
+PER_THREAD_SCALARS = ("input", "head_flag", "tail_flag")
+
+PRELUDE = '''\
+import numpy as np
+from numba import cuda
+from coopgen import block, warp, local, shared
+
+
+@cuda.jit(device=True)
+def py_add(a, b):
+    return a + b
+
+
+@cuda.jit(device=True)
+def py_max(a, b):
+    return a if a > b else b
+
+
+@cuda.jit(device=True)
+def py_sub(a, b):
+    return a - b
+
+
+@cuda.jit(device=True)
+def py_less(a, b):
+    return a < b
+
+
+@cuda.jit(device=True)
+def py_greater(a, b):
+    return a > b
+
+
+@cuda.jit(device=True)
+def py_ne(a, b):
+    return a != b
+
+
+@cuda.jit(device=True)
+def running_prefix(state, block_aggregate):
+    return state[0]  # the block's prefix; CUB calls this once per tile (first warp)
+'''
+
+
+@dataclass(frozen=True)
+class Slot:
+    """One global array of a configuration."""
+    param: str  # parameter name, or "return"
+    kind: str  # "thread" | "group" | "tile" | "bins"
+    dtype: str
+    items: int  # values per thread ("thread"), per group ("tile", "bins"); 1 for "group"
+    out: bool  # the kernel writes it back
+
+    def arg(self, j: int) -> str:
+        return f"c{j}_{self.param}"
+
+
+def dtype_for(cfg, base: str) -> str:
+    base = base.split("[")[0].strip()
+    if base in MAIN_TYPES:
+        return cfg.dtype
+    if base == "ValueT":
+        return cfg.value_dtype
+    return FIXED_TYPES.get(base, "int32")
+
+
+def bins_of(cfg) -> int:
+    return int(dict(cfg.tkw).get("bins", 0))
+
+
+def tile_items(cfg) -> int:
+    return cfg.group_threads * cfg.ipt
+
+
+def slots(cfg) -> list[Slot]:
+    out = []
+    m = cfg.method
+    if m.returns not in ("void", ""):
+        out.append(Slot("return", "thread", cfg.dtype, 1, True))
+    for p in m.params:
+        dt = dtype_for(cfg, p.base)
+        if p.role in ("input_array", "output_array", "inout_array"):
+            out.append(Slot(p.name, "thread", dt, cfg.ipt, p.role != "input_array"))
+        elif p.role == "output_scalar":
+            out.append(Slot(p.name, "thread", dt, 1, True))
+        elif p.role == "input_scalar":
+            kind = "thread" if p.name in PER_THREAD_SCALARS else "group"
+            out.append(Slot(p.name, kind, dt, 1, False))
+        elif p.role in ("count", "prefix_callback"):
+            out.append(Slot(p.name, "group", dt, 1, False))
+        elif p.role in ("iterator_in", "iterator_out"):
+            out.append(Slot(p.name, "tile", dt, tile_items(cfg), p.role == "iterator_out"))
+        elif p.role == "memory_inout":
+            out.append(Slot(p.name, "bins", dt, bins_of(cfg), True))
+    return out
+
+
+def returned(cfg) -> list[str]:
+    """Names of the values the call returns, in order: the C++ return value, then the output
+    scalars left out of the call."""
+    m = cfg.method
+    names = ["return"] if m.returns not in ("void", "") else []
+    return names + [p.name for p in m.params if p.role == "output_scalar" and p.name in cfg.omit]
+
+
+def _np(dtype: str) -> str:
+    return f"np.{dtype}"
+
+
+def _callee(cfg) -> tuple[str, list[str]]:
+    scope = cfg.spec.scope
+    if cfg.surface == "faithful":
+        return f"{scope}.{cfg.cls}.{cfg.method.name}", []
+    name, _, sel = cfg.surface.partition(":")
+    return f"{scope}.{name}", ([f"kind={sel!r}"] if sel else [])
+
+
+def digit_extractor(cfg, j: int) -> str:
+    from .families import digit_shift
+    mask = (1 << int(dict(cfg.tkw)["radix_bits"])) - 1
+    return (f"\n\n@cuda.jit(device=True)\ndef c{j}_digit(key):\n"
+            f"    return np.uint32((key >> np.uint32({digit_shift(cfg)})) & np.uint32({mask}))\n")
+
+
+def emit(cfg, j: int) -> tuple[list[str], list[str], str]:
+    """(kernel arguments, body lines, module-level definitions) of configuration ``j``."""
+    cls, m = cfg.spec, cfg.method
+    nt = cfg.threads
+    lines = [f"# c{j}: {cfg.label()} via {cfg.surface}",
+             f"g = {'cuda.blockIdx.x' if not cfg.warp else f'r // {cfg.warp}'}"]
+    defs = ""
+    by_name = {s.param: s for s in slots(cfg)}
+    args = [s.arg(j) for s in slots(cfg)]
+    kwargs, after = [], []
+    ret = returned(cfg)
+    for p in m.params:
+        s = by_name.get(p.name)
+        v = f"c{j}_{p.name}_v"
+        a = s.arg(j) if s else ""
+        if p.role == "temp_storage":
+            continue
+        if p.role in ("input_array", "output_array", "inout_array"):
+            lines += [f"{v} = local.array({s.items}, {_np(s.dtype)})",
+                      f"for i in range({s.items}):",
+                      f"    {v}[i] = {a}[r * {s.items} + i]"]
+            if s.out:
+                after += [f"for i in range({s.items}):", f"    {a}[r * {s.items} + i] = {v}[i]"]
+        elif p.role == "output_scalar":
+            if p.name in cfg.omit:
+                continue
+            lines += [f"{v} = local.array(1, {_np(s.dtype)})", f"{v}[0] = {a}[r]"]
+            after.append(f"{a}[r] = {v}[0]")
+        elif p.role == "input_scalar":
+            v = f"{a}[r]" if s.kind == "thread" else f"{a}[g]"
+        elif p.role == "count":
+            v = f"{a}[g]"
+        elif p.role in ("iterator_in", "iterator_out"):
+            v = f"{a}[g * {s.items}:]"
+        elif p.role == "memory_inout":
+            lines += [f"{v} = shared.array({s.items}, {_np(s.dtype)})",
+                      f"for k in range(t, {s.items}, {nt}):",
+                      f"    {v}[k] = {a}[g * {s.items} + k]",
+                      "cuda.syncthreads()"]
+            after += ["cuda.syncthreads()", f"for k in range(t, {s.items}, {nt}):",
+                      f"    {a}[g * {s.items} + k] = {v}[k]"]
+        elif p.role == "prefix_callback":
+            lines += [f"{v} = local.array(1, {_np(s.dtype)})", f"{v}[0] = {a}[g]"]
+            v = f"(running_prefix, {v})"
+        elif p.role == "operator" and p.base == "DigitExtractorT":
+            defs += digit_extractor(cfg, j)
+            v = f"c{j}_digit"
+        elif p.role == "operator":
+            v = cfg.op if cfg.op.startswith("py_") else repr(cfg.op)
+        else:
+            raise AssertionError(f"fuzz kernels do not bind role {p.role} ({cfg.label()})")
+        kwargs.append(f"{p.name}={v}")
+    callee, extra = _callee(cfg)
+    kwargs += extra + [f"{k}={v!r}" for k, v in cfg.tkw]
+    if cfg.warp:
+        kwargs.append(f"logical_warp_threads={cfg.warp}")
+    tnames = {t.keyword for t in cls.template_params}
+    if "items_per_thread" in tnames and not any(p.extent == "ITEMS_PER_THREAD" for p in m.params):
+        kwargs.append(f"items_per_thread={cfg.ipt}")
+    first = cls.value_type
+    if first is not None and not any(p.base == first.name for p in m.params):
+        kwargs.append(f"dtype={_np(cfg.dtype)}")
+    call = f"{callee}({', '.join(kwargs)})"
+    if ret:
+        lines.append(f"res = {call}")
+        for k, name in enumerate(ret):
+            val = "res" if len(ret) == 1 else f"res[{k}]"
+            after.append(f"c{j}_{name}[r] = {val}")
+    else:
+        lines.append(call)
+    return args, lines + after, defs
+
+
+def kernel_source(configs) -> str:
+    """A module defining ``kernel`` that makes every configuration's call (all share one
+    block shape)."""
+    nt = configs[0].threads
+    all_args, body, defs = [], [], ""
+    for j, cfg in enumerate(configs):
+        a, lines, d = emit(cfg, j)
+        all_args += a
+        body += lines
+        defs += d
+    head = ("@cuda.jit\n"
+            f"def kernel({', '.join(all_args)}):\n"
+            "    t = cuda.threadIdx.x + cuda.blockDim.x * (cuda.threadIdx.y + cuda.blockDim.y "
+            "* cuda.threadIdx.z)\n"
+            f"    r = cuda.blockIdx.x * {nt} + t\n")
+    return PRELUDE + defs + "\n\n" + head + "".join(f"    {line}\n" for line in body)
+
+
+def host_shape(cfg, slot: Slot, groups: int) -> tuple:
+    if slot.kind == "thread":
+        return (groups, cfg.group_threads, slot.items)
+    if slot.kind == "group":
+        return (groups,)
+    return (groups, slot.items)
+
+
+def groups_of(cfg, grid: int) -> int:
+    return grid * cfg.threads // cfg.group_threads
+
+
+__all__ = ["Slot", "slots", "kernel_source", "host_shape", "groups_of", "np"]

@@ -1,0 +1,314 @@
+"""Build, run and check batches of configurations; spread batches over worker processes.
+
+A batch is up to ``batch_size`` configurations with the same block shape: one kernel, one
+NVRTC translation unit. If the batch kernel fails to compile or launch, each configuration is
+tried alone, so an error names the one call that causes it. A kernel fault (a sticky CUDA
+error) ends the worker process; the parent records it and starts a new worker.
+"""
+from __future__ import annotations
+
+import importlib.util
+import math
+import os
+import sys
+import tempfile
+import time
+import traceback
+import zlib
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import families, kernels
+from .space import TILES, Config
+
+FAULT_EXIT = 70
+
+
+@dataclass
+class Result:
+    config: Config
+    status: str  # "ok" | "mismatch" | "error" | "fault" | "compiled"
+    detail: str = ""
+
+    def line(self) -> str:
+        return (f"{self.status.upper()} {self.config.label()} [{self.config.surface}] "
+                f"{self.detail} | repro: python -m tools.fuzz --repro '{self.config.to_json()}'")
+
+
+# --- data ------------------------------------------------------------------------------------
+
+def edge_values(dtype, allowed) -> np.ndarray:
+    dt = np.dtype(dtype)
+    if dt.kind in "iu":
+        info = np.iinfo(dt)
+        vals = [info.min, info.max, 0, 1] + ([-1] if dt.kind == "i" else [])
+        return np.array(vals, dt)
+    fi = np.finfo(dt)
+    table = {"0.0": 0.0, "-0.0": -0.0, "inf": np.inf, "-inf": -np.inf, "nan": np.nan,
+             "max": fi.max, "lowest": fi.min, "tiny": fi.tiny}
+    return np.array([table[a] for a in allowed], dt)
+
+
+def random_values(dtype, shape, rng, edges=()) -> np.ndarray:
+    """Random values of ``dtype``: half the time over the full range (or [-100, 100) for
+    floats), half the time from a few small values (so ties occur), with edge values mixed in
+    at random places in half of the arrays."""
+    dt = np.dtype(dtype)
+    n = math.prod(shape)
+    if dt.kind in "iu":
+        info = np.iinfo(dt)
+        if rng.random() < 0.5:
+            x = rng.integers(info.min, info.max, n, dtype=dt, endpoint=True)
+        else:
+            x = rng.integers(max(info.min, -8), 9, n).astype(dt)
+    elif rng.random() < 0.5:
+        x = rng.uniform(-100, 100, n).astype(dt)
+    else:
+        x = rng.integers(-8, 9, n).astype(dt)
+    ev = edge_values(dt, edges)
+    if len(ev) and n and rng.random() < 0.5:
+        where = rng.random(n) < 0.03
+        x[where] = ev[rng.integers(len(ev), size=int(where.sum()))]
+    return x.reshape(shape)
+
+
+def make_inputs(cfg: Config, groups: int) -> dict[str, np.ndarray]:
+    """Host arrays of every slot, from the configuration's seed."""
+    rng = np.random.default_rng(cfg.seed)
+    fam = cfg.family
+    special = fam.inputs(cfg, rng, groups) if fam.inputs else {}
+    special.update({k: v for k, v in families.count_inputs(cfg, rng, groups).items()
+                    if k not in special})
+    edges = families.float_edges(cfg)
+    out = {}
+    for s in kernels.slots(cfg):
+        shape = kernels.host_shape(cfg, s, groups)
+        if s.param in special:
+            out[s.param] = np.ascontiguousarray(special[s.param].reshape(shape).astype(s.dtype))
+        elif s.dtype == "int32" and s.param.endswith(("flag", "flags", "is_valid")):
+            out[s.param] = (rng.random(shape) < 0.3).astype(np.int32)
+        else:
+            out[s.param] = random_values(s.dtype, shape, rng, edges)
+    return out
+
+
+# --- checking ----------------------------------------------------------------------------
+
+def compare(cfg: Config, check: families.Check, got: np.ndarray, ins) -> str:
+    want = np.asarray(check.want)
+    if want.shape != got.shape:
+        return f"{check.name}: shape {got.shape}, expected {want.shape}"
+    mask = np.ones(got.shape, bool) if check.mask is None else np.asarray(check.mask, bool)
+    g, w = got[mask], want[mask].astype(got.dtype, copy=False)
+    if got.dtype.kind == "f":
+        same_nan = np.isnan(g) & np.isnan(w)
+        if check.mode == "sum":
+            data = np.concatenate([np.ravel(v) for k, v in ins.items()
+                                   if v.dtype == got.dtype] or [np.zeros(1)])
+            finite = np.abs(data[np.isfinite(data)]).astype(np.float64)
+            scale = max(float(finite.max()) if finite.size else 1.0, 1.0)
+            n = cfg.group_threads * cfg.ipt + 1
+            atol = 4.0 * n * float(np.finfo(got.dtype).eps) * scale
+            ok = np.isclose(g.astype(np.float64), w.astype(np.float64), rtol=1e-5, atol=atol) | same_nan
+        else:
+            ok = (g == w) | same_nan
+    else:
+        ok = g == w
+    if ok.all():
+        return ""
+    bad = np.argwhere(mask)[np.flatnonzero(~ok)[0]]
+    where = " ".join(f"{a}={b}" for a, b in zip(("group", "thread", "item"), bad))
+    return (f"{check.name}: {int((~ok).sum())} of {ok.size} differ; first at {where}: "
+            f"got {got[tuple(bad)]!r} expected {want[tuple(bad)]!r}")
+
+
+def check_config(cfg: Config, ins, outs) -> Result:
+    try:
+        checks = cfg.family.reference(cfg, ins, outs)
+    except Exception as e:  # a reference that cannot handle a draw is a driver bug: report it
+        return Result(cfg, "error", f"reference failed: {e!r}")
+    problems = [p for c in checks if (p := compare(cfg, c, outs[c.name], ins))]
+    return Result(cfg, "mismatch" if problems else "ok", "; ".join(problems))
+
+
+# --- building and running ------------------------------------------------------------------
+
+_module_dir = None
+
+
+def build_kernel(configs):
+    """Write the batch's module (numba needs source on disk) and import its kernel."""
+    global _module_dir
+    if _module_dir is None:
+        _module_dir = tempfile.mkdtemp(prefix="coopgen-fuzz-")
+    src = kernels.kernel_source(configs)
+    name = f"fuzz_{zlib.crc32(src.encode()):08x}"
+    path = os.path.join(_module_dir, name + ".py")
+    with open(path, "w") as f:
+        f.write(src)
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.kernel
+
+
+def _host_arrays(configs):
+    per_cfg = []
+    for cfg in configs:
+        groups = kernels.groups_of(cfg, TILES)
+        per_cfg.append(make_inputs(cfg, groups))
+    return per_cfg
+
+
+def _flat_args(configs, per_cfg):
+    args = []
+    for cfg, arrays in zip(configs, per_cfg):
+        for s in kernels.slots(cfg):
+            args.append(np.ascontiguousarray(arrays[s.param]).reshape(-1))
+    return args
+
+
+def _is_sticky(e: Exception) -> bool:
+    text = repr(e)
+    return any(k in text for k in ("ILLEGAL_ADDRESS", "LAUNCH_FAILED", "MISALIGNED",
+                                   "ILLEGAL_INSTRUCTION", "HARDWARE_STACK", "ASSERT",
+                                   "UNKNOWN"))
+
+
+def run_batch(configs, compile_only: bool = False) -> list[Result]:
+    """Compile the batch as one kernel, launch it on TILES tiles, and check every config."""
+    import numba
+    from numba import cuda
+
+    import coopgen
+
+    per_cfg = _host_arrays(configs)
+    args = _flat_args(configs, per_cfg)
+    block = configs[0].block
+    try:
+        kernel = build_kernel(configs)
+        if compile_only:
+            from coopgen.linkcheck import link_cubin
+            with coopgen.block_shape(block):
+                link_cubin(kernel, tuple(numba.typeof(a) for a in args))
+            return [Result(c, "compiled") for c in configs]
+        dargs = [cuda.to_device(a) for a in args]
+        kernel[TILES, block](*dargs)
+        cuda.synchronize()
+    except Exception as e:
+        if _is_sticky(e):
+            raise
+        if len(configs) > 1:  # find the call that fails
+            return [r for c in configs for r in run_batch([c], compile_only)]
+        msg = str(e).strip().splitlines()
+        first = next((ln for ln in msg if "coopgen" in ln or "error" in ln.lower()),
+                     msg[0] if msg else repr(e))
+        return [Result(configs[0], "error", f"{type(e).__name__}: {first.strip()[:400]}")]
+    results = []
+    k = 0
+    for cfg, ins in zip(configs, per_cfg):
+        outs = {}
+        for s in kernels.slots(cfg):
+            host = dargs[k].copy_to_host()
+            outs[s.param] = host.reshape(ins[s.param].shape)
+            k += 1
+        results.append(check_config(cfg, ins, outs))
+    return results
+
+
+def batches_of(configs, batch_size: int) -> list[list[Config]]:
+    by_shape: dict = {}
+    for c in configs:
+        by_shape.setdefault(c.block, []).append(c)
+    out = []
+    for group in by_shape.values():
+        for i in range(0, len(group), batch_size):
+            out.append(group[i:i + batch_size])
+    return out
+
+
+# --- worker processes ----------------------------------------------------------------------
+
+def _worker(tasks, results, batches, compile_only):
+    while True:
+        idx = tasks.get()
+        if idx is None:
+            return
+        results.put(("start", os.getpid(), idx))
+        try:
+            res = run_batch(batches[idx], compile_only)
+        except Exception as e:  # a kernel fault: the CUDA context is lost for this process
+            res = [Result(c, "fault", f"{type(e).__name__}: {str(e)[:300]}")
+                   for c in batches[idx]]
+            results.put(("done", os.getpid(), idx, [(r.status, r.detail) for r in res]))
+            results.close()
+            results.join_thread()  # the message must leave before the process does
+            sys.stdout.flush()
+            os._exit(FAULT_EXIT)
+        except BaseException:
+            traceback.print_exc()
+            raise
+        results.put(("done", os.getpid(), idx, [(r.status, r.detail) for r in res]))
+
+
+def run_parallel(batches, workers: int, compile_only: bool = False, on_result=None,
+                 batch_timeout: float = 300.0) -> list[Result]:
+    """Run ``batches`` on ``workers`` processes (spawned: each has its own CUDA context)."""
+    import multiprocessing as mp
+
+    ctx = mp.get_context("spawn")
+    tasks, results = ctx.Queue(), ctx.Queue()
+    for i in range(len(batches)):
+        tasks.put(i)
+    procs = {}
+
+    def start():
+        p = ctx.Process(target=_worker, args=(tasks, results, batches, compile_only))
+        p.start()
+        procs[p.pid] = [p, None, None]  # process, current batch, started at
+
+    for _ in range(min(workers, len(batches))):
+        start()
+    done: dict[int, list[Result]] = {}
+    while len(done) < len(batches):
+        try:
+            msg = results.get(timeout=1.0)
+        except Exception:
+            msg = None
+        if msg is not None:
+            if msg[0] == "start":
+                if msg[1] in procs:
+                    procs[msg[1]][1:] = [msg[2], time.time()]
+            else:
+                _, pid, idx, res = msg
+                done[idx] = [Result(c, s, d) for c, (s, d) in zip(batches[idx], res)]
+                if pid in procs:
+                    procs[pid][1] = None
+                if on_result:
+                    for r in done[idx]:
+                        on_result(r)
+            continue
+        for pid, (p, idx, since) in list(procs.items()):
+            hung = idx is not None and time.time() - since > batch_timeout
+            if hung:
+                p.kill()
+            if p.is_alive() and not hung:
+                continue
+            p.join()
+            del procs[pid]
+            if idx is not None and idx not in done:
+                why = "timeout" if hung else f"worker died (exit {p.exitcode})"
+                done[idx] = [Result(c, "fault", why) for c in batches[idx]]
+                if on_result:
+                    for r in done[idx]:
+                        on_result(r)
+            if len(done) + len(procs) < len(batches):
+                start()
+    for _ in procs:
+        tasks.put(None)
+    for p, _, _ in procs.values():
+        p.join(timeout=10)
+        if p.is_alive():
+            p.kill()
+    return [r for i in range(len(batches)) for r in done[i]]

@@ -1,0 +1,243 @@
+"""The configuration space, read from the generated specs: which overloads there are, which
+template keywords, enum values and surfaces each has, and random draws from it.
+
+A ``Config`` is one primitive call in one kernel: the overload, the surface it is called
+through, dtypes, block shape, items per thread, template keywords, operator, the outputs left
+to be returned, the logical warp size and the seed of its data. Its JSON form is the one-line
+reproduction printed on a mismatch.
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from coopgen import registry
+
+from . import families
+
+INTEGERS = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
+FLOATS = ("float32", "float64")
+ALL_DTYPES = INTEGERS + FLOATS
+#: Block shapes: 1-, 2- and 3-D, 32 to 1024 threads; the odd ones are for primitives CUB
+#: allows on blocks that are not whole warps.
+SHAPES_1D = (32, 64, 96, 128, 160, 192, 256, 384, 512, 640, 768, 1024)
+ODD_1D = (33, 40, 50, 65, 100, 127, 200, 255, 300, 500, 999)
+SHAPES_2D = ((8, 4), (16, 4), (32, 2), (16, 8), (32, 4), (64, 2), (32, 8), (16, 16), (32, 16),
+             (64, 8), (128, 4), (32, 32), (3, 32), (12, 10), (50, 3))
+SHAPES_3D = ((4, 4, 2), (8, 4, 2), (4, 8, 4), (8, 8, 4), (16, 4, 4), (8, 8, 8), (4, 8, 16),
+             (16, 8, 8), (8, 16, 8), (2, 4, 32), (5, 3, 3), (7, 5, 2))
+TILES = 3  # thread blocks per configuration: several tiles of one kernel
+#: Shared memory and registers: a tile of nt * ipt items of this many bytes at most.
+TILE_BYTES = 48 * 1024
+
+
+@dataclass(frozen=True)
+class Config:
+    cls: str
+    sig: str  # the overload's C++ signature, as in the spec
+    surface: str  # "faithful", or the Pythonic name ("exclusive_scan", "exchange:blocked_to_striped")
+    dtype: str  # T / KeyT / InputT
+    value_dtype: str  # ValueT of pairs ("" when unused)
+    block: tuple  # threads per block: (x,), (x, y) or (x, y, z)
+    ipt: int  # items per thread
+    tkw: tuple  # ((keyword, value), ...) template keywords
+    op: str  # operator: a built-in name, or "py_*" (a Python device function); "" if none
+    omit: tuple  # output scalars left out of the call (returned instead)
+    warp: int  # logical warp threads (warp primitives), else 0
+    seed: int  # seed of the configuration's data
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), separators=(",", ":"))
+
+    @staticmethod
+    def from_json(text: str) -> "Config":
+        d = json.loads(text)
+        d["block"] = tuple(d["block"])
+        d["tkw"] = tuple(tuple(kv) for kv in d["tkw"])
+        d["omit"] = tuple(d["omit"])
+        return Config(**d)
+
+    @property
+    def spec(self):
+        return registry.classes()[self.cls]
+
+    @property
+    def method(self):
+        return next(m for m in self.spec.methods if m.signature == self.sig)
+
+    @property
+    def threads(self) -> int:
+        return math.prod(self.block)
+
+    @property
+    def group_threads(self) -> int:
+        """Threads that cooperate in one call: the block, or one logical warp."""
+        return self.warp or self.threads
+
+    @property
+    def family(self) -> "families.Family":
+        return families.family_of(self.cls, self.method.name)
+
+    def label(self) -> str:
+        return f"{self.cls}::{self.sig}"
+
+
+# --- what the specs offer ------------------------------------------------------------------
+
+def overloads():
+    """(class spec, method spec, family or None, skip reason) for every bound method overload,
+    in the specs' order."""
+    for cls in registry.package().CLASSES:
+        for m in cls.methods:
+            fam = families.family_of(cls.name, m.name)
+            reason = families.skip_reason(cls, m, fam)
+            yield cls, m, (None if reason else fam), reason
+
+
+def surfaces(cls, method) -> list[str]:
+    """Every way to call ``method``: the faithful class, and each Pythonic function (with its
+    ``kind=`` value when it picks among methods) whose overloads include this one."""
+    out = ["faithful"]
+    for row in registry.package().PYTHONIC:
+        if row.cls != cls.name or row.object:
+            continue
+        names = {p.name for p in method.params}
+        if not all(n in names for n in row.needs) or any(n in names for n in row.excludes):
+            continue
+        for sel, m in row.methods:
+            if m == method.name:
+                out.append(f"{row.name}:{sel}" if row.select else row.name)
+    return out
+
+
+def uses_items_per_thread(cls, method) -> bool:
+    return any(p.extent for p in method.params) or any(
+        t.keyword == "items_per_thread" for t in cls.template_params)
+
+
+def enum_values(tparam) -> list[str] | None:
+    enum = registry.enums().get(tparam.cpp_type)
+    if enum is None:
+        return None
+    return [n for n, _ in enum.values]
+
+
+# --- drawing -------------------------------------------------------------------------------
+
+def _pick(rng, seq):
+    return seq[int(rng.integers(len(seq)))]
+
+
+def _block_shape(rng, cls, fam, warp: int, forced=None):
+    if forced is not None:
+        pool, tries = (forced,), 1
+    else:
+        pool, tries = _shape_pool(rng, cls, fam), 100
+    odd_ok = fam.threads == "any" and cls.scope == "block"
+    for _ in range(tries):
+        shape = _pick(rng, pool)
+        shape = (shape,) if isinstance(shape, int) else tuple(shape)
+        n = math.prod(shape)
+        if n % 32 and not odd_ok:
+            continue
+        if fam.threads == "power_of_two" and n & (n - 1):
+            continue
+        if warp and n % warp:
+            continue
+        if len(shape) > 1 and not any(t.keyword == "block_dim_y" for t in cls.template_params) \
+                and cls.scope == "block":
+            continue
+        return shape
+    return None
+
+
+def _shape_pool(rng, cls, fam):
+    dims = 1 + sum(1 for t in cls.template_params if t.keyword in ("block_dim_y", "block_dim_z"))
+    if cls.scope == "warp":
+        dims = 3
+    nd = int(rng.integers(1, dims + 1))
+    odd_ok = fam.threads == "any" and cls.scope == "block"
+    if nd == 1:
+        return SHAPES_1D + (ODD_1D if odd_ok else ())
+    return SHAPES_2D if nd == 2 else SHAPES_3D
+
+
+def _warp_threads(rng, cls) -> int:
+    if cls.scope != "warp":
+        return 0
+    # Powers of two only: CUB forms logical warps of other sizes inside each hardware warp,
+    # leaving a partial logical warp at the end of every one (results undefined there).
+    return _pick(rng, (1, 2, 4, 8, 16, 32, 32, 32))
+
+
+def _template_keywords(rng, cls, fam) -> tuple:
+    out = []
+    for t in cls.template_params:
+        if t.keyword in fam.fixed_tkw:
+            continue
+        values = enum_values(t)
+        if values is not None:
+            allowed = fam.enum_values.get(t.keyword, values)
+            out.append((t.keyword, _pick(rng, allowed).lower()))
+        elif t.cpp_type == "bool" and t.keyword in fam.bools:
+            out.append((t.keyword, bool(rng.integers(2))))
+        elif t.keyword in fam.int_tkw:
+            out.append((t.keyword, int(_pick(rng, fam.int_tkw[t.keyword]))))
+    return tuple(out)
+
+
+def draw_one(rng, cls, method, seed: int, forced_block=None) -> Config | None:
+    """A random valid configuration of ``method``, or None when 100 tries found none."""
+    fam = families.family_of(cls.name, method.name)
+    for _ in range(100):
+        warp = _warp_threads(rng, cls)
+        block = _block_shape(rng, cls, fam, warp, forced_block)
+        if block is None:
+            continue
+        dtype = _pick(rng, fam.dtypes)
+        value_dtype = _pick(rng, ALL_DTYPES) if any(p.base == "ValueT" for p in method.params) else ""
+        ipt = int(_pick(rng, families.IPTS)) if uses_items_per_thread(cls, method) else 1
+        ops = fam.ops(method, dtype)
+        op = _pick(rng, ops) if ops else ""
+        outs = [p.name for p in method.params if p.role == "output_scalar"]
+        omit = tuple(n for n in outs if rng.random() < 0.5)
+        cfg = Config(cls.name, method.signature, _pick(rng, surfaces(cls, method)), dtype,
+                     value_dtype, block, ipt, _template_keywords(rng, cls, fam), op, omit,
+                     warp, seed)
+        size = np.dtype(dtype).itemsize + (np.dtype(value_dtype).itemsize if value_dtype else 0)
+        if math.prod(block) * ipt * max(size, 4) > TILE_BYTES:
+            continue
+        if fam.valid(cfg):
+            return cfg
+    return None
+
+
+def draw(n: int, seed: int, only: str | None = None, block=None) -> list[Config]:
+    """``n`` distinct configurations, spread evenly over the overloads that have a reference
+    (and match ``only``, a substring of "Class::Signature", when given), all with block shape
+    ``block`` when given."""
+    rng = np.random.default_rng(seed)
+    targets = [(c, m) for c, m, fam, _ in overloads() if fam is not None and
+               (only is None or only in f"{c.name}::{m.signature}")]
+    if not targets:
+        raise SystemExit(f"no overload with a reference matches {only!r}")
+    out, seen = [], set()
+    order = []
+    for attempt in range(n * 20):
+        if len(out) == n:
+            break
+        if not order:  # every overload once per round, in a fresh random order
+            order = [targets[i] for i in rng.permutation(len(targets))]
+        cls, m = order.pop()
+        cfg = draw_one(rng, cls, m, int(rng.integers(2**31)), block)
+        if cfg is None:
+            continue
+        key = cfg.to_json().rsplit(',"seed"', 1)[0]  # the same call with other data: a duplicate
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append(cfg)
+    return out
