@@ -86,7 +86,8 @@ class Shim:
     block_storage: str | None = None
     #: A coopgen.TempStorage use: (object, member C++ type, member name).
     temp_storage: tuple | None = None
-    #: (TempStorage type, logical warps): a slice per logical warp in the warp-storage union.
+    #: (TempStorage type, logical warps, logical warp threads): a slice per logical warp in
+    #: the warp-storage union of that logical warp size.
     warp_storage: tuple | None = None
 
 
@@ -147,10 +148,13 @@ class ShimBundle(LTOIR):
         parts += [s.decls.strip() + "\n" for s in shims if s.decls]
         storage = sorted({s.block_storage for s in shims if s.block_storage})
         warp = sorted({s.warp_storage for s in shims if s.warp_storage})
-        if warp:
-            members = "".join(f"  {t} m{i}[{n}];\n" for i, (t, n) in enumerate(warp))
-            parts.append(f"union coopgen_warp_storage_t {{\n{members}}};\n"
-                         "static __shared__ coopgen_warp_storage_t coopgen_warp_storage;\n")
+        for lwt in sorted({w[2] for w in warp}):  # per logical warp size: slices of a union
+            types = sorted({t for t, _, size in warp if size == lwt})
+            slices = max(n for _, n, size in warp if size == lwt)
+            members = "".join(f"  {t} m{i};\n" for i, t in enumerate(types))
+            parts.append(f"union coopgen_warp_storage_{lwt}_t {{\n{members}}};\n"
+                         f"static __shared__ coopgen_warp_storage_{lwt}_t "
+                         f"coopgen_warp_storage_{lwt}[{slices}];\n")
         # coopgen.TempStorage objects: one __shared__ object each, sized from its uses.
         objects = {}
         for s in shims:

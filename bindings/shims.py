@@ -40,7 +40,7 @@ class ShimText:
     source_fn: str  # the shim function
     includes: tuple[str, ...]
     block_storage: str | None  # C++ TempStorage type the bundle's union must hold
-    warp_storage: tuple | None  # (TempStorage type, logical warps) for the warp union
+    warp_storage: tuple | None  # (TempStorage type, logical warps, logical warp threads)
     # A coopgen.TempStorage use: (the TempStorage object, member C++ type, member name).
     ts_use: tuple | None
     # (C type, name, source, index) in call order; source "arg": the call's argument
@@ -327,15 +327,17 @@ def build(r: Resolved, op_signatures: dict[int, tuple], object_mode: str | None 
         lwt = dict((t.keyword, v) for t, v in r.template_args).get("logical_warp_threads", "32")
         threads = r.block_dims[0] * r.block_dims[1] * r.block_dims[2] if r.block_dims else 1024
         warps = max(1, -(-threads // int(lwt)))
-        # One slice per logical warp of the translation unit's warp-storage union, shared by
-        # all warp primitives: the logical warp syncs before reusing it.
-        warp_storage = (f"typename {prim}::TempStorage", warps)
+        # One slice per logical warp, shared by the warp primitives of the translation unit
+        # with this logical warp size: the logical warp syncs before reusing it. Each size has
+        # its own array of slices: slices of one size sit where another size's logical warps
+        # (other threads, which that sync does not wait for) would have theirs.
+        warp_storage = (f"typename {prim}::TempStorage", warps, int(lwt))
         mask = ("0xffffffffu" if lwt == "32" else
                 f"((0xffffffffu >> (32 - {lwt})) << (({LINEAR_TID} % 32) / {lwt} * {lwt}))")
         pre.insert(0, f"if constexpr (sizeof(typename {prim}::TempStorage) > 1) "
                       f"__syncwarp({mask});")
-        storage = (f"reinterpret_cast<typename {prim}::TempStorage*>(&{WARP_STORAGE})"
-                   f"[{LINEAR_TID} / {lwt}]")
+        storage = (f"reinterpret_cast<typename {prim}::TempStorage&>("
+                   f"{WARP_STORAGE}_{lwt}[{LINEAR_TID} / {lwt}])")
     else:
         storage = None
     ctor = f"{prim} coopgen_p({storage});" if storage else f"{prim} coopgen_p;"

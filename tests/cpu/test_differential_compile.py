@@ -46,3 +46,33 @@ def test_a_seeded_sample_of_fuzz_configurations_links_for_sm90():
     bad = [r.line() for r in results if r.status != "compiled"]
     assert not bad, "\n".join(bad)
     assert {c.label() for c in configs} <= set(calls.RESOLVED)
+
+
+def test_warp_storage_slices_of_two_logical_warp_sizes_do_not_overlap(monkeypatch):
+    """Found by the differential suite (WarpMergeSort next to other warp primitives): slice k
+    of one TempStorage type overlapped slice j of another type used by another logical warp,
+    which __syncwarp does not order. Each logical warp size gets its own array of slices."""
+    from coopgen import nvrtc, warp
+
+    sources = []
+    real = nvrtc.compile_ltoir
+    monkeypatch.setattr(nvrtc, "compile_ltoir", lambda src, **kw: (sources.append(src), real(src, **kw))[1])
+    monkeypatch.setenv("COOPGEN_DISABLE_CACHE", "1")
+
+    def k(d_in, d_out):
+        t = cuda.threadIdx.x
+        keys = local.array(4, np.int32)
+        for i in range(4):
+            keys[i] = d_in[t * 4 + i]
+        warp.WarpMergeSort.Sort(keys=keys, compare_op="<", logical_warp_threads=8)
+        total = warp.WarpReduce.Sum(input=keys[0], logical_warp_threads=32)
+        s = warp.WarpScan.InclusiveSum(input=keys[1], logical_warp_threads=8)
+        d_out[t] = total + s
+
+    from coopgen.linkcheck import link_cubin
+    with coopgen.block_shape(128):
+        link_cubin(k, (I32, I32))
+    src = sources[-1]
+    assert "static __shared__ coopgen_warp_storage_8_t coopgen_warp_storage_8[16];" in src
+    assert "static __shared__ coopgen_warp_storage_32_t coopgen_warp_storage_32[4];" in src
+    assert src.count("coopgen_warp_storage_8[(threadIdx.x") == 2

@@ -38,6 +38,8 @@ def main(argv=None) -> int:
     ap.add_argument("--repro", default=None, help="run one configuration (its JSON line)")
     ap.add_argument("--list", action="store_true", help="list drawn and skipped overloads")
     ap.add_argument("--json", default=None, help="write every result to this file")
+    ap.add_argument("--time-limit", type=float, default=None,
+                    help="stop after this many seconds (workers > 1); unfinished kernels are left out")
     ap.add_argument("--quiet", action="store_true", help="print only failures and the summary")
     a = ap.parse_args(argv)
     if a.list:
@@ -54,13 +56,20 @@ def main(argv=None) -> int:
           f"{a.workers} worker(s){', compile only' if a.compile_only else ''}", flush=True)
     t0 = time.time()
 
+    seen = collections.Counter()
+
     def show(r):
+        seen[r.status] += 1
+        if sum(seen.values()) % 500 == 0:
+            print(f"progress: {sum(seen.values())}/{len(configs)} in {time.time() - t0:.0f} s: "
+                  f"{dict(seen)}", flush=True)
         if r.status not in ("ok", "compiled") or not a.quiet:
             print(r.line() if r.status not in ("ok", "compiled") else
                   f"{r.status.upper()} {r.config.label()} [{r.config.surface}]", flush=True)
 
     if a.workers > 1:
-        results = runner.run_parallel(batches, a.workers, a.compile_only, on_result=show)
+        results = runner.run_parallel(batches, a.workers, a.compile_only, on_result=show,
+                                      time_limit=a.time_limit)
     else:
         results = []
         for b in batches:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 #: C++ type names in CUB's signatures -> the config's dtype they take.
-MAIN_TYPES = {"T", "KeyT", "InputT", "ItemT", "DefaultT", "OutputT", "OutputType",
+MAIN_TYPES = {"T", "KeyT", "InputT", "InputType", "ItemT", "DefaultT", "OutputT", "OutputType",
               "UnsignedBits", "RandomAccessIterator", "InputIteratorT", "OutputIteratorT",
               "BlockPrefixCallbackOp"}
 FIXED_TYPES = {"OffsetT": "int32", "ValidFlag": "int32", "FlagT": "int32",
@@ -101,8 +101,9 @@ def slots(cfg) -> list[Slot]:
         out.append(Slot("return", "thread", cfg.dtype, 1, True))
     for p in m.params:
         dt = dtype_for(cfg, p.base)
-        if p.role in ("input_array", "output_array", "inout_array"):
-            out.append(Slot(p.name, "thread", dt, cfg.ipt, p.role != "input_array"))
+        if p.role in ("input_array", "output_array", "inout_array", "range_input"):
+            out.append(Slot(p.name, "thread", dt, cfg.ipt,
+                            p.role not in ("input_array", "range_input")))
         elif p.role == "output_scalar":
             out.append(Slot(p.name, "thread", dt, 1, True))
         elif p.role == "input_scalar":
@@ -161,7 +162,7 @@ def emit(cfg, j: int) -> tuple[list[str], list[str], str]:
         a = s.arg(j) if s else ""
         if p.role == "temp_storage":
             continue
-        if p.role in ("input_array", "output_array", "inout_array"):
+        if p.role in ("input_array", "output_array", "inout_array", "range_input"):
             lines += [f"{v} = local.array({s.items}, {_np(s.dtype)})",
                       f"for i in range({s.items}):",
                       f"    {v}[i] = {a}[r * {s.items} + i]"]
@@ -200,8 +201,8 @@ def emit(cfg, j: int) -> tuple[list[str], list[str], str]:
     kwargs += extra + [f"{k}={v!r}" for k, v in cfg.tkw]
     if cfg.warp:
         kwargs.append(f"logical_warp_threads={cfg.warp}")
-    tnames = {t.keyword for t in cls.template_params}
-    if "items_per_thread" in tnames and not any(p.extent == "ITEMS_PER_THREAD" for p in m.params):
+    ipt_param = next((t.name for t in cls.template_params if t.keyword == "items_per_thread"), None)
+    if ipt_param and not any(p.extent == ipt_param for p in m.params):
         kwargs.append(f"items_per_thread={cfg.ipt}")
     first = cls.value_type
     if first is not None and not any(p.base == first.name for p in m.params):

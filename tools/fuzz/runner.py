@@ -253,8 +253,9 @@ def _worker(tasks, results, batches, compile_only):
 
 
 def run_parallel(batches, workers: int, compile_only: bool = False, on_result=None,
-                 batch_timeout: float = 300.0) -> list[Result]:
-    """Run ``batches`` on ``workers`` processes (spawned: each has its own CUDA context)."""
+                 batch_timeout: float = 300.0, time_limit: float | None = None) -> list[Result]:
+    """Run ``batches`` on ``workers`` processes (spawned: each has its own CUDA context).
+    After ``time_limit`` seconds, batches not finished are left out of the results."""
     import multiprocessing as mp
 
     ctx = mp.get_context("spawn")
@@ -271,7 +272,13 @@ def run_parallel(batches, workers: int, compile_only: bool = False, on_result=No
     for _ in range(min(workers, len(batches))):
         start()
     done: dict[int, list[Result]] = {}
+    t0 = time.time()
     while len(done) < len(batches):
+        if time_limit is not None and time.time() - t0 > time_limit:
+            for p, _, _ in procs.values():
+                p.kill()
+            procs.clear()
+            break
         try:
             msg = results.get(timeout=1.0)
         except Exception:
@@ -311,4 +318,4 @@ def run_parallel(batches, workers: int, compile_only: bool = False, on_result=No
         p.join(timeout=10)
         if p.is_alive():
             p.kill()
-    return [r for i in range(len(batches)) for r in done[i]]
+    return [r for i in range(len(batches)) if i in done for r in done[i]]

@@ -114,7 +114,7 @@ def surfaces(cls, method) -> list[str]:
 
 
 def uses_items_per_thread(cls, method) -> bool:
-    return any(p.extent for p in method.params) or any(
+    return any(p.extent or p.role == "range_input" for p in method.params) or any(
         t.keyword == "items_per_thread" for t in cls.template_params)
 
 
@@ -189,6 +189,16 @@ def _template_keywords(rng, cls, fam) -> tuple:
     return tuple(out)
 
 
+def _shorter_overload_matches(cls, method, omit) -> bool:
+    given = {p.name for p in method.params} - set(omit)
+    for o in cls.overloads(method.name):
+        names = {p.name for p in o.params}
+        required = {p.name for p in o.params if p.role != "output_scalar"}
+        if len(o.params) < len(method.params) and required <= given <= names:
+            return True
+    return False
+
+
 def draw_one(rng, cls, method, seed: int, forced_block=None) -> Config | None:
     """A random valid configuration of ``method``, or None when 100 tries found none."""
     fam = families.family_of(cls.name, method.name)
@@ -204,6 +214,8 @@ def draw_one(rng, cls, method, seed: int, forced_block=None) -> Config | None:
         op = _pick(rng, ops) if ops else ""
         outs = [p.name for p in method.params if p.role == "output_scalar"]
         omit = tuple(n for n in outs if rng.random() < 0.5)
+        if omit and _shorter_overload_matches(cls, method, omit):
+            omit = ()  # without them the call means a shorter overload
         cfg = Config(cls.name, method.signature, _pick(rng, surfaces(cls, method)), dtype,
                      value_dtype, block, ipt, _template_keywords(rng, cls, fam), op, omit,
                      warp, seed)
