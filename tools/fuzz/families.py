@@ -95,16 +95,17 @@ def scatter(values: np.ndarray, arrangement: str, n: int) -> np.ndarray:
 def accumulate(op: str, x: np.ndarray, dtype) -> np.ndarray:
     """Inclusive scan along the last axis, in ``dtype`` (wrapping integers), floats in float64."""
     dt = np.dtype(dtype)
-    if dt.kind == "f" and op in ("+", "py_add"):
-        return np.add.accumulate(x.astype(np.float64), axis=-1)
-    return UFUNC[op].accumulate(x, axis=-1, dtype=dt)
+    with np.errstate(over="ignore", invalid="ignore"):  # inf - inf is NaN, on the GPU too
+        if dt.kind == "f" and op in ("+", "py_add"):
+            return np.add.accumulate(x.astype(np.float64), axis=-1)
+        return UFUNC[op].accumulate(x, axis=-1, dtype=dt)
 
 
 def combine(op: str, a, b, dtype):
     dt = np.dtype(dtype)
-    if dt.kind == "f" and op in ("+", "py_add"):
-        return np.add(np.asarray(a, np.float64), np.asarray(b, np.float64))
-    with np.errstate(over="ignore"):
+    with np.errstate(over="ignore", invalid="ignore"):
+        if dt.kind == "f" and op in ("+", "py_add"):
+            return np.add(np.asarray(a, np.float64), np.asarray(b, np.float64))
         return UFUNC[op](np.asarray(a, dt), np.asarray(b, dt), dtype=dt)
 
 
