@@ -6,6 +6,8 @@ with the static shape and memory space added to the type (and dropped by slicing
 """
 from __future__ import annotations
 
+import inspect
+
 from numba.cuda import types
 from numba.cuda.cudaimpl import _generic_array, _get_unique_smem_id
 from numba.cuda.cudadrv import nvvm
@@ -14,6 +16,8 @@ from numba.cuda.extending import lower_builtin, register_model, typeof_impl  # n
 from numba.cuda.typing.npydecl import parse_dtype
 from numba.cuda.typing.templates import AbstractTemplate, infer_global, signature
 
+from .errors import CoopgenTypeError
+
 
 SHARED_ALIGNMENT = 16
 
@@ -21,15 +25,17 @@ SHARED_ALIGNMENT = 16
 class SizedArray(types.Array):
     """A C-contiguous array in local or shared memory with a compile-time shape."""
 
-    def __init__(self, dtype, shape: tuple[int, ...], space: str):
+    def __init__(self, dtype, shape: tuple[int, ...], space: str, alignment: int | None = None):
         self.shape = tuple(shape)
         self.space = space
+        self.alignment = alignment  # requested at allocation (alignment=); None: the default
         super().__init__(dtype, len(shape), "C")
-        self.name = f"{space}.array({dtype}, {self.shape})"
+        align = f", alignment={alignment}" if alignment else ""
+        self.name = f"{space}.array({dtype}, {self.shape}{align})"
 
     @property
     def key(self):
-        return super().key + (self.shape, self.space)
+        return super().key + (self.shape, self.space, self.alignment)
 
     @property
     def size(self) -> int:
@@ -56,8 +62,41 @@ def _literal_shape(shape) -> tuple[int, ...] | None:
     return None
 
 
+ARRAY_PARAMETERS = ("shape", "dtype", "alignment")
+
+
+def _array_arguments(space: str, args, kws) -> dict:
+    """{shape, dtype, alignment} of an array call, by position or keyword (numba types)."""
+    where = f"coopgen.{space}.array"
+    if len(args) > len(ARRAY_PARAMETERS):
+        raise CoopgenTypeError(f"{where}: takes (shape, dtype, alignment=None), got "
+                               f"{len(args)} positional arguments")
+    given = dict(zip(ARRAY_PARAMETERS, args))
+    for k, v in kws.items():
+        if k not in ARRAY_PARAMETERS:
+            raise CoopgenTypeError(f"{where}: unknown keyword {k!r}; parameters are shape, "
+                                   f"dtype, alignment")
+        if k in given:
+            raise CoopgenTypeError(f"{where}: {k} given twice (by position and keyword)")
+        given[k] = v
+    for k in ("shape", "dtype"):
+        if k not in given:
+            raise CoopgenTypeError(f"{where}: missing required argument {k!r}")
+    return given
+
+
+def _alignment(space: str, ty) -> int | None:
+    if ty is None or isinstance(ty, (types.NoneType, types.Omitted)):
+        return None
+    value = ty.literal_value if isinstance(ty, types.IntegerLiteral) else None
+    if value is None or value <= 0 or value & (value - 1):
+        raise CoopgenTypeError(f"coopgen.{space}.array: alignment={ty} must be a compile-time "
+                               f"power of two")
+    return value
+
+
 def _make_array_function(space: str):
-    def array(shape, dtype):
+    def array(shape, dtype, alignment=None):
         """Allocate a per-thread (local) or per-block (shared) array inside a kernel."""
         raise NotImplementedError(f"coopgen.{space}.array can only be called inside a kernel")
 
@@ -68,17 +107,29 @@ def _make_array_function(space: str):
         prefer_literal = True
 
         def generic(self, args, kws):
-            if kws or len(args) != 2:
-                return None
-            shape = _literal_shape(args[0])
-            dtype = parse_dtype(args[1])
-            if shape is None or dtype is None:
-                return None
-            return signature(SizedArray(dtype, shape, space), *args)
+            given = _array_arguments(space, args, kws)
+            shape = _literal_shape(given["shape"])
+            dtype = parse_dtype(given["dtype"])
+            if shape is None:
+                raise CoopgenTypeError(
+                    f"coopgen.{space}.array: shape={given['shape']} must be a compile-time "
+                    f"constant: an int or a tuple of ints, a kernel argument or an array's "
+                    f".shape (read from the launch's arguments when a launch compiles the "
+                    f"kernel)")
+            if dtype is None:
+                raise CoopgenTypeError(f"coopgen.{space}.array: dtype={given['dtype']} is not a "
+                                       f"dtype (a numpy/numba type or an array's .dtype)")
+            if any(n < 1 for n in shape):
+                raise CoopgenTypeError(f"coopgen.{space}.array: shape={shape} must be positive")
+            ret = SizedArray(dtype, shape, space, _alignment(space, given.get("alignment")))
+            names = list(ARRAY_PARAMETERS[:len(args)]) + list(kws)
+            pysig = inspect.Signature([inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+                                       for n in names])
+            return signature(ret, *(tuple(args) + tuple(kws.values()))).replace(pysig=pysig)
 
     infer_global(array, types.Function(Template))
 
-    @lower_builtin(array, types.Any, types.Any)
+    @lower_builtin(array, types.VarArg(types.Any))
     def lower(context, builder, sig, args):
         ret = sig.return_type
         if space == "local":
@@ -89,6 +140,8 @@ def _make_array_function(space: str):
             # 16-byte aligned, so a uint8 array can hold any CUB TempStorage.
             name, addrspace, align = (_get_unique_smem_id("_coopgen_smem"),
                                       nvvm.ADDRSPACE_SHARED, SHARED_ALIGNMENT)
+        if ret.alignment is not None:
+            align = max(align or 1, ret.alignment)
         return _generic_array(context, builder, shape=ret.shape, dtype=ret.dtype,
                               symbol_name=name, addrspace=addrspace, alignment=align)
 

@@ -83,6 +83,12 @@ class Primitive:
                          aliases=self.aliases)
 
     @property
+    def files(self) -> list:
+        """Nothing to link: kernels link their primitives themselves. (Old cuda.coop code passes
+        ``link=obj.files`` to ``cuda.jit``; it keeps working.)"""
+        return []
+
+    @property
     def temp_storage_bytes(self) -> int:
         from .layout import temp_storage_layout
         return temp_storage_layout(self.cls, self.fixed)[0]

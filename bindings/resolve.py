@@ -311,10 +311,12 @@ def _check_storage_fits(prim: str, r: Resolved) -> None:
     args = ", ".join(v for _, v in r.template_args)
     if given is not None and need > given:
         raise CoopgenTypeError(f"{prim}: {what} holds {given} bytes, but the TempStorage of "
-                               f"{r.cls.cpp}<{args}> needs {need} bytes (alignment {align})")
+                               f"{r.cls.cpp}<{args}> needs {need} bytes (alignment {align}): "
+                               f"size_in_bytes is smaller than required")
     if given_align is not None and align > given_align:
         raise CoopgenTypeError(f"{prim}: {what} is {given_align}-byte aligned, but the "
-                               f"TempStorage of {r.cls.cpp}<{args}> needs {align}-byte alignment")
+                               f"TempStorage of {r.cls.cpp}<{args}> needs {align}-byte alignment: "
+                               f"alignment is smaller than required")
 
 
 def template_keywords(cls: ClassSpec) -> set[str]:

@@ -303,6 +303,8 @@ def build(r: Resolved, op_signatures: dict[int, tuple], object_mode: str | None 
         c_params.insert(0, ("void*", "coopgen_self", "self", -1))
     elif r.temp_storage == "explicit" and ts_obj is not None:
         storage = explicit_storage
+        if ts_obj.auto_sync:  # the previous use of the shared storage may still read it
+            pre.insert(0, "__syncthreads();")
     elif r.temp_storage == "explicit":
         index, ty = r.temp_storage_arg
         c_params.insert(0, ("void*", "coopgen_temp_storage", "arg", index))

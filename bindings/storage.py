@@ -6,10 +6,10 @@
     @cuda.jit
     def k(...):
         block.load(src, items, temp_storage=ts)
-        cuda.syncthreads()                         # as in CUB: before the storage is reused
-        block.radix_sort_keys(items, temp_storage=ts)
+        block.radix_sort_keys(items, temp_storage=ts)  # waits for the load first (auto_sync)
 
-The object is created on the host and referenced by kernels. While a kernel is lowered, each
+The object is created on the host and referenced by kernels, or created inside the kernel
+(``coopgen.coop.TempStorage(...)``, cuda.coop's spelling; see coopgen.launch_values). While a kernel is lowered, each
 primitive call that passes it records the TempStorage type it needs; the kernel's translation
 unit then defines one ``__shared__`` object for it: a union of those types ("shared"), or a
 struct with one member per call site ("exclusive"). ``size=``/``alignment=`` state what the
@@ -30,16 +30,34 @@ _ids = itertools.count()
 
 
 class TempStorage:
+    """Shared memory several primitive calls use, sized and aligned for all of them.
+
+    ``sharing``: "shared" (the uses overlap) or "exclusive" (each use gets its own slice).
+    ``size``/``alignment``: what the storage must fit in (checked when the kernel compiles).
+    ``auto_sync``: a "shared" storage waits (``__syncthreads()``) before each use, so a use
+    never overwrites what the previous one still reads; ``auto_sync=False`` leaves that to the
+    kernel, as in CUB. Exclusive slices never overlap, so they need no barrier.
+    """
+
     def __init__(self, sharing: str = "shared", *, size: int | None = None,
-                 alignment: int | None = None):
+                 alignment: int | None = None, auto_sync: bool | None = None):
+        sharing = sharing.strip().lower() if isinstance(sharing, str) else sharing
         if sharing not in SHARING:
-            raise ValueError(f"coopgen.TempStorage: sharing={sharing!r}; allowed: "
-                             f"{', '.join(map(repr, SHARING))}")
-        if alignment is not None and (alignment <= 0 or alignment & (alignment - 1)):
+            raise ValueError(f"coopgen.TempStorage: sharing must be 'shared' or 'exclusive', "
+                             f"got sharing={sharing!r}")
+        if size is not None and (not isinstance(size, int) or size < 1):
+            raise ValueError(f"coopgen.TempStorage: size_in_bytes={size!r} must be a positive "
+                             f"int")
+        if alignment is not None and (not isinstance(alignment, int) or alignment <= 0
+                                      or alignment & (alignment - 1)):
             raise ValueError(f"coopgen.TempStorage: alignment={alignment} must be a power of two")
+        if sharing == "exclusive" and auto_sync:
+            raise ValueError("coopgen.TempStorage: auto_sync=True needs sharing='shared': "
+                             "exclusive slices never overlap, so there is nothing to wait for")
         self.sharing = sharing
         self.size = size
         self.alignment = alignment
+        self.auto_sync = sharing == "shared" if auto_sync is None else bool(auto_sync)
         # A name for the kernel's __shared__ object: stable for this object's lifetime and
         # distinct between objects (so two TempStorage objects never alias).
         self.symbol = "coopgen_ts_" + hashlib.sha256(
@@ -48,7 +66,12 @@ class TempStorage:
     def __repr__(self):
         extra = "".join(f", {k}={v}" for k, v in (("size", self.size),
                                                   ("alignment", self.alignment)) if v)
-        return f"coopgen.TempStorage({self.sharing!r}{extra})"
+        sync = "" if self.auto_sync == (self.sharing == "shared") else \
+            f", auto_sync={self.auto_sync}"
+        return f"coopgen.TempStorage({self.sharing!r}{extra}{sync})"
+
+    #: Called inside a kernel with constant arguments, it is made on the host (coopgen.rewrite).
+    _coopgen_host_call = True
 
 
 class TempStorageType(types.Opaque):
@@ -83,12 +106,13 @@ def definition(obj: TempStorage, members: list[tuple[str, str]]) -> str:
               f"'{obj.sharing}'): its uses need more than the 48 KB of static shared memory a "
               f"kernel may declare\");\n")
     if obj.size is not None:
-        checks += (f"static_assert(sizeof({obj.symbol}_t) <= {obj.size}, \"coopgen.TempStorage("
-                   f"size={obj.size}) is too small for its uses\");\n")
+        checks += (f"static_assert(sizeof({obj.symbol}_t) <= {obj.size}, \"coopgen.TempStorage: "
+                   f"size_in_bytes is smaller than required: size_in_bytes={obj.size} is too "
+                   f"small for its uses\");\n")
     if obj.alignment is not None:
         checks += (f"static_assert(alignof({obj.symbol}_t) <= {obj.alignment}, "
-                   f"\"coopgen.TempStorage(alignment={obj.alignment}) is too weak for its "
-                   f"uses\");\n")
+                   f"\"coopgen.TempStorage: alignment is smaller than required: "
+                   f"alignment={obj.alignment} is too weak for its uses\");\n")
     return (f"{kind} {obj.symbol}_t {{\n{body}}};\n{checks}"
             f"static __shared__ {obj.symbol}_t {obj.symbol};\n")
 

@@ -70,7 +70,7 @@ def test_kernel_traits_before_launch():
 
 
 def test_bad_arguments():
-    with pytest.raises(ValueError, match="sharing='both'; allowed: 'shared', 'exclusive'"):
+    with pytest.raises(ValueError, match="sharing must be 'shared' or 'exclusive', got sharing='both'"):
         coopgen.TempStorage("both")
     with pytest.raises(ValueError, match="alignment=12 must be a power of two"):
         coopgen.TempStorage(alignment=12)

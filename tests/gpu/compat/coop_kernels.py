@@ -1,0 +1,234 @@
+"""cuda.coop-style kernels, written with ``from coopgen import coop`` only, and their checks.
+
+Each ``case_*`` function returns a :class:`Case` on fresh random input: the kernel, its launch
+shape, its arguments (numpy arrays and scalars) and a check of the arrays after the launch
+against numpy. tests/gpu/compat/test_coop_containers.py launches them on a GPU;
+tests/cpu/test_coop_compile.py links each for sm_90 as its launch would compile it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+from numba import cuda
+
+from coopgen import coop
+
+
+@dataclass
+class Case:
+    kernel: object
+    grid: int
+    block: object
+    args: tuple
+    check: Callable  # (arrays after the launch, in argument order) -> None
+
+    @property
+    def name(self) -> str:
+        return self.kernel.__name__
+
+
+def _ints(rng, n, dtype=np.int32, lo=-1000, hi=1000):
+    out = rng.integers(lo, hi, n, dtype=dtype)
+    out[0] = 1 if not out.any() else out[0]
+    return out
+
+
+# --- sizes and dtypes from kernel arguments -----------------------------------------------
+
+@cuda.jit
+def copy_sized_by_argument(d_in, d_out, items_per_thread):
+    items = coop.local.array(items_per_thread, dtype=d_in.dtype)
+    base = cuda.blockIdx.x * cuda.blockDim.x * items_per_thread
+    coop.block.load(d_in[base:], items)
+    coop.block.store(d_out[base:], items)
+
+
+def case_copy_sized_by_argument(rng, items_per_thread=4, dtype=np.int32):
+    threads, blocks = 128, 3
+    x = _ints(rng, blocks * threads * items_per_thread, dtype)
+    out = np.zeros_like(x)
+
+    def check(arrays):
+        np.testing.assert_array_equal(arrays[1], x)
+    return Case(copy_sized_by_argument, blocks, threads, (x, out, items_per_thread), check)
+
+
+@cuda.jit
+def sort_tiles_sized_by_shape(d_in, d_out, threads):
+    # items per thread from a 2-D array's shape and a scalar argument, read at launch
+    items = coop.local.array(shape=d_in.shape[1] // threads, dtype=d_out.dtype)
+    row = cuda.blockIdx.x
+    coop.block.load(d_in[row], items)
+    coop.block.radix_sort_keys(items)
+    coop.block.store(d_out[row], items)
+
+
+def case_sort_tiles_sized_by_shape(rng):
+    threads, blocks, ipt = 64, 4, 8
+    x = _ints(rng, (blocks, threads * ipt))
+    out = np.zeros_like(x)
+
+    def check(arrays):
+        np.testing.assert_array_equal(arrays[1], np.sort(x, axis=1))
+    return Case(sort_tiles_sized_by_shape, blocks, threads, (x, out, threads), check)
+
+
+@cuda.jit
+def block_sums_shared_sized_by_argument(d_in, d_out, items_per_thread):
+    # a 2-D shared array, one row per thread, its row length a kernel argument
+    rows = coop.shared.array((128, items_per_thread), d_in.dtype)
+    t = cuda.threadIdx.x
+    for i in range(items_per_thread):
+        rows[t, i] = d_in[t * items_per_thread + i]
+    items = coop.local.array(items_per_thread, d_in.dtype, alignment=16)
+    for i in range(items_per_thread):
+        items[i] = rows[t, i]
+    total = coop.block.sum(items)
+    if t == 0:
+        d_out[0] = total
+
+
+def case_block_sums_shared_sized_by_argument(rng):
+    ipt = 3
+    x = _ints(rng, 128 * ipt)
+    out = np.zeros(1, np.int32)
+
+    def check(arrays):
+        assert arrays[1][0] == x.sum(dtype=np.int32)
+    return Case(block_sums_shared_sized_by_argument, 1, 128, (x, out, ipt), check)
+
+
+# --- ThreadData ---------------------------------------------------------------------------
+
+@cuda.jit
+def sort_thread_data(d_in, d_out, items_per_thread):
+    items = coop.ThreadData(items_per_thread)  # dtype: d_in's, from the load
+    base = cuda.blockIdx.x * cuda.blockDim.x * items_per_thread
+    coop.block.load(d_in[base:], items)
+    coop.block.radix_sort_keys(items)
+    coop.block.store(d_out[base:], items)
+
+
+def case_sort_thread_data(rng, dtype=np.float32):
+    threads, blocks, ipt = 128, 2, 4
+    x = rng.uniform(-100, 100, blocks * threads * ipt).astype(dtype)
+    out = np.zeros_like(x)
+
+    def check(arrays):
+        np.testing.assert_array_equal(arrays[1].reshape(blocks, -1),
+                                      np.sort(x.reshape(blocks, -1), axis=1))
+    return Case(sort_thread_data, blocks, threads, (x, out, ipt), check)
+
+
+@cuda.jit
+def scan_thread_data_with_dtype(d_in, d_out):
+    items = coop.ThreadData(4, dtype=np.int64)
+    base = cuda.blockIdx.x * cuda.blockDim.x * 4
+    for i in range(4):
+        items[i] = d_in[base + cuda.threadIdx.x * 4 + i]
+    coop.block.exclusive_sum(items, items)
+    for i in range(4):
+        d_out[base + cuda.threadIdx.x * 4 + i] = items[i]
+
+
+def case_scan_thread_data_with_dtype(rng):
+    threads, blocks = 64, 3
+    x = _ints(rng, blocks * threads * 4, np.int64, -(1 << 40), 1 << 40)
+    out = np.zeros_like(x)
+
+    def check(arrays):
+        tiles = x.reshape(blocks, -1)
+        want = np.cumsum(tiles, axis=1) - tiles
+        np.testing.assert_array_equal(arrays[1].reshape(blocks, -1), want)
+    return Case(scan_thread_data_with_dtype, blocks, threads, (x, out), check)
+
+
+# --- TempStorage inside the kernel, prim[temp_storage] ------------------------------------
+
+@cuda.jit
+def sort_with_in_kernel_storage(d_in, d_out, items_per_thread):
+    temp = coop.TempStorage()  # sized from its three uses; barriers between them (auto_sync)
+    items = coop.local.array(items_per_thread, d_in.dtype)
+    base = cuda.blockIdx.x * cuda.blockDim.x * items_per_thread
+    coop.block.load(d_in[base:], items, algorithm="warp_transpose", temp_storage=temp)
+    coop.block.radix_sort_keys[temp](items)
+    coop.block.store(d_out[base:], items, algorithm="warp_transpose", temp_storage=temp)
+
+
+def case_sort_with_in_kernel_storage(rng):
+    threads, blocks, ipt = 256, 3, 4
+    x = _ints(rng, blocks * threads * ipt, np.int32, -(1 << 30), 1 << 30)
+    out = np.zeros_like(x)
+
+    def check(arrays):
+        np.testing.assert_array_equal(arrays[1].reshape(blocks, -1),
+                                      np.sort(x.reshape(blocks, -1), axis=1))
+    return Case(sort_with_in_kernel_storage, blocks, threads, (x, out, ipt), check)
+
+
+SCAN_BYTES = 4096  # a size the scan fits in, stated up front as cuda.coop code does
+
+
+@cuda.jit
+def sum_and_scan_exclusive_storage(d_in, d_sums, d_out):
+    temp = coop.TempStorage(SCAN_BYTES + 1024, 16, sharing="exclusive")
+    items = coop.local.array(2, d_in.dtype)
+    base = cuda.blockIdx.x * cuda.blockDim.x * 2
+    coop.block.load(d_in[base:], items)
+    total = coop.block.sum(items, temp_storage=temp)     # its own slice: no barrier needed
+    coop.block.inclusive_sum[temp](items, items)
+    coop.block.store(d_out[base:], items)
+    if cuda.threadIdx.x == 0:
+        d_sums[cuda.blockIdx.x] = total
+
+
+def case_sum_and_scan_exclusive_storage(rng):
+    threads, blocks = 128, 4
+    x = _ints(rng, blocks * threads * 2)
+    sums = np.zeros(blocks, np.int32)
+    out = np.zeros_like(x)
+
+    def check(arrays):
+        tiles = x.reshape(blocks, -1)
+        np.testing.assert_array_equal(arrays[1], tiles.sum(axis=1, dtype=np.int32))
+        np.testing.assert_array_equal(arrays[2].reshape(blocks, -1),
+                                      np.cumsum(tiles, axis=1, dtype=np.int32))
+    return Case(sum_and_scan_exclusive_storage, blocks, threads, (x, sums, out), check)
+
+
+# --- two-phase: host objects, make_* factories, link= of old code ------------------------
+
+TPB, IPT = 128, 4
+block_load = coop.block.make_load(np.int32, threads_per_block=TPB, items_per_thread=IPT,
+                                  algorithm="warp_transpose")
+block_store = coop.block.make_store(np.int32, threads_per_block=TPB, items_per_thread=IPT,
+                                    algorithm="warp_transpose")
+block_sort = coop.block.radix_sort_keys(np.int32, threads_per_block=TPB, items_per_thread=IPT)
+
+
+@cuda.jit(link=block_load.files + block_store.files + block_sort.files)
+def two_phase_sort(d_in, d_out):
+    items = cuda.local.array(IPT, np.int32)
+    base = cuda.blockIdx.x * TPB * IPT
+    block_load(d_in[base:], items)
+    block_sort(items)
+    block_store(d_out[base:], items)
+
+
+def case_two_phase_sort(rng):
+    blocks = 3
+    x = _ints(rng, blocks * TPB * IPT, np.int32, -(1 << 30), 1 << 30)
+    out = np.zeros_like(x)
+
+    def check(arrays):
+        np.testing.assert_array_equal(arrays[1].reshape(blocks, -1),
+                                      np.sort(x.reshape(blocks, -1), axis=1))
+    return Case(two_phase_sort, blocks, TPB, (x, out), check)
+
+
+CASES = [case_copy_sized_by_argument, case_sort_tiles_sized_by_shape,
+         case_block_sums_shared_sized_by_argument, case_sort_thread_data,
+         case_scan_thread_data_with_dtype, case_sort_with_in_kernel_storage,
+         case_sum_and_scan_exclusive_storage, case_two_phase_sort]
