@@ -12,7 +12,7 @@ from numba.cuda import types
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "gpu" / "compat"))
 
 import coopgen  # noqa: E402
-from coopgen import block_shape, coop, nvrtc  # noqa: E402
+from coopgen import block_shape, coop  # noqa: E402
 from coopgen.linkcheck import link_cubin  # noqa: E402
 from coop_kernels import CASES  # noqa: E402
 from coop_util import link_as_launched  # noqa: E402
@@ -84,11 +84,11 @@ def storage_underaligned(d_in):
 
 
 def test_in_kernel_storage_size_and_alignment_are_checked():
-    with block_shape(128), pytest.raises(nvrtc.NvrtcError,
-                                         match="size_in_bytes is smaller than required"):
+    with block_shape(128), pytest.raises(Exception, match="size_in_bytes is smaller than "
+                                                          "required"):
         link_cubin(storage_too_small, (types.int32[::1],))
-    with block_shape(128), pytest.raises(nvrtc.NvrtcError,
-                                         match="alignment is smaller than required"):
+    with block_shape(128), pytest.raises(Exception, match="alignment is smaller than "
+                                                          "required"):
         link_cubin(storage_underaligned, (types.int32[::1],))
 
 
