@@ -47,6 +47,7 @@ class Primitive:
                  infer: str | None = None, bind: tuple = (), aliases: dict | None = None,
                  register: bool = True):
         self.name = name
+        self.__doc__ = registry.docstrings().get(name)  # help(): the reference's section
         self.infer = infer  # object factory: the method whose call infers the template args
         self.bind = tuple(bind)  # ... the arguments the object keeps
         self.aliases = aliases  # ... and its snake_case method names
@@ -352,6 +353,7 @@ class PrimitiveClass:
         self._scope = scope
         self._cls = cls
         self._fixed = dict(fixed or {})
+        self.__doc__ = registry.docstrings().get(f"{scope}.{cls.name}")
         self._methods = {name: Primitive(f"{scope}.{cls.name}.{name}", cls,
                                          {"": cls.overloads(name)}, fixed=self._fixed)
                          for name in cls.method_names}

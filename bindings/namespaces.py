@@ -1,8 +1,6 @@
 """Build the ``block`` and ``warp`` namespaces from the generated specs and naming table."""
 from __future__ import annotations
 
-import importlib
-
 from . import registry
 from .calls import Primitive, PrimitiveClass
 
@@ -37,18 +35,4 @@ def build(scope: str) -> dict:
         methods = {k: v for k, v in methods.items() if v}
         if methods:
             out[row.name] = Primitive(f"{scope}.{row.name}", cls, methods, select=row.select)
-    _set_docstrings(scope, out)
     return out
-
-
-def _set_docstrings(scope: str, objects: dict) -> None:
-    """``help()`` shows the API reference's sections, generated with the bindings and keyed by
-    the names users write (``block.BlockScan``, ``block.BlockScan.ExclusiveSum``, ``block.sum``)."""
-    try:
-        docs = importlib.import_module(f"{registry.package().__name__}.docstrings").DOCSTRINGS
-    except ModuleNotFoundError:  # bindings generated before the docs were: `coopgen generate`
-        docs = {}
-    for name, obj in objects.items():
-        obj.__doc__ = docs.get(f"{scope}.{name}")
-        for method in getattr(obj, "_methods", {}).values():
-            method.__doc__ = docs.get(method.name)

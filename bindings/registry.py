@@ -25,6 +25,17 @@ def enums() -> dict:
     return {e.name: e for e in package().ENUMS}
 
 
+@functools.lru_cache(maxsize=None)
+def docstrings() -> dict:
+    """The API reference's sections, keyed by the names users write (``block.BlockScan``,
+    ``block.BlockScan.ExclusiveSum``, ``block.sum``): what ``help()`` shows. Empty for bindings
+    generated before the reference was (``coopgen generate`` writes it)."""
+    try:
+        return importlib.import_module(f"{package().__name__}.docstrings").DOCSTRINGS
+    except ModuleNotFoundError:
+        return {}
+
+
 def classes() -> dict:
     return {c.name: c for c in package().CLASSES}
 

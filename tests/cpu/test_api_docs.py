@@ -106,6 +106,12 @@ def test_help_shows_the_reference():
                     if hasattr(getattr(ns, n), "_methods") or hasattr(getattr(ns, n), "cls")
                     if not (getattr(ns, n).__doc__ or "").startswith(f"# {ns.__name__[8:]}.{n}")]
     assert undocumented == []
+    # two-phase objects made on the host keep their reference
+    import numpy as np
+    scan = block.BlockScan(np.int32, threads_per_block=128)
+    assert scan.__doc__.startswith("# block.BlockScan")
+    assert scan.ExclusiveSum.__doc__.startswith("### ExclusiveSum")
+    assert block.sum(np.int32, 128).__doc__.startswith("# block.sum")
 
 
 ALIASES = load_aliases()
