@@ -372,6 +372,7 @@ def _bind(prim, cls, method, args, kws, positional, skipped, template_kws, block
     # Template arguments: dtypes and extents from the arguments, the rest from keywords.
     template_args, block = _template_args(att, cls, template_kws, block_dims, enums,
                                           warp_default, pinned)
+    _check_limits(prim, cls, method, template_args, block, operators)
     # Omitted outputs are returned: their dtype is now known.
     final = []
     for b in bindings:
@@ -390,6 +391,47 @@ def _bind(prim, cls, method, args, kws, positional, skipped, template_kws, block
                            if name not in {t.name for t in cls.template_params})
     return Resolved(cls, method, tuple(final), template_args, method_extents, tuple(returns),
                     block, temp_storage, tuple(operators))
+
+
+def _check_limits(prim, cls, method, template_args, block, operators) -> None:
+    """Refuse a combination the limits table (generator/data/limits.toml) says CUB does not
+    handle: every condition of a limit must hold."""
+    from . import registry
+    from .operators import BUILTINS
+
+    args = {t.keyword: v.removeprefix("cub::") for t, v in template_args}
+    names = {p.name for p in method.params}
+    for lim in getattr(registry.package(), "LIMITS", ()):
+        if lim.cls != cls.name or (lim.methods and method.name not in lim.methods):
+            continue
+        why = []
+        for kw, value in lim.template:
+            if args.get(kw) != value:
+                break
+            why.append(f"{kw}={value}")
+        else:
+            for kw, least in lim.below:
+                if kw not in args or int(args[kw]) >= least:
+                    break
+                why.append(f"{kw}={args[kw]} (< {least})")
+            else:
+                if lim.params:
+                    given = sorted(names & set(lim.params))
+                    if not given:
+                        continue
+                    why.append(f"with {given[0]}")
+                if lim.operators:
+                    odd = [op for op in operators if op.builtin not in {
+                        BUILTINS.get(op.kind, {}).get(n) for n in lim.operators}]
+                    if not odd:
+                        continue
+                    why.append(f"{odd[0].param}=" + ("a Python function" if odd[0].function
+                                                     else odd[0].builtin))
+                if lim.multi_dim_block:
+                    if block is None or (block[1], block[2]) == (1, 1):
+                        continue
+                    why.append(f"threads_per_block={block}")
+                raise _Mismatch(f"{prim}: {', '.join(why)} is not supported: {lim.reason}")
 
 
 def _bind_param(att: _Attempt, p: PSpec, ty, index: int) -> Binding:

@@ -91,6 +91,20 @@ class PythonicSpec:
     bind: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True)
+class LimitSpec:
+    """A combination CUB does not handle (generator/data/limits.toml): a call meeting every
+    condition is refused at compile time with ``reason``."""
+    cls: str
+    methods: tuple[str, ...]  # () for every method
+    reason: str
+    template: tuple[tuple[str, str], ...] = ()  # (keyword, C++ argument) pairs
+    below: tuple[tuple[str, int], ...] = ()  # (keyword, smallest allowed integer)
+    params: tuple[str, ...] = ()  # the overload has one of these parameters
+    operators: tuple[str, ...] = ()  # an operator argument is anything but these built-ins
+    multi_dim_block: bool = False
+
+
 #: Parameter roles the runtime binds (coopgen.resolve implements each; a test checks it).
 BINDABLE_ROLES = frozenset({
     "input_array", "output_array", "inout_array", "input_scalar", "output_scalar",

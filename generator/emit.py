@@ -17,6 +17,9 @@ from .report import api_methods, overload_key
 
 GENERATOR_VERSION = "1"
 PYTHONIC_PATH = Path(__file__).parent / "data" / "pythonic.toml"
+LIMITS_PATH = Path(__file__).parent / "data" / "limits.toml"
+LIMIT_KEYS = {"class", "methods", "reason", "template", "below", "params", "operators",
+              "multi_dim_block"}
 
 
 def header_line(entry: LockEntry) -> str:
@@ -153,6 +156,46 @@ def load_pythonic(model: ApiModel) -> list[tuple[str, str, str, tuple, str | Non
     return rows
 
 
+def _cpp_value(value) -> str:
+    return ("true" if value else "false") if isinstance(value, bool) else str(value)
+
+
+def load_limits(model: ApiModel) -> list[str]:
+    """LimitSpec literals of the limits table that apply to this model. Unknown keys, classes,
+    methods and parameters are errors; a limit on a template keyword or enum value this
+    release lacks does not apply."""
+    with open(LIMITS_PATH, "rb") as f:
+        table = tomllib.load(f)
+    enum_values = {v.name for e in model.enums for v in e.values}
+    out = []
+    for i, row in enumerate(table.get("limit", [])):
+        where = f"limits.toml: limit {i + 1} ({row.get('class')})"
+        unknown = set(row) - LIMIT_KEYS
+        if unknown or "class" not in row or "reason" not in row:
+            raise ValueError(f"{where}: unknown keys {sorted(unknown)} or no class/reason")
+        cls = model.cls(row["class"])
+        methods = tuple(row.get("methods", ()))
+        for m in methods:
+            if not any(o.name == m for o in cls.methods):
+                raise ValueError(f"{where}: {cls.name} has no method {m}")
+        params = tuple(row.get("params", ()))
+        names = {p.name for o in cls.methods if not methods or o.name in methods for p in o.params}
+        if any(p not in names for p in params):
+            raise ValueError(f"{where}: no such parameter in {params}")
+        keywords = {t.keyword for t in cls.template_params}
+        conditions = dict(row.get("template", {}), **row.get("below", {}))
+        if any(k not in keywords for k in conditions) or any(
+                isinstance(v, str) and v not in enum_values for v in row.get("template", {}).values()):
+            continue  # not in this release
+        template = tuple((k, _cpp_value(v)) for k, v in row.get("template", {}).items())
+        below = tuple((k, int(v)) for k, v in row.get("below", {}).items())
+        out.append(f"    LimitSpec({cls.name!r}, {methods!r}, {row['reason']!r}, "
+                   f"template={template!r}, below={below!r}, params={params!r}, "
+                   f"operators={tuple(row.get('operators', ()))!r}, "
+                   f"multi_dim_block={bool(row.get('multi_dim_block', False))!r}),\n")
+    return out
+
+
 def emit_init(entry: LockEntry, model: ApiModel, classes: list[ClassModel]) -> str:
     imports = "".join(f"from .{module_name(c)} import SPEC as {c.name}\n" for c in classes)
     cls_list = "".join(f"    {c.name},\n" for c in classes)
@@ -168,7 +211,7 @@ def emit_init(entry: LockEntry, model: ApiModel, classes: list[ClassModel]) -> s
     bound_lines = "".join(f"    {k!r},\n" for k in bound)
     return (header_line(entry)
             + f'"""Bindings for CCCL {entry.cccl}: class specs, enums, the Pythonic table."""\n'
-            + "from coopgen.spec import EnumSpec, PythonicSpec\n\n"
+            + "from coopgen.spec import EnumSpec, LimitSpec, PythonicSpec\n\n"
             + imports
             + f"\nCCCL = {entry.cccl!r}\nWHEEL = {entry.wheel!r}\n"
             + f"WHEEL_FILE = {entry.wheel_file!r}\nWHEEL_SHA256 = {entry.wheel_sha256!r}\n"
@@ -177,6 +220,8 @@ def emit_init(entry: LockEntry, model: ApiModel, classes: list[ClassModel]) -> s
             + f"CLASSES = (\n{cls_list})\n\n"
             + f"ENUMS = (\n{enums})\n\n"
             + f"PYTHONIC = (\n{pythonic})\n\n"
+            + "# Combinations CUB does not handle: refused at compile time (limits.toml).\n"
+            + f"LIMITS = (\n{''.join(load_limits(model))})\n\n"
             + "# Class::Signature of every overload bound here; tests/cpu compiles each of them\n"
             + "# into a kernel and links it to an sm_90 cubin.\n"
             + f"BOUND_AND_CHECKED = (\n{bound_lines})\n")

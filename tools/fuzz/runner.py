@@ -119,7 +119,8 @@ def compare(cfg: Config, check: families.Check, got: np.ndarray, ins) -> str:
         return ""
     bad = np.argwhere(mask)[np.flatnonzero(~ok)[0]]
     where = " ".join(f"{a}={b}" for a, b in zip(("group", "thread", "item"), bad))
-    return (f"{check.name}: {int((~ok).sum())} of {ok.size} differ; first at {where}: "
+    note = f" ({check.note})" if check.note else ""
+    return (f"{check.name}{note}: {int((~ok).sum())} of {ok.size} differ; first at {where}: "
             f"got {got[tuple(bad)]!r} expected {want[tuple(bad)]!r}")
 
 

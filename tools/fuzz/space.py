@@ -199,6 +199,37 @@ def _shorter_overload_matches(cls, method, omit) -> bool:
     return False
 
 
+def refused_by_limits(cfg: Config) -> bool:
+    """Whether coopgen refuses the call (a combination CUB does not handle, from the
+    limits table in the generated package): such calls are a compile-time error, not drawn."""
+    from coopgen.ctypes_map import template_value
+    from coopgen.operators import BUILTINS
+
+    m = cfg.method
+    kws = dict(cfg.tkw)
+    tparams = {t.keyword: t for t in cfg.spec.template_params}
+    for lim in getattr(registry.package(), "LIMITS", ()):
+        if lim.cls != cfg.cls or (lim.methods and m.name not in lim.methods):
+            continue
+        given = {k: template_value("fuzz", tparams[k], kws[k], registry.enums()).removeprefix("cub::")
+                 for k, _ in lim.template + lim.below if k in kws}
+        if any(given.get(k) != v for k, v in lim.template):
+            continue
+        if any(k not in given or int(given[k]) >= least for k, least in lim.below):
+            continue
+        if lim.params and not {p.name for p in m.params} & set(lim.params):
+            continue
+        kinds = {p.base for p in m.params if p.role == "operator"}
+        if lim.operators and not any(
+                BUILTINS.get(k, {}).get(cfg.op) not in {BUILTINS.get(k, {}).get(n) for n in lim.operators}
+                for k in kinds):
+            continue
+        if lim.multi_dim_block and math.prod(cfg.block[1:]) == 1:
+            continue
+        return True
+    return False
+
+
 def draw_one(rng, cls, method, seed: int, forced_block=None) -> Config | None:
     """A random valid configuration of ``method``, or None when 100 tries found none."""
     fam = families.family_of(cls.name, method.name)
@@ -222,7 +253,7 @@ def draw_one(rng, cls, method, seed: int, forced_block=None) -> Config | None:
         size = np.dtype(dtype).itemsize + (np.dtype(value_dtype).itemsize if value_dtype else 0)
         if math.prod(block) * ipt * max(size, 4) > TILE_BYTES:
             continue
-        if fam.valid(cfg):
+        if fam.valid(cfg) and not refused_by_limits(cfg):
             return cfg
     return None
 
