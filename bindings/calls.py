@@ -119,7 +119,8 @@ class Primitive:
 
 @typeof_impl.register(Primitive)
 def _typeof_primitive(val, c):
-    return val._nbtype
+    from .host_objects import as_argument
+    return as_argument(val, c) or val._nbtype
 
 
 def _literal(prim: str, key: str, ty):
@@ -313,7 +314,7 @@ def _lower_call(p: Primitive, context, builder, sig, args, self_ptr=None, extra=
         if index >= n_call:  # a kept argument: already a data pointer
             llargs.append(builder.bitcast(val, ir.IntType(8).as_pointer()))
             continue
-        if source == "state":
+        if source == "state" and isinstance(ty, types.BaseTuple):  # (function, state array)
             ty, val = ty[1], builder.extract_value(val, 1)
         if isinstance(ty, types.Array):
             llargs.append(builder.bitcast(context.make_array(ty)(context, builder, val).data,
@@ -531,7 +532,8 @@ def _bound_kws(parent: ParentType, method: str) -> dict:
 
 @typeof_impl.register(PrimitiveClass)
 def _typeof_class(val, c):
-    return PrimitiveClassType(val)
+    from .host_objects import as_argument
+    return as_argument(val, c) or PrimitiveClassType(val)
 
 
 @infer_getattr

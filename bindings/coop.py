@@ -15,6 +15,8 @@ import types as _pytypes
 from . import block as _block
 from . import local, shared  # noqa: F401
 from . import warp as _warp
+from .host_objects import gpu_dataclass  # noqa: F401
+from .operators import StatefulFunction  # noqa: F401
 from .rewrite import host_constructed
 from .storage import TempStorage as _TempStorage
 
@@ -101,4 +103,4 @@ class NoAlgorithm:
 
 
 __all__ = ["block", "warp", "local", "shared", "TempStorage", "ThreadData", "Decomposer",
-           "NoAlgorithm"]
+           "NoAlgorithm", "gpu_dataclass", "StatefulFunction"]

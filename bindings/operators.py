@@ -75,6 +75,10 @@ def as_operator(prim: str, p, ty) -> Operator | None:
     if isinstance(ty, types.BaseTuple) and len(ty) == 2 and _dispatcher_of(ty[0]) is not None \
             and isinstance(ty[1], types.Array):
         fn_ty, state = ty[0], ty[1]
+    elif isinstance(ty, types.Array) and str(ty.dtype) in STATEFUL_FUNCTIONS:
+        # cuda.coop's spelling: the state array alone; its dtype names the function
+        disp = STATEFUL_FUNCTIONS[str(ty.dtype)]
+        return Operator(kind, p.name, None, disp, ty, disp.py_func.__code__.co_argcount - 1)
     else:
         fn_ty = ty
     if isinstance(fn_ty, types.StringLiteral):
@@ -97,6 +101,44 @@ def as_operator(prim: str, p, ty) -> Operator | None:
         raise CoopgenTypeError(f"{prim}: {p.name}={disp.py_func.__name__} takes {n} "
                                f"argument(s){extra}; a {kind} takes {want}")
     return Operator(kind, p.name, None, disp, state, n)
+
+
+#: numba type (its name) of a stateful operator's state -> the device function.
+STATEFUL_FUNCTIONS: dict = {}
+
+
+class StatefulFunction:
+    """cuda.coop's stateful operator: ``op_class.__call__(state_ptr, value)`` is the function
+    and ``numba_type`` its state's type. In a kernel the state is an array of one
+    ``numba_type`` (``coop.local.array(1, dtype=numba_type)``) passed as the operator
+    (``prefix_op=state``); the function gets a pointer to it, updates ``state_ptr[0]`` and
+    returns its result. Registering a second function for the same state type replaces the
+    first."""
+
+    def __init__(self, op_class, numba_type, name=None):
+        from numba import cuda
+
+        call = getattr(op_class, "__call__", None)
+        if call is None or not hasattr(call, "__code__"):
+            raise TypeError(f"StatefulFunction: {op_class!r} has no Python __call__")
+        self.op_class = op_class
+        self.numba_type = numba_type
+        self.name = name or getattr(op_class, "__name__", "stateful_function")
+        self.function = cuda.jit(device=True)(call)
+        STATEFUL_FUNCTIONS[str(numba_type)] = self.function
+
+
+def device_function(fn):
+    """A plain Python function used as an operator, compiled as a device function (once)."""
+    from numba import cuda
+
+    disp = _DEVICE_FUNCTIONS.get(fn)
+    if disp is None:
+        disp = _DEVICE_FUNCTIONS[fn] = cuda.jit(device=True)(fn)
+    return disp
+
+
+_DEVICE_FUNCTIONS: dict = {}
 
 
 def _decomposer(prim: str, p, ty) -> Operator | None:

@@ -13,12 +13,15 @@ cannot see on its own. It touches calls of coopgen objects only:
 * **Objects made inside a kernel from constants** (``coop.TempStorage(nbytes, align)``): the
   call runs on the host while the kernel compiles; the kernel then refers to the object.
 * **``prim[temp_storage](...)``** means ``prim(..., temp_storage=temp_storage)``.
+* **Plain Python functions passed to a primitive** (operators) are compiled as device
+  functions.
 * **``coop.ThreadData(n)``** is ``local.array(n, dtype)`` with the dtype of the array its first
   primitive call uses with it.
 """
 from __future__ import annotations
 
 import operator
+import types as pytypes
 
 import numpy as np
 from numba import cuda as _cuda
@@ -27,6 +30,8 @@ from numba.cuda.core.ir_utils import get_definition, guard
 from numba.cuda.core.rewrites import Rewrite, register_rewrite
 
 from .errors import CoopgenTypeError
+from .host_objects import compiling_kernel, is_host_object, pass_host_objects
+from .operators import device_function
 
 #: Attributes of an array argument known on the host; other objects' public attributes are too.
 ARRAY_ATTRIBUTES = ("shape", "size", "ndim")
@@ -189,6 +194,8 @@ class CoopgenRewrite(Rewrite):
             new.append(stmt)
         if self.trace.keys:
             depends_on(cfg.dispatcher, self.trace.keys)
+        if launched and any(is_host_object(a) for a in launch_args):
+            pass_host_objects(compiling_kernel())
         self.new_block = new
         return self.changed
 
@@ -246,12 +253,23 @@ class CoopgenRewrite(Rewrite):
             rejected = getattr(value, "_coopgen_rejected", None)
             if isinstance(rejected, str):
                 raise ValueError(rejected)
+            if isinstance(value, pytypes.FunctionType) and not _is_coopgen(value):
+                self._compile_operator(var, value)
             if from_launch and _is_host_constant(value):
                 consts[var.name] = self._constant(new, _plain(value), var.loc)
         if consts:
             expr.args = [consts.get(v.name, v) for v in expr.args]
             expr.kws = [(k, consts.get(v.name, v)) for k, v in expr.kws]
             self.changed = True
+
+    def _compile_operator(self, var, fn):
+        """A plain Python function passed to a primitive (an operator) is compiled as a device
+        function: its global now names that."""
+        d = self.trace.definition(var)
+        for stmt in self.block.body:
+            if isinstance(stmt, ir.assign_types) and stmt.value is d:
+                self._replace_value(stmt, ir.Global(fn.__name__, device_function(fn), d.loc))
+                return
 
     def _temp_storage_subscript(self, new, expr, fdef):
         """``prim[ts](...)`` -> ``prim(..., temp_storage=ts)``."""

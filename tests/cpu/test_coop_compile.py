@@ -161,3 +161,15 @@ def test_module_surface():
     for name in ("local", "shared", "TempStorage", "ThreadData", "Decomposer", "NoAlgorithm"):
         assert hasattr(coop, name)
     assert cuda.jit(link=load.files)  # old code passes .files to link=
+
+
+def test_gpu_dataclass_sizes():
+    from coop_kernels import SCAN_PARAMS
+    load, scan, store = SCAN_PARAMS.load, SCAN_PARAMS.scan, SCAN_PARAMS.store
+    sizes = [p.temp_storage_bytes for p in (load, scan, store)]
+    assert SCAN_PARAMS.temp_storage_bytes_sum == sum(sizes)
+    assert SCAN_PARAMS.temp_storage_bytes_max == max(sizes)
+    assert SCAN_PARAMS.temp_storage_alignment == max(p.temp_storage_alignment
+                                                     for p in (load, scan, store))
+    with pytest.raises(TypeError, match="expected a dataclass instance"):
+        coop.gpu_dataclass(object())

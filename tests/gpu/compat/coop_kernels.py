@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+import numba
 import numpy as np
 from numba import cuda
 
@@ -228,7 +229,124 @@ def case_two_phase_sort(rng):
     return Case(two_phase_sort, blocks, TPB, (x, out), check)
 
 
+@dataclass
+class ScanParams:
+    load: object
+    scan: object
+    store: object
+    items_per_thread: int
+
+
+SCAN_PARAMS = coop.gpu_dataclass(ScanParams(
+    load=coop.block.load(np.int32, threads_per_block=TPB, items_per_thread=IPT),
+    scan=coop.block.inclusive_sum(np.int32, threads_per_block=TPB, items_per_thread=IPT),
+    store=coop.block.store(np.int32, threads_per_block=TPB, items_per_thread=IPT),
+    items_per_thread=IPT))
+
+
+@cuda.jit
+def scan_with_dataclass(d_in, d_out, params):
+    # fields: primitives callable in the kernel, a size read as a constant
+    items = coop.local.array(params.items_per_thread, d_in.dtype)
+    base = cuda.blockIdx.x * TPB * params.items_per_thread
+    params.load(d_in[base:], items)
+    params.scan(items, items)
+    params.store(d_out[base:], items)
+
+
+def case_scan_with_dataclass(rng):
+    blocks = 3
+    x = _ints(rng, blocks * TPB * IPT)
+    out = np.zeros_like(x)
+
+    def check(arrays):
+        np.testing.assert_array_equal(arrays[1].reshape(blocks, -1),
+                                      np.cumsum(x.reshape(blocks, -1), axis=1, dtype=np.int32))
+    return Case(scan_with_dataclass, blocks, TPB, (x, out, SCAN_PARAMS), check)
+
+
+@cuda.jit
+def sort_with_primitive_argument(d_in, d_out, sort):
+    items = coop.local.array(IPT, d_in.dtype)
+    base = cuda.blockIdx.x * TPB * IPT
+    coop.block.load(d_in[base:], items)
+    sort(items)  # a two-phase object passed as a kernel argument
+    coop.block.store(d_out[base:], items)
+
+
+def case_sort_with_primitive_argument(rng):
+    blocks = 2
+    x = _ints(rng, blocks * TPB * IPT, np.int32, -(1 << 30), 1 << 30)
+    out = np.zeros_like(x)
+
+    def check(arrays):
+        np.testing.assert_array_equal(arrays[1].reshape(blocks, -1),
+                                      np.sort(x.reshape(blocks, -1), axis=1))
+    return Case(sort_with_primitive_argument, blocks, TPB, (x, out, block_sort), check)
+
+
+# --- operators: stateful prefix callbacks, plain Python functions -------------------------
+
+class RunningTotal:
+    """A block prefix callback: the state is the running total of the tiles scanned so far."""
+
+    def __call__(state, block_aggregate):
+        old = state[0]
+        state[0] = old + block_aggregate
+        return old
+
+
+RUNNING_TOTAL = coop.StatefulFunction(RunningTotal, numba.int64)
+TILES = 5
+
+
+@cuda.jit
+def scan_tiles_with_running_total(d_in, d_out):
+    state = coop.local.array(1, dtype=numba.int64)
+    state[0] = 0
+    items = coop.local.array(4, d_in.dtype)
+    for t in range(TILES):
+        base = t * cuda.blockDim.x * 4
+        coop.block.load(d_in[base:], items)
+        coop.block.exclusive_sum(items, items, block_prefix_callback_op=state)
+        coop.block.store(d_out[base:], items)
+
+
+def case_scan_tiles_with_running_total(rng):
+    threads = 128
+    x = _ints(rng, TILES * threads * 4, np.int64, -(1 << 40), 1 << 40)
+    out = np.zeros_like(x)
+
+    def check(arrays):
+        np.testing.assert_array_equal(arrays[1], np.cumsum(x) - x)
+    return Case(scan_tiles_with_running_total, 1, threads, (x, out), check)
+
+
+def larger(a, b):  # a plain Python function: compiled as a device function when used
+    return a if a > b else b
+
+
+@cuda.jit
+def warp_max_plain_function(d_in, d_out):
+    t = cuda.threadIdx.x
+    m = coop.warp.reduce(d_in[cuda.blockIdx.x * 32 + t], larger)
+    if t == 0:
+        d_out[cuda.blockIdx.x] = m
+
+
+def case_warp_max_plain_function(rng):
+    warps = 6
+    x = rng.uniform(-100, 100, warps * 32).astype(np.float32)
+    out = np.zeros(warps, np.float32)
+
+    def check(arrays):
+        np.testing.assert_array_equal(arrays[1], x.reshape(warps, 32).max(axis=1))
+    return Case(warp_max_plain_function, warps, 32, (x, out), check)
+
+
 CASES = [case_copy_sized_by_argument, case_sort_tiles_sized_by_shape,
          case_block_sums_shared_sized_by_argument, case_sort_thread_data,
          case_scan_thread_data_with_dtype, case_sort_with_in_kernel_storage,
-         case_sum_and_scan_exclusive_storage, case_two_phase_sort]
+         case_sum_and_scan_exclusive_storage, case_two_phase_sort, case_scan_with_dataclass,
+         case_sort_with_primitive_argument, case_scan_tiles_with_running_total,
+         case_warp_max_plain_function]

@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import re
 
-import numba
 import numpy as np
 from numba import cuda
 
@@ -49,8 +48,9 @@ def launch_config_on_cpu(kernel, block, args):
 
 def link_as_launched(kernel, block, *args):
     """Link ``kernel`` for sm_90 as ``kernel[grid, block](*args)`` would compile it."""
+    from numba.cuda.typing.typeof import typeof  # the kernel dispatcher's typeof
     from coopgen.linkcheck import link_cubin
-    sig = tuple(numba.typeof(a) for a in args)
+    sig = tuple(typeof(a) for a in args)
     with launch_config_on_cpu(kernel, block, args):
         return link_cubin(kernel, sig)
 
