@@ -150,3 +150,22 @@ def _make_array_function(space: str):
 
 local_array = _make_array_function("local")
 shared_array = _make_array_function("shared")
+
+
+#: numba's own ``cuda.shared.array`` globals (static and dynamic) are named so.
+NUMBA_SHARED_PREFIX = "_cudapy_smem"
+
+
+def align_numba_shared_bytes(module, alignment: int = SHARED_ALIGNMENT) -> None:
+    """numba aligns a ``cuda.shared.array(n, uint8)`` (and the dynamic ``cuda.shared.array(0,
+    uint8)``) to 1 byte only; used as a primitive's temp storage it must hold any CUB
+    TempStorage. Raise the alignment of the byte arrays numba put in shared memory in this
+    module (a slice of one is as aligned as its offset, as in CUDA C++)."""
+    for gv in module.global_values:
+        if not gv.name.startswith(NUMBA_SHARED_PREFIX) or gv.type.addrspace != \
+                nvvm.ADDRSPACE_SHARED:
+            continue
+        elem = gv.value_type
+        if getattr(elem, "element", None) is not None and str(elem.element) == "i8" and \
+                (gv.align or 1) < alignment:
+            gv.align = alignment

@@ -23,6 +23,7 @@ from numba.cuda.typing.templates import (AbstractTemplate, AttributeTemplate, in
 from numba.cuda.core.imputils import lower_cast, lower_getattr_generic
 
 from . import registry, shims
+from .arrays import SizedArray, align_numba_shared_bytes
 from .errors import CoopgenTypeError
 from .lowering_context import (bound_kernel_threads, check_not_in_device_function,
                                kernel_lowering_site, use_short_shared_pointers)
@@ -283,6 +284,8 @@ def _lower_call(p: Primitive, context, builder, sig, args, self_ptr=None, extra=
     op_sigs = operator_signatures(p, r)
     bundle = bundle_for(context.active_code_library)
     ts = r.temp_storage_arg[1] if r.temp_storage_arg else None
+    if isinstance(ts, types.Array) and not isinstance(ts, SizedArray):
+        align_numba_shared_bytes(builder.module)  # numba's cuda.shared.array(n, uint8)
     use_index = bundle.next_use_index(ts.obj.symbol) if isinstance(ts, TempStorageType) else 0
     text = shims.build(r, op_sigs, object_mode="construct" if p.constructor else
                        "method" if p.parent is not None else None,

@@ -275,12 +275,6 @@ def _check_temp_storage(prim: str, cls: ClassSpec, ty) -> None:
         raise CoopgenTypeError(f"{prim}: temp_storage={ty} is not in shared memory; the "
                                f"threads share it: use coopgen.shared.array(nbytes, np.uint8) "
                                f"or a coopgen.TempStorage")
-    if isinstance(ty, types.Array) and ty.dtype == types.uint8 and not (
-            isinstance(ty, SizedArray) and ty.space == "shared"):
-        raise CoopgenTypeError(f"{prim}: temp_storage {ty} may be misaligned: a numba "
-                               f"cuda.shared.array of uint8 is only 1-byte aligned. Use "
-                               f"coopgen.shared.array(nbytes, np.uint8) (16-byte aligned) or a "
-                               f"coopgen.TempStorage")
     if not isinstance(ty, types.Array) or ty.dtype != types.uint8:
         raise CoopgenTypeError(f"{prim}: temp_storage must be a coopgen.TempStorage or a uint8 "
                                f"array in shared memory (coopgen.shared.array(nbytes, np.uint8)), "

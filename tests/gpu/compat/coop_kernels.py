@@ -24,6 +24,7 @@ class Case:
     block: object
     args: tuple
     check: Callable  # (arrays after the launch, in argument order) -> None
+    sharedmem: int = 0  # dynamic shared memory of the launch, bytes
 
     @property
     def name(self) -> str:
@@ -199,6 +200,57 @@ def case_sum_and_scan_exclusive_storage(rng):
     return Case(sum_and_scan_exclusive_storage, blocks, threads, (x, sums, out), check)
 
 
+# --- numba's shared byte arrays and dynamic shared memory as temp storage ----------------
+
+@cuda.jit
+def sort_in_numba_shared_bytes(d_in, d_out):
+    temp = cuda.shared.array(8192, numba.uint8)  # numba's own array: coopgen aligns it
+    items = coop.local.array(4, d_in.dtype)
+    base = cuda.blockIdx.x * cuda.blockDim.x * 4
+    coop.block.load(d_in[base:], items)
+    coop.block.radix_sort_keys(items, temp_storage=temp)
+    coop.block.store(d_out[base:], items)
+
+
+def case_sort_in_numba_shared_bytes(rng):
+    threads, blocks = 128, 3
+    x = _ints(rng, blocks * threads * 4, np.int32, -(1 << 30), 1 << 30)
+    out = np.zeros_like(x)
+
+    def check(arrays):
+        np.testing.assert_array_equal(arrays[1].reshape(blocks, -1),
+                                      np.sort(x.reshape(blocks, -1), axis=1))
+    return Case(sort_in_numba_shared_bytes, blocks, threads, (x, out), check)
+
+
+@cuda.jit
+def scan_and_sum_in_dynamic_shared(d_in, d_out, d_sums):
+    dynamic = cuda.shared.array(0, numba.uint8)  # sized by the launch
+    items = coop.local.array(2, d_in.dtype)
+    base = cuda.blockIdx.x * cuda.blockDim.x * 2
+    coop.block.load(d_in[base:], items)
+    total = coop.block.sum(items, temp_storage=dynamic[:1024])
+    coop.block.inclusive_sum(items, items, temp_storage=dynamic[1024:])
+    coop.block.store(d_out[base:], items)
+    if cuda.threadIdx.x == 0:
+        d_sums[cuda.blockIdx.x] = total
+
+
+def case_scan_and_sum_in_dynamic_shared(rng):
+    threads, blocks = 128, 4
+    x = _ints(rng, blocks * threads * 2)
+    out = np.zeros_like(x)
+    sums = np.zeros(blocks, np.int32)
+
+    def check(arrays):
+        tiles = x.reshape(blocks, -1)
+        np.testing.assert_array_equal(arrays[1].reshape(blocks, -1),
+                                      np.cumsum(tiles, axis=1, dtype=np.int32))
+        np.testing.assert_array_equal(arrays[2], tiles.sum(axis=1, dtype=np.int32))
+    return Case(scan_and_sum_in_dynamic_shared, blocks, threads, (x, out, sums), check,
+                sharedmem=8192)
+
+
 # --- two-phase: host objects, make_* factories, link= of old code ------------------------
 
 TPB, IPT = 128, 4
@@ -349,4 +401,5 @@ CASES = [case_copy_sized_by_argument, case_sort_tiles_sized_by_shape,
          case_scan_thread_data_with_dtype, case_sort_with_in_kernel_storage,
          case_sum_and_scan_exclusive_storage, case_two_phase_sort, case_scan_with_dataclass,
          case_sort_with_primitive_argument, case_scan_tiles_with_running_total,
-         case_warp_max_plain_function]
+         case_warp_max_plain_function, case_sort_in_numba_shared_bytes,
+         case_scan_and_sum_in_dynamic_shared]

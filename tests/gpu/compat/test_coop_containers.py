@@ -5,14 +5,15 @@ import pytest
 from numba import cuda
 
 from coop_kernels import (CASES, case_copy_sized_by_argument, copy_sized_by_argument)
-from coop_util import assert_no_local_memory, launch
+from coop_util import assert_no_local_memory
 
 pytestmark = pytest.mark.gpu
 
 
 def run(case):
     dev = [cuda.to_device(a) if isinstance(a, np.ndarray) else a for a in case.args]
-    launch(case.kernel, case.grid, case.block, *dev)
+    case.kernel[case.grid, case.block, 0, case.sharedmem](*dev)
+    cuda.synchronize()
     case.check([d.copy_to_host() if hasattr(d, "copy_to_host") else d for d in dev])
 
 
