@@ -172,12 +172,25 @@ def _records(r: Resolved) -> list:
     return out
 
 
+def _logical_warps(r: Resolved) -> tuple[int, str, str]:
+    """(logical warps per block, the calling thread's logical warp index, logical warp
+    threads). CUB forms logical warps inside each hardware warp (lane / size), so a size that
+    does not divide 32 leaves a partial logical warp at the end of every hardware warp; for
+    sizes that divide 32 the index is the linear thread index / size."""
+    lwt = dict((t.keyword, v) for t, v in r.template_args).get("logical_warp_threads", "32")
+    threads = r.block_dims[0] * r.block_dims[1] * r.block_dims[2] if r.block_dims else 1024
+    per_hw_warp = -(-32 // int(lwt))
+    warps = max(1, -(-threads // 32) * per_hw_warp)
+    if 32 % int(lwt) == 0:
+        return warps, f"{LINEAR_TID} / {lwt}", lwt
+    return warps, f"({LINEAR_TID} / 32 * {per_hw_warp} + {LINEAR_TID} % 32 / {lwt})", lwt
+
+
 def _parent_storage_slots(r: Resolved) -> tuple[int, str]:
     if r.cls.scope == "block":
         return 1, "0"
-    lwt = dict((t.keyword, v) for t, v in r.template_args).get("logical_warp_threads", "32")
-    threads = r.block_dims[0] * r.block_dims[1] * r.block_dims[2] if r.block_dims else 1024
-    return max(1, -(-threads // int(lwt))), f"{LINEAR_TID} / {lwt}"
+    warps, index, _ = _logical_warps(r)
+    return warps, index
 
 
 def _explicit_template_args(r: Resolved) -> list[str]:
@@ -326,9 +339,7 @@ def build(r: Resolved, op_signatures: dict[int, tuple], object_mode: str | None 
                       f"// the storage may have just been used")
         storage = f"reinterpret_cast<typename {prim}::TempStorage&>({BLOCK_STORAGE})"
     elif r.temp_storage == "implicit":
-        lwt = dict((t.keyword, v) for t, v in r.template_args).get("logical_warp_threads", "32")
-        threads = r.block_dims[0] * r.block_dims[1] * r.block_dims[2] if r.block_dims else 1024
-        warps = max(1, -(-threads // int(lwt)))
+        warps, index, lwt = _logical_warps(r)
         # One slice per logical warp, shared by the warp primitives of the translation unit
         # with this logical warp size: the logical warp syncs before reusing it. Each size has
         # its own array of slices: slices of one size sit where another size's logical warps
@@ -339,7 +350,7 @@ def build(r: Resolved, op_signatures: dict[int, tuple], object_mode: str | None 
         pre.insert(0, f"if constexpr (sizeof(typename {prim}::TempStorage) > 1) "
                       f"__syncwarp({mask});")
         storage = (f"reinterpret_cast<typename {prim}::TempStorage&>("
-                   f"{WARP_STORAGE}_{lwt}[{LINEAR_TID} / {lwt}])")
+                   f"{WARP_STORAGE}_{lwt}[{index}])")
     else:
         storage = None
     ctor = f"{prim} coopgen_p({storage});" if storage else f"{prim} coopgen_p;"

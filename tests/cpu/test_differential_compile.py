@@ -76,3 +76,28 @@ def test_warp_storage_slices_of_two_logical_warp_sizes_do_not_overlap(monkeypatc
     assert "static __shared__ coopgen_warp_storage_8_t coopgen_warp_storage_8[16];" in src
     assert "static __shared__ coopgen_warp_storage_32_t coopgen_warp_storage_32[4];" in src
     assert src.count("coopgen_warp_storage_8[(threadIdx.x") == 2
+
+
+def test_logical_warps_of_sizes_not_dividing_32_are_indexed_as_cub_forms_them(monkeypatch):
+    """CUB forms logical warps inside each hardware warp (lane / size): with 12 threads, lanes
+    24-31 of every hardware warp are a partial logical warp. Thread 32 starts the next hardware
+    warp's first logical warp, so its storage slice is 3, not 32 / 12 = 2 (which lanes 24-31
+    of the first hardware warp use): the slices follow CUB's logical warps."""
+    from coopgen import nvrtc, warp
+
+    sources = []
+    real = nvrtc.compile_ltoir
+    monkeypatch.setattr(nvrtc, "compile_ltoir", lambda src, **kw: (sources.append(src), real(src, **kw))[1])
+    monkeypatch.setenv("COOPGEN_DISABLE_CACHE", "1")
+
+    def k(d_in, d_out):
+        t = cuda.threadIdx.x
+        d_out[t] = warp.WarpReduce.Sum(input=d_in[t], logical_warp_threads=12)
+
+    from coopgen.linkcheck import link_cubin
+    with coopgen.block_shape(96):
+        link_cubin(k, (I32, I32))
+    src = sources[-1]
+    assert "coopgen_warp_storage_12[9];" in src  # 3 hardware warps x 3 logical warps
+    tid = "(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z))"
+    assert f"coopgen_warp_storage_12[({tid} / 32 * 3 + {tid} % 32 / 12)]" in src

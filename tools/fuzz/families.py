@@ -18,6 +18,13 @@ UNSIGNED = ("uint8", "uint16", "uint32", "uint64")
 FLOATS = ("float32", "float64")
 ALL = INTS + FLOATS
 IPTS = (1, 2, 3, 4, 5, 7, 8, 9, 11, 12, 13, 16)
+#: The record dtype (user-defined type) drawn where a primitive allows one; "record" in a
+#: configuration. Fields compare in order (numpy's structured comparison, and py_rec_less).
+RECORD = np.dtype([("a", np.int32), ("b", np.float32)], align=True)
+
+
+def np_dtype(name: str) -> np.dtype:
+    return RECORD if isinstance(name, str) and name == "record" else np.dtype(name)
 
 #: Built-in and Python operators, and the numpy ufunc each one computes.
 UFUNC = {"+": np.add, "py_add": np.add, "min": np.minimum, "py_min": np.minimum,
@@ -54,6 +61,7 @@ class Family:
     edges: tuple = EDGES_ALL  # float edge values allowed in the data
     inputs: Callable | None = None  # (cfg, rng, groups) -> {param: array} of special inputs
     skip: Callable = lambda cls, method: ""  # why an overload is not drawn ("" = drawn)
+    records: bool = False  # the record dtype may be drawn as T / KeyT
 
 
 # --- helpers -------------------------------------------------------------------------------
@@ -422,9 +430,11 @@ def ref_merge_sort(cfg, ins, got):
 def merge_sort_inputs(cfg, rng, groups):
     if "oob_default" not in {p.name for p in cfg.method.params}:
         return {}
-    dt = np.dtype(cfg.dtype)
+    dt = np_dtype(cfg.dtype)
     desc = cfg.op in (">", "py_greater")
-    if dt.kind == "f":
+    if cfg.dtype == "record":
+        last = np.array([(np.iinfo(np.int32).max, np.inf)], dt)[0]
+    elif dt.kind == "f":
         last = -np.inf if desc else np.inf
     else:
         last = np.iinfo(dt).min if desc else np.iinfo(dt).max
@@ -432,7 +442,7 @@ def merge_sort_inputs(cfg, rng, groups):
 
 
 def compare_ops(method, dtype):
-    return ["<", ">", "py_less", "py_greater"]
+    return ["py_rec_less"] if dtype == "record" else ["<", ">", "py_less", "py_greater"]
 
 
 # --- adjacent difference and discontinuity -------------------------------------------------
@@ -690,14 +700,15 @@ FAMILIES = {
     **{(c, m): Family(ref_scan, ops=_scan_ops)
        for c in ("BlockScan", "WarpScan")
        for m in ("ExclusiveSum", "InclusiveSum", "ExclusiveScan", "InclusiveScan", "Scan")},
-    ("BlockLoad", "Load"): Family(ref_load, valid=warp_transpose_ok),
-    ("BlockStore", "Store"): Family(ref_store, valid=warp_transpose_ok),
-    ("WarpLoad", "Load"): Family(ref_load),
-    ("WarpStore", "Store"): Family(ref_store),
+    ("BlockLoad", "Load"): Family(ref_load, valid=warp_transpose_ok, records=True),
+    ("BlockStore", "Store"): Family(ref_store, valid=warp_transpose_ok, records=True),
+    ("WarpLoad", "Load"): Family(ref_load, records=True),
+    ("WarpStore", "Store"): Family(ref_store, records=True),
     **{("BlockExchange", m): Family(ref_exchange, bools=("warp_time_slicing",),
-                                    inputs=exchange_inputs, valid=exchange_valid)
+                                    inputs=exchange_inputs, valid=exchange_valid, records=True)
        for m in EXCHANGES},
-    **{("WarpExchange", m): Family(ref_exchange, inputs=exchange_inputs, valid=exchange_valid)
+    **{("WarpExchange", m): Family(ref_exchange, inputs=exchange_inputs, valid=exchange_valid,
+                                   records=True)
        for m in ("BlockedToStriped", "StripedToBlocked", "ScatterToStriped")},
     **{("BlockRadixSort", m): Family(ref_radix_sort, bools=("memoize_outer_scan",),
                                      int_tkw={"radix_bits": (1, 2, 3, 4, 5, 6)},
@@ -705,7 +716,7 @@ FAMILIES = {
        for m in ("Sort", "SortDescending", "SortBlockedToStriped",
                  "SortDescendingBlockedToStriped")},
     **{(c, m): Family(ref_merge_sort, ops=compare_ops, edges=EDGES_ORDER,
-                      inputs=merge_sort_inputs,
+                      inputs=merge_sort_inputs, records=True,
                       threads="power_of_two" if c == "BlockMergeSort" else "any")
        for c in ("BlockMergeSort", "WarpMergeSort") for m in ("Sort", "StableSort")},
     **{("BlockAdjacentDifference", m): Family(ref_adjacent_difference,
@@ -714,7 +725,7 @@ FAMILIES = {
                  "SubtractRightPartialTile")},
     **{("BlockDiscontinuity", m): Family(ref_discontinuity, ops=_ops_named("!=", "==", "py_ne"))
        for m in ("FlagHeads", "FlagTails", "FlagHeadsAndTails")},
-    **{("BlockShuffle", m): Family(ref_shuffle, inputs=shuffle_inputs)
+    **{("BlockShuffle", m): Family(ref_shuffle, inputs=shuffle_inputs, records=m in ("Up", "Down"))
        for m in ("Offset", "Rotate", "Up", "Down")},
     **{("BlockHistogram", m): Family(ref_histogram, dtypes=("uint8", "uint16", "uint32"),
                                      int_tkw={"bins": (8, 16, 32, 64, 100, 128, 256)},

@@ -58,6 +58,14 @@ def py_ne(a, b):
     return a != b
 
 
+RECORD = np.dtype([("a", np.int32), ("b", np.float32)], align=True)  # families.RECORD
+
+
+@cuda.jit(device=True)
+def py_rec_less(x, y):
+    return x.a < y.a or (x.a == y.a and x.b < y.b)
+
+
 @cuda.jit(device=True)
 def running_prefix(state, block_aggregate):
     return state[0]  # the block's prefix; CUB calls this once per tile (first warp)
@@ -127,7 +135,7 @@ def returned(cfg) -> list[str]:
 
 
 def _np(dtype: str) -> str:
-    return f"np.{dtype}"
+    return "RECORD" if dtype == "record" else f"np.{dtype}"
 
 
 def _callee(cfg) -> tuple[str, list[str]]:
@@ -149,8 +157,13 @@ def emit(cfg, j: int) -> tuple[list[str], list[str], str]:
     """(kernel arguments, body lines, module-level definitions) of configuration ``j``."""
     cls, m = cfg.spec, cfg.method
     nt = cfg.threads
-    lines = [f"# c{j}: {cfg.label()} via {cfg.surface}",
-             f"g = {'cuda.blockIdx.x' if not cfg.warp else f'r // {cfg.warp}'}"]
+    lines = [f"# c{j}: {cfg.label()} via {cfg.surface}"]
+    if cfg.warp:  # logical warps as CUB forms them, inside each hardware warp
+        w = cfg.warp
+        lines += [f"g = (r // 32) * {cfg.warps_per_hw_warp} + (t % 32) // {w}",
+                  f"q = g * {w} + (t % 32) % {w}"]
+    else:
+        lines += ["g = cuda.blockIdx.x", "q = r"]
     defs = ""
     by_name = {s.param: s for s in slots(cfg)}
     args = [s.arg(j) for s in slots(cfg)]
@@ -165,16 +178,16 @@ def emit(cfg, j: int) -> tuple[list[str], list[str], str]:
         if p.role in ("input_array", "output_array", "inout_array", "range_input"):
             lines += [f"{v} = local.array({s.items}, {_np(s.dtype)})",
                       f"for i in range({s.items}):",
-                      f"    {v}[i] = {a}[r * {s.items} + i]"]
+                      f"    {v}[i] = {a}[q * {s.items} + i]"]
             if s.out:
-                after += [f"for i in range({s.items}):", f"    {a}[r * {s.items} + i] = {v}[i]"]
+                after += [f"for i in range({s.items}):", f"    {a}[q * {s.items} + i] = {v}[i]"]
         elif p.role == "output_scalar":
             if p.name in cfg.omit:
                 continue
-            lines += [f"{v} = local.array(1, {_np(s.dtype)})", f"{v}[0] = {a}[r]"]
-            after.append(f"{a}[r] = {v}[0]")
+            lines += [f"{v} = local.array(1, {_np(s.dtype)})", f"{v}[0] = {a}[q]"]
+            after.append(f"{a}[q] = {v}[0]")
         elif p.role == "input_scalar":
-            v = f"{a}[r]" if s.kind == "thread" else f"{a}[g]"
+            v = f"{a}[q]" if s.kind == "thread" else f"{a}[g]"
         elif p.role == "count":
             v = f"{a}[g]"
         elif p.role in ("iterator_in", "iterator_out"):
@@ -212,7 +225,7 @@ def emit(cfg, j: int) -> tuple[list[str], list[str], str]:
         lines.append(f"res = {call}")
         for k, name in enumerate(ret):
             val = "res" if len(ret) == 1 else f"res[{k}]"
-            after.append(f"c{j}_{name}[r] = {val}")
+            after.append(f"c{j}_{name}[q] = {val}")
     else:
         lines.append(call)
     return args, lines + after, defs
@@ -245,7 +258,9 @@ def host_shape(cfg, slot: Slot, groups: int) -> tuple:
 
 
 def groups_of(cfg, grid: int) -> int:
-    return grid * cfg.threads // cfg.group_threads
+    if cfg.warp:
+        return grid * (cfg.threads // 32) * cfg.warps_per_hw_warp
+    return grid
 
 
 __all__ = ["Slot", "slots", "kernel_source", "host_shape", "groups_of", "np"]

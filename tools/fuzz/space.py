@@ -23,7 +23,7 @@ FLOATS = ("float32", "float64")
 ALL_DTYPES = INTEGERS + FLOATS
 #: Block shapes: 1-, 2- and 3-D, 32 to 1024 threads; the odd ones are for primitives CUB
 #: allows on blocks that are not whole warps.
-SHAPES_1D = (32, 64, 96, 128, 160, 192, 256, 384, 512, 640, 768, 1024)
+SHAPES_1D = (32, 64, 96, 128, 160, 192, 224, 256, 384, 448, 512, 640, 768, 896, 1024)
 ODD_1D = (33, 40, 50, 65, 100, 127, 200, 255, 300, 500, 999)
 SHAPES_2D = ((8, 4), (16, 4), (32, 2), (16, 8), (32, 4), (64, 2), (32, 8), (16, 16), (32, 16),
              (64, 8), (128, 4), (32, 32), (3, 32), (12, 10), (50, 3))
@@ -76,6 +76,12 @@ class Config:
     def group_threads(self) -> int:
         """Threads that cooperate in one call: the block, or one logical warp."""
         return self.warp or self.threads
+
+    @property
+    def warps_per_hw_warp(self) -> int:
+        """Logical warps CUB forms in a hardware warp (the last one partial unless the
+        logical warp size divides 32)."""
+        return -(-32 // self.warp)
 
     @property
     def family(self) -> "families.Family":
@@ -168,9 +174,13 @@ def _shape_pool(rng, cls, fam):
 def _warp_threads(rng, cls) -> int:
     if cls.scope != "warp":
         return 0
-    # Powers of two only: CUB forms logical warps of other sizes inside each hardware warp,
-    # leaving a partial logical warp at the end of every one (results undefined there).
-    return _pick(rng, (1, 2, 4, 8, 16, 32, 32, 32))
+    t = next(t for t in cls.template_params if t.keyword == "logical_warp_threads")
+    pool = (1, 2, 4, 8, 16, 32, 32, 32)
+    if t.constraint != "power_of_two":
+        # CUB forms logical warps of other sizes inside each hardware warp, leaving a partial
+        # one at the end of every hardware warp (its results are undefined: not compared)
+        pool += (3, 5, 6, 7, 12)
+    return _pick(rng, pool)
 
 
 def _template_keywords(rng, cls, fam) -> tuple:
@@ -238,7 +248,7 @@ def draw_one(rng, cls, method, seed: int, forced_block=None) -> Config | None:
         block = _block_shape(rng, cls, fam, warp, forced_block)
         if block is None:
             continue
-        dtype = _pick(rng, fam.dtypes)
+        dtype = _pick(rng, fam.dtypes + (("record",) if fam.records else ()))
         value_dtype = _pick(rng, ALL_DTYPES) if any(p.base == "ValueT" for p in method.params) else ""
         ipt = int(_pick(rng, families.IPTS)) if uses_items_per_thread(cls, method) else 1
         ops = fam.ops(method, dtype)
@@ -250,7 +260,8 @@ def draw_one(rng, cls, method, seed: int, forced_block=None) -> Config | None:
         cfg = Config(cls.name, method.signature, _pick(rng, surfaces(cls, method)), dtype,
                      value_dtype, block, ipt, _template_keywords(rng, cls, fam), op, omit,
                      warp, seed)
-        size = np.dtype(dtype).itemsize + (np.dtype(value_dtype).itemsize if value_dtype else 0)
+        size = families.np_dtype(dtype).itemsize + (
+            np.dtype(value_dtype).itemsize if value_dtype else 0)
         if math.prod(block) * ipt * max(size, 4) > TILE_BYTES:
             continue
         if fam.valid(cfg) and not refused_by_limits(cfg):
