@@ -24,6 +24,7 @@ from numba.cuda.core.imputils import lower_cast, lower_getattr_generic
 
 from . import registry, shims
 from .arrays import SizedArray, align_numba_shared_bytes
+from .ctypes_map import is_struct
 from .errors import CoopgenTypeError
 from .lowering_context import (bound_kernel_threads, check_not_in_device_function,
                                kernel_lowering_site, use_short_shared_pointers)
@@ -324,6 +325,9 @@ def _lower_call(p: Primitive, context, builder, sig, args, self_ptr=None, extra=
                                           ir.IntType(8).as_pointer()))
         elif isinstance(ty, types.Record):  # a record value is a pointer to its data
             llargs.append(builder.bitcast(val, ir.IntType(8).as_pointer()))
+        elif is_struct(ty):  # a user-defined struct value: pass a copy by pointer
+            slot = cgutils.alloca_once_value(builder, val)
+            llargs.append(builder.bitcast(slot, ir.IntType(8).as_pointer()))
         elif isinstance(ty, types.Boolean) or types.unliteral(ty) == types.boolean:
             llargs.append(builder.zext(val, ir.IntType(8)))
         else:

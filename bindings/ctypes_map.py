@@ -46,12 +46,65 @@ def record_struct(rec) -> str:
             f"#endif")
 
 
+def udt_layout(dt) -> tuple[int, int] | None:
+    """(size, alignment) of a user-defined numba type whose data model is a struct (a numba
+    extension type such as ``Complex`` or ``Float2``), else None."""
+    if isinstance(dt, (types.Record, types.Number, types.Boolean, types.Array)) or \
+            not isinstance(dt, types.Type):
+        return None
+    from numba.cuda.datamodel.models import StructModel
+    from numba.cuda.descriptor import cuda_target
+
+    struct_models = (StructModel,)
+    try:
+        from numba.core.datamodel.models import StructModel as CoreStructModel
+        struct_models += (CoreStructModel,)
+    except ImportError:
+        pass
+    ctx = cuda_target.target_context
+    try:
+        model = ctx.data_model_manager[dt]
+    except KeyError:
+        return None
+    if not isinstance(model, struct_models):
+        return None
+    ll = ctx.get_data_type(dt)
+    return ctx.get_abi_sizeof(ll), ctx.get_abi_alignment(ll)
+
+
+def struct_name(dt) -> str:
+    """C++ name of a record or user-defined type (an opaque struct of its size)."""
+    import hashlib
+    if isinstance(dt, types.Record):
+        return record_name(dt)
+    return "coopgen_udt_" + hashlib.sha256(f"{dt!r}:{udt_layout(dt)}".encode()).hexdigest()[:12]
+
+
+def struct_decl(dt) -> str:
+    """The opaque C++ struct of a record or user-defined type: its size and alignment; C++
+    only copies it, and operators (numba code) read its fields."""
+    if isinstance(dt, types.Record):
+        return record_struct(dt)
+    name = struct_name(dt)
+    size, align = udt_layout(dt)
+    return (f"#ifndef COOPGEN_DEFINED_{name}\n#define COOPGEN_DEFINED_{name}\n"
+            f"struct alignas({align}) {name} {{ unsigned char bytes[{size}]; }};\n#endif")
+
+
+def is_struct(dt) -> bool:
+    """Records and user-defined struct types: passed to C++ by pointer, never by value."""
+    dt = types.unliteral(dt)
+    return isinstance(dt, types.Record) or udt_layout(dt) is not None
+
+
 def ctype(dt, prim: str, what: str) -> str:
     dt = types.unliteral(dt)
     if isinstance(dt, types.Record):
         for f in dt.fields.values():
             ctype(f.type, prim, f"{what} field")
         return record_name(dt)
+    if udt_layout(dt) is not None:
+        return struct_name(dt)
     try:
         return CPP_OF[dt]
     except KeyError:

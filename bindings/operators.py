@@ -15,6 +15,7 @@ from numba.cuda import types
 
 from numba.cuda.cudadrv.linkable_code import LTOIR
 
+from .ctypes_map import udt_layout
 from .errors import CoopgenTypeError
 from .shimcall import _current_arch
 
@@ -190,7 +191,16 @@ def operator_signatures(p, r) -> dict[int, tuple]:
             sig = ((types.CPointer(types.int32),), types.none)
         else:  # BlockPrefixCallbackOp
             sig = ((t,), t)
-        if isinstance(sig[1], types.Record):
+        if udt_layout(sig[1]) is not None:
+            # a user-defined struct type: cuda.coop's op(out, a, b) on pointers, writing out[0]
+            if op.arity != len(sig[0]) + 1:
+                raise CoopgenTypeError(
+                    f"{p.name}: {op.param}={op.function.py_func.__name__} works on {sig[1]}: "
+                    f"it must take {len(sig[0]) + 1} pointers, op(out, a, b), and write its "
+                    f"result to out[0]")
+            sig = ((types.CPointer(sig[1]),) + tuple(types.CPointer(a) for a in sig[0]),
+                   types.none)
+        elif isinstance(sig[1], types.Record):
             # numba cannot return a record by value: the operator writes its result into a
             # third argument, op(a, b, out), like an out-parameter in C.
             if op.arity != len(sig[0]) + 1:

@@ -91,7 +91,8 @@ def _contiguous(att: "_Attempt", p: PSpec, ty) -> None:
 
 
 def _is_scalar(t) -> bool:
-    return isinstance(t, (types.Number, types.Boolean, types.Record))
+    return isinstance(t, (types.Number, types.Boolean, types.Record)) or \
+        ctypes_map.udt_layout(types.unliteral(t)) is not None
 
 
 class _Attempt:
@@ -475,7 +476,7 @@ def _bind_param(att: _Attempt, p: PSpec, ty, index: int) -> Binding:
             ut = known  # converted at the call, like a C++ argument
         else:
             att.need_dtype(p.base, ty, p.name)
-        if isinstance(ut, types.Record):  # numba holds records by pointer: pass it so
+        if ctypes_map.is_struct(ut):  # records and user types travel by pointer
             return Binding(p, "arg", index, ut, ctypes_map.ctype(ut, prim, p.name) + "*")
         return Binding(p, "arg", index, ut, ctypes_map.scalar_ctype(ut, prim, p.name))
     if role == "count":

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from numba.cuda import types
 
 from .arrays import SHARED_ALIGNMENT, static_length
-from .ctypes_map import CPP_OF, record_name, record_struct
+from .ctypes_map import CPP_OF, is_struct, record_name, struct_decl, struct_name
 from .resolve import RANGE_ROLES, Resolved
 
 #: The built-in functors (::cuda::std::less, ::cuda::minimum, ...); newer CUB headers no
@@ -85,14 +85,28 @@ def _op_functor(name: str, sym: str, op, argtypes, restype) -> str:
     output pointer)."""
     def ctype(t):
         t = types.unliteral(t)
-        return record_name(t) if isinstance(t, types.Record) else CPP_OF.get(t, "void*")
+        return struct_name(t) if is_struct(t) else CPP_OF.get(t, "void*")
 
     def abi(t):
-        return "void*" if isinstance(types.unliteral(t), types.Record) else ctype(t)
+        return "void*" if is_struct(t) else ctype(t)
 
     stateful = op.state is not None
     operands = list(argtypes[1:] if stateful else argtypes)
-    out_record = restype == types.none and operands and isinstance(operands[-1], types.Record) \
+    if operands and all(isinstance(t, types.CPointer) for t in operands):
+        # op(out, a, b) on pointers (cuda.coop's user-defined types): the result is written
+        # through the first pointer
+        rt = ctype(operands[0].dtype)
+        params = ", ".join(f"const {ctype(t.dtype)}& a{i}" for i, t in enumerate(operands[1:]))
+        args = (["state"] if stateful else []) + ["(void*)&r"] + [
+            f"(void*)&a{i}" for i in range(len(operands) - 1)]
+        decl = (f'extern "C" __device__ void {sym}('
+                f'{", ".join(["void*"] * (len(operands) + stateful))});')
+        member = "  void* state;\n" if stateful else ""
+        body = (f"  __device__ {rt} operator()({params}) const {{ {rt} r; "
+                f"{sym}({', '.join(args)}); return r; }}\n")
+        return (f"#ifndef COOPGEN_DEFINED_{name}\n#define COOPGEN_DEFINED_{name}\n{decl}\n"
+                f"struct {name} {{\n{member}{body}}};\n#endif")
+    out_record = restype == types.none and operands and is_struct(operands[-1]) \
         and op.kind not in ("CountsCallback",)
     result = operands.pop() if out_record else None
     ret = "void" if restype == types.none else ctype(restype)
@@ -101,7 +115,7 @@ def _op_functor(name: str, sym: str, op, argtypes, restype) -> str:
     decl = f'extern "C" __device__ {ret} {sym}({", ".join(decl_args)});'
     params = ", ".join(f"const {ctype(t)}& a{i}" for i, t in enumerate(operands))
     args = (["state"] if stateful else []) + [
-        f"(void*)&a{i}" if isinstance(types.unliteral(t), types.Record) else f"a{i}"
+        f"(void*)&a{i}" if is_struct(t) else f"a{i}"
         for i, t in enumerate(operands)]
     member = "  void* state;\n" if stateful else ""
     if op.kind == "DigitExtractorT":
@@ -164,10 +178,10 @@ def _records(r: Resolved) -> list:
     for b in r.bindings:
         t = b.nbtype
         dt = t.dtype if isinstance(t, types.Array) else t
-        if isinstance(dt, types.Record) and dt not in out:
+        if is_struct(dt) and dt not in out:
             out.append(dt)
     for _, t, _ in r.returns:
-        if isinstance(t, types.Record) and t not in out:
+        if is_struct(t) and t not in out:
             out.append(t)
     return out
 
@@ -224,7 +238,7 @@ def build(r: Resolved, op_signatures: dict[int, tuple], object_mode: str | None 
     # Named by the class and its template arguments only, so a constructor and the methods
     # called on its object agree on the type.
     cfg = f"coopgen_cfg_{_h(r.cls.cpp, r.template_args)}"
-    decls = [record_struct(rec) for rec in _records(r)]
+    decls = [struct_decl(rec) for rec in _records(r)]
     decls.append(cfg_struct(cfg, r.cls, r.template_args))
     prim = f"::cub::{cfg}::prim"
 

@@ -13,6 +13,9 @@ from typing import Callable
 import numba
 import numpy as np
 from numba import cuda
+from numba.cuda import cgutils
+from numba.cuda.extending import (lower_builtin, make_attribute_wrapper, models,
+                                  register_model, type_callable)
 
 from coopgen import coop
 
@@ -396,10 +399,82 @@ def case_warp_max_plain_function(rng):
     return Case(warp_max_plain_function, warps, 32, (x, out), check)
 
 
+# --- user-defined types: numba extension StructModels, op(out, a, b) on pointers ----------
+
+class Float2Type(numba.types.Type):
+    def __init__(self):
+        super().__init__(name="Float2")
+
+
+float2 = Float2Type()
+
+
+@register_model(Float2Type)
+class Float2Model(models.StructModel):
+    def __init__(self, dmm, fe_type):
+        super().__init__(dmm, fe_type, [("x", numba.float32), ("y", numba.float32)])
+
+
+make_attribute_wrapper(Float2Type, "x", "x")
+make_attribute_wrapper(Float2Type, "y", "y")
+
+
+def make_float2(x, y):
+    raise NotImplementedError("make_float2 is for kernels")
+
+
+@type_callable(make_float2)
+def _type_make_float2(context):
+    def typer(x, y):
+        return float2
+    return typer
+
+
+@lower_builtin(make_float2, numba.types.Number, numba.types.Number)
+def _lower_make_float2(context, builder, sig, args):
+    value = cgutils.create_struct_proxy(float2)(context, builder)
+    value.x = context.cast(builder, args[0], sig.args[0], numba.float32)
+    value.y = context.cast(builder, args[1], sig.args[1], numba.float32)
+    return value._getvalue()
+
+
+def add_float2(out, a, b):  # cuda.coop's operator shape for struct types
+    out[0] = make_float2(a[0].x + b[0].x, a[0].y + b[0].y)
+
+
+@cuda.jit
+def float2_block_sum_and_scan(d_xy, d_scan, d_total):
+    t = cuda.threadIdx.x
+    items = coop.local.array(2, dtype=float2)
+    for i in range(2):
+        items[i] = make_float2(d_xy[2 * (2 * t + i)], d_xy[2 * (2 * t + i) + 1])
+    total = coop.block.reduce(items, items_per_thread=2, reduction_op=add_float2)
+    coop.block.inclusive_scan(items, items, items_per_thread=2, scan_op=add_float2)
+    for i in range(2):
+        d_scan[2 * (2 * t + i)] = items[i].x
+        d_scan[2 * (2 * t + i) + 1] = items[i].y
+    if t == 0:
+        d_total[0] = total.x
+        d_total[1] = total.y
+
+
+def case_float2_block_sum_and_scan(rng):
+    threads = 128
+    xy = rng.integers(-50, 50, threads * 2 * 2).astype(np.float32)  # exact in float32
+    scan = np.zeros_like(xy)
+    total = np.zeros(2, np.float32)
+
+    def check(arrays):
+        pairs = xy.reshape(-1, 2)
+        np.testing.assert_array_equal(arrays[1].reshape(-1, 2), np.cumsum(pairs, axis=0))
+        np.testing.assert_array_equal(arrays[2], pairs.sum(axis=0))
+    return Case(float2_block_sum_and_scan, 1, threads, (xy, scan, total), check)
+
+
 CASES = [case_copy_sized_by_argument, case_sort_tiles_sized_by_shape,
          case_block_sums_shared_sized_by_argument, case_sort_thread_data,
          case_scan_thread_data_with_dtype, case_sort_with_in_kernel_storage,
          case_sum_and_scan_exclusive_storage, case_two_phase_sort, case_scan_with_dataclass,
          case_sort_with_primitive_argument, case_scan_tiles_with_running_total,
          case_warp_max_plain_function, case_sort_in_numba_shared_bytes,
-         case_scan_and_sum_in_dynamic_shared]
+         case_scan_and_sum_in_dynamic_shared, case_float2_block_sum_and_scan]
