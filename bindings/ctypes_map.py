@@ -49,9 +49,9 @@ def record_struct(rec) -> str:
 def udt_layout(dt) -> tuple[int, int] | None:
     """(size, alignment) of a user-defined numba type whose data model is a struct (a numba
     extension type such as ``Complex`` or ``Float2``), else None."""
-    if isinstance(dt, (types.Record, types.Number, types.Boolean, types.Array)) or \
-            not isinstance(dt, types.Type):
-        return None
+    if not isinstance(dt, types.Type) or (type(dt).__module__ or "").split(".")[0] in (
+            "numba", "numba_cuda", "coopgen"):
+        return None  # numba's own types (strings, tuples, ...) are no user's structs
     from numba.cuda.datamodel.models import StructModel
     from numba.cuda.descriptor import cuda_target
 
