@@ -38,11 +38,16 @@ def record_name(rec) -> str:
 
 
 def record_struct(rec) -> str:
-    """An opaque C++ struct with the record's size and alignment; fields are reached by offset
-    (see decomposers), so numpy's layout is kept byte for byte."""
+    """A C++ struct with the record's size and alignment. Numeric fields become typed members
+    at numpy's offsets (padding spelled out), so copies move whole numbers and a record in a
+    thread's items stays in registers after LTO; a byte array would be copied and reassembled
+    byte by byte. Records the members cannot spell (nested, sub-arrays, packed) stay bytes.
+    Decomposers reach fields by offset either way."""
     name = record_name(rec)
+    members = _typed_members(rec) or f"unsigned char bytes[{rec.size}];"
     return (f"#ifndef COOPGEN_DEFINED_{name}\n#define COOPGEN_DEFINED_{name}\n"
-            f"struct alignas({record_alignment(rec)}) {name} {{ unsigned char bytes[{rec.size}]; }};\n"
+            f"struct alignas({record_alignment(rec)}) {name} {{ {members} }};\n"
+            f"static_assert(sizeof({name}) == {rec.size}, \"numpy's record size\");\n"
             f"#endif")
 
 
@@ -95,6 +100,24 @@ def is_struct(dt) -> bool:
     """Records and user-defined struct types: passed to C++ by pointer, never by value."""
     dt = types.unliteral(dt)
     return isinstance(dt, types.Record) or udt_layout(dt) is not None
+
+
+def _typed_members(rec) -> str | None:
+    """``float m0; float m1; ...`` at numpy's offsets, or None where that cannot match numpy."""
+    if record_alignment(rec) == 1 and rec.size > 1:
+        return None  # packed (unaligned fields): typed members would move them
+    members, end = [], 0
+    for i, f in enumerate(sorted(rec.fields.values(), key=lambda f: f.offset)):
+        ct = CPP_OF.get(f.type)
+        if ct is None or f.offset < end:
+            return None
+        if f.offset > end:
+            members.append(f"unsigned char pad{i}[{f.offset - end}];")
+        members.append(f"{ct} m{i};")
+        end = f.offset + f.type.bitwidth // 8
+    if end < rec.size:
+        members.append(f"unsigned char pad_end[{rec.size - end}];")
+    return " ".join(members)
 
 
 def ctype(dt, prim: str, what: str) -> str:

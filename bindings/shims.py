@@ -167,7 +167,8 @@ def _decomposer_functor(name: str, r: Resolved, op) -> str:
             raise CoopgenTypeError(f"{prim}: {op.param}: field {field!r} has type {f.type}, "
                                    f"which radix sort cannot order")
         refs.append(f"{ct}&")
-        exprs.append(f"*reinterpret_cast<{ct}*>(key.bytes + {f.offset})")
+        exprs.append(f"*reinterpret_cast<{ct}*>(reinterpret_cast<unsigned char*>(&key) + "
+                     f"{f.offset})")
     key = record_name(rec)
     return (f"struct {name} {{\n  __device__ ::cuda::std::tuple<{', '.join(refs)}> "
             f"operator()({key}& key) const {{\n    return {{{', '.join(exprs)}}};\n  }}\n}};")
