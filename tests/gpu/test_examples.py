@@ -41,15 +41,16 @@ def test_single_pass_scan_alternating_sizes():
         np.testing.assert_array_equal(d_out.copy_to_host(), sps.reference(x))
 
 
-MAMBA_CASES = [  # batch, dim, N, L, z, softplus
-    (2, 3, 16, 3 * msc.CHUNK + 100, True, True),
-    (1, 2, 4, msc.CHUNK, False, False),
-    (2, 2, 8, 700, True, False),
-    (1, 1, msc.MAX_STATES, 2 * msc.CHUNK - 1, False, True),
+MAMBA_CASES = [  # batch, dim, N, L, z, softplus, outputs given
+    (2, 3, 16, 3 * msc.CHUNK + 100, True, True, False),
+    (1, 2, 4, msc.CHUNK, False, False, True),
+    (2, 2, 8, 700, True, False, False),
+    (1, 1, msc.MAX_STATES, 2 * msc.CHUNK - 1, False, True, True),
 ]
 
 
-@pytest.mark.parametrize("batch,dim,n_states,length,with_z,softplus", MAMBA_CASES)
-def test_mamba_selective_scan(batch, dim, n_states, length, with_z, softplus):
+@pytest.mark.parametrize("batch,dim,n_states,length,with_z,softplus,reuse", MAMBA_CASES)
+def test_mamba_selective_scan(batch, dim, n_states, length, with_z, softplus, reuse):
     msc.check(batch, dim, n_states, length, with_z=with_z, delta_softplus=softplus,
+              reuse_outputs=reuse,
               rng=rng_for("mamba", batch, dim, n_states, length, with_z, softplus))

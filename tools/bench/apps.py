@@ -287,11 +287,14 @@ def mamba_rows(so) -> list[dict]:
         dim, n_states, length = (MAMBA_SHAPE[k] for k in ("dim", "n_states", "length"))
         out_cx = cuda.device_array((batch, dim, length), np.float32)
         last_cx = cuda.device_array((batch, dim, n_states), np.float32)
+        out_py = cuda.device_array((batch, dim, length), np.float32)
+        last_py = cuda.device_array((batch, dim, n_states), np.float32)
         args = [_ptr(dev[k]) for k in ("u", "delta", "A", "B", "C", "D", "z", "delta_bias")]
         results = {}
 
         def coopgen():
-            results["coopgen"] = msc.selective_scan_fwd(**dev, delta_softplus=True)
+            results["coopgen"] = msc.selective_scan_fwd(**dev, delta_softplus=True, out=out_py,
+                                                        last_state=last_py)
 
         def native():
             _ok(so.mamba_fwd(*args, _ptr(out_cx), _ptr(last_cx), batch, dim, n_states, length),
@@ -300,7 +303,8 @@ def mamba_rows(so) -> list[dict]:
         def pytorch():
             results["torch"] = torch_selective_scan(**tens)
 
-        out_cx[:] = np.nan
+        out_cx[:] = np.nan  # poisoned: every element must be written
+        out_py[:] = np.nan
         for launch in (coopgen, native, pytorch):
             launch()
         cuda.synchronize()
