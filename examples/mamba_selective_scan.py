@@ -150,6 +150,11 @@ def selective_scan_fwd(u, delta, A, B, C, D, z=None, delta_bias=None, delta_soft
             raise ValueError(f"selective_scan_fwd: {name} has shape {tuple(got)}; with u of "
                              f"shape {tuple(u.shape)} and A of {tuple(A.shape)} it must be "
                              f"{tuple(want)}")
+    for name, a in (("out", out), ("last_state", last_state)):
+        if a is not None and not cuda.is_cuda_array(a):
+            raise ValueError(f"selective_scan_fwd: {name} must be a device array, not "
+                             f"{type(a).__name__} (numba would copy it to and from the device "
+                             f"on every call)")
     if n_states > MAX_STATES:
         raise ValueError(f"selective_scan_fwd: A has {n_states} states; at most {MAX_STATES}")
     key = (z is not None, bool(delta_softplus))

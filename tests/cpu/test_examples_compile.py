@@ -56,6 +56,10 @@ def test_mamba_rejects_mismatched_shapes():
     with pytest.raises(ValueError, match=r"selective_scan_fwd: B has shape \(2, 8, 32\).*"
                                          r"must be \(2, 8, 64\)"):
         msc.selective_scan_fwd(**inputs)
+    inputs = msc.random_inputs(rng, 2, 4, 8, 64)
+    with pytest.raises(ValueError, match="selective_scan_fwd: out must be a device array, not "
+                                         "ndarray"):
+        msc.selective_scan_fwd(**inputs, out=np.empty((2, 4, 64), np.float32))
 
 
 def test_references_agree_with_a_direct_loop():

@@ -308,14 +308,15 @@ def mamba_rows(so) -> list[dict]:
         for launch in (coopgen, native, pytorch):
             launch()
         cuda.synchronize()
-        y_py, last_py = (a.copy_to_host() for a in results["coopgen"])
+        # (new names: the closures above launch into out_py/last_py and out_cx/last_cx)
+        y_py, last_py_h = (a.copy_to_host() for a in results["coopgen"])
         y_cx, last_cx_h = out_cx.copy_to_host(), last_cx.copy_to_host()
         y_pt, last_pt = (t.cpu().numpy() for t in results["torch"])
         # Against the float64 reference on 32 channels (the full reference takes minutes)
         sub = {k: (v[:, :32] if k in ("u", "delta", "z") else v[:32] if k in ("A", "D",
                "delta_bias") else v) for k, v in host.items()}
         want_y, want_last = msc.reference(**sub, delta_softplus=True)
-        for name, y, last in (("coopgen", y_py, last_py), ("nvcc+CUB", y_cx, last_cx_h),
+        for name, y, last in (("coopgen", y_py, last_py_h), ("nvcc+CUB", y_cx, last_cx_h),
                               ("torch", y_pt, last_pt)):
             np.testing.assert_allclose(y[:, :32], want_y, rtol=1e-3,
                                        atol=1e-3 * np.abs(want_y).max(), err_msg=name)
