@@ -89,11 +89,19 @@ def struct_decl(dt) -> str:
     """The opaque C++ struct of a record or user-defined type: its size and alignment; C++
     only copies it, and operators (numba code) read its fields."""
     if isinstance(dt, types.Record):
-        return record_struct(dt)
-    name = struct_name(dt)
-    size, align = udt_layout(dt)
-    return (f"#ifndef COOPGEN_DEFINED_{name}\n#define COOPGEN_DEFINED_{name}\n"
-            f"struct alignas({align}) {name} {{ unsigned char bytes[{size}]; }};\n#endif")
+        decl = record_struct(dt)
+    else:
+        size, align = udt_layout(dt)
+        name = struct_name(dt)
+        decl = (f"#ifndef COOPGEN_DEFINED_{name}\n#define COOPGEN_DEFINED_{name}\n"
+                f"struct alignas({align}) {name} {{ unsigned char bytes[{size}]; }};\n#endif")
+    STRUCT_DECLS[struct_name(dt)] = decl
+    return decl
+
+
+#: C++ name -> declaration of every struct type spelled so far (a two-phase object's layout
+#: is computed from its template arguments' spellings alone).
+STRUCT_DECLS: dict[str, str] = {}
 
 
 def is_struct(dt) -> bool:
@@ -125,8 +133,10 @@ def ctype(dt, prim: str, what: str) -> str:
     if isinstance(dt, types.Record):
         for f in dt.fields.values():
             ctype(f.type, prim, f"{what} field")
+        struct_decl(dt)
         return record_name(dt)
     if udt_layout(dt) is not None:
+        struct_decl(dt)
         return struct_name(dt)
     try:
         return CPP_OF[dt]
@@ -154,9 +164,9 @@ def as_dtype(value, prim: str, what: str):
             dt = numpy_support.from_dtype(np.dtype(value))
         except TypeError:
             raise CoopgenTypeError(f"{prim}: {what}={value!r} is not a dtype") from None
-    if dt not in CPP_OF:
+    if dt not in CPP_OF and not is_struct(dt):
         raise CoopgenTypeError(f"{prim}: {what}={value!r} is an unsupported dtype; supported: "
-                               f"{SUPPORTED}")
+                               f"{SUPPORTED}, numpy records and numba struct types")
     return dt
 
 

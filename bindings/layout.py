@@ -10,6 +10,7 @@ import functools
 import re
 
 from . import nvrtc, registry
+from .ctypes_map import STRUCT_DECLS
 from .resolve import class_template_args
 from .shims import cfg_struct
 
@@ -32,7 +33,9 @@ def _layout(cls, key, items) -> tuple[int, int]:
 def resolved_layout(cls, args: tuple) -> tuple[int, int]:
     """(bytes, alignment) of ``cls``'s TempStorage for template arguments ``args``, as
     (TParam, C++ spelling) pairs."""
-    source = (f"#include <{cls.header}>\n" + cfg_struct("coopgen_layout", cls, args) + "\n"
+    structs = "".join(STRUCT_DECLS[v] + "\n" for _, v in args if v in STRUCT_DECLS)
+    source = (f"#include <{cls.header}>\n" + structs + cfg_struct("coopgen_layout", cls, args)
+              + "\n"
               'extern "C" __device__ const unsigned long long coopgen_ts_size = '
               "sizeof(typename ::cub::coopgen_layout::prim::TempStorage);\n"
               'extern "C" __device__ const unsigned long long coopgen_ts_align = '

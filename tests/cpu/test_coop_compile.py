@@ -173,3 +173,14 @@ def test_gpu_dataclass_sizes():
                                                      for p in (load, scan, store))
     with pytest.raises(TypeError, match="expected a dataclass instance"):
         coop.gpu_dataclass(object())
+
+
+def test_two_phase_objects_of_struct_types():
+    """Records and numba struct types are dtypes of two-phase objects too (C++ sees an opaque
+    struct of their size and alignment)."""
+    from coop_kernels import float2
+    rec = np.dtype([("a", np.int32), ("b", np.float64)], align=True)
+    for dtype, size in ((float2, 8), (rec, 16)):
+        load = coop.block.make_load(dtype, threads_per_block=128, items_per_thread=2,
+                                    algorithm="warp_transpose")
+        assert load.temp_storage_bytes == 128 * 2 * size
