@@ -284,6 +284,27 @@ def case_two_phase_sort(rng):
     return Case(two_phase_sort, blocks, TPB, (x, out), check)
 
 
+warp_sum16 = coop.warp.make_sum(np.int32, 16)  # (dtype, threads_in_warp)
+
+
+@cuda.jit
+def two_phase_warp_sums(d_in, d_out):
+    t = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
+    total = warp_sum16(d_in[t])
+    if t % 16 == 0:
+        d_out[t // 16] = total
+
+
+def case_two_phase_warp_sums(rng):
+    threads, blocks = 64, 3
+    x = _ints(rng, blocks * threads)
+    out = np.zeros(blocks * threads // 16, np.int32)
+
+    def check(arrays):
+        np.testing.assert_array_equal(arrays[1], x.reshape(-1, 16).sum(axis=1, dtype=np.int32))
+    return Case(two_phase_warp_sums, blocks, threads, (x, out), check)
+
+
 @dataclass
 class ScanParams:
     load: object
@@ -477,4 +498,5 @@ CASES = [case_copy_sized_by_argument, case_sort_tiles_sized_by_shape,
          case_sum_and_scan_exclusive_storage, case_two_phase_sort, case_scan_with_dataclass,
          case_sort_with_primitive_argument, case_scan_tiles_with_running_total,
          case_warp_max_plain_function, case_sort_in_numba_shared_bytes,
-         case_scan_and_sum_in_dynamic_shared, case_float2_block_sum_and_scan]
+         case_scan_and_sum_in_dynamic_shared, case_float2_block_sum_and_scan,
+         case_two_phase_warp_sums]
