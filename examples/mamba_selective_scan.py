@@ -65,7 +65,9 @@ def make_kernel(has_z: bool, delta_softplus: bool):
 
     @cuda.jit
     def selective_scan_fwd(u, delta, A, B, C, D, z, delta_bias, out, last_state):
-        d, b = cuda.blockIdx.x, cuda.blockIdx.y
+        # Unsigned indices, as CUDA C++'s blockIdx and loop counters over sizes are: numba's
+        # are signed, and every signed index costs a negative-index fix-up in 64-bit arithmetic.
+        d, b = np.uint32(cuda.blockIdx.x), np.uint32(cuda.blockIdx.y)
         t = cuda.threadIdx.x
         length, n_states = u.shape[2], A.shape[1]
         u_vals = local.array(ITEMS, np.float32)
@@ -88,7 +90,8 @@ def make_kernel(has_z: bool, delta_softplus: bool):
                 dt = dt_vals[i] + bias
                 dt_vals[i] = softplus(dt) if delta_softplus else dt
                 y_vals[i] = skip * u_vals[i]
-            for n in range(n_states):
+            for state in range(n_states):
+                n = np.uint32(state)
                 a_n = A[d, n] * np.float32(LOG2E)  # exp(x) = exp2(x log2 e), as CUDA's expf
                 block.load(B[b, n, start:], b_vals, valid, np.float32(0),
                            algorithm="warp_transpose")
