@@ -82,7 +82,7 @@ class Shim:
     #: the bundle puts every shim's declarations before the block-storage union.
     decls: str = ""
     #: C++ TempStorage type this shim keeps in the translation unit's implicit block
-    #: storage (one ``static __shared__`` union shared by all block primitives of the TU).
+    #: storage (one union shared by all block primitives of the TU, in its storage struct).
     block_storage: str | None = None
     #: A coopgen.TempStorage use: (object, member C++ type, member name).
     temp_storage: tuple | None = None
@@ -97,6 +97,11 @@ class ShimBundle(LTOIR):
     def __init__(self, arch: str, name: str = "coopgen-shims"):
         super().__init__(data=None, name=name)
         self.arch = arch
+        # The library (weakly: it owns the bundle) and the LLVM modules lowered into it: whether
+        # it is a kernel's, and the shared memory it uses itself, are read from them once it is
+        # complete (the modules alone when compile_all has already dropped the library).
+        self.library = None
+        self.modules: list = []
         self._shims: dict[str, Shim] = {}
         # One (shim symbol, site) entry per lowered call that uses the implicit block storage;
         # site: (func_ir, block label, sequence number) in the kernel, or None when unknown.
@@ -146,35 +151,62 @@ class ShimBundle(LTOIR):
         parts.append(_PRELUDE)
         shims = [self._shims[sym] for sym in sorted(self._shims)]
         parts += [s.decls.strip() + "\n" for s in shims if s.decls]
-        storage = sorted({s.block_storage for s in shims if s.block_storage})
+        parts += self._storage(shims)
+        parts += self._storage_barriers(shims)
+        for s in shims:
+            parts.append("\n" + s.source.strip() + "\n")
+        return "".join(parts)
+
+    def _storage(self, shims) -> list[str]:
+        """All the storage of the translation unit, as one struct (shared_placement) whose
+        members are what the shims reach through ``coopgen_storage()``."""
+        from .shared_placement import storage_definition
+        from .shims import BLOCK_MEMBER, WARP_MEMBER
+        from .storage import definition
+
+        parts, members = [], []
         warp = sorted({s.warp_storage for s in shims if s.warp_storage})
         for lwt in sorted({w[2] for w in warp}):  # per logical warp size: slices of a union
             types = sorted({t for t, _, size in warp if size == lwt})
             slices = max(n for _, n, size in warp if size == lwt)
-            members = "".join(f"  {t} m{i};\n" for i, t in enumerate(types))
-            parts.append(f"union coopgen_warp_storage_{lwt}_t {{\n{members}}};\n"
-                         f"static __shared__ coopgen_warp_storage_{lwt}_t "
-                         f"coopgen_warp_storage_{lwt}[{slices}];\n")
-        # coopgen.TempStorage objects: one __shared__ object each, sized from its uses.
+            body = "".join(f"  {t} m{i};\n" for i, t in enumerate(types))
+            parts.append(f"union coopgen_warp_storage_{lwt}_t {{\n{body}}};\n")
+            members.append((f"coopgen_warp_storage_{lwt}_t", f"{WARP_MEMBER}_{lwt}[{slices}]"))
+        # coopgen.TempStorage objects: one member each, sized from its uses.
         objects = {}
         for s in shims:
             if s.temp_storage:
                 obj, ctype, member = s.temp_storage
                 objects.setdefault(obj.symbol, (obj, set()))[1].add((ctype, member))
-        from .storage import definition
         for symbol in sorted(objects):
-            obj, members = objects[symbol]
-            parts.append(definition(obj, sorted(members, key=lambda m: m[1])))
-        if storage:
-            members = "".join(f"  {t} m{i};\n" for i, t in enumerate(storage))
-            # static: each bundle (kernel, device function) owns its storage; the union is
-            # as large and as aligned as the largest TempStorage of the translation unit.
-            parts.append(f"union coopgen_block_storage_t {{\n{members}}};\n"
-                         "static __shared__ coopgen_block_storage_t coopgen_block_storage;\n")
-        parts += self._storage_barriers(shims)
-        for s in shims:
-            parts.append("\n" + s.source.strip() + "\n")
-        return "".join(parts)
+            obj, uses = objects[symbol]
+            parts.append(definition(obj, sorted(uses, key=lambda m: m[1])))
+            members.append((f"{symbol}_t", symbol))
+        block = sorted({s.block_storage for s in shims if s.block_storage})
+        if block:
+            # As large and as aligned as the largest TempStorage of the translation unit.
+            body = "".join(f"  {t} m{i};\n" for i, t in enumerate(block))
+            parts.append(f"union coopgen_block_storage_t {{\n{body}}};\n")
+            members.append(("coopgen_block_storage_t", BLOCK_MEMBER))
+        if members:
+            parts.append(storage_definition(members, **self._kernel_shared_memory()))
+        return parts
+
+    def _kernel_shared_memory(self) -> dict:
+        """What the kernel does with shared memory besides this bundle's storage (keywords of
+        shared_placement.storage_definition); a device function's bundle stays static."""
+        from .shared_placement import is_kernel_module, static_shared_bytes, uses_dynamic_shared
+
+        if not any(is_kernel_module(m) for m in self.modules):
+            return {"may_be_dynamic": False}
+        library = self.library() if self.library is not None else None
+        modules = library.modules if library is not None else self.modules
+        foreign = library is None or any(
+            not (isinstance(f, LTOIR) and str(f.name).startswith("coopgen"))
+            for f in library._linking_files)  # C++ the user links may use it too
+        return {"may_be_dynamic": True,
+                "other_static_bytes": sum(static_shared_bytes(m) for m in modules),
+                "after_user_bytes": foreign or any(uses_dynamic_shared(m) for m in modules)}
 
     def _storage_barriers(self, shims) -> list[str]:
         """``coopgen_barrier_<symbol>``: whether a block-storage use must first wait until the
@@ -244,12 +276,16 @@ def _current_arch() -> str:
     return f"compute_{cc[0]}{cc[1]}"
 
 
-def bundle_for(library, arch: str | None = None) -> ShimBundle:
-    """The ShimBundle of ``library``, created and linked on first use."""
+def bundle_for(library, arch: str | None = None, module=None) -> ShimBundle:
+    """The ShimBundle of ``library``, created and linked on first use; ``module`` is the LLVM
+    module being lowered into the library."""
     with _bundles_lock:
         bundle = _bundles.get(library)
         if bundle is None:
             bundle = ShimBundle(arch or _current_arch(), name=f"coopgen-shims-{library.name}")
+            bundle.library = weakref.ref(library)
             _bundles[library] = bundle
             library.add_linking_file(bundle)
+        if module is not None and not any(m is module for m in bundle.modules):
+            bundle.modules.append(module)
         return bundle

@@ -10,9 +10,10 @@ Layout of one shim (all names derive from a hash of what the shim is, never a co
         <temp storage>; prim p(storage); *coopgen_ret = p.Sum(*reinterpret_cast<int(*)[16]>(inputs));
     }
 
-Implicit block temp storage is one ``static __shared__`` union per translation unit (the
-bundle declares it), entered with a barrier so successive primitives may reuse it, as CUB
-requires. Warp primitives get per-warp slices of their own ``__shared__`` array.
+Implicit block temp storage is one union per translation unit (the bundle declares it, in the
+storage struct ``coopgen_storage()`` returns: static or dynamic shared memory), entered with a
+barrier so successive primitives may reuse it, as CUB requires. Warp primitives get per-warp
+slices of their own array there.
 """
 from __future__ import annotations
 
@@ -28,8 +29,11 @@ from .resolve import RANGE_ROLES, Resolved
 #: The built-in functors (::cuda::std::less, ::cuda::minimum, ...); newer CUB headers no
 #: longer include them for us.
 OPERATOR_HEADERS = ("cuda/functional", "cuda/std/functional")
-BLOCK_STORAGE = "coopgen_block_storage"  # the bundle's union instances (see shimcall)
-WARP_STORAGE = "coopgen_warp_storage"
+# Members of the translation unit's storage struct (shimcall, shared_placement).
+STORAGE = "coopgen_storage()"
+BLOCK_MEMBER, WARP_MEMBER = "coopgen_block_storage", "coopgen_warp_storage"
+BLOCK_STORAGE = f"{STORAGE}.{BLOCK_MEMBER}"
+WARP_STORAGE = f"{STORAGE}.{WARP_MEMBER}"
 LINEAR_TID = "(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z))"
 
 
@@ -252,7 +256,7 @@ def build(r: Resolved, op_signatures: dict[int, tuple], object_mode: str | None 
             member += f"_{use_index}"
         ts_use = (ts_obj, f"typename {prim}::TempStorage", member)
         explicit_storage = (f"reinterpret_cast<typename {prim}::TempStorage&>"
-                            f"({ts_obj.symbol}.{member})")
+                            f"({STORAGE}.{ts_obj.symbol}.{member})")
     for i, b in enumerate(r.bindings):
         p = b.param
         if b.source == "default":

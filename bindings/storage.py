@@ -98,13 +98,11 @@ def _lower(context, builder, ty, pyval):
 
 
 def definition(obj: TempStorage, members: list[tuple[str, str]]) -> str:
-    """The ``__shared__`` object for ``obj``: ``members`` are (C++ type, member name)."""
+    """The C++ type ``<symbol>_t`` of ``obj``'s storage: ``members`` are (C++ type, member
+    name). The translation unit's storage struct holds one of it (shared_placement)."""
     kind = "union" if obj.sharing == "shared" else "struct"
     body = "".join(f"  {t} {n};\n" for t, n in members)
-    # Static __shared__ data is limited to 48 KB per kernel.
-    checks = (f"static_assert(sizeof({obj.symbol}_t) <= 48 * 1024, \"coopgen.TempStorage("
-              f"'{obj.sharing}'): its uses need more than the 48 KB of static shared memory a "
-              f"kernel may declare\");\n")
+    checks = ""
     if obj.size is not None:
         checks += (f"static_assert(sizeof({obj.symbol}_t) <= {obj.size}, \"coopgen.TempStorage: "
                    f"size_in_bytes is smaller than required: size_in_bytes={obj.size} is too "
@@ -113,8 +111,7 @@ def definition(obj: TempStorage, members: list[tuple[str, str]]) -> str:
         checks += (f"static_assert(alignof({obj.symbol}_t) <= {obj.alignment}, "
                    f"\"coopgen.TempStorage: alignment is smaller than required: "
                    f"alignment={obj.alignment} is too weak for its uses\");\n")
-    return (f"{kind} {obj.symbol}_t {{\n{body}}};\n{checks}"
-            f"static __shared__ {obj.symbol}_t {obj.symbol};\n")
+    return f"{kind} {obj.symbol}_t {{\n{body}}};\n{checks}"
 
 
 def kernel_temp_storage(*objects, sharing: str = "shared") -> tuple[int, int]:

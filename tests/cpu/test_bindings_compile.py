@@ -79,6 +79,6 @@ def test_shared_memory_pointers_are_32_bit():
     with block_shape(256):
         ptx = link_ptx(sort_tile, sig)
         res = link_cubin(sort_tile, sig)
-    assert re.search(r"mov\.u32\s+%r\d+, \w*coopgen_block_storage", ptx)
+    assert re.search(r"mov\.u32\s+%r\d+, \w*coopgen_static_storage", ptx)
     assert ptx.count("mul.wide") < 10
     assert res.registers <= 80

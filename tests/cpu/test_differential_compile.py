@@ -73,8 +73,8 @@ def test_warp_storage_slices_of_two_logical_warp_sizes_do_not_overlap(monkeypatc
     with coopgen.block_shape(128):
         link_cubin(k, (I32, I32))
     src = sources[-1]
-    assert "static __shared__ coopgen_warp_storage_8_t coopgen_warp_storage_8[16];" in src
-    assert "static __shared__ coopgen_warp_storage_32_t coopgen_warp_storage_32[4];" in src
+    assert "  coopgen_warp_storage_8_t coopgen_warp_storage_8[16];" in src
+    assert "  coopgen_warp_storage_32_t coopgen_warp_storage_32[4];" in src
     assert src.count("coopgen_warp_storage_8[(threadIdx.x") == 2
 
 

@@ -15,18 +15,20 @@ SCRIPT = textwrap.dedent('''
     from numba import cuda
     from coopgen import block, local, nvrtc
 
+    DTYPE, THREADS, ITEMS = np.{dtype}, {threads}, {items}
+
     @cuda.jit(cache=True)
     def k(d_in, d_out):
-        items = local.array(4, np.int32)
-        base = cuda.blockIdx.x * cuda.blockDim.x * 4
+        items = local.array(ITEMS, DTYPE)
+        base = cuda.blockIdx.x * cuda.blockDim.x * ITEMS
         block.load(d_in[base:], items, algorithm="warp_transpose")
         block.radix_sort_keys(items)
         block.store(d_out[base:], items, algorithm="warp_transpose")
 
-    x = np.random.default_rng().integers(-99, 99, 2 * 128 * 4, dtype=np.int32)
+    x = np.random.default_rng().integers(-99, 99, 2 * THREADS * ITEMS, dtype=DTYPE)
     out = cuda.device_array_like(x)
     t = time.perf_counter()
-    k[2, 128](cuda.to_device(x), out)
+    k[2, THREADS](cuda.to_device(x), out)
     cuda.synchronize()
     dt = time.perf_counter() - t
     ok = bool((out.copy_to_host().reshape(2, -1) == np.sort(x.reshape(2, -1), axis=1)).all())
@@ -35,8 +37,12 @@ SCRIPT = textwrap.dedent('''
 ''')
 
 
-def test_second_process_loads_the_kernel(tmp_path):
-    (tmp_path / "cached_kernel.py").write_text(SCRIPT)
+# The second kernel keeps its 132 KB of storage in dynamic shared memory: the cached kernel
+# must still launch with it.
+@pytest.mark.parametrize("dtype,threads,items", [("int32", 128, 4), ("int64", 1024, 16)])
+def test_second_process_loads_the_kernel(tmp_path, dtype, threads, items):
+    (tmp_path / "cached_kernel.py").write_text(SCRIPT.format(dtype=dtype, threads=threads,
+                                                             items=items))
     env = dict(os.environ, COOPGEN_CACHE_DIR=str(tmp_path / "shims"))
     runs = []
     for _ in range(2):

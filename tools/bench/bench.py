@@ -118,8 +118,11 @@ def runtime_rows(names) -> list[dict]:
         cx_in = cupy.asarray(d_in)  # same memory, seen by CuPy
         kernel = case.make()[case.grid, case.threads]
         fn = module.get_function(case.native)
+        smem = case.native_dynamic_smem() if case.native_dynamic_smem else 0
+        if smem:  # cudaFuncSetAttribute(MaxDynamicSharedMemorySize); coopgen's launch does it
+            fn.max_dynamic_shared_size_bytes = smem
         py = lambda: kernel(d_in, d_py)
-        cx = lambda: fn((case.grid,), (case.threads,), (cx_in, d_cx))
+        cx = lambda: fn((case.grid,), (case.threads,), (cx_in, d_cx), shared_mem=smem)
         py()
         cx()
         cuda.synchronize()

@@ -3,7 +3,9 @@
 
 Every kernel runs 256 threads x 16 items per thread (the warp cases: 8 warps of 32 threads x 16
 items), one tile per block, and both versions use the same algorithms, so a time ratio compares
-only how the code was generated.
+only how the code was generated. ``sort_i64_1024`` has 1024 threads: its 132 KB of storage is
+dynamic shared memory, which coopgen's launch sets up by itself and the nvcc build with
+``cudaFuncSetAttribute`` plus a dynamic launch size.
 """
 from __future__ import annotations
 
@@ -30,15 +32,21 @@ class Case:
     make_input: Callable  # (rng, n) -> host input
     exact: bool = True  # float sums: compare to numpy with a tolerance
     threads: int = THREADS
+    #: () -> dynamic shared memory bytes the nvcc build's launch asks for (None: static only)
+    native_dynamic_smem: Callable | None = None
+
+    @property
+    def tile(self) -> int:
+        return self.threads * ITEMS
 
     @property
     def grid(self) -> int:
-        return self.n // TILE
+        return self.n // self.tile
 
     def device_args(self, rng, tiles: int):
         """(input, output) device arrays for ``tiles`` tiles."""
         from numba import cuda
-        n = tiles * TILE
+        n = tiles * self.tile
         host = self.make_input(rng, n)
         return cuda.to_device(host), cuda.device_array(self.out_len(n), self.dtype)
 
@@ -75,7 +83,9 @@ def _scan(cache=False):
     return block_scan
 
 
-def _radix_sort(dtype):
+def _radix_sort(dtype, threads=THREADS):
+    tile = threads * ITEMS
+
     def make(cache=False):
         from coopgen import block, local
         from numba import cuda
@@ -83,7 +93,7 @@ def _radix_sort(dtype):
         @cuda.jit(cache=cache)
         def block_radix_sort(d_in, d_out):
             items = local.array(ITEMS, dtype)
-            base = cuda.blockIdx.x * TILE
+            base = cuda.blockIdx.x * tile
             block.load(d_in[base:], items, algorithm="warp_transpose")
             block.radix_sort_keys(items)
             block.store(d_out[base:], items, algorithm="warp_transpose")
@@ -182,6 +192,18 @@ def _tiles(x, width=TILE):
     return x.reshape(-1, width)
 
 
+def _sort_storage_bytes(dtype, threads):
+    """sizeof the nvcc build's union of the load, sort and store TempStorage."""
+    def size():
+        from coopgen import block, kernel_temp_storage
+        tile = dict(threads_per_block=threads, items_per_thread=ITEMS)
+        return kernel_temp_storage(
+            block.BlockLoad(dtype, **tile, algorithm="warp_transpose"),
+            block.BlockRadixSort(dtype, **tile),
+            block.BlockStore(dtype, **tile, algorithm="warp_transpose"))[0]
+    return size
+
+
 def _exclusive(x, width):
     t = _tiles(x, width)
     return (np.cumsum(t, axis=1, dtype=x.dtype) - t).ravel()
@@ -216,6 +238,11 @@ CASES = {c.name: c for c in [
     Case("sort_i64", "block radix sort, int64", np.int64, 1 << 26, _radix_sort(np.int64),
          "block_radix_sort_i64", lambda n: n, lambda x: np.sort(_tiles(x), axis=1).ravel(),
          _ints(np.int64, -(1 << 62), 1 << 62)),
+    Case("sort_i64_1024", "block radix sort, int64, 1024 threads: 132 KB dynamic shared memory",
+         np.int64, 1 << 26, _radix_sort(np.int64, 1024), "block_radix_sort_i64_1024",
+         lambda n: n, lambda x: np.sort(_tiles(x, 1024 * ITEMS), axis=1).ravel(),
+         _ints(np.int64, -(1 << 62), 1 << 62), threads=1024,
+         native_dynamic_smem=_sort_storage_bytes(np.int64, 1024)),
 ]}
 
 # The input dtype where it differs from the output's (histogram: uint8 in, uint32 counts out).
@@ -285,19 +312,26 @@ extern "C" __global__ void __launch_bounds__(T) block_scan_i32(const int* in, in
   Store(ts.st).Store(out + blockIdx.x * TILE, items);
 }
 
+template <class K, int BT>
+struct RadixSortTile {
+  using Load = cub::BlockLoad<K, BT, N, cub::BLOCK_LOAD_WARP_TRANSPOSE>;
+  using Sort = cub::BlockRadixSort<K, BT, N>;
+  using Store = cub::BlockStore<K, BT, N, cub::BLOCK_STORE_WARP_TRANSPOSE>;
+  union Storage { typename Load::TempStorage l; typename Sort::TempStorage s;
+                  typename Store::TempStorage st; };
+  static __device__ void run(const K* in, K* out, Storage& ts) {
+    K items[N];
+    Load(ts.l).Load(in + blockIdx.x * BT * N, items);
+    __syncthreads();
+    Sort(ts.s).Sort(items);
+    __syncthreads();
+    Store(ts.st).Store(out + blockIdx.x * BT * N, items);
+  }
+};
 template <class K>
 __device__ void block_radix_sort(const K* in, K* out) {
-  using Load = cub::BlockLoad<K, T, N, cub::BLOCK_LOAD_WARP_TRANSPOSE>;
-  using Sort = cub::BlockRadixSort<K, T, N>;
-  using Store = cub::BlockStore<K, T, N, cub::BLOCK_STORE_WARP_TRANSPOSE>;
-  __shared__ union { typename Load::TempStorage l; typename Sort::TempStorage s;
-                     typename Store::TempStorage st; } ts;
-  K items[N];
-  Load(ts.l).Load(in + blockIdx.x * TILE, items);
-  __syncthreads();
-  Sort(ts.s).Sort(items);
-  __syncthreads();
-  Store(ts.st).Store(out + blockIdx.x * TILE, items);
+  __shared__ typename RadixSortTile<K, T>::Storage ts;
+  RadixSortTile<K, T>::run(in, out, ts);
 }
 extern "C" __global__ void __launch_bounds__(T) block_radix_sort_i32(const int* in, int* out) {
   block_radix_sort(in, out);
@@ -305,6 +339,14 @@ extern "C" __global__ void __launch_bounds__(T) block_radix_sort_i32(const int* 
 extern "C" __global__ void __launch_bounds__(T)
 block_radix_sort_i64(const long long* in, long long* out) {
   block_radix_sort(in, out);
+}
+// 132 KB of storage: dynamic shared memory. The host raises the kernel's
+// MaxDynamicSharedMemorySize attribute and launches with sizeof(Storage) dynamic bytes.
+extern "C" __global__ void __launch_bounds__(1024)
+block_radix_sort_i64_1024(const long long* in, long long* out) {
+  using Tile = RadixSortTile<long long, 1024>;
+  extern __shared__ __align__(16) unsigned char smem[];
+  Tile::run(in, out, *reinterpret_cast<typename Tile::Storage*>(smem));
 }
 
 struct Less {
