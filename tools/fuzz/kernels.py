@@ -25,7 +25,10 @@ PER_THREAD_SCALARS = ("input", "head_flag", "tail_flag")
 PRELUDE = '''\
 import numpy as np
 from numba import cuda
-from coopgen import block, warp, local, shared
+from coopgen import TempStorage, block, warp, local, shared
+
+TS_EXCLUSIVE = TempStorage("exclusive")  # temp_storage= of calls drawn with storage "exclusive"
+TS_SHARED = TempStorage("shared")  # ... and "shared" (the kernel syncs before each use)
 
 
 @cuda.jit(device=True)
@@ -220,6 +223,10 @@ def emit(cfg, j: int) -> tuple[list[str], list[str], str]:
     first = cls.value_type
     if first is not None and not any(p.base == first.name for p in m.params):
         kwargs.append(f"dtype={_np(cfg.dtype)}")
+    if cfg.storage != "implicit":
+        kwargs.append(f"temp_storage=TS_{cfg.storage.upper()}")
+        if cfg.storage == "shared":
+            lines.append("cuda.syncthreads()  # the storage may be in use by the previous call")
     call = f"{callee}({', '.join(kwargs)})"
     if ret:
         lines.append(f"res = {call}")

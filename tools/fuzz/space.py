@@ -48,6 +48,10 @@ class Config:
     omit: tuple  # output scalars left out of the call (returned instead)
     warp: int  # logical warp threads (warp primitives), else 0
     seed: int  # seed of the configuration's data
+    # Temp storage: "implicit" (the kernel's shared union), or temp_storage= a
+    # coopgen.TempStorage of the kernel shared by its calls: "exclusive" (a slice per call) or
+    # "shared" (one overlapping storage; the kernel syncs before each use, as CUB asks)
+    storage: str = "implicit"
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), separators=(",", ":"))
@@ -257,9 +261,12 @@ def draw_one(rng, cls, method, seed: int, forced_block=None) -> Config | None:
         omit = tuple(n for n in outs if rng.random() < 0.5)
         if omit and _shorter_overload_matches(cls, method, omit):
             omit = ()  # without them the call means a shorter overload
+        storage = "implicit"
+        if cls.scope == "block" and cls.temp_storage != "none" and rng.random() < 0.3:
+            storage = _pick(rng, ("exclusive", "shared"))
         cfg = Config(cls.name, method.signature, _pick(rng, surfaces(cls, method)), dtype,
                      value_dtype, block, ipt, _template_keywords(rng, cls, fam), op, omit,
-                     warp, seed)
+                     warp, seed, storage)
         size = families.np_dtype(dtype).itemsize + (
             np.dtype(value_dtype).itemsize if value_dtype else 0)
         if math.prod(block) * ipt * max(size, 4) > TILE_BYTES:
