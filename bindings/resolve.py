@@ -426,6 +426,13 @@ def _check_limits(prim, cls, method, template_args, block, operators) -> None:
                     if block is None or (block[1], block[2]) == (1, 1):
                         continue
                     why.append(f"threads_per_block={block}")
+                if lim.lone_odd_warp:
+                    lwt = args.get("logical_warp_threads", "")
+                    lwt = int(lwt) if lwt.isdigit() else 32  # CUB's default: a whole warp
+                    threads = block[0] * block[1] * block[2] if block else 1024
+                    if not lwt & (lwt - 1) or threads <= lwt:
+                        continue
+                    why.append(f"logical_warp_threads={lwt} in a block of {threads} threads")
                 raise _Mismatch(f"{prim}: {', '.join(why)} is not supported: {lim.reason}")
 
 

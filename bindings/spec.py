@@ -103,6 +103,7 @@ class LimitSpec:
     params: tuple[str, ...] = ()  # the overload has one of these parameters
     operators: tuple[str, ...] = ()  # an operator argument is anything but these built-ins
     multi_dim_block: bool = False
+    lone_odd_warp: bool = False  # a logical warp size not a power of two, block > one warp
 
 
 #: Parameter roles the runtime binds (coopgen.resolve implements each; a test checks it).

@@ -69,14 +69,40 @@ NONDETERMINISTIC = coopgen.registry.enums()["BlockReduceAlgorithm"].values
 HAS_NONDETERMINISTIC = any("NONDETERMINISTIC" in n for n, _ in NONDETERMINISTIC)
 
 
+def odd_warp_scan(k_threads):
+    from coopgen import warp
+
+    def k(d_in, d_out):
+        t = cuda.threadIdx.x
+        d_out[t] = warp.WarpScan.InclusiveSum(input=d_in[t], logical_warp_threads=k_threads)
+    return k
+
+
+def early_counts_descending():
+    def k(d_in, d_out):
+        keys = local.array(4, np.uint32)
+        ranks = local.array(4, np.int32)
+        for i in range(4):
+            keys[i] = d_in[i]
+        block.BlockRadixRankMatchEarlyCounts.RankKeys(keys=keys, ranks=ranks,
+                                                      digit_extractor=low_bits, radix_bits=5,
+                                                      is_descending=True)
+        d_out[0] = ranks[0]
+    return k
+
+
 @pytest.mark.parametrize("kernel, threads, message", [
+    (odd_warp_scan(12), 96, r"WarpScan.InclusiveSum: logical_warp_threads=12 in a block of 96 "
+                            r"threads is not supported: CUB syncs"),
+    (early_counts_descending(), 128, r"is_descending=true is not supported"),
     (scatter_guarded(True), 128, r"ScatterToStripedGuarded: warp_time_slicing=true is not "
                                  r"supported: CUB's guarded and flagged scatters ignore"),
     (rank_match("BlockRadixRankMatch", 4), (32, 4), r"BlockRadixRankMatch.RankKeys: "
                                                     r"threads_per_block=\(32, 4, 1\) is not"),
     (rank_match("BlockRadixRankMatchEarlyCounts", 4), 128, r"radix_bits=4 \(< 5\) is not "
                                                           r"supported: CUB's"),
-], ids=["time-sliced-guarded-scatter", "rank-match-2d", "early-counts-16-digits"])
+], ids=["odd-logical-warps", "early-counts-descending", "time-sliced-guarded-scatter",
+        "rank-match-2d", "early-counts-16-digits"])
 def test_cub_limits_are_clear_errors(kernel, threads, message):
     with pytest.raises(TypingError, match=message):
         typecheck(kernel, threads)
@@ -94,6 +120,8 @@ def test_nondeterministic_reduce_is_for_full_tile_sums(kernel, message):
 
 
 def test_the_same_calls_within_cub_limits_typecheck():
+    typecheck(odd_warp_scan(12), 12)  # the block is one logical warp
+    typecheck(odd_warp_scan(16), 96)
     typecheck(scatter_guarded(False), 128)
     typecheck(rank_match("BlockRadixRankMatch", 4), 128)
     typecheck(rank_match("BlockRadixRankMatchEarlyCounts", 5), 128)

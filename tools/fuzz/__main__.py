@@ -36,6 +36,8 @@ def main(argv=None) -> int:
     ap.add_argument("--compile-only", action="store_true",
                     help="compile and link for sm_90 without a GPU; check nothing")
     ap.add_argument("--repro", default=None, help="run one configuration (its JSON line)")
+    ap.add_argument("--repro-file", default=None,
+                    help="run the configurations of this file (one JSON line each)")
     ap.add_argument("--list", action="store_true", help="list drawn and skipped overloads")
     ap.add_argument("--json", default=None, help="write every result to this file")
     ap.add_argument("--time-limit", type=float, default=None,
@@ -44,8 +46,9 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     if a.list:
         return _list_overloads()
-    if a.repro:
-        configs = [space.Config.from_json(a.repro)]
+    if a.repro or a.repro_file:
+        lines = [a.repro] if a.repro else open(a.repro_file).read().split("\n")
+        configs = [space.Config.from_json(ln) for ln in lines if ln.strip()]
         seed = None
     else:
         seed = a.seed if a.seed is not None else random.SystemRandom().randrange(2**31)

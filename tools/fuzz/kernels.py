@@ -163,7 +163,8 @@ def emit(cfg, j: int) -> tuple[list[str], list[str], str]:
     lines = [f"# c{j}: {cfg.label()} via {cfg.surface}"]
     if cfg.warp:  # logical warps as CUB forms them, inside each hardware warp
         w = cfg.warp
-        lines += [f"g = (r // 32) * {cfg.warps_per_hw_warp} + (t % 32) // {w}",
+        lines += [f"g = cuda.blockIdx.x * {cfg.warps_per_block} + (t // 32) * "
+                  f"{cfg.warps_per_hw_warp} + (t % 32) // {w}",
                   f"q = g * {w} + (t % 32) % {w}"]
     else:
         lines += ["g = cuda.blockIdx.x", "q = r"]
@@ -265,9 +266,7 @@ def host_shape(cfg, slot: Slot, groups: int) -> tuple:
 
 
 def groups_of(cfg, grid: int) -> int:
-    if cfg.warp:
-        return grid * (cfg.threads // 32) * cfg.warps_per_hw_warp
-    return grid
+    return grid * cfg.warps_per_block if cfg.warp else grid
 
 
 __all__ = ["Slot", "slots", "kernel_source", "host_shape", "groups_of", "np"]

@@ -132,7 +132,7 @@ def compare(cfg: Config, check: families.Check, got: np.ndarray, ins) -> str:
 
 def partial_groups(cfg: Config, outs) -> np.ndarray | None:
     """(groups,) flags of the partial logical warps, or None when there are none."""
-    if not cfg.warp or 32 % cfg.warp == 0:
+    if not cfg.warp or min(32, cfg.threads) % cfg.warp == 0:
         return None
     groups = kernels.groups_of(cfg, TILES)
     return np.arange(groups) % cfg.warps_per_hw_warp == cfg.warps_per_hw_warp - 1

@@ -85,7 +85,11 @@ class Config:
     def warps_per_hw_warp(self) -> int:
         """Logical warps CUB forms in a hardware warp (the last one partial unless the
         logical warp size divides 32)."""
-        return -(-32 // self.warp)
+        return -(-min(32, self.threads) // self.warp)
+
+    @property
+    def warps_per_block(self) -> int:
+        return -(-self.threads // 32) * self.warps_per_hw_warp
 
     @property
     def family(self) -> "families.Family":
@@ -142,7 +146,10 @@ def _pick(rng, seq):
 
 
 def _block_shape(rng, cls, fam, warp: int, forced=None):
-    if forced is not None:
+    if warp & (warp - 1) and forced is None:
+        # CUB takes a logical warp whose size is not a power of two only as a whole block
+        pool, tries = (warp,), 1
+    elif forced is not None:
         pool, tries = (forced,), 1
     else:
         pool, tries = _shape_pool(rng, cls, fam), 100
@@ -151,7 +158,7 @@ def _block_shape(rng, cls, fam, warp: int, forced=None):
         shape = _pick(rng, pool)
         shape = (shape,) if isinstance(shape, int) else tuple(shape)
         n = math.prod(shape)
-        if n % 32 and not odd_ok:
+        if n % 32 and not odd_ok and not (warp and n == warp):
             continue
         if fam.threads == "power_of_two" and n & (n - 1):
             continue
@@ -239,6 +246,9 @@ def refused_by_limits(cfg: Config) -> bool:
                 for k in kinds):
             continue
         if lim.multi_dim_block and math.prod(cfg.block[1:]) == 1:
+            continue
+        if lim.lone_odd_warp and (not cfg.warp or not cfg.warp & (cfg.warp - 1) or
+                                  cfg.threads <= cfg.warp):
             continue
         return True
     return False

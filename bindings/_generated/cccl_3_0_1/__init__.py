@@ -117,9 +117,12 @@ PYTHONIC = (
 
 # Combinations CUB does not handle: refused at compile time (limits.toml).
 LIMITS = (
-    LimitSpec('BlockExchange', ('ScatterToStripedGuarded', 'ScatterToStripedFlagged'), "CUB's guarded and flagged scatters ignore warp time slicing and write the whole tile into storage sized for one time slice; use warp_time_slicing=False", template=(('warp_time_slicing', 'true'),), below=(), params=(), operators=(), multi_dim_block=False),
-    LimitSpec('BlockRadixRankMatch', (), "CUB's BlockRadixRankMatch passes the block's thread count as its inner scan's x extent and its y/z extents again (a wrong block size): use a 1-D block", template=(), below=(), params=(), operators=(), multi_dim_block=True),
-    LimitSpec('BlockRadixRankMatchEarlyCounts', (), "CUB's BlockRadixRankMatchEarlyCounts needs at least 32 digits (its per-warp bins are an array of 2**radix_bits / 32 elements)", template=(), below=(('radix_bits', 5),), params=(), operators=(), multi_dim_block=False),
+    LimitSpec('BlockExchange', ('ScatterToStripedGuarded', 'ScatterToStripedFlagged'), "CUB's guarded and flagged scatters ignore warp time slicing and write the whole tile into storage sized for one time slice; use warp_time_slicing=False", template=(('warp_time_slicing', 'true'),), below=(), params=(), operators=(), multi_dim_block=False, lone_odd_warp=False),
+    LimitSpec('BlockRadixRankMatch', (), "CUB's BlockRadixRankMatch passes the block's thread count as its inner scan's x extent and its y/z extents again (a wrong block size): use a 1-D block", template=(), below=(), params=(), operators=(), multi_dim_block=True, lone_odd_warp=False),
+    LimitSpec('BlockRadixRankMatchEarlyCounts', (), "CUB's BlockRadixRankMatchEarlyCounts needs at least 32 digits (its per-warp bins are an array of 2**radix_bits / 32 elements)", template=(), below=(('radix_bits', 5),), params=(), operators=(), multi_dim_block=False, lone_odd_warp=False),
+    LimitSpec('BlockRadixRankMatchEarlyCounts', (), "CUB's BlockRadixRankMatchEarlyCounts gives ranks that are not a descending stable ranking (some come out ascending: it flips both the digits and the bins); rank with is_descending=False on inverted digits", template=(('is_descending', 'true'),), below=(), params=(), operators=(), multi_dim_block=False, lone_odd_warp=False),
+    LimitSpec('WarpReduce', (), 'CUB syncs a logical warp whose size is not a power of two with the mask of lanes 0 to size-1 (WarpMask), so only a block that is one such logical warp works: use a power of two, or threads_per_block = logical_warp_threads', template=(), below=(), params=(), operators=(), multi_dim_block=False, lone_odd_warp=True),
+    LimitSpec('WarpScan', (), 'CUB syncs a logical warp whose size is not a power of two with the mask of lanes 0 to size-1 (WarpMask), so only a block that is one such logical warp works: use a power of two, or threads_per_block = logical_warp_threads', template=(), below=(), params=(), operators=(), multi_dim_block=False, lone_odd_warp=True),
 )
 
 # Class::Signature of every overload bound here; tests/cpu compiles each of them
