@@ -11,11 +11,15 @@ from __future__ import annotations
 import collections
 import contextlib
 import contextvars
+import dataclasses
 import inspect
+
+import numpy as np
 
 from llvmlite import ir
 from numba.cuda import cgutils, types
 from numba.cuda.extending import lower_builtin, register_model, typeof_impl
+from numba.cuda.typing.typeof import Purpose, typeof
 from numba.cuda.launchconfig import current_launch_config
 from numba.cuda.datamodel.models import OpaqueModel
 from numba.cuda.typing.templates import (AbstractTemplate, AttributeTemplate, infer_getattr,
@@ -29,6 +33,7 @@ from .errors import CoopgenTypeError
 from .lowering_context import (bound_kernel_threads, check_not_in_device_function,
                                kernel_lowering_site, use_short_shared_pointers)
 from .operators import compile_operator, operator_signatures
+from .pythonic import CallShape, pick
 from .resolve import Resolved, resolve, template_keywords
 from .shimcall import Shim, bundle_for
 from .spec import ClassSpec, MSpec
@@ -47,9 +52,18 @@ class Primitive:
                  *, select: str | None = None, fixed: dict | None = None,
                  constructor: bool = False, parent: "ParentType | None" = None,
                  infer: str | None = None, bind: tuple = (), aliases: dict | None = None,
-                 register: bool = True):
+                 register: bool = True, shape: CallShape | None = None,
+                 host: tuple | None = None, instance: tuple | None = None,
+                 call_fixed: dict | None = None):
         self.name = name
         self.__doc__ = registry.docstrings().get(name)  # help(): the reference's section
+        # cuda.coop's call shape (Pythonic functions; None for the faithful surface), the
+        # positional order of the two-phase host call and of the objects it returns, and
+        # call arguments a two-phase constructor fixed (an operator, an initial value).
+        self.shape = shape
+        self.host = host
+        self.instance = instance
+        self.call_fixed = dict(call_fixed or {})
         self.infer = infer  # object factory: the method whose call infers the template args
         self.bind = tuple(bind)  # ... the arguments the object keeps
         self.aliases = aliases  # ... and its snake_case method names
@@ -70,20 +84,26 @@ class Primitive:
         fixed = ", ".join(f"{k}={v!r}" for k, v in self.fixed.items())
         return f"<coopgen {self.name}({fixed})>"
 
-    def __call__(self, dtype, *args, **template_kws):
-        """Two-phase use on the host: fix the dtype and template arguments now, call the
-        returned object inside kernels. ``block.sum(np.int32, 128, items_per_thread=4)``."""
-        fixed = dict(self.fixed)
-        first = self.cls.value_type
-        if first is not None:
-            fixed[first.keyword] = dtype
-        if args:
-            key = "threads_per_block" if self.cls.scope == "block" else "logical_warp_threads"
-            fixed[key] = args[0]
-        fixed.update(template_kws)
+    def __call__(self, *args, **kws):
+        """Two-phase use on the host: fix the dtype, template arguments and operators now,
+        call the returned object inside kernels. ``block.sum(np.int32, 128, 4)``,
+        ``block.load(np.int32, 128, 4, "warp_transpose")``: cuda.coop's positional order."""
+        from .twophase import host_arguments
+
+        fixed, call_fixed = host_arguments(self, args, kws)
+        instance = self.instance
+        if instance is None and self.shape is not None and self.shape.slots is not None:
+            taken = set(fixed) | set(call_fixed) | self.template_keywords()
+            instance = tuple(n for n in self.shape.slots
+                             if self.shape.rename.get(n, n) not in taken and n not in taken)
+        shape = self.shape.with_slots(instance) if self.shape is not None else None
         return Primitive(self.name, self.cls, self.methods, select=self.select, fixed=fixed,
                          constructor=self.constructor, infer=self.infer, bind=self.bind,
-                         aliases=self.aliases)
+                         aliases=self.aliases, shape=shape, call_fixed=call_fixed)
+
+    def class_template_kws(self) -> dict:
+        """The fixed template keywords that are the class's (not the method selector)."""
+        return {k: v for k, v in self.fixed.items() if k != self.select}
 
     @property
     def files(self) -> list:
@@ -94,12 +114,12 @@ class Primitive:
     @property
     def temp_storage_bytes(self) -> int:
         from .layout import temp_storage_layout
-        return temp_storage_layout(self.cls, self.fixed)[0]
+        return temp_storage_layout(self.cls, self.class_template_kws())[0]
 
     @property
     def temp_storage_alignment(self) -> int:
         from .layout import temp_storage_layout
-        return temp_storage_layout(self.cls, self.fixed)[1]
+        return temp_storage_layout(self.cls, self.class_template_kws())[1]
 
     def template_keywords(self) -> set[str]:
         kws = template_keywords(self.cls)
@@ -113,10 +133,8 @@ class Primitive:
         if selector is None:
             raise CoopgenTypeError(f"{self.name}: missing required argument {self.select}=; "
                                    f"allowed: {', '.join(map(repr, self.methods))}")
-        if selector not in self.methods:
-            raise CoopgenTypeError(f"{self.name}: unknown {self.select}={selector!r}; allowed: "
-                                   f"{', '.join(map(repr, self.methods))}")
-        return self.methods[selector]
+        chosen = pick(self.name, self.select, list(self.methods), selector)
+        return tuple(m for key in chosen for m in self.methods[key])
 
 
 @typeof_impl.register(Primitive)
@@ -163,22 +181,97 @@ def _launch_dims(needed: bool):
     return tuple(cfg.blockdim)
 
 
+@dataclasses.dataclass
+class SplitCall:
+    """A call's arguments sorted for the resolver: positionals (faithful surface only),
+    method keywords under CUB's names, template keyword values, explicit temp storage; and
+    where each resolver argument sits in the call's folded arguments."""
+    args: tuple
+    mkws: dict
+    alternatives: dict  # keyword -> CUB spellings when the overloads differ
+    origins: list
+    tkws: dict
+    storage: tuple | None
+
+
+def fixed_call_arguments(p: Primitive) -> list[tuple[str, types.Type, object]]:
+    """(name, numba type, value) of the arguments a call passes without the user: the
+    function's own (warp.max's operator) and those a two-phase constructor fixed. They follow
+    the call's own arguments in the folded list."""
+    fixed = dict(p.shape.fixed) if p.shape is not None else {}
+    fixed.update(p.call_fixed)
+    return [(k, constant_type(v), v) for k, v in fixed.items()]
+
+
+def constant_type(value) -> types.Type:
+    """The numba type of a Python value a call passes as a compile-time constant."""
+    if isinstance(value, (str, bool, int)) and not isinstance(value, np.integer):
+        return types.literal(value)
+    if isinstance(value, tuple):
+        return types.Tuple([constant_type(v) for v in value])
+    return typeof(value, Purpose.constant)
+
+
+def split_call(p: Primitive, args: tuple, kws: dict) -> SplitCall:
+    n_folded = len(args) + len(kws)
+    if p.shape is not None and p.shape.slots is not None:
+        named = p.shape.name_arguments(tuple(args), dict(kws))
+        pos = ()
+    else:
+        named = [(k, v, len(args) + j) for j, (k, v) in enumerate(kws.items())]
+        pos = tuple(args)
+    named += [(name, ty, n_folded + j)
+              for j, (name, ty, _) in enumerate(fixed_call_arguments(p))]
+    tkw_names = p.template_keywords() - {"temp_storage"}
+    split = SplitCall(pos, {}, {}, list(range(len(pos))), dict(p.fixed), None)
+    for name, ty, origin in named:
+        spellings = (name,) if isinstance(name, str) else tuple(name)
+        name = spellings[0]
+        if name == "temp_storage":
+            split.storage = (origin, ty)
+        elif name in tkw_names:
+            split.tkws[name] = _literal(p.name, name, ty)
+        else:
+            split.mkws[name] = ty
+            split.origins.append(origin)
+            if len(spellings) > 1:
+                split.alternatives[name] = spellings
+    if p.shape is not None:
+        for k, v in p.shape.defaults_for(set(split.tkws) | set(split.mkws)).items():
+            split.tkws.setdefault(k, v)
+        _check_since(p, split.mkws)
+    return split
+
+
+def _check_since(p: Primitive, mkws: dict) -> None:
+    """An argument only newer CUB has: say which CCCL to select, rather than 'unknown'."""
+    have = {x.name for ms in p.methods.values() for m in ms for x in m.params}
+    for name, version in p.shape.since.items():
+        cub = p.shape.rename.get(name, name)
+        if cub in mkws and cub not in have:
+            raise CoopgenTypeError(
+                f"{p.name}: {name}= needs CCCL {version} or newer (this is CCCL "
+                f"{registry.package().CCCL}); set COOPGEN_CCCL={version} to use it")
+
+
+def _remapped(r: Resolved, origins: list) -> Resolved:
+    """Argument indices of ``r`` (into the resolver's arguments) as indices into the call's
+    folded arguments, which lowering reads."""
+    bindings = tuple(dataclasses.replace(b, arg_index=origins[b.arg_index])
+                     if b.arg_index is not None else b for b in r.bindings)
+    return dataclasses.replace(r, bindings=bindings)
+
+
 def resolve_call(p: Primitive, args: tuple, kws: dict, block_dims=None) -> Resolved:
     if p.parent is not None:  # a method of a constructed object: its template args are fixed
         return resolve(p.name, p.cls, p.pick_methods(None), tuple(args), dict(kws),
                        template_kws={}, block_dims=p.parent.block_dims, enums=registry.enums(),
                        pinned={t.name: v for t, v in p.parent.template_args})
-    tkw_names = p.template_keywords() - {"temp_storage"}
-    tkws = dict(p.fixed)
-    mkws = {}
-    storage = None
-    for k, v in kws.items():
-        if k == "temp_storage":
-            storage = (len(args) + list(kws).index(k), v)
-        elif k in tkw_names:
-            tkws[k] = _literal(p.name, k, v)
-        else:
-            mkws[k] = v
+    return _resolve_split(p, split_call(p, args, kws), block_dims)
+
+
+def _resolve_split(p: Primitive, split: SplitCall, block_dims=None) -> Resolved:
+    tkws = dict(split.tkws)
     selector = tkws.pop(p.select, None) if p.select else None
     methods = p.pick_methods(selector)
     needs_block = p.cls.scope == "block" or p.cls.temp_storage != "none"
@@ -186,9 +279,11 @@ def resolve_call(p: Primitive, args: tuple, kws: dict, block_dims=None) -> Resol
     if p.constructor:  # TempStorage& overloads when temp_storage= is given (or no other)
         with_ts = tuple(m for m in methods if any(x.role == "temp_storage" for x in m.params))
         without = tuple(m for m in methods if m not in with_ts)
-        methods = with_ts if storage is not None else (without or with_ts)
-    return resolve(p.name, p.cls, methods, tuple(args), mkws, template_kws=tkws,
-                   block_dims=dims, enums=registry.enums(), temp_storage=storage)
+        methods = with_ts if split.storage is not None else (without or with_ts)
+    r = resolve(p.name, p.cls, methods, split.args, split.mkws, template_kws=tkws,
+                block_dims=dims, enums=registry.enums(), temp_storage=split.storage,
+                alternatives=split.alternatives)
+    return _remapped(r, split.origins)
 
 
 def resolve_object(p: Primitive, args: tuple, kws: dict):
@@ -196,17 +291,15 @@ def resolve_object(p: Primitive, args: tuple, kws: dict):
     arguments from a call of ``p.infer`` with these arguments, then pick the constructor.
     Returns (constructor resolution, bound arguments as (name, type, argument index))."""
     inf = Primitive(p.name, p.cls, {"": p.cls.overloads(p.infer)}, fixed=p.fixed,
-                    register=False)
-    storage_kw = {k: v for k, v in kws.items() if k == "temp_storage"}
-    r_inf = resolve_call(inf, args, {k: v for k, v in kws.items() if k != "temp_storage"})
-    ctor_name = p.name
+                    register=False, shape=p.shape)
+    split = split_call(inf, args, kws)
+    storage = split.storage
+    split.storage = None
+    r_inf = _resolve_split(inf, split)
     pinned = {t.name: v for t, v in r_inf.template_args}
-    with_ts = "temp_storage" in storage_kw
     methods = tuple(m for m in p.cls.constructors
-                    if any(x.role == "temp_storage" for x in m.params) == with_ts)
-    storage = (len(args) + list(kws).index("temp_storage"), kws["temp_storage"]) if with_ts \
-        else None
-    r = resolve(ctor_name, p.cls, methods, (), {}, template_kws={},
+                    if any(x.role == "temp_storage" for x in m.params) == (storage is not None))
+    r = resolve(p.name, p.cls, methods, (), {}, template_kws={},
                 block_dims=r_inf.block_dims, enums=registry.enums(), temp_storage=storage,
                 pinned=pinned)
     bound = tuple((b.param.name, b.nbtype, b.arg_index) for b in r_inf.bindings
@@ -228,9 +321,7 @@ def _make_template(p: Primitive):
             RESOLVED.append(f"{r.cls.name}::{r.method.signature}")
             ret = r.return_type
             if p.constructor:
-                tk = dict(p.fixed)
-                tk.update({k: _literal(p.name, k, v) for k, v in kws.items()
-                           if k in p.template_keywords() - {"temp_storage"}})
+                tk = split_call(p, args, kws).tkws
                 parent = ParentType(p, r, tuple(tk.items()),
                                     bound=tuple((n, t) for n, t, _ in bound),
                                     aliases=p.aliases)
@@ -270,10 +361,14 @@ def _lower_call(p: Primitive, context, builder, sig, args, self_ptr=None, extra=
     else:
         r = resolve_call(p, pos, dict(kws, **{k: t for k, (t, _) in extra.items()}),
                          block_dims=p.parent.block_dims if p.parent else None)
-    # Arguments a constructed object keeps are appended after the call's own.
-    arg_types = list(sig.args) + [t for t, _ in extra.values()]
-    arg_vals = list(args) + [v for _, v in extra.values()]
-    n_call = len(sig.args)
+    # Arguments a constructed object keeps are appended after the call's own, then the
+    # constants the call always passes (fixed_call_arguments).
+    fixed = fixed_call_arguments(p) if p.parent is None else []
+    arg_types = (list(sig.args) + [t for t, _ in extra.values()]
+                 + [_constant_type_at_run_time(t) for _, t, _ in fixed])
+    arg_vals = (list(args) + [v for _, v in extra.values()]
+                + [_constant_value(context, builder, t, v) for _, t, v in fixed])
+    n_call, n_kept = len(sig.args), len(extra)
     if p.parent is None:
         check_not_in_device_function(p, r, "threads_per_block" in kws or
                                       "threads_per_block" in p.fixed)
@@ -315,7 +410,7 @@ def _lower_call(p: Primitive, context, builder, sig, args, self_ptr=None, extra=
             llargs.append(slot)
             continue
         ty, val = arg_types[index], arg_vals[index]
-        if index >= n_call:  # a kept argument: already a data pointer
+        if n_call <= index < n_call + n_kept:  # a kept argument: already a data pointer
             llargs.append(builder.bitcast(val, ir.IntType(8).as_pointer()))
             continue
         if source == "state" and isinstance(ty, types.BaseTuple):  # (function, state array)
@@ -349,6 +444,20 @@ def _lower_call(p: Primitive, context, builder, sig, args, self_ptr=None, extra=
     if len(vals) == 1:
         return vals[0]
     return context.make_tuple(builder, sig.return_type, vals)
+
+
+def _constant_type_at_run_time(ty):
+    plain = types.unliteral(ty)
+    return plain if isinstance(plain, (types.Number, types.Boolean)) else ty
+
+
+def _constant_value(context, builder, ty, value):
+    """The LLVM value of a fixed call argument: numbers as constants; operators (names,
+    functions) carry no run-time value."""
+    plain = types.unliteral(ty)
+    if isinstance(plain, (types.Number, types.Boolean)):
+        return context.get_constant(plain, value)
+    return context.get_dummy_value()
 
 
 # --- namespaces: block.BlockReduce, two-phase objects ---------------------------------------

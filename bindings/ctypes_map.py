@@ -1,6 +1,8 @@
 """numba dtypes <-> C++ type spellings, and Python template keyword values -> C++ arguments."""
 from __future__ import annotations
 
+from enum import Enum
+
 import numpy as np
 from numba.cuda import types
 from numba.cuda.np import numpy_support
@@ -171,9 +173,13 @@ def as_dtype(value, prim: str, what: str):
 
 
 def enum_spelling(prim: str, keyword: str, enum, value) -> str:
-    """"warp_transpose", "BLOCK_LOAD_WARP_TRANSPOSE" or its int -> cub::BLOCK_LOAD_WARP_TRANSPOSE."""
+    """"warp_transpose", "BLOCK_LOAD_WARP_TRANSPOSE", an enum member of that name
+    (coopgen.enums) or its int -> cub::BLOCK_LOAD_WARP_TRANSPOSE. Members map by name and ints
+    count from 1 in CUB's order, as cuda.coop's IntEnums do (CUB's own values start at 0)."""
     names = [n for n, _ in enum.values]
     short = {_short_name(n, names).lower(): n for n in names}
+    if isinstance(value, Enum):
+        value = value.name
     if isinstance(value, str):
         key = value.strip()
         for n in names:
@@ -182,11 +188,12 @@ def enum_spelling(prim: str, keyword: str, enum, value) -> str:
         if key.lower() in short:
             return f"cub::{short[key.lower()]}"
     elif isinstance(value, (int, np.integer)) and not isinstance(value, bool):
-        for n, v in enum.values:
-            if v == value:
-                return f"cub::{n}"
+        ordered = [n for n, _ in sorted(enum.values, key=lambda nv: nv[1])]
+        if 1 <= value <= len(ordered):
+            return f"cub::{ordered[value - 1]}"
     allowed = ", ".join(repr(s) for s in short)
-    raise CoopgenTypeError(f"{prim}: unknown {keyword}={value!r}; allowed: {allowed}")
+    raise CoopgenTypeError(f"{prim}: unknown {keyword}={value!r}; allowed: {allowed} (or 1 to "
+                           f"{len(names)}, in that order)")
 
 
 def _short_name(name: str, names: list[str]) -> str:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from . import registry
 from .calls import Primitive, PrimitiveClass
+from .pythonic import CallShape
 
 
 def _filtered(cls, method: str, needs, excludes):
@@ -21,18 +22,25 @@ def build(scope: str) -> dict:
     for cls in classes.values():
         if cls.scope == scope:
             out[cls.name] = PrimitiveClass(scope, cls)
-    for row in registry.package().PYTHONIC:
+    pkg = registry.package()
+    keywords = getattr(pkg, "PYTHONIC_KEYWORDS", ())
+    for row in pkg.PYTHONIC:
         if row.scope != scope:
             continue
         cls = classes[row.cls]
+        name = f"{scope}.{row.name}"
+        shape = CallShape.of_row(name, row, keywords)
         if row.object:  # an object factory: a constructor call, or inferred from a method's
             infer = None if row.object == "constructor" else row.object
-            out[row.name] = Primitive(f"{scope}.{row.name}", cls, {"": cls.constructors},
-                                      constructor=True, infer=infer, bind=row.bind,
-                                      aliases=dict(row.methods))
+            out[row.name] = Primitive(name, cls, {"": cls.constructors}, constructor=True,
+                                      infer=infer, bind=row.bind, aliases=dict(row.methods),
+                                      shape=shape, host=row.host, instance=row.instance)
             continue
-        methods = {sel: _filtered(cls, m, row.needs, row.excludes) for sel, m in row.methods}
+        methods: dict = {}  # selector value -> overloads (a value may name several methods)
+        for sel, m in row.methods:
+            methods[sel] = methods.get(sel, ()) + _filtered(cls, m, row.needs, row.excludes)
         methods = {k: v for k, v in methods.items() if v}
         if methods:
-            out[row.name] = Primitive(f"{scope}.{row.name}", cls, methods, select=row.select)
+            out[row.name] = Primitive(name, cls, methods, select=row.select, shape=shape,
+                                      host=row.host, instance=row.instance)
     return out

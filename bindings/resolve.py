@@ -18,6 +18,7 @@ from . import ctypes_map
 from .arrays import static_length
 from .errors import CoopgenTypeError
 from .operators import Operator, as_operator
+from .pythonic import spelled_for
 from .spec import ClassSpec, MSpec, PSpec, TParam
 
 ARRAY_ROLES = ("input_array", "output_array", "inout_array")
@@ -200,17 +201,21 @@ def _why_unassignable(method: MSpec, n_pos: int, kw_names: set[str]) -> tuple[st
 
 def resolve(prim: str, cls: ClassSpec, methods: tuple[MSpec, ...], args: tuple,
             kws: dict, *, template_kws: dict, block_dims, enums: dict,
-            warp_default: int = 32, temp_storage=None, pinned: dict | None = None) -> Resolved:
+            warp_default: int = 32, temp_storage=None, pinned: dict | None = None,
+            alternatives: dict | None = None) -> Resolved:
     """Pick the overload of ``methods`` that the call means and infer its template arguments.
 
     ``args``/``kws`` are numba types of the call's method arguments; ``template_kws`` holds
     literal Python values of template keywords (items_per_thread=16, algorithm="raking").
+    ``alternatives`` maps a keyword to its CUB spellings where overloads differ (each overload
+    gets the spelling it has).
     """
     if temp_storage is not None:
         _check_temp_storage(prim, cls, temp_storage[1])
-    kw_names = set(kws)
+    call_kws = kws
     known = {p.name for m in methods for p in m.params}
-    unknown = kw_names - known
+    alternatives = alternatives or {}
+    unknown = {k for k in kws if not known.intersection(alternatives.get(k, (k,)))}
     if unknown:
         raise CoopgenTypeError(
             f"{prim}: unknown keyword {sorted(unknown)[0]!r}; parameters are "
@@ -220,6 +225,8 @@ def resolve(prim: str, cls: ClassSpec, methods: tuple[MSpec, ...], args: tuple,
     unassignable = {"missing": [], "twice": [], "too_many": []}
     # Fewest C++ parameters first: ExclusiveSum(x) means (T, T&), not (T, T&, T&).
     for method in sorted(methods, key=lambda m: len(m.params)):
+        kws = spelled_for(method, call_kws, alternatives)
+        kw_names = set(kws)
         foreign = sorted(kw_names - {p.name for p in method.params})
         if foreign:  # a keyword of another overload
             lacks_keyword.append(f"  {method.signature}: has no parameter {foreign[0]!r}")
@@ -251,11 +258,12 @@ def resolve(prim: str, cls: ClassSpec, methods: tuple[MSpec, ...], args: tuple,
         raise CoopgenTypeError(f"{prim}: missing required argument "
                                f"{unassignable['missing'][0]!r} (overloads: {overloads})")
     if not reasons and unassignable["too_many"] and not lacks_keyword:
-        most = max(len(_slots(m, kw_names)[0]) for m in methods)
+        most = max(len(_slots(m, set(spelled_for(m, call_kws, alternatives)))[0])
+                   for m in methods)
         raise CoopgenTypeError(f"{prim}: takes at most {most} positional argument(s) here, got "
                                f"{len(args)} (overloads: {overloads})")
     reasons += lacks_keyword
-    given = ", ".join([str(a) for a in args] + [f"{k}={v}" for k, v in kws.items()])
+    given = ", ".join([str(a) for a in args] + [f"{k}={v}" for k, v in call_kws.items()])
     lines = [f"{prim}: no overload matches ({given}). Overloads:"]
     lines += [f"  {m.signature}" for m in methods]
     if reasons:

@@ -89,6 +89,17 @@ class PythonicSpec:
     # ``methods`` then maps snake_case names to methods.
     object: str | None = None
     bind: tuple[str, ...] = ()
+    # cuda.coop's call shape (generator/data/pythonic.toml says what each field means).
+    enum: str | None = None  # the IntEnum the selector values form
+    args: tuple[str, ...] | None = None  # positional order in kernels; None: CUB's order
+    rename: tuple[tuple[str, tuple[str, ...]], ...] = ()  # name -> CUB name(s)
+    defaults: tuple[tuple[str, object], ...] = ()
+    inplace: tuple[tuple[str, str], ...] = ()  # (omitted output, the input passed instead)
+    fixed: tuple[tuple[str, object], ...] = ()  # arguments always passed
+    host: tuple[str, ...] | None = None  # positional order of the two-phase host call
+    instance: tuple[str, ...] | None = None  # positional order of a two-phase object's call
+    deduced: tuple[str, ...] = ()  # accepted; C++ deduces them from the arrays
+    since: tuple[tuple[str, str], ...] = ()  # (argument, the first CCCL that has it)
 
 
 @dataclass(frozen=True)

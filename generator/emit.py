@@ -13,7 +13,7 @@ from pathlib import Path
 
 from .headers import LockEntry
 from .model import ApiModel, ClassModel, Overload, Param, replace, snake_case
-from .report import api_methods, overload_key
+from .report import overload_key
 
 GENERATOR_VERSION = "1"
 PYTHONIC_PATH = Path(__file__).parent / "data" / "pythonic.toml"
@@ -104,11 +104,21 @@ def _in_class_names(ov: Overload, cls: ClassModel, model: ApiModel | None) -> Ov
     return replace(ov, params=params)  # the signature stays as CUB spells it (coverage key)
 
 
-def emit_class(entry: LockEntry, cls: ClassModel, model: ApiModel | None = None) -> str:
+def bound_methods(cls: ClassModel, named: frozenset[str] = frozenset()) -> tuple[Overload, ...]:
+    """The methods bound: the public API, plus methods the Pythonic table names that CUB
+    keeps wholly hidden (CCCL 3.5.0's WarpScan::*ScanPartial carry cuda.coop's
+    ``valid_items=``). Hidden overloads of public methods stay unbound."""
+    public = {o.name for o in cls.methods if not o.hidden}
+    return tuple(o for o in cls.methods if bindable(o, cls) and not o.excluded and
+                 (not o.hidden or (o.name in named and o.name not in public)))
+
+
+def emit_class(entry: LockEntry, cls: ClassModel, model: ApiModel | None = None,
+               named: frozenset[str] = frozenset()) -> str:
     tps = "".join(f"        {_tparam(t)},\n" for t in cls.template_params)
     ctors = "".join(_mspec(o, "        ") for o in cls.constructors if bindable(o, cls))
     methods = "".join(_mspec(_in_class_names(o, cls, model), "        ")
-                      for o in api_methods(cls) if bindable(o, cls))
+                      for o in bound_methods(cls, named))
     return (header_line(entry)
             + f'"""{cls.qualname}: {cls.brief}"""\n'
             + "from coopgen.spec import ClassSpec, MSpec, PSpec, TParam\n\n"
@@ -125,35 +135,113 @@ def module_name(cls: ClassModel) -> str:
     return snake_case(cls.name)
 
 
-def load_pythonic(model: ApiModel) -> list[tuple[str, str, str, tuple, str | None, tuple, tuple]]:
-    """The naming table, validated against the model: every class/method must exist."""
+#: Keys a pythonic.toml row may have (the file's header says what each means).
+_ROW_KEYS = frozenset({"method", "class", "select", "methods", "needs", "excludes", "object",
+                       "bind", "enum", "args", "rename", "defaults", "inplace", "fixed", "host",
+                       "instance", "deduced", "since"})
+#: Keywords the runtime gives every function besides the class's own template keywords.
+_RUNTIME_KEYWORDS = frozenset({"dtype", "threads_per_block", "items_per_thread",
+                               "threads_in_warp", "temp_storage"})
+
+
+def _as_tuple(value) -> tuple:
+    return tuple(value) if isinstance(value, (list, tuple)) else (value,)
+
+
+def _frozen(value):
+    """A TOML value as an immutable Python literal (lists become tuples)."""
+    return tuple(value) if isinstance(value, list) else value
+
+
+def load_pythonic(model: ApiModel) -> tuple[list[dict], tuple]:
+    """The naming table, validated against the model: every class, method and parameter name
+    must exist. Returns (rows as PythonicSpec keyword dicts, the shared keyword aliases)."""
     with open(PYTHONIC_PATH, "rb") as f:
         table = tomllib.load(f)
+    keywords = tuple(sorted(table.get("keywords", {}).items()))
     rows = []
     for scope in ("block", "warp"):
         for name, row in table.get(scope, {}).items():
-            unknown = set(row) - {"method", "class", "select", "methods", "needs", "excludes",
-                                  "object", "bind"}
+            where = f"pythonic.toml: {scope}.{name}"
+            unknown = set(row) - _ROW_KEYS
             if unknown:
-                raise ValueError(f"pythonic.toml: {scope}.{name}: unknown keys {sorted(unknown)}")
+                raise ValueError(f"{where}: unknown keys {sorted(unknown)}")
             if "method" in row:
                 cls_name, method = row["method"].split(".")
                 methods = (("", method),)
             else:
                 cls_name = row["class"]
-                methods = tuple(row["methods"].items())
+                methods = tuple((sel, m) for sel, ms in row["methods"].items()
+                                for m in _as_tuple(ms))
             cls = model.cls(cls_name)
+            present = {o.name for o in cls.methods}
             for _, m in methods:
-                if not any(o.name == m for o in cls.methods):
-                    raise ValueError(f"pythonic.toml: {scope}.{name}: {cls_name} has no {m}")
+                if m not in present and not m.endswith("?"):
+                    raise ValueError(f"{where}: {cls_name} has no {m}")
+            # "Method?": only where this CCCL has it
+            methods = tuple((sel, m.rstrip("?")) for sel, m in methods if m.rstrip("?") in present)
             if "object" in row and row["object"] != "constructor" and \
                     not any(o.name == row["object"] for o in cls.methods):
-                raise ValueError(f"pythonic.toml: {scope}.{name}: {cls_name} has no "
-                                 f"{row['object']}")
-            rows.append((name, scope, cls_name, methods, row.get("select"),
-                         tuple(row.get("needs", ())), tuple(row.get("excludes", ())),
-                         row.get("object"), tuple(row.get("bind", ()))))
-    return rows
+                raise ValueError(f"{where}: {cls_name} has no {row['object']}")
+            rename = tuple((k, _as_tuple(v)) for k, v in row.get("rename", {}).items())
+            _check_names(where, cls, methods, row, rename, dict(keywords))
+            rows.append(dict(
+                name=name, scope=scope, cls=cls_name, methods=methods,
+                select=row.get("select"), needs=tuple(row.get("needs", ())),
+                excludes=tuple(row.get("excludes", ())), object=row.get("object"),
+                bind=tuple(row.get("bind", ())), enum=row.get("enum"),
+                args=_frozen(row.get("args")), rename=rename,
+                defaults=tuple((k, _frozen(v)) for k, v in row.get("defaults", {}).items()),
+                inplace=tuple(row.get("inplace", {}).items()),
+                fixed=tuple((k, _frozen(v)) for k, v in row.get("fixed", {}).items()),
+                host=_frozen(row.get("host")), instance=_frozen(row.get("instance")),
+                deduced=tuple(row.get("deduced", ())),
+                since=tuple(row.get("since", {}).items())))
+    return rows, keywords
+
+
+def _check_names(where: str, cls: ClassModel, methods, row: dict, rename, keywords: dict):
+    """Every name a row uses must reach a CUB parameter, a template keyword or the selector."""
+    overloads = [o for o in cls.methods if any(o.name == m for _, m in methods)]
+    if row.get("object") == "constructor":
+        overloads += list(cls.constructors)
+    params = {p.name for o in overloads for p in o.params}
+    targets = params | {t.keyword for t in cls.template_params} | _RUNTIME_KEYWORDS
+    if row.get("select"):
+        targets.add(row["select"])
+    for name, cub in rename:
+        missing = [c for c in cub if c not in targets]
+        if missing:
+            raise ValueError(f"{where}: rename {name} -> {missing[0]!r}, which {cls.name} "
+                             f"does not have")
+    known = (targets | {n for n, _ in rename} | set(keywords) | set(row.get("deduced", ()))
+             | set(row.get("since", {})))
+    for key in ("args", "host", "instance", "defaults", "fixed", "inplace"):
+        value = row.get(key) or ()
+        names = list(value) + (list(value.values()) if isinstance(value, dict) and
+                               key == "inplace" else [])
+        for n in names:
+            if n not in known:
+                raise ValueError(f"{where}: {key} names {n!r}, which is neither a parameter "
+                                 f"nor a template keyword of {cls.name}")
+
+
+def _pythonic_spec(row: dict) -> str:
+    """One PythonicSpec literal: the positional fields, then the keywords that are set."""
+    head = ", ".join(repr(row[k]) for k in ("name", "scope", "cls", "methods", "select", "needs",
+                                            "excludes"))
+    rest = "".join(f",\n        {k}={row[k]!r}" for k in
+                   ("object", "bind", "enum", "args", "rename", "defaults", "inplace", "fixed",
+                    "host", "instance", "deduced", "since") if row[k])
+    return f"    PythonicSpec({head}{rest}),\n"
+
+
+def table_methods(rows: list[dict]) -> dict[str, frozenset[str]]:
+    """Class name -> the methods the Pythonic table names."""
+    named: dict[str, set[str]] = {}
+    for row in rows:
+        named.setdefault(row["cls"], set()).update(m for _, m in row["methods"])
+    return {k: frozenset(v) for k, v in named.items()}
 
 
 def _cpp_value(value) -> str:
@@ -203,12 +291,12 @@ def emit_init(entry: LockEntry, model: ApiModel, classes: list[ClassModel]) -> s
     enums = "".join(
         f"    EnumSpec({e.name!r}, ({''.join(f'({v.name!r}, {v.value}), ' for v in e.values)})),\n"
         for e in model.enums)
-    pythonic = "".join(
-        f"    PythonicSpec({n!r}, {s!r}, {c!r}, {m!r}, {sel!r}, {nd!r}, {ex!r}"
-        + (f", object={obj!r}, bind={bind!r}" if obj else "") + "),\n"
-        for n, s, c, m, sel, nd, ex, obj, bind in load_pythonic(model))
-    bound = [overload_key(c, o) for c in classes for o in c.constructors + api_methods(c)
-             if bindable(o, c)]
+    rows, keywords = load_pythonic(model)
+    pythonic = "".join(_pythonic_spec(row) for row in rows)
+    named = table_methods(rows)
+    bound = [overload_key(c, o) for c in classes
+             for o in tuple(o for o in c.constructors if bindable(o, c))
+             + bound_methods(c, named.get(c.name, frozenset()))]
     bound_lines = "".join(f"    {k!r},\n" for k in bound)
     return (header_line(entry)
             + f'"""Bindings for CCCL {entry.cccl}: class specs, enums, the Pythonic table."""\n'
@@ -223,6 +311,8 @@ def emit_init(entry: LockEntry, model: ApiModel, classes: list[ClassModel]) -> s
             + f"PYTHONIC = (\n{pythonic})\n\n"
             + "# Combinations CUB does not handle: refused at compile time (limits.toml).\n"
             + f"LIMITS = (\n{''.join(load_limits(model))})\n\n"
+            + "# Keyword aliases every Pythonic function and two-phase constructor accepts.\n"
+            + f"PYTHONIC_KEYWORDS = {keywords!r}\n\n"
             + "# Class::Signature of every overload bound here; tests/cpu compiles each of them\n"
             + "# into a kernel and links it to an sm_90 cubin.\n"
             + f"BOUND_AND_CHECKED = (\n{bound_lines})\n")
@@ -230,6 +320,8 @@ def emit_init(entry: LockEntry, model: ApiModel, classes: list[ClassModel]) -> s
 
 def emit_package(entry: LockEntry, model: ApiModel) -> list[tuple[str, str]]:
     classes = [c for c in model.classes if c.user_facing]
-    files = [(f"{module_name(c)}.py", emit_class(entry, c, model)) for c in classes]
+    named = table_methods(load_pythonic(model)[0])
+    files = [(f"{module_name(c)}.py",
+              emit_class(entry, c, model, named.get(c.name, frozenset()))) for c in classes]
     files.append(("__init__.py", emit_init(entry, model, classes)))
     return files

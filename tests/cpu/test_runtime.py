@@ -136,19 +136,19 @@ def unary(a):
 
 def test_error_operator_arity():
     def k(d_in, d_out):
-        d_out[0] = block.reduce(d_in[0], unary, threads_per_block=128)
+        d_out[0] = block.reduce(d_in[0], binary_op=unary, threads_per_block=128)
     assert "block.reduce: reduction_op=unary takes 1 argument(s); a ReductionOp takes 2" in _error(k)
 
 
 def test_error_unknown_builtin_operator_and_selector():
     def k(d_in, d_out):
-        d_out[0] = block.reduce(d_in[0], "avg", threads_per_block=128)
+        d_out[0] = block.reduce(d_in[0], binary_op="avg", threads_per_block=128)
     assert "unknown reduction_op='avg'; built-ins: '+'" in _error(k)
 
     def k2(d_in, d_out):
         a = local.array(4, np.int32)
-        block.exchange(a, a, kind="sideways", threads_per_block=128)
-    assert "block.exchange: unknown kind='sideways'; allowed: 'striped_to_blocked'" in _error(k2)
+        block.exchange(a, a, block_exchange_type="sideways", threads_per_block=128)
+    assert "block.exchange: unknown block_exchange_type='sideways'; allowed: 'StripedToBlocked'" in _error(k2)
 
 
 def test_error_non_constant_template_keyword():
@@ -225,7 +225,7 @@ def test_object_factories_link_without_traps():
         values = local.array(2, np.int32)
         lengths = local.array(2, np.int32)
         total = local.array(1, np.uint32)
-        rld = block.run_length(values, lengths, total, decoded_items_per_thread=4)
+        rld = block.run_length(values, lengths, decoded_items_per_thread=4, total_decoded_size=total)
         decoded = local.array(4, np.int32)
         rld.decode(decoded, 0)
         d_out[0] = decoded[0]

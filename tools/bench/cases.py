@@ -114,7 +114,7 @@ def _merge_sort(cache=False):
         keys = local.array(ITEMS, np.float32)
         base = cuda.blockIdx.x * TILE
         block.load(d_in[base:], keys, algorithm="warp_transpose")
-        block.merge_sort_keys(keys, less)
+        block.merge_sort_keys(keys, compare_op=less)
         block.store(d_out[base:], keys, algorithm="warp_transpose")
     return block_merge_sort
 

@@ -1,0 +1,129 @@
+"""cuda.coop's call shape for the Pythonic surface: positional order, names, defaults.
+
+One rule serves every function, driven by its ``PythonicSpec`` (generator/data/pythonic.toml
+says what each field means): positional arguments take the names of ``args`` (kernels),
+``host`` (two-phase constructors) or ``instance`` (two-phase objects) in order; a positional
+without a name is an error, never dropped; names are then spelled as CUB spells them, omitted
+in-place outputs get their input again and defaults fill the rest. The resolver then sees
+keywords only, so ``block.load(src, dst, 4)`` means items_per_thread=4, as in cuda.coop.
+"""
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+from numba.cuda import types
+
+from .errors import CoopgenTypeError
+
+#: A bound argument: (name, value, where it came from). In kernels the value is a numba type
+#: and ``origin`` its index in the call's folded arguments (positionals, then keywords).
+Named = tuple
+
+
+def is_omitted(ty) -> bool:
+    """``dst=None`` (or an omitted optional) means the argument is not given."""
+    return isinstance(ty, (types.NoneType, types.Omitted)) and getattr(ty, "value", None) is None
+
+
+@dataclass(frozen=True)
+class CallShape:
+    """How one Pythonic function names its arguments (see the module docstring)."""
+    prim: str
+    slots: tuple[str, ...] | None  # positional names; None: CUB's parameter order
+    rename: dict = field(default_factory=dict)  # name -> CUB name(s)
+    defaults: dict = field(default_factory=dict)
+    inplace: dict = field(default_factory=dict)  # omitted output -> the input passed instead
+    fixed: dict = field(default_factory=dict)  # arguments always passed (warp.max's operator)
+    since: dict = field(default_factory=dict)  # argument -> the first CCCL that has it
+    deduced: frozenset = frozenset()  # accepted for cuda.coop; C++ deduces them
+
+    @classmethod
+    def of_row(cls, prim: str, row, keywords) -> "CallShape":
+        rename = dict(keywords)
+        rename.update({k: v[0] if len(v) == 1 else v for k, v in row.rename})
+        return cls(prim, row.args, rename, dict(row.defaults), dict(row.inplace),
+                   dict(row.fixed), dict(row.since), frozenset(row.deduced))
+
+    def with_slots(self, slots) -> "CallShape":
+        return CallShape(self.prim, None if slots is None else tuple(slots), self.rename,
+                         self.defaults, self.inplace, self.fixed, self.since, self.deduced)
+
+    def name_arguments(self, args: tuple, kws: dict, *, error=CoopgenTypeError) -> list[Named]:
+        """The call's arguments as (name, value, origin), spelled as CUB spells them; a name
+        with several CUB spellings keeps its tuple of candidates (the resolver picks the one
+        the overload has). ``error`` is raised for a call Python itself would refuse."""
+        if self.slots is None:
+            raise ValueError("name_arguments needs positional slots")
+        if len(args) > len(self.slots):
+            raise error(f"{self.prim}: takes at most {len(self.slots)} positional arguments "
+                        f"({', '.join(self.slots)}), got {len(args)}; pass the others by "
+                        f"keyword")
+        given = [(self.slots[i], a, i) for i, a in enumerate(args)]
+        given += [(k, v, len(args) + j) for j, (k, v) in enumerate(kws.items())]
+        out: list[Named] = []
+        seen: dict = {}
+        for name, value, origin in given:
+            if is_omitted(value) or name in self.deduced:
+                continue
+            spelled = self.rename.get(name, name)
+            key = spelled if isinstance(spelled, str) else spelled[0]
+            if key in seen:
+                first = seen[key]
+                also = "" if first == name else f" (as {first!r})"
+                raise error(f"{self.prim}: got multiple values for argument {name!r}{also}")
+            seen[key] = name
+            out.append((spelled, value, origin))
+        names = {n if isinstance(n, str) else n[0] for n, _, _ in out}
+        for missing, source in self.inplace.items():
+            src = self.rename.get(source, source)
+            key = src if isinstance(src, str) else src[0]
+            if self.rename.get(missing, missing) not in names and key in names:
+                _, value, origin = next(x for x in out if (x[0] if isinstance(x[0], str)
+                                                          else x[0][0]) == key)
+                out.append((self.rename.get(missing, missing), value, origin))
+        return out
+
+    def defaults_for(self, names) -> dict:
+        """Defaults of the arguments not in ``names``, under CUB's spelling."""
+        return {self.rename.get(k, k): v for k, v in self.defaults.items()
+                if self.rename.get(k, k) not in names}
+
+
+def spelled_for(method, named: dict, alternatives: dict) -> dict:
+    """``named`` keyword types with each several-spellings name replaced by the spelling this
+    overload has (``src`` is BlockReduce.Sum's ``input`` or ``inputs``)."""
+    if not alternatives:
+        return named
+    have = {p.name for p in method.params}
+    return {next((c for c in alternatives.get(k, (k,)) if c in have),
+                 alternatives.get(k, (k,))[0]): v for k, v in named.items()}
+
+
+def selector_value(value):
+    """A selector's Python value as a key to match: enum members by name, booleans as
+    ``"true"``/``"false"``, strings in any case with or without underscores."""
+    if isinstance(value, enum.Enum):
+        value = value.name
+    if isinstance(value, bool):
+        value = "true" if value else "false"
+    if isinstance(value, str):
+        return value.strip().replace("_", "").lower()
+    return value
+
+
+def pick(prim: str, keyword: str, choices: list[str], value) -> list[str]:
+    """The choices (the table's selector keys) ``value`` names: a key, an enum member, an int
+    (1-based, in table order, as cuda.coop's IntEnums count), or a tuple of them (all)."""
+    if isinstance(value, (tuple, list)):
+        return [c for v in value for c in pick(prim, keyword, choices, v)]
+    key = selector_value(value)
+    if isinstance(key, str):
+        for c in choices:
+            if selector_value(c) == key:
+                return [c]
+    elif isinstance(key, int) and 1 <= key <= len(choices):
+        return [choices[key - 1]]
+    allowed = ", ".join(repr(c) for c in choices)
+    raise CoopgenTypeError(f"{prim}: unknown {keyword}={value!r}; allowed: {allowed} (or "
+                           f"their 1-based numbers)")

@@ -1,0 +1,59 @@
+"""Two-phase use on the host: ``block.load(np.int32, 128, 4, "direct")`` -> an object for kernels.
+
+The arguments follow the function's ``host`` order (cuda.coop's); template arguments become the
+object's fixed keywords and method arguments (operators, initial values, bit ranges) are passed
+by every call of the object. Bad values raise ``ValueError`` here, as cuda.coop does, rather
+than at the first kernel compile.
+"""
+from __future__ import annotations
+
+import re
+
+from . import ctypes_map, registry
+from .errors import CoopgenTypeError
+from .pythonic import CallShape, pick
+
+#: Positional order of a function without a ``host`` row: cuda.coop's two leading arguments.
+DEFAULT_HOST = {"block": ("dtype", "threads_per_block"), "warp": ("dtype", "threads_in_warp")}
+
+
+def host_arguments(p, args: tuple, kws: dict) -> tuple[dict, dict]:
+    """(template keywords, fixed call arguments) of a two-phase constructor call of ``p``."""
+    shape = p.shape or CallShape(p.name, None)
+    slots = p.host or DEFAULT_HOST[p.cls.scope]
+    named = shape.with_slots(slots).name_arguments(tuple(args), dict(kws), error=TypeError)
+    template_names = p.template_keywords() - {"temp_storage"}
+    params = {x.name for ms in p.methods.values() for m in ms for x in m.params}
+    fixed, call = dict(p.fixed), {}
+    for name, value, _ in named:
+        name = name if isinstance(name, str) else name[0]
+        if name in template_names:
+            fixed[name] = value
+        elif name in params:
+            call[name] = value
+        else:
+            raise TypeError(f"{p.name}: unexpected argument {name!r} on the host; template "
+                            f"keywords are {', '.join(sorted(template_names))}")
+    for k, v in shape.defaults_for(set(fixed) | set(call)).items():
+        fixed.setdefault(k, v)
+    check_template_values(p, fixed)
+    return fixed, call
+
+
+def check_template_values(p, fixed: dict) -> None:
+    """cuda.coop's host errors: ValueError for items_per_thread < 1, an unknown algorithm or
+    type, or an unsupported dtype."""
+    ipt = fixed.get("items_per_thread")
+    if ipt is not None and (isinstance(ipt, bool) or not isinstance(ipt, int) or ipt < 1):
+        raise ValueError(f"{p.name}: items_per_thread={ipt!r} must be an integer >= 1")
+    enums = registry.enums()
+    try:
+        for t in p.cls.template_params:
+            if t.keyword in fixed and t.cpp_type in enums:
+                ctypes_map.template_value(p.name, t, fixed[t.keyword], enums)
+        if p.select and p.select in fixed:
+            pick(p.name, p.select, list(p.methods), fixed[p.select])
+        if "dtype" in fixed:
+            ctypes_map.as_dtype(fixed["dtype"], p.name, "dtype")
+    except CoopgenTypeError as e:  # numba's error text carries terminal colours
+        raise ValueError(re.sub(r"\x1b\[[0-9;]*m", "", str(e)).strip()) from None

@@ -1,0 +1,185 @@
+"""cuda.coop's positional order on coopgen's Pythonic surface: the calls that used to bind a
+positional argument to the wrong parameter (or drop it) now mean what cuda.coop means, and a
+positional argument without a slot is an error. Checked on the resolver's answer (which C++
+parameter gets which argument, which template arguments) and by compiling for sm_90."""
+import numpy as np
+import pytest
+from numba import cuda
+from numba.cuda import types
+
+import coopgen
+from coopgen import block, calls, local, warp
+from coopgen.arrays import SizedArray
+from coopgen.errors import CoopgenTypeError
+
+I32 = types.int32[::1]
+DIMS = (128, 1, 1)
+
+
+def local_array(n, dtype=types.int32):
+    return SizedArray(dtype, (n,), "local")
+
+
+def resolved(prim, args, kws=None):
+    return calls.resolve_call(prim, tuple(args), dict(kws or {}), block_dims=DIMS)
+
+
+def template(r) -> dict:
+    return {t.name: v for t, v in r.template_args}
+
+
+def sources(r) -> dict:
+    return {b.param.name: b.source for b in r.bindings}
+
+
+def test_radix_sort_keys_second_positional_is_items_per_thread():
+    r = resolved(block.radix_sort_keys, [local_array(4), types.literal(4)])
+    assert template(r)["ITEMS_PER_THREAD"] == "4"
+    assert sources(r) == {"keys": "arg", "begin_bit": "default", "end_bit": "default"}
+    with pytest.raises(CoopgenTypeError, match="items_per_thread=8 disagrees"):
+        resolved(block.radix_sort_keys, [local_array(4), types.literal(8)])
+
+
+def test_load_third_positional_is_items_per_thread_not_a_valid_count():
+    r = resolved(block.load, [I32, local_array(4), types.literal(4)])
+    assert template(r)["ITEMS_PER_THREAD"] == "4"
+    assert [p.name for p in r.method.params] == ["block_src_it", "dst_items"]
+    # cuda.coop's fifth positional is the valid count, its keyword num_valid_items
+    r = resolved(block.load, [I32, local_array(4), types.literal(4), types.literal("striped"),
+                              types.int32])
+    assert [p.name for p in r.method.params] == ["block_src_it", "dst_items", "block_items_end"]
+    assert template(r)["ALGORITHM"] == "cub::BLOCK_LOAD_STRIPED"
+    r2 = resolved(block.load, [I32, local_array(4)], {"num_valid_items": types.int32,
+                                                       "oob_default": types.int32})
+    assert sources(r2)["oob_default"] == "arg"
+    # CUB's own names stay keywords
+    r3 = resolved(block.load, [I32, local_array(4)], {"block_items_end": types.int32})
+    assert r3.method.params[-1].name == "block_items_end"
+
+
+def test_a_non_constant_positional_in_a_template_slot_is_an_error():
+    # Old coopgen code passed the valid count third: now that slot is items_per_thread.
+    with pytest.raises(CoopgenTypeError, match="items_per_thread= must be a compile-time constant"):
+        resolved(block.load, [I32, local_array(4), types.int32])
+
+
+def test_extra_positional_is_an_error_never_dropped():
+    with pytest.raises(CoopgenTypeError, match=r"block.store: takes at most 6 positional arguments"):
+        resolved(block.store, [I32, local_array(4)] + [types.literal(4)] * 5)
+    with pytest.raises(CoopgenTypeError, match=r"warp.sum: takes at most 4 positional"):
+        resolved(warp.sum, [types.int32] * 5)
+
+
+def test_same_argument_twice_is_an_error():
+    with pytest.raises(CoopgenTypeError, match=r"multiple values for argument 'block_src_it'"):
+        resolved(block.load, [I32, local_array(4)], {"block_src_it": I32})
+    with pytest.raises(CoopgenTypeError, match=r"multiple values for argument 'items_per_thread'"):
+        resolved(block.radix_sort_keys, [local_array(4), types.literal(4)],
+                 {"items_per_thread": types.literal(4)})
+
+
+def test_cuda_coop_keywords_and_cub_aliases():
+    r = resolved(block.reduce, [local_array(4)], {"binary_op": types.literal("max")})
+    assert r.bindings[1].operator.builtin == "::cuda::maximum<>{}"
+    r = resolved(block.reduce, [local_array(4)], {"reduction_op": types.literal("min")})
+    assert r.bindings[1].operator.builtin == "::cuda::minimum<>{}"
+    r = resolved(block.sum, [types.int32], {"num_valid": types.int32})
+    assert [p.name for p in r.method.params] == ["input", "num_valid"]
+    # src is BlockReduce's `input` (scalar) or `inputs` (array): each overload's own name
+    assert resolved(block.sum, [], {"src": local_array(4)}).method.params[0].name == "inputs"
+    assert resolved(block.sum, [], {"src": types.int32}).method.params[0].name == "input"
+    r = resolved(block.store, [I32, local_array(4)], {"num_valid_items": types.int32})
+    assert r.method.params[-1].name == "valid_items"
+    r = resolved(block.merge_sort_keys, [local_array(4), types.literal(4), types.literal("<")],
+                 {"values": local_array(4, types.float32)})
+    assert [p.name for p in r.method.params] == ["keys", "items", "compare_op"]
+    r = resolved(block.radix_sort_keys, [local_array(4)], {"values": local_array(4)})
+    assert [p.name for p in r.method.params][:2] == ["keys", "values"]
+    r = resolved(block.radix_sort_keys, [local_array(4)], {"blocked_to_striped": types.literal(True)})
+    assert r.method.name == "SortBlockedToStriped"
+
+
+def test_in_place_exchange_and_type_keywords():
+    items = local_array(4)
+    r = resolved(block.exchange, [items])
+    assert r.method.name == "StripedToBlocked"
+    assert [b.arg_index for b in r.bindings] == [0, 0]  # the same array in and out
+    for value in ("BlockedToStriped", "blocked_to_striped", 2):
+        r = resolved(block.exchange, [items], {"block_exchange_type": types.literal(value)})
+        assert r.method.name == "BlockedToStriped"
+    r = resolved(block.discontinuity, [items, local_array(4, types.boolean)],
+                 {"flag_op": types.literal("!=")})
+    assert r.method.name == "FlagHeads"
+    assert [p.name for p in r.method.params][:2] == ["head_flags", "input"]
+    assert [r.bindings[i].arg_index for i in range(2)] == [1, 0]  # items come first
+    r = resolved(block.shuffle, [types.int32])
+    assert r.method.name == "Offset"
+    r = resolved(block.shuffle, [items, local_array(4)])
+    assert r.method.name == "Up"
+    r = resolved(block.adjacent_difference, [items, local_array(4)],
+                 {"difference_op": types.literal("-"), "valid_items": types.int32})
+    assert r.method.name == "SubtractLeftPartialTile"
+
+
+def test_host_two_phase_keeps_every_positional():
+    load = block.load(np.int32, 128, 4, "warp_transpose")
+    assert load.fixed == {"dtype": np.int32, "threads_per_block": 128, "items_per_thread": 4,
+                          "algorithm": "warp_transpose"}
+    assert (load.temp_storage_bytes, load.temp_storage_alignment) == (2048, 16)
+    reduce = block.reduce(np.int32, 128, "max", 4, "raking")
+    assert reduce.fixed["items_per_thread"] == 4 and reduce.fixed["algorithm"] == "raking"
+    assert reduce.call_fixed == {"reduction_op": "max"}
+    assert block.load(np.int32, dim=(16, 8), items_per_thread=2).fixed["threads_per_block"] \
+        == (16, 8)
+    wl = warp.load(np.int32, 8, 16, "striped")
+    assert wl.fixed == {"dtype": np.int32, "items_per_thread": 8, "threads_in_warp": 16,
+                        "algorithm": "striped"}
+    with pytest.raises(TypeError, match="at most 4 positional"):
+        block.load(np.int32, 128, 4, "direct", 7)
+    with pytest.raises(TypeError, match="unexpected argument 'bogus'"):
+        block.sum(np.int32, 128, bogus=1)
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda: block.load(np.int32, 128, 0), "items_per_thread=0 must be an integer >= 1"),
+    (lambda: block.sum(np.int32, 128, -2), "items_per_thread=-2"),
+    (lambda: block.store(np.int32, 128, 4, "sideways"), "unknown algorithm='sideways'"),
+    (lambda: block.exchange("diagonal", np.int32, 128, 4), "unknown block_exchange_type"),
+    (lambda: warp.load(np.int32, 4, 32, "bogus"), "unknown algorithm='bogus'"),
+    (lambda: block.load("no such dtype", 128, 4), "dtype"),
+])
+def test_host_value_errors(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()
+
+
+def test_instance_calls_use_cuda_coops_positionals():
+    load = block.load(np.int32, 128, 4, "striped")
+    assert load.shape.slots == ("src", "dst", "num_valid_items", "oob_default")
+    r = resolved(load, [I32, local_array(4), types.int32, types.int32])
+    assert [p.name for p in r.method.params][2:] == ["block_items_end", "oob_default"]
+    reduce = block.reduce(np.int32, 128, "max", 4)
+    assert reduce.shape.slots == ("src", "num_valid")
+    sort = block.radix_sort_keys(np.int32, 128, 4)
+    assert sort.shape.slots[:4] == ("keys", "items_per_thread", "begin_bit", "end_bit")
+    ex = block.exchange("BlockedToStriped", np.int32, 128, 4)
+    assert ex.shape.slots == ("items", "output_items", "ranks", "valid_flags")
+    assert resolved(ex, [local_array(4)]).method.name == "BlockedToStriped"
+
+
+def test_the_fixed_calls_compile_for_sm90():
+    load = block.load(np.int32, 128, 4, "warp_transpose")
+    reduce = block.reduce(np.int32, 128, "max", 4)
+
+    def k(d_in, d_out):
+        keys = local.array(4, np.int32)
+        block.load(d_in, keys, 4, "striped", 300, -1)
+        block.radix_sort_keys(keys, 4)
+        block.store(d_out, keys, 4, "direct", 300)
+        items = local.array(4, np.int32)
+        load(d_in, items, 300, 0)
+        block.exchange(items, block_exchange_type="BlockedToStriped")
+        d_out[0] = reduce(items) + block.sum(items, 4) + warp.max(items[0]) + warp.min(items[1])
+
+    with coopgen.block_shape(128):
+        cuda.compile_all(k, (I32, I32), device=False, abi="numba", cc=(9, 0), output="ltoir")
