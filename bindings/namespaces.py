@@ -1,7 +1,7 @@
 """Build the ``block`` and ``warp`` namespaces from the generated specs and naming table."""
 from __future__ import annotations
 
-from . import registry
+from . import enums, registry
 from .calls import Primitive, PrimitiveClass
 from .pythonic import CallShape
 
@@ -16,8 +16,9 @@ def _filtered(cls, method: str, needs, excludes):
 
 
 def build(scope: str) -> dict:
-    """{name: object} for one scope: faithful classes, then Pythonic functions."""
-    out = {}
+    """{name: object} for one scope: faithful classes, then Pythonic functions, then the
+    enums of their selectors (``block.BlockExchangeType``)."""
+    out = dict(enums.SELECTORS[scope])
     classes = registry.classes()
     for cls in classes.values():
         if cls.scope == scope:

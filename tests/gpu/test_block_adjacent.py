@@ -29,19 +29,22 @@ def adjacent_kernel(ipt):
             x[i] = d_in[t * ipt + i]
         for s in range(7):
             if s == 0:
-                block.adjacent_difference(x, y, "-", kind="left")
+                block.adjacent_difference(x, y, difference_op="-")
             elif s == 1:
                 block.BlockAdjacentDifference.SubtractLeft(x, y, diff_py, pred)
             elif s == 2:
-                block.adjacent_difference(x, y, "-", valid, kind="left_partial")
+                block.adjacent_difference(x, y, difference_op="-", valid_items=valid)
             elif s == 3:
-                block.adjacent_difference(x, y, "-", valid, pred, kind="left_partial")
+                block.adjacent_difference(x, y, difference_op="-", valid_items=valid,
+                                          tile_predecessor_item=pred)
             elif s == 4:
-                block.adjacent_difference(x, y, diff_py, kind="right")
+                block.adjacent_difference(x, y, difference_op=diff_py,
+                                          block_adjacent_difference_type="SubtractRight")
             elif s == 5:
                 block.BlockAdjacentDifference.SubtractRight(x, y, "-", succ)
             else:
-                block.adjacent_difference(x, y, "-", valid, kind="right_partial")
+                block.adjacent_difference(x, y, difference_op="-", valid_items=valid,
+                                          block_adjacent_difference_type="SubtractRight")
             for i in range(ipt):
                 d_out[(s * nt + t) * ipt + i] = y[i]
     return k
@@ -103,23 +106,27 @@ def discontinuity_kernel(ipt):
                 h[i] = 0
                 tl[i] = 0
             if s == 0:
-                block.discontinuity(h, x, "!=", kind="heads")
+                block.discontinuity(x, h, flag_op="!=")
             elif s == 1:
-                block.discontinuity(h, x, "!=", pred, kind="heads")
+                block.discontinuity(x, h, flag_op="!=", tile_predecessor_item=pred)
             elif s == 2:
                 block.BlockDiscontinuity.FlagTails(tl, x, "!=")
             elif s == 3:
-                block.discontinuity(tl, x, "!=", succ, kind="tails")
+                block.discontinuity(x, tail_flags=tl, flag_op="!=", tile_successor_item=succ,
+                                    block_discontinuity_type="TAILS")
             elif s == 4:
-                block.discontinuity(h, tl, x, "!=", kind="heads_and_tails")
+                block.discontinuity(x, h, tl, flag_op="!=", block_discontinuity_type="HEADS_AND_TAILS")
             elif s == 5:
                 block.BlockDiscontinuity.FlagHeadsAndTails(h, tl, succ, x, "!=")
             elif s == 6:
-                block.discontinuity(h, pred, tl, x, "!=", kind="heads_and_tails")
+                block.discontinuity(x, h, tl, flag_op="!=", tile_predecessor_item=pred,
+                                    block_discontinuity_type="HEADS_AND_TAILS")
             elif s == 7:
-                block.discontinuity(h, pred, tl, succ, x, "!=", kind="heads_and_tails")
+                block.discontinuity(x, h, tl, flag_op="!=", tile_predecessor_item=pred,
+                                    tile_successor_item=succ,
+                                    block_discontinuity_type="HEADS_AND_TAILS")
             else:
-                block.discontinuity(h, x, differs_or_every_seventh, kind="heads")
+                block.discontinuity(x, h, flag_op=differs_or_every_seventh)
             for i in range(ipt):
                 d_flags[(2 * s) * n + t * ipt + i] = h[i]
                 d_flags[(2 * s + 1) * n + t * ipt + i] = tl[i]
@@ -175,25 +182,25 @@ def shuffle_kernel(ipt):
             x[i] = d_in[t * ipt + i]
         # Offset / Rotate (scalars), outputs start as the sentinel.
         o[0] = sentinel
-        block.shuffle(x[0], o, distance, kind="offset")
+        block.shuffle(x[0], o, distance=distance)
         d_scalars[t] = o[0]
         o[0] = sentinel
-        block.shuffle(x[0], o, -distance, kind="offset")
+        block.shuffle(x[0], o, distance=-distance)
         d_scalars[nt + t] = o[0]
-        d_scalars[2 * nt + t] = block.shuffle(x[0], kind="offset")  # distance 1
+        d_scalars[2 * nt + t] = block.shuffle(x[0])  # distance 1
         d_scalars[3 * nt + t] = block.BlockShuffle.Rotate(x[0], distance)
         # Up / Down (arrays), with and without the block suffix / prefix.
         for s in range(4):
             for i in range(ipt):
                 y[i] = sentinel
             if s == 0:
-                block.shuffle(x, y, kind="up")
+                block.shuffle(x, y, block_shuffle_type="Up")
             elif s == 1:
                 block.BlockShuffle.Up(x, y, o)
             elif s == 2:
                 block.BlockShuffle.Down(x, y)
             else:
-                block.shuffle(x, y, o, kind="down")
+                block.shuffle(x, y, block_shuffle_type="Down", block_prefix=o)
             for i in range(ipt):
                 d_out[s * n + t * ipt + i] = y[i]
             if s % 2 == 1:

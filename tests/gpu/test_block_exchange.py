@@ -35,22 +35,27 @@ def exchange_kernel(ipt, time_slicing):
             for i in range(ipt):
                 y[i] = x[i]
             if s == 0:
-                block.exchange(x, y, kind="striped_to_blocked", warp_time_slicing=time_slicing)
+                block.exchange(x, y, block_exchange_type="StripedToBlocked",
+                               warp_time_slicing=time_slicing)
             elif s == 1:
-                block.exchange(x, y, kind="blocked_to_striped", warp_time_slicing=time_slicing)
+                block.exchange(x, y, block_exchange_type="BlockedToStriped",
+                               warp_time_slicing=time_slicing)
             elif s == 2:
                 block.BlockExchange.WarpStripedToBlocked(x, y, warp_time_slicing=time_slicing)
             elif s == 3:
-                block.exchange(x, y, kind="blocked_to_warp_striped", warp_time_slicing=time_slicing)
+                block.exchange(x, y, block_exchange_type="BlockedToWarpStriped",
+                               warp_time_slicing=time_slicing)
             elif s == 4:
-                block.exchange(x, y, r, kind="scatter_to_blocked", warp_time_slicing=time_slicing)
+                block.exchange(x, y, ranks=r, block_exchange_type="ScatterToBlocked",
+                               warp_time_slicing=time_slicing)
             elif s == 5:
                 block.BlockExchange.ScatterToStriped(x, y, r, warp_time_slicing=time_slicing)
             elif s == 6:
-                block.exchange(x, y, r, kind="scatter_to_striped_guarded",
+                block.exchange(x, y, ranks=r, block_exchange_type="ScatterToStripedGuarded",
                                warp_time_slicing=time_slicing)
             else:
-                block.exchange(x, y, r, f, kind="scatter_to_striped_flagged",
+                block.exchange(x, y, ranks=r, valid_flags=f,
+                               block_exchange_type="ScatterToStripedFlagged",
                                warp_time_slicing=time_slicing)
             for i in range(ipt):
                 d_out[(s * nt + t) * ipt + i] = y[i]
@@ -128,7 +133,7 @@ def guarded_kernel():
         for i in range(4):
             x[i] = d_in[t * 4 + i]
             r[i] = d_ranks[t * 4 + i]
-        block.exchange(x, y, r, kind="scatter_to_striped_guarded")
+        block.exchange(x, y, ranks=r, block_exchange_type="ScatterToStripedGuarded")
         for i in range(4):
             d_out[t * 4 + i] = y[i]
     return k

@@ -80,13 +80,13 @@ def partial_kernel(algorithm):
         t = cuda.threadIdx.x + cuda.blockDim.x * (cuda.threadIdx.y + cuda.blockDim.y * cuda.threadIdx.z)
         for i in range(4):
             items[i] = oob  # Load(valid) leaves out-of-range items as they were
-        block.load(d_in, items, valid, algorithm=algorithm)
+        block.load(d_in, items, num_valid_items=valid, algorithm=algorithm)
         for i in range(4):
             d_regs[t * 4 + i] = items[i]
         block.BlockLoad.Load(d_in, items, valid, oob, algorithm=algorithm)
         for i in range(4):
             d_regs_oob[t * 4 + i] = items[i]
-        block.store(d_out, items, valid, algorithm=algorithm)
+        block.store(d_out, items, num_valid_items=valid, algorithm=algorithm)
     return k
 
 

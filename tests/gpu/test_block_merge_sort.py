@@ -31,13 +31,13 @@ def keys_kernel(ipt):
             for i in range(ipt):
                 keys[i] = d_in[t * ipt + i]
             if s == 0:
-                block.merge_sort_keys(keys, "<")
+                block.merge_sort_keys(keys, compare_op="<")
             elif s == 1:
-                block.stable_merge_sort_keys(keys, "<")
+                block.stable_merge_sort_keys(keys, compare_op="<")
             elif s == 2:
                 block.BlockMergeSort.Sort(keys, greater)
             elif s == 3:
-                block.merge_sort_keys(keys, "<", valid, oob)
+                block.merge_sort_keys(keys, compare_op="<", valid_items=valid, oob_default=oob)
             else:
                 block.BlockMergeSort.StableSort(keys, "<", valid, oob)
             for i in range(ipt):
@@ -87,15 +87,16 @@ def pairs_kernel(ipt):
                 keys[i] = d_keys[t * ipt + i]
                 vals[i] = d_vals[t * ipt + i]
             if s == 0:
-                block.merge_sort_pairs(keys, vals, "<")
+                block.merge_sort_pairs(keys, vals, compare_op="<")
             elif s == 1:
-                block.stable_merge_sort_pairs(keys, vals, "<")
+                block.stable_merge_sort_pairs(keys, vals, compare_op="<")
             elif s == 2:
                 block.BlockMergeSort.Sort(keys, vals, "<", valid, oob)
             else:
                 # CUB merges only the valid items: oob_default must order after every valid
                 # key under the comparator, so for descending it is the minimum (0 here).
-                block.stable_merge_sort_pairs(keys, vals, greater, valid, oob - oob)
+                block.stable_merge_sort_pairs(keys, vals, compare_op=greater, valid_items=valid,
+                                              oob_default=oob - oob)
             for i in range(ipt):
                 d_okeys[s * n + t * ipt + i] = keys[i]
                 d_ovals[s * n + t * ipt + i] = vals[i]

@@ -142,11 +142,14 @@ def bits_kernel(radix_bits):
                 keys[i] = d_in[t * 4 + i]
                 vals[i] = t * 4 + i
             if s == 0:
-                block.radix_sort_keys(keys, begin_bit, end_bit, radix_bits=radix_bits)
+                block.radix_sort_keys(keys, begin_bit=begin_bit, end_bit=end_bit,
+                                      radix_bits=radix_bits)
             elif s == 1:
-                block.radix_sort_pairs(keys, vals, begin_bit, end_bit, radix_bits=radix_bits)
+                block.radix_sort_pairs(keys, vals, begin_bit=begin_bit, end_bit=end_bit,
+                                       radix_bits=radix_bits)
             else:
-                block.radix_sort_keys_descending(keys, begin_bit, end_bit, radix_bits=radix_bits)
+                block.radix_sort_keys_descending(keys, begin_bit=begin_bit, end_bit=end_bit,
+                                                 radix_bits=radix_bits)
             for i in range(4):
                 if s == 1:  # (a conditional expression would unify uint64/int32 to float64)
                     d_out[s * n + t * 4 + i] = vals[i]

@@ -59,10 +59,10 @@ def all_overloads_kernel(algorithm):
             items[i] = d_in[base + t * 4 + i]
         x = items[0]
         r0 = block.sum(items, algorithm=algorithm)
-        r1 = block.reduce(items, "max", algorithm=algorithm)
+        r1 = block.reduce(items, binary_op="max", algorithm=algorithm)
         r2 = block.sum(x, algorithm=algorithm)
-        r3 = block.reduce(x, "min", algorithm=algorithm)
-        r4 = block.sum(x, num_valid, algorithm=algorithm)
+        r3 = block.reduce(x, binary_op="min", algorithm=algorithm)
+        r4 = block.sum(x, num_valid=num_valid, algorithm=algorithm)
         r5 = block.BlockReduce.Reduce(x, "max", num_valid, algorithm=algorithm)
         if t == 0:
             o = cuda.blockIdx.x * 6
@@ -107,9 +107,10 @@ def ops_kernel():
         t = cuda.threadIdx.x + cuda.blockDim.x * (cuda.threadIdx.y + cuda.blockDim.y * cuda.threadIdx.z)
         for i in range(4):
             items[i] = d_in[t * 4 + i]
-        r = (block.reduce(items, "+"), block.reduce(items, "*"), block.reduce(items, "&"),
-             block.reduce(items, "|"), block.reduce(items, "^"), block.reduce(items, "min"),
-             block.reduce(items, "max"))
+        r = (block.reduce(items, binary_op="+"), block.reduce(items, binary_op="*"),
+             block.reduce(items, binary_op="&"), block.reduce(items, binary_op="|"),
+             block.reduce(items, binary_op="^"), block.reduce(items, binary_op="min"),
+             block.reduce(items, binary_op="max"))
         if t == 0:
             for j in range(7):
                 d_out[j] = r[j]
@@ -139,7 +140,7 @@ def pyop_kernel():
         t = cuda.threadIdx.x + cuda.blockDim.x * (cuda.threadIdx.y + cuda.blockDim.y * cuda.threadIdx.z)
         for i in range(4):
             items[i] = d_in[t * 4 + i]
-        r = block.reduce(items, larger_magnitude)
+        r = block.reduce(items, binary_op=larger_magnitude)
         r2 = block.BlockReduce.Reduce(items[1], larger_magnitude)
         if t == 0:
             d_out[0] = r
@@ -177,7 +178,8 @@ def surfaces_kernel():
         r2 = TWO_PHASE_REDUCE.Reduce(items, "max")
         r3 = block.sum(items, temp_storage=ts)
         r4 = block.sum(plain, items_per_thread=4)
-        r5 = block.reduce(items, "min", threads_per_block=128, algorithm="RAKING_COMMUTATIVE_ONLY")
+        r5 = block.reduce(items, binary_op="min", threads_per_block=128,
+                          algorithm="RAKING_COMMUTATIVE_ONLY")
         if t == 0:
             d_out[0] = r0
             d_out[1] = r1

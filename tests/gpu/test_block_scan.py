@@ -31,7 +31,7 @@ def sums_kernel(ipt):
         for i in range(ipt):
             items[i] = d_in[base + i]
         block.exclusive_sum(items, ex)
-        block.inclusive_sum(items, inc, agg)
+        block.inclusive_sum(items, inc, block_aggregate=agg)
         for i in range(ipt):
             d_ex[base + i] = ex[i]
             d_inc[base + i] = inc[i]
@@ -81,19 +81,23 @@ def array_overloads_kernel(algorithm):
             if s == 0:
                 block.BlockScan.ExclusiveSum(items, o, algorithm=algorithm)
             elif s == 1:
-                block.exclusive_sum(items, o, a, algorithm=algorithm)
+                block.exclusive_sum(items, o, block_aggregate=a, algorithm=algorithm)
             elif s == 2:
                 block.inclusive_sum(items, o, algorithm=algorithm)
             elif s == 3:
-                block.exclusive_scan(items, o, init, "max", algorithm=algorithm)
+                block.exclusive_scan(items, o, scan_op="max", initial_value=init,
+                                     algorithm=algorithm)
             elif s == 4:
-                block.exclusive_scan(items, o, init, "max", a, algorithm=algorithm)
+                block.exclusive_scan(items, o, scan_op="max", initial_value=init,
+                                     block_aggregate=a, algorithm=algorithm)
             elif s == 5:
-                block.inclusive_scan(items, o, "max", algorithm=algorithm)
+                block.inclusive_scan(items, o, scan_op="max", algorithm=algorithm)
             elif s == 6:
-                block.inclusive_scan(items, o, init, "max", algorithm=algorithm)
+                block.inclusive_scan(items, o, scan_op="max", initial_value=init,
+                                     algorithm=algorithm)
             elif s == 7:
-                block.inclusive_scan(items, o, "min", a, algorithm=algorithm)
+                block.inclusive_scan(items, o, scan_op="min", block_aggregate=a,
+                                     algorithm=algorithm)
             else:
                 block.BlockScan.InclusiveScan(items, o, init, "max", a, algorithm=algorithm)
             for i in range(4):
@@ -148,16 +152,17 @@ def scalar_overloads_kernel(algorithm):
         nt = cuda.blockDim.x * cuda.blockDim.y * cuda.blockDim.z
         x = d_in[t]
         r0 = block.exclusive_sum(x, algorithm=algorithm)
-        block.exclusive_sum(x, o, a, algorithm=algorithm)
+        block.exclusive_sum(x, o, block_aggregate=a, algorithm=algorithm)
         r1, r2 = o[0], a[0]
         r3 = block.inclusive_sum(x, algorithm=algorithm)
         block.BlockScan.InclusiveSum(x, o, a, algorithm=algorithm)
         r4, r5 = o[0], a[0]
-        r6 = block.exclusive_scan(x, init, "max", algorithm=algorithm)
-        block.exclusive_scan(x, o, init, "max", a, algorithm=algorithm)
+        r6 = block.exclusive_scan(x, scan_op="max", initial_value=init, algorithm=algorithm)
+        block.exclusive_scan(x, o, scan_op="max", initial_value=init, block_aggregate=a,
+                             algorithm=algorithm)
         r7, r8 = o[0], a[0]
-        r9 = block.inclusive_scan(x, "min", algorithm=algorithm)
-        block.inclusive_scan(x, o, "max", a, algorithm=algorithm)
+        r9 = block.inclusive_scan(x, scan_op="min", algorithm=algorithm)
+        block.inclusive_scan(x, o, scan_op="max", block_aggregate=a, algorithm=algorithm)
         r10, r11 = o[0], a[0]
         res = (r0, r1, r2, r3, r4, r5, r6, r7, r8, r9, r10, r11)
         for s in range(12):
@@ -233,21 +238,24 @@ def callback_kernel(algorithm):
                     items[i] = d_in[base + t * 4 + i]
                 x = d_in[base + t]
                 if s == 0:
-                    block.exclusive_sum(items, o, (running_sum, st), algorithm=algorithm)
+                    block.exclusive_sum(items, o, prefix_op=(running_sum, st), algorithm=algorithm)
                 elif s == 1:
-                    block.inclusive_sum(items, o, (running_sum, st), algorithm=algorithm)
+                    block.inclusive_sum(items, o, prefix_op=(running_sum, st), algorithm=algorithm)
                 elif s == 2:
                     block.BlockScan.ExclusiveScan(items, o, "+", (running_sum, st), algorithm=algorithm)
                 elif s == 3:
-                    block.inclusive_scan(items, o, "max", (running_max, st), algorithm=algorithm)
+                    block.inclusive_scan(items, o, scan_op="max", prefix_op=(running_max, st),
+                                         algorithm=algorithm)
                 elif s == 4:
-                    o[0] = block.exclusive_sum(x, (running_sum, st), algorithm=algorithm)
+                    o[0] = block.exclusive_sum(x, prefix_op=(running_sum, st), algorithm=algorithm)
                 elif s == 5:
-                    o[0] = block.inclusive_sum(x, (running_sum, st), algorithm=algorithm)
+                    o[0] = block.inclusive_sum(x, prefix_op=(running_sum, st), algorithm=algorithm)
                 elif s == 6:
-                    block.inclusive_scan(x, o, "+", (running_sum, st), algorithm=algorithm)
+                    block.inclusive_scan(x, o, scan_op="+", prefix_op=(running_sum, st),
+                                         algorithm=algorithm)
                 else:
-                    block.exclusive_scan(x, o, "max", (running_max, st), algorithm=algorithm)
+                    block.exclusive_scan(x, o, scan_op="max", prefix_op=(running_max, st),
+                                         algorithm=algorithm)
                 if s < 4:
                     for i in range(4):
                         d_out[s * n + base + t * 4 + i] = o[i]

@@ -25,11 +25,11 @@ def compose(d_in, d_out, d_hist, d_runs):
     cuda.syncthreads()
     # Run-length encode: heads of runs, then each run's index by an exclusive scan.
     heads = local.array(IPT, np.int32)
-    block.discontinuity(heads, items, "!=", kind="heads", temp_storage=ts)
+    block.discontinuity(items, heads, flag_op="!=", temp_storage=ts)
     cuda.syncthreads()
     run_index = local.array(IPT, np.int32)
     num_runs = local.array(1, np.int32)
-    block.exclusive_sum(heads, run_index, num_runs, temp_storage=ts)
+    block.exclusive_sum(heads, run_index, block_aggregate=num_runs, temp_storage=ts)
     starts = shared.array(N1, np.int32)
     run_values = shared.array(N, np.int32)
     for i in range(IPT):

@@ -20,9 +20,9 @@ def sort_records(d_keys, d_vals, descending):
         keys[i] = d_keys[base + i]
         vals[i] = d_vals[base + i]
     if descending:
-        block.radix_sort_pairs_descending(keys, vals, ("a", "b"))
+        block.radix_sort_pairs_descending(keys, vals, decomposer=("a", "b"))
     else:
-        block.radix_sort_pairs(keys, vals, ("a", "b"))
+        block.radix_sort_pairs(keys, vals, decomposer=("a", "b"))
     for i in range(ITEMS):
         d_keys[base + i] = keys[i]
         d_vals[base + i] = vals[i]

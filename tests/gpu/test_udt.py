@@ -29,15 +29,15 @@ def udt_kernel(d_in, d_scan, d_sorted, d_prev, d_totals):
     items = local.array(IPT, REC)
     out = local.array(IPT, REC)
     block.load(d_in, items, algorithm="warp_transpose")
-    total = block.reduce(items, add_rec)
-    block.inclusive_scan(items, out, add_rec)
+    total = block.reduce(items, binary_op=add_rec)
+    block.inclusive_scan(items, out, scan_op=add_rec)
     block.store(d_scan, out, algorithm="warp_transpose")
     prev = local.array(IPT, REC)
-    block.shuffle(items, prev, kind="up")
+    block.shuffle(items, prev, block_shuffle_type="Up")
     t = cuda.threadIdx.x
     for i in range(IPT):
         d_prev[t * IPT + i] = prev[i]
-    block.stable_merge_sort_keys(items, less_a)
+    block.stable_merge_sort_keys(items, compare_op=less_a)
     for i in range(IPT):
         d_sorted[t * IPT + i] = items[i]
     w = warp.reduce(items[0], add_rec)

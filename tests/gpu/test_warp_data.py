@@ -37,7 +37,8 @@ def load_store_kernel(ipt, lwt, algorithm):
         warp.WarpLoad.Load(d_in[base:], items, valid, algorithm=algorithm, logical_warp_threads=lwt)
         for i in range(ipt):
             d_regs_p[t * ipt + i] = items[i]
-        warp.load(d_in[base:], items, valid, oob, algorithm=algorithm, logical_warp_threads=lwt)
+        warp.load(d_in[base:], items, num_valid_items=valid, oob_default=oob,
+                  algorithm=algorithm, logical_warp_threads=lwt)
         for i in range(ipt):
             d_regs_p[THREADS * ipt + t * ipt + i] = items[i]
         warp.WarpStore.Store(d_out_p[base:], items, valid, algorithm=algorithm,
@@ -88,7 +89,7 @@ def exchange_kernel(ipt, lwt, algorithm):
         n = cuda.blockDim.x * ipt
         for i in range(ipt):
             x[i] = d_in[t * ipt + i]
-        warp.exchange(x, y, kind="blocked_to_striped", logical_warp_threads=lwt,
+        warp.exchange(x, y, warp_exchange_type="BlockedToStriped", logical_warp_threads=lwt,
                       warp_exchange_algorithm=algorithm)
         for i in range(ipt):
             d_out[t * ipt + i] = y[i]
@@ -112,7 +113,8 @@ def scatter_kernel(ipt, lwt):
         for i in range(ipt):
             x[i] = d_in[t * ipt + i]
             r[i] = d_ranks[t * ipt + i]
-        warp.exchange(x, y, r, kind="scatter_to_striped", logical_warp_threads=lwt)
+        warp.exchange(x, y, ranks=r, warp_exchange_type="ScatterToStriped",
+                      logical_warp_threads=lwt)
         for i in range(ipt):
             d_out[t * ipt + i] = y[i]
             r[i] = d_ranks[t * ipt + i]  # CUB pads ranks in place when it pads shared memory
@@ -180,13 +182,13 @@ def merge_sort_kernel(ipt, lwt):
                 keys[i] = d_keys[t * ipt + i]
                 vals[i] = d_vals[t * ipt + i]
             if s == 0:
-                warp.merge_sort_keys(keys, "<", logical_warp_threads=lwt)
+                warp.merge_sort_keys(keys, compare_op="<", logical_warp_threads=lwt)
             elif s == 1:
-                warp.stable_merge_sort_keys(keys, greater, logical_warp_threads=lwt)
+                warp.stable_merge_sort_keys(keys, compare_op=greater, logical_warp_threads=lwt)
             elif s == 2:
-                warp.merge_sort_pairs(keys, vals, "<", logical_warp_threads=lwt)
+                warp.merge_sort_pairs(keys, vals, compare_op="<", logical_warp_threads=lwt)
             elif s == 3:
-                warp.stable_merge_sort_pairs(keys, vals, "<", logical_warp_threads=lwt)
+                warp.stable_merge_sort_pairs(keys, vals, compare_op="<", logical_warp_threads=lwt)
             elif s == 4:
                 warp.WarpMergeSort.Sort(keys, "<", valid, oob, logical_warp_threads=lwt)
             else:

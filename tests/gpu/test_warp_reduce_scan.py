@@ -24,7 +24,7 @@ def reduce_kernel(lwt):
         x = d_in[t]
         f = d_flags[t]
         r = (warp.sum(x, logical_warp_threads=lwt),
-             warp.sum(x, valid, threads_in_warp=lwt),
+             warp.sum(x, valid_items=valid, threads_in_warp=lwt),
              warp.reduce(x, "max", logical_warp_threads=lwt),
              warp.WarpReduce.Reduce(x, "min", valid, logical_warp_threads=lwt),
              warp.head_segmented_sum(x, f, logical_warp_threads=lwt),
@@ -91,7 +91,7 @@ def scan_kernel(lwt):
         x = d_in[t]
         r = local.array(NSCAN, d_in.dtype)
         r[0] = warp.inclusive_sum(x, logical_warp_threads=lwt)
-        warp.inclusive_sum(x, o, a, logical_warp_threads=lwt)
+        warp.inclusive_sum(x, dst=o, warp_aggregate=a, logical_warp_threads=lwt)
         r[1] = o[0]
         r[2] = a[0]
         r[3] = warp.exclusive_sum(x, logical_warp_threads=lwt)
@@ -99,18 +99,19 @@ def scan_kernel(lwt):
         r[4] = o[0]
         r[5] = a[0]
         r[6] = warp.inclusive_scan(x, "max", logical_warp_threads=lwt)
-        r[7] = warp.inclusive_scan(x, init, "max", logical_warp_threads=lwt)
-        warp.inclusive_scan(x, o, "min", a, logical_warp_threads=lwt)
+        r[7] = warp.inclusive_scan(x, "max", init, logical_warp_threads=lwt)
+        warp.inclusive_scan(x, "min", dst=o, warp_aggregate=a, logical_warp_threads=lwt)
         r[8] = o[0]
         r[9] = a[0]
         warp.WarpScan.InclusiveScan(x, o, init, "max", a, logical_warp_threads=lwt)
         r[10] = o[0]
         r[11] = warp.exclusive_scan(x, "max", logical_warp_threads=lwt)
-        r[12] = warp.exclusive_scan(x, init, "max", logical_warp_threads=lwt)
-        warp.exclusive_scan(x, o, "max", a, logical_warp_threads=lwt)
+        r[12] = warp.exclusive_scan(x, "max", init, logical_warp_threads=lwt)
+        warp.exclusive_scan(x, "max", dst=o, warp_aggregate=a, logical_warp_threads=lwt)
         r[13] = o[0]
         r[14] = a[0]
-        warp.exclusive_scan(x, o, init, "max", a, logical_warp_threads=lwt)
+        warp.exclusive_scan(x, "max", init, dst=o, warp_aggregate=a,
+                            logical_warp_threads=lwt)
         r[15] = o[0]
         warp.scan(x, o, e, "max", logical_warp_threads=lwt)
         r[16] = o[0]
