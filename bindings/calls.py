@@ -32,7 +32,7 @@ from .ctypes_map import is_struct
 from .errors import CoopgenTypeError
 from .lowering_context import (bound_kernel_threads, check_not_in_device_function,
                                kernel_lowering_site, use_short_shared_pointers)
-from .operators import compile_operator, operator_signatures
+from .operators import compile_operator, identity_of, operator_signatures
 from .pythonic import CallShape, pick
 from .resolve import Resolved, resolve, template_keywords
 from .shimcall import Shim, bundle_for
@@ -192,15 +192,15 @@ class SplitCall:
     origins: list
     tkws: dict
     storage: tuple | None
+    # Constants the call passes without the user (fixed arguments, an injected identity):
+    # (numba type, value), following the call's own arguments in the folded list.
+    constants: list = dataclasses.field(default_factory=list)
 
-
-def fixed_call_arguments(p: Primitive) -> list[tuple[str, types.Type, object]]:
-    """(name, numba type, value) of the arguments a call passes without the user: the
-    function's own (warp.max's operator) and those a two-phase constructor fixed. They follow
-    the call's own arguments in the folded list."""
-    fixed = dict(p.shape.fixed) if p.shape is not None else {}
-    fixed.update(p.call_fixed)
-    return [(k, constant_type(v), v) for k, v in fixed.items()]
+    def add_constant(self, name: str, value, n_folded: int) -> None:
+        ty = constant_type(value)
+        self.mkws[name] = ty
+        self.origins.append(n_folded + len(self.constants))
+        self.constants.append((ty, value))
 
 
 def constant_type(value) -> types.Type:
@@ -220,8 +220,6 @@ def split_call(p: Primitive, args: tuple, kws: dict) -> SplitCall:
     else:
         named = [(k, v, len(args) + j) for j, (k, v) in enumerate(kws.items())]
         pos = tuple(args)
-    named += [(name, ty, n_folded + j)
-              for j, (name, ty, _) in enumerate(fixed_call_arguments(p))]
     tkw_names = p.template_keywords() - {"temp_storage"}
     split = SplitCall(pos, {}, {}, list(range(len(pos))), dict(p.fixed), None)
     for name, ty, origin in named:
@@ -236,11 +234,36 @@ def split_call(p: Primitive, args: tuple, kws: dict) -> SplitCall:
             split.origins.append(origin)
             if len(spellings) > 1:
                 split.alternatives[name] = spellings
+    fixed = dict(p.shape.fixed) if p.shape is not None else {}
+    fixed.update(p.call_fixed)  # what a two-phase constructor fixed
+    for name, value in fixed.items():
+        split.add_constant(name, value, n_folded)
     if p.shape is not None:
         for k, v in p.shape.defaults_for(set(split.tkws) | set(split.mkws)).items():
             split.tkws.setdefault(k, v)
         _check_since(p, split.mkws)
+        _inject_identity(p, split, n_folded)
     return split
+
+
+def _inject_identity(p: Primitive, split: SplitCall, n_folded: int) -> None:
+    """cuda.coop's scans without an initial value start from the operator's identity (CUB
+    has no public exclusive scan of arrays without one): the table's ``identity`` row names
+    (the argument to fill, the operator, the argument that makes it unnecessary)."""
+    if not p.shape.identity:
+        return
+    target, op_name, unless = (p.shape.rename.get(n, n) for n in p.shape.identity)
+    if target in split.mkws or unless in split.mkws or op_name not in split.mkws:
+        return
+    # Arrays only: CUB's scans of one scalar take no initial value where it is not needed
+    value_type = p.cls.value_type.name if p.cls.value_type else None
+    items = next((split.mkws[x.name] for ms in p.methods.values() for m in ms
+                  for x in m.params if x.base == value_type and x.name in split.mkws), None)
+    if not isinstance(items, types.Array):
+        return
+    value = identity_of(split.mkws[op_name], items.dtype)
+    if value is not None:
+        split.add_constant(target, value, n_folded)
 
 
 def _check_since(p: Primitive, mkws: dict) -> None:
@@ -362,12 +385,12 @@ def _lower_call(p: Primitive, context, builder, sig, args, self_ptr=None, extra=
         r = resolve_call(p, pos, dict(kws, **{k: t for k, (t, _) in extra.items()}),
                          block_dims=p.parent.block_dims if p.parent else None)
     # Arguments a constructed object keeps are appended after the call's own, then the
-    # constants the call always passes (fixed_call_arguments).
-    fixed = fixed_call_arguments(p) if p.parent is None else []
+    # constants the call passes without the user (SplitCall.constants).
+    constants = split_call(p, pos, kws).constants if p.parent is None and not p.infer else []
     arg_types = (list(sig.args) + [t for t, _ in extra.values()]
-                 + [_constant_type_at_run_time(t) for _, t, _ in fixed])
+                 + [_constant_type_at_run_time(t) for t, _ in constants])
     arg_vals = (list(args) + [v for _, v in extra.values()]
-                + [_constant_value(context, builder, t, v) for _, t, v in fixed])
+                + [_constant_value(context, builder, t, v) for t, v in constants])
     n_call, n_kept = len(sig.args), len(extra)
     if p.parent is None:
         check_not_in_device_function(p, r, "threads_per_block" in kws or

@@ -9,7 +9,10 @@ the function receives first (as a pointer it can index).
 from __future__ import annotations
 
 import hashlib
+import operator
 from dataclasses import dataclass
+
+import numpy as np
 
 from numba.cuda import types
 
@@ -19,12 +22,19 @@ from .ctypes_map import udt_layout
 from .errors import CoopgenTypeError
 from .shimcall import _current_arch
 
-#: Built-in functor names per parameter kind -> C++ functor expression.
-_ARITH = {"+": "::cuda::std::plus<>{}", "add": "::cuda::std::plus<>{}", "sum": "::cuda::std::plus<>{}",
-          "*": "::cuda::std::multiplies<>{}", "mul": "::cuda::std::multiplies<>{}",
-          "min": "::cuda::minimum<>{}", "max": "::cuda::maximum<>{}",
-          "&": "::cuda::std::bit_and<>{}", "|": "::cuda::std::bit_or<>{}",
-          "^": "::cuda::std::bit_xor<>{}"}
+#: Built-in functor names per parameter kind -> C++ functor expression (cuda.coop's names too).
+_PLUS, _TIMES = "::cuda::std::plus<>{}", "::cuda::std::multiplies<>{}"
+_MIN, _MAX = "::cuda::minimum<>{}", "::cuda::maximum<>{}"
+_AND, _OR, _XOR = "::cuda::std::bit_and<>{}", "::cuda::std::bit_or<>{}", "::cuda::std::bit_xor<>{}"
+_ARITH = {"+": _PLUS, "add": _PLUS, "sum": _PLUS, "plus": _PLUS,
+          "*": _TIMES, "mul": _TIMES, "multiplies": _TIMES,
+          "min": _MIN, "minimum": _MIN, "max": _MAX, "maximum": _MAX,
+          "&": _AND, "bit_and": _AND, "|": _OR, "bit_or": _OR, "^": _XOR, "bit_xor": _XOR}
+#: numpy's and the operator module's functions that name a built-in.
+FUNCTION_NAMES = {np.add: "+", np.multiply: "*", np.minimum: "min", np.maximum: "max",
+                  np.bitwise_and: "&", np.bitwise_or: "|", np.bitwise_xor: "^",
+                  operator.add: "+", operator.mul: "*", operator.and_: "&", operator.or_: "|",
+                  operator.xor: "^", min: "min", max: "max"}
 _COMPARE = {"<": "::cuda::std::less<>{}", "less": "::cuda::std::less<>{}",
             ">": "::cuda::std::greater<>{}", "greater": "::cuda::std::greater<>{}"}
 _EQUALITY = {"!=": "::cuda::std::not_equal_to<>{}", "==": "::cuda::std::equal_to<>{}"}
@@ -67,6 +77,36 @@ def _dispatcher_of(ty):
     return getattr(ty, "dispatcher", None)
 
 
+def identity_of(op_ty, dtype) -> object | None:
+    """The identity of an operator for ``dtype`` as a numpy scalar (cuda.coop's rule: 0 for
+    + | ^ and Python functions, 1 for *, the dtype's max for min and min for max, all ones
+    for &); None where there is none to give (records, unknown names)."""
+    if not isinstance(dtype, (types.Integer, types.Float)):
+        return None
+    np_type = np.dtype(str(dtype)).type
+    info = np.iinfo(np_type) if isinstance(dtype, types.Integer) else np.finfo(np_type)
+    named = _builtin_function_name(op_ty)
+    if named is None and isinstance(op_ty, types.StringLiteral):
+        named = op_ty.literal_value
+    functor = _ARITH.get(named) if named is not None else None
+    if functor is None:
+        return np_type(0) if _dispatcher_of(op_ty) is not None else None
+    table = {_PLUS: 0, _OR: 0, _XOR: 0, _TIMES: 1, _MIN: info.max, _MAX: info.min,
+             _AND: -1 if isinstance(dtype, types.Integer) and dtype.signed else info.max}
+    if functor == _AND and isinstance(dtype, types.Float):
+        return None
+    return np_type(table[functor])
+
+
+def _builtin_function_name(ty) -> str | None:
+    """``np.add``, ``operator.mul``, ... passed as an operator: the built-in they name."""
+    key = getattr(ty, "typing_key", None)
+    try:
+        return FUNCTION_NAMES.get(key)
+    except TypeError:  # an unhashable key names no built-in
+        return None
+
+
 def as_operator(prim: str, p, ty) -> Operator | None:
     """The Operator a call passes for parameter ``p`` (None when ``ty`` is not an operator)."""
     kind = p.base
@@ -82,9 +122,10 @@ def as_operator(prim: str, p, ty) -> Operator | None:
         return Operator(kind, p.name, None, disp, ty, disp.py_func.__code__.co_argcount - 1)
     else:
         fn_ty = ty
-    if isinstance(fn_ty, types.StringLiteral):
+    named = _builtin_function_name(fn_ty)
+    if isinstance(fn_ty, types.StringLiteral) or named is not None:
         table = BUILTINS.get(kind, {})
-        name = fn_ty.literal_value
+        name = named if named is not None else fn_ty.literal_value
         if name not in table:
             allowed = ", ".join(repr(k) for k in table) or "none (pass a device function)"
             raise CoopgenTypeError(f"{prim}: unknown {p.name}={name!r}; built-ins: {allowed}, or "

@@ -9,6 +9,7 @@ keywords only, so ``block.load(src, dst, 4)`` means items_per_thread=4, as in cu
 """
 from __future__ import annotations
 
+import dataclasses
 import enum
 from dataclasses import dataclass, field
 
@@ -37,17 +38,17 @@ class CallShape:
     fixed: dict = field(default_factory=dict)  # arguments always passed (warp.max's operator)
     since: dict = field(default_factory=dict)  # argument -> the first CCCL that has it
     deduced: frozenset = frozenset()  # accepted for cuda.coop; C++ deduces them
+    identity: tuple = ()  # (argument to fill, operator, argument that makes it unnecessary)
 
     @classmethod
     def of_row(cls, prim: str, row, keywords) -> "CallShape":
         rename = dict(keywords)
         rename.update({k: v[0] if len(v) == 1 else v for k, v in row.rename})
         return cls(prim, row.args, rename, dict(row.defaults), dict(row.inplace),
-                   dict(row.fixed), dict(row.since), frozenset(row.deduced))
+                   dict(row.fixed), dict(row.since), frozenset(row.deduced), row.identity)
 
     def with_slots(self, slots) -> "CallShape":
-        return CallShape(self.prim, None if slots is None else tuple(slots), self.rename,
-                         self.defaults, self.inplace, self.fixed, self.since, self.deduced)
+        return dataclasses.replace(self, slots=None if slots is None else tuple(slots))
 
     def name_arguments(self, args: tuple, kws: dict, *, error=CoopgenTypeError) -> list[Named]:
         """The call's arguments as (name, value, origin), spelled as CUB spells them; a name

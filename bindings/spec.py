@@ -100,6 +100,7 @@ class PythonicSpec:
     instance: tuple[str, ...] | None = None  # positional order of a two-phase object's call
     deduced: tuple[str, ...] = ()  # accepted; C++ deduces them from the arrays
     since: tuple[tuple[str, str], ...] = ()  # (argument, the first CCCL that has it)
+    identity: tuple[str, ...] = ()  # (argument, operator, unless): fill with the identity
 
 
 @dataclass(frozen=True)

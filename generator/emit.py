@@ -138,7 +138,7 @@ def module_name(cls: ClassModel) -> str:
 #: Keys a pythonic.toml row may have (the file's header says what each means).
 _ROW_KEYS = frozenset({"method", "class", "select", "methods", "needs", "excludes", "object",
                        "bind", "enum", "args", "rename", "defaults", "inplace", "fixed", "host",
-                       "instance", "deduced", "since"})
+                       "instance", "deduced", "since", "identity"})
 #: Keywords the runtime gives every function besides the class's own template keywords.
 _RUNTIME_KEYWORDS = frozenset({"dtype", "threads_per_block", "items_per_thread",
                                "threads_in_warp", "temp_storage"})
@@ -196,7 +196,8 @@ def load_pythonic(model: ApiModel) -> tuple[list[dict], tuple]:
                 fixed=tuple((k, _frozen(v)) for k, v in row.get("fixed", {}).items()),
                 host=_frozen(row.get("host")), instance=_frozen(row.get("instance")),
                 deduced=tuple(row.get("deduced", ())),
-                since=tuple(row.get("since", {}).items())))
+                since=tuple(row.get("since", {}).items()),
+                identity=tuple(row.get("identity", ()))))
     return rows, keywords
 
 
@@ -216,7 +217,7 @@ def _check_names(where: str, cls: ClassModel, methods, row: dict, rename, keywor
                              f"does not have")
     known = (targets | {n for n, _ in rename} | set(keywords) | set(row.get("deduced", ()))
              | set(row.get("since", {})))
-    for key in ("args", "host", "instance", "defaults", "fixed", "inplace"):
+    for key in ("args", "host", "instance", "defaults", "fixed", "inplace", "identity"):
         value = row.get(key) or ()
         names = list(value) + (list(value.values()) if isinstance(value, dict) and
                                key == "inplace" else [])
@@ -232,7 +233,7 @@ def _pythonic_spec(row: dict) -> str:
                                             "excludes"))
     rest = "".join(f",\n        {k}={row[k]!r}" for k in
                    ("object", "bind", "enum", "args", "rename", "defaults", "inplace", "fixed",
-                    "host", "instance", "deduced", "since") if row[k])
+                    "host", "instance", "deduced", "since", "identity") if row[k])
     return f"    PythonicSpec({head}{rest}),\n"
 
 
