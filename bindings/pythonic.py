@@ -70,10 +70,12 @@ class CallShape:
             spelled = self.rename.get(name, name)
             key = spelled if isinstance(spelled, str) else spelled[0]
             if key in seen:
-                first = seen[key]
-                also = "" if first == name else f" (as {first!r})"
-                raise error(f"{self.prim}: got multiple values for argument {name!r}{also}")
-            seen[key] = name
+                first, by_position = seen[key]
+                if by_position:
+                    raise error(f"{self.prim}: argument {name!r} is given both positionally "
+                                f"and by keyword (the positional {first!r})")
+                raise error(f"{self.prim}: argument {name!r} is given twice (also as {first!r})")
+            seen[key] = (name, origin < len(args))
             out.append((spelled, value, origin))
         names = {n if isinstance(n, str) else n[0] for n, _, _ in out}
         for missing, source in self.inplace.items():

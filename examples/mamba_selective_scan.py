@@ -83,9 +83,9 @@ def make_kernel(has_z: bool, delta_softplus: bool):
         skip = D[d]
         for start in range(0, length, CHUNK):
             valid = min(CHUNK, length - start)
-            block.load(u[b, d, start:], u_vals, valid, np.float32(0), algorithm="warp_transpose")
-            block.load(delta[b, d, start:], dt_vals, valid, np.float32(0),
-                       algorithm="warp_transpose")
+            block.load(u[b, d, start:], u_vals, ITEMS, "warp_transpose", valid, np.float32(0))
+            block.load(delta[b, d, start:], dt_vals, ITEMS, "warp_transpose", valid,
+                       np.float32(0))
             for i in range(ITEMS):
                 dt = dt_vals[i] + bias
                 dt_vals[i] = softplus(dt) if delta_softplus else dt
@@ -93,10 +93,10 @@ def make_kernel(has_z: bool, delta_softplus: bool):
             for state in range(n_states):
                 n = np.uint32(state)
                 a_n = A[d, n] * np.float32(LOG2E)  # exp(x) = exp2(x log2 e), as CUDA's expf
-                block.load(B[b, n, start:], b_vals, valid, np.float32(0),
-                           algorithm="warp_transpose")
-                block.load(C[b, n, start:], c_vals, valid, np.float32(0),
-                           algorithm="warp_transpose")
+                block.load(B[b, n, start:], b_vals, ITEMS, "warp_transpose", valid,
+                           np.float32(0))
+                block.load(C[b, n, start:], c_vals, ITEMS, "warp_transpose", valid,
+                           np.float32(0))
                 for i in range(ITEMS):
                     if t * ITEMS + i < valid:
                         records[i].a = math.exp2(dt_vals[i] * a_n)
@@ -110,20 +110,20 @@ def make_kernel(has_z: bool, delta_softplus: bool):
                 else:
                     prefix[0] = running[n, 0]
                     prefix[1] = running[n, 1]
-                block.inclusive_scan(records, records, ssm_combine, (carry_state, prefix),
-                                     algorithm="warp_scans")
+                block.inclusive_scan(records, records, scan_op=ssm_combine,
+                                     prefix_op=(carry_state, prefix), algorithm="warp_scans")
                 for i in range(ITEMS):
                     y_vals[i] += records[i].b * c_vals[i]
                 if t == 0:
                     running[n, 0] = prefix[0]
                     running[n, 1] = prefix[1]
             if has_z:
-                block.load(z[b, d, start:], z_vals, valid, np.float32(0),
-                           algorithm="warp_transpose")
+                block.load(z[b, d, start:], z_vals, ITEMS, "warp_transpose", valid,
+                           np.float32(0))
                 for i in range(ITEMS):
                     zi = z_vals[i]
                     y_vals[i] *= zi / (np.float32(1) + math.exp(-zi))
-            block.store(out[b, d, start:], y_vals, valid, algorithm="warp_transpose")
+            block.store(out[b, d, start:], y_vals, ITEMS, "warp_transpose", valid)
             cuda.syncthreads()  # thread 0's running states, before the next chunk reads them
         if t < n_states:
             last_state[b, d, t] = running[t, 1]

@@ -158,18 +158,18 @@ def make_kernel(dtype, op=add):
         if full:
             block.load(d_in[base:], items, algorithm="warp_transpose")
         else:
-            block.load(d_in[base:], items, remaining, init, algorithm="warp_transpose")
+            block.load(d_in[base:], items, ITEMS, "warp_transpose", remaining, init)
         if tile == 0:
             aggregate = local.array(1, dtype)
-            block.exclusive_scan(items, items, init, op, aggregate)
+            block.exclusive_scan(items, items, ITEMS, op, init, block_aggregate=aggregate)
             if cuda.threadIdx.x == 0:
                 publish(status, 0, PREFIX, combine(init, aggregate[0]))
         else:
-            block.exclusive_scan(items, items, op, (lookback, status))
+            block.exclusive_scan(items, items, ITEMS, op, prefix_op=(lookback, status))
         if full:
             block.store(d_out[base:], items, algorithm="warp_transpose")
         else:
-            block.store(d_out[base:], items, remaining, algorithm="warp_transpose")
+            block.store(d_out[base:], items, ITEMS, "warp_transpose", remaining)
         # Clear the other half of the status words for the next launch (grid-stride, so a
         # later launch over more tiles than this one finds them cleared too).
         i = tile * THREADS + cuda.threadIdx.x

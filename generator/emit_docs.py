@@ -19,7 +19,8 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from .emit import GENERATOR_VERSION, bindable, effective_return, load_pythonic, module_name
+from .emit import (GENERATOR_VERSION, bindable, bound_methods, effective_return, load_pythonic,
+                   module_name)
 from .headers import LockEntry
 from .model import ApiModel, ClassModel, Overload, Param
 from .report import api_methods
@@ -36,7 +37,10 @@ class DocContext:
 
     @classmethod
     def of(cls, model: ApiModel) -> "DocContext":
-        return cls(model, load_aliases(), tuple(row[:9] for row in load_pythonic(model)))
+        keys = ("name", "scope", "cls", "methods", "select", "needs", "excludes", "object",
+                "bind", "args", "rename")
+        return cls(model, load_aliases(),
+                   tuple(tuple(row[k] for k in keys) for row in load_pythonic(model)[0]))
 
 BLOCK_DIMS = ("block_dim_x", "block_dim_y", "block_dim_z")
 PER_THREAD = ("items_per_thread", "keys_per_thread")
@@ -308,6 +312,23 @@ def _call_args(ov: Overload, drop: tuple = ()) -> str:
     return ", ".join(args)
 
 
+def _pythonic_args(ov: Overload, slots: tuple, rename: tuple) -> str:
+    """A Pythonic call in cuda.coop's shape: its names for CUB's parameters, positional while
+    they follow the function's positional order, keywords after."""
+    coop_name = {cub: name for name, cubs in rename for cub in cubs}
+    given = [coop_name.get(p.name, p.name) for p in ov.params
+             if p.role not in ("output_scalar", "inout_scalar", "temp_storage")]
+    positional = []
+    for slot in slots:
+        if slot not in given:
+            break
+        positional.append(slot)
+    args = positional + [f"{n}={n}" for n in given if n not in positional]
+    if any(p.role == "temp_storage" for p in ov.params):
+        args.append("temp_storage=temp_storage")
+    return ", ".join(args)
+
+
 def _assign(targets: list[str], call: str) -> str:
     return f"{', '.join(targets)} = {call}" if targets else call
 
@@ -333,7 +354,9 @@ def _matches(ov: Overload, needs: tuple, excludes: tuple) -> bool:
 def pythonic_spellings(ctx: DocContext, cls: ClassModel, ov: Overload) -> list[str]:
     """The Pythonic calls (from the naming table) that reach this overload."""
     out = []
-    for name, scope, cls_name, methods, select, needs, excludes, obj, bind in ctx.pythonic:
+    for row in ctx.pythonic:
+        name, scope, cls_name, methods, select, needs, excludes, obj, bind = row[:9]
+        slots, rename = row[9:11] if len(row) > 9 else (None, ())
         if cls_name != cls.name:
             continue
         if obj:
@@ -350,7 +373,7 @@ def pythonic_spellings(ctx: DocContext, cls: ClassModel, ov: Overload) -> list[s
         for selector, method in methods:
             if ov.kind != "method" or ov.name != method or not _matches(ov, needs, excludes):
                 continue
-            args = _call_args(ov)
+            args = _call_args(ov) if slots is None else _pythonic_args(ov, slots, rename)
             if select:
                 args = f'{args}, {select}="{selector}"' if args else f'{select}="{selector}"'
             out.append(_assign(_returned(ov), f"{scope}.{name}({args})"))
@@ -488,13 +511,16 @@ def class_intro_lines(ctx: DocContext, cls: ClassModel) -> list[str]:
     return lines
 
 
-def bound_overloads(cls: ClassModel) -> tuple[Overload, ...]:
-    return tuple(o for o in cls.constructors + api_methods(cls) if bindable(o, cls))
+def bound_overloads(ctx: DocContext, cls: ClassModel) -> tuple[Overload, ...]:
+    """What the bindings bind: constructors, the public methods and the hidden ones the
+    naming table names (emit.bound_methods)."""
+    named = frozenset(m for row in ctx.pythonic if row[2] == cls.name for _, m in row[3])
+    return tuple(o for o in cls.constructors if bindable(o, cls)) + bound_methods(cls, named)
 
 
-def _method_groups(cls: ClassModel) -> list[tuple[str, tuple[Overload, ...]]]:
+def _method_groups(ctx: DocContext, cls: ClassModel) -> list[tuple[str, tuple[Overload, ...]]]:
     names: list[str] = []
-    bound = bound_overloads(cls)
+    bound = bound_overloads(ctx, cls)
     for o in bound:
         if o.name not in names:
             names.append(o.name)
@@ -513,7 +539,7 @@ def _not_bound_lines(cls: ClassModel) -> list[str]:
 
 def class_page(entry: LockEntry, ctx: DocContext, cls: ClassModel) -> str:
     lines = [header_comment(entry), ""] + class_intro_lines(ctx, cls)
-    groups = _method_groups(cls)
+    groups = _method_groups(ctx, cls)
     lines += ["## Methods", ""]
     lines += [f"- [{n}](#{n.lower()}) ({len(o)} overload{'s' * (len(o) > 1)})" for n, o in groups]
     lines.append("")
@@ -531,10 +557,10 @@ def index_page(entry: LockEntry, ctx: DocContext, classes: list[ClassModel]) -> 
     model, aliases = ctx.model, ctx.aliases
     lines = [header_comment(entry), "", f"# API reference: CCCL {entry.cccl}", "",
              f"Generated from the headers of `{entry.wheel}` ({len(classes)} classes, "
-             f"{sum(len(bound_overloads(c)) for c in classes)} bound overloads).", "",
+             f"{sum(len(bound_overloads(ctx, c)) for c in classes)} bound overloads).", "",
              "## Classes", "", "| class | description | bound overloads |", "|---|---|---|"]
     lines += [f"| [{c.scope}.{c.name}]({module_name(c)}.md) | {one_line(c.brief, aliases)} | "
-              f"{len(bound_overloads(c))} |" for c in classes]
+              f"{len(bound_overloads(ctx, c))} |" for c in classes]
     lines += ["", "## Pythonic functions", "", "| function | CUB |", "|---|---|"]
     by_name = {c.name: c for c in classes}
     for name, scope, cls_name, methods, *_ in ctx.pythonic:
@@ -576,28 +602,28 @@ def docstrings(model: ApiModel) -> dict[str, str]:
     classes = [c for c in model.classes if c.user_facing]
     out: dict[str, str] = {}
     for cls in classes:
-        groups = _method_groups(cls)
+        groups = _method_groups(ctx, cls)
         intro = class_intro_lines(ctx, cls)
         intro += ["## Methods", ""] + [f"- {n}" for n, _ in groups]
         out[f"{cls.scope}.{cls.name}"] = _finish(intro)
         for name, overloads in groups:
             out[f"{cls.scope}.{cls.name}.{name}"] = _finish(method_lines(ctx, cls, name, overloads))
     by_name = {c.name: c for c in classes}
-    for name, scope, cls_name, methods, select, needs, excludes, obj, _ in ctx.pythonic:
+    for name, scope, cls_name, methods, select, needs, excludes, obj, *_ in ctx.pythonic:
         cls = by_name[cls_name]
         lines = [f"# {scope}.{name}", ""]
         covered: list[Overload] = []
         if obj:
             lines += [f"Makes a `{cls.name}` object; its methods: "
                       + ", ".join(f"`.{a}()` ({cls.name}.{m})" for a, m in methods) + ".", ""]
-            covered = [o for o in bound_overloads(cls) if
+            covered = [o for o in bound_overloads(ctx, cls) if
                        (obj == "constructor" and o.kind == "constructor") or o.name == obj or
                        o.name in {m for _, m in methods}]
         else:
             lines += [f"Calls `{cls.qualname}::{m}`"
                       + (f' when `{select}="{sel}"`' if select else "") + "." for sel, m in methods]
             lines.append("")
-            covered = [o for o in bound_overloads(cls) if o.kind == "method" and
+            covered = [o for o in bound_overloads(ctx, cls) if o.kind == "method" and
                        o.name in {m for _, m in methods} and _matches(o, needs, excludes)]
         lines += ["## Template keywords", ""] + template_rows(model, cls) + [""]
         for ov in covered:

@@ -96,7 +96,7 @@ def test_help_shows_the_reference():
     assert '`"warp_scans"`' in scan  # an enum keyword's allowed values
     method = pydoc.render_doc(block.BlockScan.ExclusiveSum, renderer=pydoc.plaintext)
     assert "ExclusiveSum(T (&)[ITEMS_PER_THREAD], T (&)[ITEMS_PER_THREAD])" in method
-    assert "- Pythonic: `block.exclusive_sum(input, output)`" in method
+    assert "- Pythonic: `block.exclusive_sum(src, dst)`" in method
     fn = pydoc.render_doc(block.exclusive_sum, renderer=pydoc.plaintext)
     assert "# block.exclusive_sum" in fn and "Calls `cub::BlockScan::ExclusiveSum`" in fn
     assert "InclusiveSum(" not in fn

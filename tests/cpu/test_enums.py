@@ -41,7 +41,7 @@ def test_type_enums_in_the_namespaces():
 
 def _template(prim, args, kws=None):
     r = calls.resolve_call(prim, tuple(args), dict(kws or {}), block_dims=(128, 1, 1))
-    return {t.name: v for t, v in r.template_args}, r.method.name
+    return {t.keyword: v for t, v in r.template_args}, r.method.name
 
 
 @pytest.mark.parametrize("value", [BlockLoadAlgorithm.WARP_TRANSPOSE, "warp_transpose",
@@ -51,7 +51,7 @@ def test_algorithm_by_member_name_string_or_coop_int(value):
           else types.literal(value))
     got, _ = _template(block.load, [I32, SizedArray(types.int32, (4,), "local")],
                        {"algorithm": ty})
-    assert got["ALGORITHM"] == "cub::BLOCK_LOAD_WARP_TRANSPOSE"
+    assert got["algorithm"] == "cub::BLOCK_LOAD_WARP_TRANSPOSE"
 
 
 def test_by_name_not_by_value():

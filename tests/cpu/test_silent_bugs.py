@@ -25,7 +25,7 @@ def resolved(prim, args, kws=None):
 
 
 def template(r) -> dict:
-    return {t.name: v for t, v in r.template_args}
+    return {t.keyword: v for t, v in r.template_args}
 
 
 def sources(r) -> dict:
@@ -34,7 +34,7 @@ def sources(r) -> dict:
 
 def test_radix_sort_keys_second_positional_is_items_per_thread():
     r = resolved(block.radix_sort_keys, [local_array(4), types.literal(4)])
-    assert template(r)["ITEMS_PER_THREAD"] == "4"
+    assert template(r)["items_per_thread"] == "4"
     assert sources(r) == {"keys": "arg", "begin_bit": "default", "end_bit": "default"}
     with pytest.raises(CoopgenTypeError, match="items_per_thread=8 disagrees"):
         resolved(block.radix_sort_keys, [local_array(4), types.literal(8)])
@@ -42,13 +42,13 @@ def test_radix_sort_keys_second_positional_is_items_per_thread():
 
 def test_load_third_positional_is_items_per_thread_not_a_valid_count():
     r = resolved(block.load, [I32, local_array(4), types.literal(4)])
-    assert template(r)["ITEMS_PER_THREAD"] == "4"
+    assert template(r)["items_per_thread"] == "4"
     assert [p.name for p in r.method.params] == ["block_src_it", "dst_items"]
     # cuda.coop's fifth positional is the valid count, its keyword num_valid_items
     r = resolved(block.load, [I32, local_array(4), types.literal(4), types.literal("striped"),
                               types.int32])
     assert [p.name for p in r.method.params] == ["block_src_it", "dst_items", "block_items_end"]
-    assert template(r)["ALGORITHM"] == "cub::BLOCK_LOAD_STRIPED"
+    assert template(r)["algorithm"] == "cub::BLOCK_LOAD_STRIPED"
     r2 = resolved(block.load, [I32, local_array(4)], {"num_valid_items": types.int32,
                                                        "oob_default": types.int32})
     assert sources(r2)["oob_default"] == "arg"
@@ -71,9 +71,9 @@ def test_extra_positional_is_an_error_never_dropped():
 
 
 def test_same_argument_twice_is_an_error():
-    with pytest.raises(CoopgenTypeError, match=r"multiple values for argument 'block_src_it'"):
+    with pytest.raises(CoopgenTypeError, match=r"argument 'block_src_it' is given both positionally and by keyword"):
         resolved(block.load, [I32, local_array(4)], {"block_src_it": I32})
-    with pytest.raises(CoopgenTypeError, match=r"multiple values for argument 'items_per_thread'"):
+    with pytest.raises(CoopgenTypeError, match=r"argument 'items_per_thread' is given both positionally and by keyword"):
         resolved(block.radix_sort_keys, [local_array(4), types.literal(4)],
                  {"items_per_thread": types.literal(4)})
 

@@ -146,7 +146,12 @@ def _callee(cfg) -> tuple[str, list[str]]:
     if cfg.surface == "faithful":
         return f"{scope}.{cfg.cls}.{cfg.method.name}", []
     name, _, sel = cfg.surface.partition(":")
-    return f"{scope}.{name}", ([f"kind={sel!r}"] if sel else [])
+    if not sel:
+        return f"{scope}.{name}", []
+    from coopgen import registry
+    select = next(r.select for r in registry.package().PYTHONIC
+                  if r.scope == scope and r.name == name)
+    return f"{scope}.{name}", [f"{select}={sel!r}"]
 
 
 def digit_extractor(cfg, j: int) -> str:

@@ -113,7 +113,7 @@ def overloads():
 
 def surfaces(cls, method) -> list[str]:
     """Every way to call ``method``: the faithful class, and each Pythonic function (with its
-    ``kind=`` value when it picks among methods) whose overloads include this one."""
+    selector value when it picks among methods) whose overloads include this one."""
     out = ["faithful"]
     for row in registry.package().PYTHONIC:
         if row.cls != cls.name or row.object:
