@@ -54,7 +54,7 @@ class Primitive:
                  infer: str | None = None, bind: tuple = (), aliases: dict | None = None,
                  register: bool = True, shape: CallShape | None = None,
                  host: tuple | None = None, instance: tuple | None = None,
-                 call_fixed: dict | None = None):
+                 call_fixed: dict | None = None, method_args: dict | None = None):
         self.name = name
         self.__doc__ = registry.docstrings().get(name)  # help(): the reference's section
         # cuda.coop's call shape (Pythonic functions; None for the faithful surface), the
@@ -64,6 +64,7 @@ class Primitive:
         self.host = host
         self.instance = instance
         self.call_fixed = dict(call_fixed or {})
+        self.method_args = dict(method_args or {})  # object methods' positional order
         self.infer = infer  # object factory: the method whose call infers the template args
         self.bind = tuple(bind)  # ... the arguments the object keeps
         self.aliases = aliases  # ... and its snake_case method names
@@ -99,7 +100,8 @@ class Primitive:
         shape = self.shape.with_slots(instance) if self.shape is not None else None
         return Primitive(self.name, self.cls, self.methods, select=self.select, fixed=fixed,
                          constructor=self.constructor, infer=self.infer, bind=self.bind,
-                         aliases=self.aliases, shape=shape, call_fixed=call_fixed)
+                         aliases=self.aliases, shape=shape, call_fixed=call_fixed,
+                         method_args=self.method_args)
 
     def class_template_kws(self) -> dict:
         """The fixed template keywords that are the class's (not the method selector)."""
@@ -287,9 +289,13 @@ def _remapped(r: Resolved, origins: list) -> Resolved:
 
 def resolve_call(p: Primitive, args: tuple, kws: dict, block_dims=None) -> Resolved:
     if p.parent is not None:  # a method of a constructed object: its template args are fixed
-        return resolve(p.name, p.cls, p.pick_methods(None), tuple(args), dict(kws),
-                       template_kws={}, block_dims=p.parent.block_dims, enums=registry.enums(),
-                       pinned={t.name: v for t, v in p.parent.template_args})
+        split = split_call(p, args, kws) if p.shape is not None else \
+            SplitCall(tuple(args), dict(kws), {}, list(range(len(args) + len(kws))), {}, None)
+        r = resolve(p.name, p.cls, p.pick_methods(None), split.args, split.mkws,
+                    template_kws={}, block_dims=p.parent.block_dims, enums=registry.enums(),
+                    pinned={t.name: v for t, v in p.parent.template_args},
+                    alternatives=split.alternatives)
+        return _remapped(r, split.origins)
     return _resolve_split(p, split_call(p, args, kws), block_dims)
 
 
@@ -577,6 +583,12 @@ class ParentType(types.Type):
         self.ctor = ctor
         self.bound = bound  # (name, type) of arguments the object keeps (object factories)
         self.aliases = dict(aliases) if aliases else None  # snake_case name -> CUB method
+        # CUB method -> its call shape (cuda.coop's names and order, pythonic.toml's
+        # method_args), for objects of the Pythonic surface
+        self.shapes = {}
+        if self.aliases and ctor.shape is not None:
+            self.shapes = {m: ctor.shape.with_slots(ctor.method_args[a])
+                           for a, m in self.aliases.items() if a in ctor.method_args}
         args = ", ".join(v for _, v in resolved.template_args)
         super().__init__(f"coopgen.{self.cls.name}<{args}>"
                          + (f"[{', '.join(n for n, _ in bound)}]" if bound else ""))
@@ -584,7 +596,8 @@ class ParentType(types.Type):
     @property
     def key(self):
         return (self.cls.name, self.template_args, self.block_dims, self.bound,
-                tuple(sorted(self.aliases.items())) if self.aliases else None)
+                tuple(sorted(self.aliases.items())) if self.aliases else None,
+                tuple(sorted((m, s.slots) for m, s in self.shapes.items())))
 
     def bound_offset(self, k: int) -> int:
         """Where the k-th kept argument's data pointer sits in the object slot (its tail)."""
@@ -628,7 +641,8 @@ def _parent_method_template(cls: ClassSpec, attr: str):
         def generic(self, args, kws):
             parent = self.this
             p = Primitive(f"{cls.scope}.{cls.name}.{attr}", cls, {"": cls.overloads(attr)},
-                          fixed=dict(parent.template_kws), parent=parent)
+                          fixed=dict(parent.template_kws), parent=parent,
+                          shape=parent.shapes.get(attr))
             r = resolve_call(p, args, dict(kws, **_bound_kws(parent, attr)))
             RESOLVED.append(f"{r.cls.name}::{r.method.signature}")
             names = [f"{_POS}{i}" for i in range(len(args))] + list(kws)
@@ -646,7 +660,8 @@ def _parent_method_template(cls: ClassSpec, attr: str):
         margs = sig.args[1:] if len(sig.args) == len(args) else sig.args
         parent = sig.recvr if sig.recvr is not None else sig.args[0]
         p = Primitive(f"{cls.scope}.{cls.name}.{attr}", cls, {"": cls.overloads(attr)},
-                      fixed=dict(parent.template_kws), parent=parent)
+                      fixed=dict(parent.template_kws), parent=parent,
+                      shape=parent.shapes.get(attr))
         msig = signature(sig.return_type, *margs).replace(pysig=sig.pysig)
         extra = {}
         for k, (name, ty) in enumerate(parent.bound):

@@ -35,7 +35,8 @@ def build(scope: str) -> dict:
             infer = None if row.object == "constructor" else row.object
             out[row.name] = Primitive(name, cls, {"": cls.constructors}, constructor=True,
                                       infer=infer, bind=row.bind, aliases=dict(row.methods),
-                                      shape=shape, host=row.host, instance=row.instance)
+                                      shape=shape, host=row.host, instance=row.instance,
+                                      method_args=dict(row.method_args))
             continue
         methods: dict = {}  # selector value -> overloads (a value may name several methods)
         for sel, m in row.methods:

@@ -101,6 +101,7 @@ class PythonicSpec:
     deduced: tuple[str, ...] = ()  # accepted; C++ deduces them from the arrays
     since: tuple[tuple[str, str], ...] = ()  # (argument, the first CCCL that has it)
     identity: tuple[str, ...] = ()  # (argument, operator, unless): fill with the identity
+    method_args: tuple[tuple[str, tuple[str, ...]], ...] = ()  # object method -> its order
 
 
 @dataclass(frozen=True)

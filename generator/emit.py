@@ -138,7 +138,7 @@ def module_name(cls: ClassModel) -> str:
 #: Keys a pythonic.toml row may have (the file's header says what each means).
 _ROW_KEYS = frozenset({"method", "class", "select", "methods", "needs", "excludes", "object",
                        "bind", "enum", "args", "rename", "defaults", "inplace", "fixed", "host",
-                       "instance", "deduced", "since", "identity"})
+                       "instance", "deduced", "since", "identity", "method_args"})
 #: Keywords the runtime gives every function besides the class's own template keywords.
 _RUNTIME_KEYWORDS = frozenset({"dtype", "threads_per_block", "items_per_thread",
                                "threads_in_warp", "temp_storage"})
@@ -197,7 +197,8 @@ def load_pythonic(model: ApiModel) -> tuple[list[dict], tuple]:
                 host=_frozen(row.get("host")), instance=_frozen(row.get("instance")),
                 deduced=tuple(row.get("deduced", ())),
                 since=tuple(row.get("since", {}).items()),
-                identity=tuple(row.get("identity", ()))))
+                identity=tuple(row.get("identity", ())),
+                method_args=tuple((k, tuple(v)) for k, v in row.get("method_args", {}).items())))
     return rows, keywords
 
 
@@ -217,6 +218,13 @@ def _check_names(where: str, cls: ClassModel, methods, row: dict, rename, keywor
                              f"does not have")
     known = (targets | {n for n, _ in rename} | set(keywords) | set(row.get("deduced", ()))
              | set(row.get("since", {})))
+    for alias, order in row.get("method_args", {}).items():
+        if alias not in row.get("methods", {}):
+            raise ValueError(f"{where}: method_args names {alias!r}, not one of its methods")
+        for n in order:
+            if n not in known:
+                raise ValueError(f"{where}: method_args.{alias} names {n!r}, which is neither "
+                                 f"a parameter nor a template keyword of {cls.name}")
     for key in ("args", "host", "instance", "defaults", "fixed", "inplace", "identity"):
         value = row.get(key) or ()
         names = list(value) + (list(value.values()) if isinstance(value, dict) and
@@ -233,7 +241,8 @@ def _pythonic_spec(row: dict) -> str:
                                             "excludes"))
     rest = "".join(f",\n        {k}={row[k]!r}" for k in
                    ("object", "bind", "enum", "args", "rename", "defaults", "inplace", "fixed",
-                    "host", "instance", "deduced", "since", "identity") if row[k])
+                    "host", "instance", "deduced", "since", "identity", "method_args")
+                   if row[k])
     return f"    PythonicSpec({head}{rest}),\n"
 
 

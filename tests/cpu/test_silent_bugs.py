@@ -183,3 +183,59 @@ def test_the_fixed_calls_compile_for_sm90():
 
     with coopgen.block_shape(128):
         cuda.compile_all(k, (I32, I32), device=False, abi="numba", cc=(9, 0), output="ltoir")
+
+
+def test_warp_scan_valid_items_uses_cubs_hidden_partial_scans():
+    from coopgen import registry
+    if registry.package().CCCL != "3.5.0":
+        pytest.skip("CCCL 3.5.0 bindings only")
+    r = resolved(warp.exclusive_scan, [types.int32, types.literal("+"), types.int32,
+                                       types.literal(32), types.int32])
+    assert r.method.name == "ExclusiveScanPartial"
+    assert [b.param.name for b in r.bindings if b.source == "arg"] == [
+        "input", "initial_value", "scan_op", "valid_items"]
+    r = resolved(warp.inclusive_scan, [types.int32, types.literal("max")],
+                 {"valid_items": types.int32})
+    assert r.method.name == "InclusiveScanPartial"
+    assert resolved(warp.inclusive_scan, [types.int32, types.literal("max")]).method.name == \
+        "InclusiveScan"
+
+
+def test_warp_scan_valid_items_names_the_cccl_it_needs(monkeypatch):
+    from coopgen import namespaces, registry
+    monkeypatch.setenv("COOPGEN_CCCL", "3.0.1")
+    registry.package.cache_clear()
+    registry.enums.cache_clear()
+    try:
+        old_warp = namespaces.build("warp")
+        with pytest.raises(CoopgenTypeError, match=r"valid_items= needs CCCL 3.5.0 or newer"):
+            calls.resolve_call(old_warp["exclusive_scan"], (types.int32, types.literal("+")),
+                               {"valid_items": types.int32}, block_dims=DIMS)
+    finally:
+        monkeypatch.delenv("COOPGEN_CCCL")
+        registry.package.cache_clear()
+        registry.enums.cache_clear()
+
+
+def test_run_length_decode_takes_cuda_coops_names():
+    def k(d_in, d_out):
+        values = local.array(2, np.int32)
+        lengths = local.array(2, np.int32)
+        total = local.array(1, np.uint32)
+        decoded = local.array(4, np.int32)
+        offsets = local.array(4, np.uint32)
+        for i in range(2):
+            values[i] = d_in[2 * cuda.threadIdx.x + i]
+            lengths[i] = 1
+        rld = block.run_length(values, lengths, 2, 4, total)
+        rld.decode(decoded, 0)
+        rld.decode(decoded, decoded_window_offset=4, relative_offsets=offsets)
+        d_out[cuda.threadIdx.x] = decoded[0] + offsets[0]
+
+    before = len(calls.RESOLVED)
+    with coopgen.block_shape(128):
+        cuda.compile_all(k, (I32, I32), device=False, abi="numba", cc=(9, 0), output="ltoir")
+    decodes = [s for s in list(calls.RESOLVED)[before:] if "::RunLengthDecode(" in s]
+    # decode(items, window offset) and decode(items, window offset, relative offsets) reach
+    # CUB's (items, from_decoded_offset) and (items, item_offsets, from_decoded_offset)
+    assert sorted({s.count(",") for s in decodes}) == [1, 2], decodes

@@ -14,9 +14,10 @@ from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
+import pytest
 from numba import cuda
 
-from coopgen import block, local, warp
+from coopgen import block, local, registry, warp
 from coopgen.enums import BlockLoadAlgorithm, BlockStoreAlgorithm
 
 
@@ -306,6 +307,31 @@ def warp_reductions_and_scans(rng, dtype, blk, ipt):
                          z.copy()), check)
 
 
+def warp_partial_scan(rng, dtype, blk, ipt):
+    """valid_items= on warp scans: CUB 3.5.0's hidden *ScanPartial."""
+    if registry.package().CCCL < "3.5.0":
+        pytest.skip("warp scans take valid_items= from CCCL 3.5.0 on")
+
+    def k(d_in, d_inc, d_ex, n_valid):
+        t = cuda.threadIdx.x + cuda.blockDim.x * (cuda.threadIdx.y + cuda.blockDim.y * cuda.threadIdx.z)
+        d_inc[t] = warp.inclusive_scan(d_in[t], "+", valid_items=n_valid)
+        d_ex[t] = warp.exclusive_scan(d_in[t], "max", d_in[0], 32, n_valid)
+
+    nt = nthreads(blk)
+    x = values(dtype, nt, rng, 0, 50)
+    n_valid = int(rng.integers(1, 32))
+
+    def check(a):
+        w = x.reshape(-1, 32)[:, :n_valid]
+        inc = wrapping(lambda v: np.cumsum(v, axis=1, dtype=dtype), w, dtype)
+        close(a[1].reshape(-1, 32)[:, :n_valid], inc, dtype)
+        run = np.maximum.accumulate(np.concatenate([np.full((w.shape[0], 1), x[0]), w], 1), 1)
+        close(a[2].reshape(-1, 32)[:, :n_valid], run[:, :n_valid].astype(dtype), dtype)
+
+    z = np.zeros_like(x)
+    return Case(k, blk, (x, z, z.copy(), n_valid), check)
+
+
 def warp_data(rng, dtype, blk, ipt):
     def k(d_in, d_sorted, d_copy):
         items = local.array(ipt, d_in.dtype)
@@ -363,7 +389,8 @@ def two_phase(rng, dtype, blk, ipt):
 
 CASES = {f.__name__: f for f in (
     load_store_positional, load_store_partial, radix_sort, merge_sort, reduce_sum, scans,
-    exchange_in_place, neighbours, warp_reductions_and_scans, warp_data, two_phase)}
+    exchange_in_place, neighbours, warp_reductions_and_scans, warp_partial_scan, warp_data,
+    two_phase)}
 
 #: (dtype, block, items per thread) each case runs with; 2-D and 3-D blocks included.
 PARAMS = [(np.int32, 128, 4), (np.float32, (16, 8), 3), (np.int64, (8, 4, 4), 2),
