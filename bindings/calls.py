@@ -224,13 +224,16 @@ def split_call(p: Primitive, args: tuple, kws: dict) -> SplitCall:
         pos = tuple(args)
     tkw_names = p.template_keywords() - {"temp_storage"}
     split = SplitCall(pos, {}, {}, list(range(len(pos))), dict(p.fixed), None)
+    bit_range = p.shape.bit_range_names() if p.shape is not None else ()
+    bits = {}  # begin_bit / end_bit of a digit range (CallShape.digits)
     for name, ty, origin in named:
         spellings = (name,) if isinstance(name, str) else tuple(name)
         name = spellings[0]
         if name == "temp_storage":
             split.storage = (origin, ty)
-        elif name in tkw_names:
-            split.tkws[name] = _literal(p.name, name, ty)
+        elif name in tkw_names or name in bit_range:
+            value = _literal(p.name, name, ty)
+            (bits if name in bit_range else split.tkws)[name] = value
         else:
             split.mkws[name] = ty
             split.origins.append(origin)
@@ -239,7 +242,14 @@ def split_call(p: Primitive, args: tuple, kws: dict) -> SplitCall:
     fixed = dict(p.shape.fixed) if p.shape is not None else {}
     fixed.update(p.call_fixed)  # what a two-phase constructor fixed
     for name, value in fixed.items():
-        split.add_constant(name, value, n_folded)
+        if name in bit_range:
+            bits[name] = value
+        else:
+            split.add_constant(name, value, n_folded)
+    if bits or (bit_range and p.shape.digits[2] not in split.mkws):
+        template, extractor = p.shape.digit_arguments(bits)
+        split.tkws.update(template)
+        split.add_constant(p.shape.digits[2], extractor, n_folded)
     if p.shape is not None:
         for k, v in p.shape.defaults_for(set(split.tkws) | set(split.mkws)).items():
             split.tkws.setdefault(k, v)

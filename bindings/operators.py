@@ -68,8 +68,12 @@ class Operator:
         """C ABI name of the compiled device function: from what it is, not a counter."""
         fn = self.function.py_func
         code = fn.__code__
+        # Closure values too: functions made by one factory share their code, not their
+        # constants, and one kernel may use several of them.
+        cells = tuple(repr(c.cell_contents) for c in fn.__closure__ or ())
         h = hashlib.sha256(repr((fn.__module__, fn.__qualname__, code.co_code, code.co_consts,
-                                 tuple(str(a) for a in argtypes))).encode()).hexdigest()[:16]
+                                 cells, tuple(str(a) for a in argtypes))).encode()
+                           ).hexdigest()[:16]
         return f"coopgen_op_{fn.__name__}_{h}"
 
 

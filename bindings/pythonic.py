@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 from dataclasses import dataclass, field
+
+import numpy as np
 
 from numba.cuda import types
 
@@ -39,13 +42,15 @@ class CallShape:
     since: dict = field(default_factory=dict)  # argument -> the first CCCL that has it
     deduced: frozenset = frozenset()  # accepted for cuda.coop; C++ deduces them
     identity: tuple = ()  # (argument to fill, operator, argument that makes it unnecessary)
+    digits: tuple = ()  # (begin bit, end bit, digit extractor, radix bits): a key bit range
 
     @classmethod
     def of_row(cls, prim: str, row, keywords) -> "CallShape":
         rename = dict(keywords)
         rename.update({k: v[0] if len(v) == 1 else v for k, v in row.rename})
         return cls(prim, row.args, rename, dict(row.defaults), dict(row.inplace),
-                   dict(row.fixed), dict(row.since), frozenset(row.deduced), row.identity)
+                   dict(row.fixed), dict(row.since), frozenset(row.deduced), row.identity,
+                   row.digits)
 
     def with_slots(self, slots) -> "CallShape":
         return dataclasses.replace(self, slots=None if slots is None else tuple(slots))
@@ -86,6 +91,25 @@ class CallShape:
                                                           else x[0][0]) == key)
                 out.append((self.rename.get(missing, missing), value, origin))
         return out
+
+    def bit_range_names(self) -> tuple:
+        return tuple(self.digits[:2])
+
+    def digit_arguments(self, bits: dict) -> tuple[dict, object]:
+        """cuda.coop ranks the key bits [begin_bit, end_bit): CUB's radix bits (a template
+        argument) and a digit extractor of those bits."""
+        begin_name, end_name, _, radix_bits = self.digits
+        begin, end = bits.get(begin_name, 0), bits.get(end_name)
+        if end is None:
+            raise CoopgenTypeError(f"{self.prim}: missing required argument {end_name!r} (the "
+                                   f"key bits [{begin_name}, {end_name}) to rank)")
+        for name, v in ((begin_name, begin), (end_name, end)):
+            if isinstance(v, bool) or not isinstance(v, int):
+                raise CoopgenTypeError(f"{self.prim}: {name}={v!r} must be an integer constant")
+        if not 0 <= begin < end:
+            raise CoopgenTypeError(f"{self.prim}: {begin_name}={begin}, {end_name}={end} is not "
+                                   f"a bit range (0 <= {begin_name} < {end_name})")
+        return {radix_bits: end - begin}, bit_field_digits(begin, end - begin)
 
     def defaults_for(self, names) -> dict:
         """Defaults of the arguments not in ``names``, under CUB's spelling."""
@@ -130,3 +154,17 @@ def pick(prim: str, keyword: str, choices: list[str], value) -> list[str]:
     allowed = ", ".join(repr(c) for c in choices)
     raise CoopgenTypeError(f"{prim}: unknown {keyword}={value!r}; allowed: {allowed} (or "
                            f"their 1-based numbers)")
+
+
+@functools.lru_cache(maxsize=None)
+def bit_field_digits(begin: int, bits: int):
+    """A digit extractor of the key bits [begin, begin + bits), as a device function."""
+    from numba import cuda
+
+    mask = (1 << bits) - 1
+
+    @cuda.jit(device=True)
+    def key_bits(key):
+        return np.uint32((key >> np.uint32(begin)) & np.uint32(mask))
+
+    return key_bits

@@ -102,6 +102,7 @@ class PythonicSpec:
     since: tuple[tuple[str, str], ...] = ()  # (argument, the first CCCL that has it)
     identity: tuple[str, ...] = ()  # (argument, operator, unless): fill with the identity
     method_args: tuple[tuple[str, tuple[str, ...]], ...] = ()  # object method -> its order
+    digits: tuple[str, ...] = ()  # (begin bit, end bit, digit extractor, radix bits)
 
 
 @dataclass(frozen=True)

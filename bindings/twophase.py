@@ -29,31 +29,34 @@ def host_arguments(p, args: tuple, kws: dict) -> tuple[dict, dict]:
         name = name if isinstance(name, str) else name[0]
         if name in template_names:
             fixed[name] = value
-        elif name in params:
+        elif name in params or name in shape.bit_range_names():
             call[name] = value
         else:
             raise TypeError(f"{p.name}: unexpected argument {name!r} on the host; template "
                             f"keywords are {', '.join(sorted(template_names))}")
     for k, v in shape.defaults_for(set(fixed) | set(call)).items():
         fixed.setdefault(k, v)
-    check_template_values(p, fixed)
+    bit_range = {k: call[k] for k in shape.bit_range_names() if k in call}
+    try:
+        if bit_range:  # the template arguments the key bit range implies (radix_bits)
+            fixed.update(shape.digit_arguments(bit_range)[0])
+        check_template_values(p, fixed)
+    except CoopgenTypeError as e:  # numba's error text carries terminal colours
+        raise ValueError(re.sub(r"\x1b\[[0-9;]*m", "", str(e)).strip()) from None
     return fixed, call
 
 
 def check_template_values(p, fixed: dict) -> None:
-    """cuda.coop's host errors: ValueError for items_per_thread < 1, an unknown algorithm or
-    type, or an unsupported dtype."""
+    """cuda.coop's host errors (raised as ValueError by host_arguments): items_per_thread < 1,
+    an unknown algorithm or type, an unsupported dtype."""
     ipt = fixed.get("items_per_thread")
     if ipt is not None and (isinstance(ipt, bool) or not isinstance(ipt, int) or ipt < 1):
-        raise ValueError(f"{p.name}: items_per_thread={ipt!r} must be an integer >= 1")
+        raise CoopgenTypeError(f"{p.name}: items_per_thread={ipt!r} must be an integer >= 1")
     enums = registry.enums()
-    try:
-        for t in p.cls.template_params:
-            if t.keyword in fixed and t.cpp_type in enums:
-                ctypes_map.template_value(p.name, t, fixed[t.keyword], enums)
-        if p.select and p.select in fixed:
-            pick(p.name, p.select, list(p.methods), fixed[p.select])
-        if "dtype" in fixed:
-            ctypes_map.as_dtype(fixed["dtype"], p.name, "dtype")
-    except CoopgenTypeError as e:  # numba's error text carries terminal colours
-        raise ValueError(re.sub(r"\x1b\[[0-9;]*m", "", str(e)).strip()) from None
+    for t in p.cls.template_params:
+        if t.keyword in fixed and t.cpp_type in enums:
+            ctypes_map.template_value(p.name, t, fixed[t.keyword], enums)
+    if p.select and p.select in fixed:
+        pick(p.name, p.select, list(p.methods), fixed[p.select])
+    if "dtype" in fixed:
+        ctypes_map.as_dtype(fixed["dtype"], p.name, "dtype")

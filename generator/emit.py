@@ -138,7 +138,7 @@ def module_name(cls: ClassModel) -> str:
 #: Keys a pythonic.toml row may have (the file's header says what each means).
 _ROW_KEYS = frozenset({"method", "class", "select", "methods", "needs", "excludes", "object",
                        "bind", "enum", "args", "rename", "defaults", "inplace", "fixed", "host",
-                       "instance", "deduced", "since", "identity", "method_args"})
+                       "instance", "deduced", "since", "identity", "method_args", "digits"})
 #: Keywords the runtime gives every function besides the class's own template keywords.
 _RUNTIME_KEYWORDS = frozenset({"dtype", "threads_per_block", "items_per_thread",
                                "threads_in_warp", "temp_storage"})
@@ -198,7 +198,8 @@ def load_pythonic(model: ApiModel) -> tuple[list[dict], tuple]:
                 deduced=tuple(row.get("deduced", ())),
                 since=tuple(row.get("since", {}).items()),
                 identity=tuple(row.get("identity", ())),
-                method_args=tuple((k, tuple(v)) for k, v in row.get("method_args", {}).items())))
+                method_args=tuple((k, tuple(v)) for k, v in row.get("method_args", {}).items()),
+                digits=tuple(row.get("digits", ()))))
     return rows, keywords
 
 
@@ -217,7 +218,7 @@ def _check_names(where: str, cls: ClassModel, methods, row: dict, rename, keywor
             raise ValueError(f"{where}: rename {name} -> {missing[0]!r}, which {cls.name} "
                              f"does not have")
     known = (targets | {n for n, _ in rename} | set(keywords) | set(row.get("deduced", ()))
-             | set(row.get("since", {})))
+             | set(row.get("since", {})) | set(row.get("digits", ())[:2]))
     for alias, order in row.get("method_args", {}).items():
         if alias not in row.get("methods", {}):
             raise ValueError(f"{where}: method_args names {alias!r}, not one of its methods")
@@ -225,7 +226,7 @@ def _check_names(where: str, cls: ClassModel, methods, row: dict, rename, keywor
             if n not in known:
                 raise ValueError(f"{where}: method_args.{alias} names {n!r}, which is neither "
                                  f"a parameter nor a template keyword of {cls.name}")
-    for key in ("args", "host", "instance", "defaults", "fixed", "inplace", "identity"):
+    for key in ("args", "host", "instance", "defaults", "fixed", "inplace", "identity", "digits"):
         value = row.get(key) or ()
         names = list(value) + (list(value.values()) if isinstance(value, dict) and
                                key == "inplace" else [])
@@ -241,8 +242,8 @@ def _pythonic_spec(row: dict) -> str:
                                             "excludes"))
     rest = "".join(f",\n        {k}={row[k]!r}" for k in
                    ("object", "bind", "enum", "args", "rename", "defaults", "inplace", "fixed",
-                    "host", "instance", "deduced", "since", "identity", "method_args")
-                   if row[k])
+                    "host", "instance", "deduced", "since", "identity", "method_args",
+                    "digits") if row[k])
     return f"    PythonicSpec({head}{rest}),\n"
 
 

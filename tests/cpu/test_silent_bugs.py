@@ -239,3 +239,17 @@ def test_run_length_decode_takes_cuda_coops_names():
     # decode(items, window offset) and decode(items, window offset, relative offsets) reach
     # CUB's (items, from_decoded_offset) and (items, item_offsets, from_decoded_offset)
     assert sorted({s.count(",") for s in decodes}) == [1, 2], decodes
+
+
+def test_radix_rank_takes_a_key_bit_range():
+    keys, ranks = local_array(4, types.uint32), local_array(4)
+    r = resolved(block.radix_rank, [keys, ranks, types.literal(4), types.literal(3),
+                                    types.literal(8)], {"descending": types.literal(True)})
+    assert template(r)["radix_bits"] == "5" and template(r)["is_descending"] == "true"
+    assert r.bindings[2].operator.function.py_func(np.uint32(0b1011000)) == 0b1011
+    with pytest.raises(CoopgenTypeError, match="missing required argument 'end_bit'"):
+        resolved(block.radix_rank, [keys, ranks, types.literal(4)])
+    host = block.radix_rank(np.uint32, 128, 4, 2, 7, True)
+    assert host.fixed["radix_bits"] == 5 and host.call_fixed == {"begin_bit": 2, "end_bit": 7}
+    with pytest.raises(ValueError, match="not a bit range"):
+        block.radix_rank(np.uint32, 128, 4, 5, 3)

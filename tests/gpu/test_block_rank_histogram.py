@@ -46,7 +46,8 @@ def rank_kernel(ipt, descending):
             prefix[0] = -1
             counts[0] = -1
             if s == 0:
-                block.radix_rank(keys, ranks, digit_of, radix_bits=RADIX_BITS, is_descending=descending)
+                block.radix_rank(keys, ranks, digit_extractor=digit_of, radix_bits=RADIX_BITS,
+                                 is_descending=descending)
             elif s == 1:
                 block.BlockRadixRank.RankKeys(keys, ranks, digit_of, prefix, radix_bits=RADIX_BITS,
                                               is_descending=descending)

@@ -157,6 +157,35 @@ def merge_sort(rng, dtype, blk, ipt):
     return Case(k, blk, (x, z, z.copy(), np.zeros(n, np.int32)), check)
 
 
+def radix_rank(rng, dtype, blk, ipt):
+    """Ranks by the key bits [begin_bit, end_bit), ascending and descending (unsigned keys)."""
+    def k(d_keys, d_up, d_down):
+        keys = local.array(ipt, np.uint32)
+        ranks = local.array(ipt, np.int32)
+        block.load(d_keys, keys, ipt)
+        block.radix_rank(keys, ranks, ipt, 3, 8)
+        block.store(d_up, ranks, ipt)
+        block.radix_rank(keys, ranks, ipt, 3, 8, descending=True)
+        block.store(d_down, ranks, ipt)
+
+    n = nthreads(blk) * ipt
+    x = rng.integers(0, 1 << 12, n, dtype=np.uint32)
+    digit = (x >> 3) & 31
+
+    def ranks_of(order):
+        ranks = np.empty(n, np.int32)
+        ranks[order] = np.arange(n, dtype=np.int32)
+        return ranks
+
+    def check(a):
+        np.testing.assert_array_equal(a[1], ranks_of(np.argsort(digit, kind="stable")))
+        np.testing.assert_array_equal(a[2], ranks_of(np.argsort(-digit.astype(np.int64),
+                                                                kind="stable")))
+
+    z = np.zeros(n, np.int32)
+    return Case(k, blk, (x, z, z.copy()), check)
+
+
 # --- reductions and scans --------------------------------------------------------------------
 
 def reduce_sum(rng, dtype, blk, ipt):
@@ -388,7 +417,8 @@ def two_phase(rng, dtype, blk, ipt):
 
 
 CASES = {f.__name__: f for f in (
-    load_store_positional, load_store_partial, radix_sort, merge_sort, reduce_sum, scans,
+    load_store_positional, load_store_partial, radix_sort, merge_sort, radix_rank, reduce_sum,
+    scans,
     exchange_in_place, neighbours, warp_reductions_and_scans, warp_partial_scan, warp_data,
     two_phase)}
 
