@@ -96,7 +96,7 @@ def _op_functor(name: str, sym: str, op, argtypes, restype) -> str:
 
     stateful = op.state is not None
     operands = list(argtypes[1:] if stateful else argtypes)
-    if operands and all(isinstance(t, types.CPointer) for t in operands):
+    if operands and all(isinstance(t, types.CPointer) and is_struct(t.dtype) for t in operands):
         # op(out, a, b) on pointers (cuda.coop's user-defined types): the result is written
         # through the first pointer
         rt = ctype(operands[0].dtype)
