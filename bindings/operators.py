@@ -67,14 +67,28 @@ class Operator:
     def symbol(self, argtypes: tuple) -> str:
         """C ABI name of the compiled device function: from what it is, not a counter."""
         fn = self.function.py_func
-        code = fn.__code__
-        # Closure values too: functions made by one factory share their code, not their
-        # constants, and one kernel may use several of them.
-        cells = tuple(repr(c.cell_contents) for c in fn.__closure__ or ())
-        h = hashlib.sha256(repr((fn.__module__, fn.__qualname__, code.co_code, code.co_consts,
-                                 cells, tuple(str(a) for a in argtypes))).encode()
-                           ).hexdigest()[:16]
+        # Closure values too: functions made by one factory share their code, not what they
+        # captured, and one kernel may use several of them.
+        h = hashlib.sha256(repr((_function_identity(fn), tuple(str(a) for a in argtypes)))
+                           .encode()).hexdigest()[:16]
         return f"coopgen_op_{fn.__name__}_{h}"
+
+
+def _function_identity(fn, depth: int = 0) -> tuple:
+    """What a Python function compiles to: its code and what its closure captured (device
+    functions by their own identity). Two closures made by one factory share their code; the
+    captured values tell them apart, so one kernel may use both."""
+    code = fn.__code__
+    captured = []
+    for cell in fn.__closure__ or ():
+        try:
+            value = cell.cell_contents
+        except ValueError:  # an empty cell
+            value = None
+        inner = getattr(value, "py_func", None)
+        captured.append(_function_identity(inner, depth + 1) if inner is not None and depth < 8
+                        else repr(value))
+    return (fn.__module__, fn.__qualname__, code.co_code, code.co_consts, tuple(captured))
 
 
 def _dispatcher_of(ty):

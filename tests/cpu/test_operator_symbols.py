@@ -1,0 +1,40 @@
+"""A Python operator's C symbol names what it compiles to: two closures of one factory that
+captured different functions or values get different symbols (one kernel may use both, and
+each must keep its own code), while the same closure gets the same symbol every time (so the
+NVRTC cache still hits)."""
+import numpy as np
+from numba import cuda
+from numba.cuda import types
+
+from coopgen.operators import Operator
+
+
+@cuda.jit(device=True)
+def add(a, b):
+    return a + b
+
+
+@cuda.jit(device=True)
+def larger(a, b):
+    return max(a, b)
+
+
+def combining(op, scale):
+    @cuda.jit(device=True)
+    def combine(a, b):
+        return op(a, b) * scale
+    return combine
+
+
+def _symbol(disp):
+    return Operator("ScanOp", "scan_op", None, disp, None, 2).symbol((types.int32, types.int32))
+
+
+def test_closures_of_one_factory_get_their_own_symbols():
+    symbols = {_symbol(combining(op, k)) for op in (add, larger) for k in (1, 2)}
+    assert len(symbols) == 4
+
+
+def test_a_closure_symbol_is_stable():
+    assert _symbol(combining(add, np.int32(3))) == _symbol(combining(add, np.int32(3)))
+    assert _symbol(add) == _symbol(add)
