@@ -606,6 +606,32 @@ def rank_skip(cls, method) -> str:
     return ""
 
 
+# --- batched warp reductions (CCCL 3.5.0) --------------------------------------------------
+
+def ref_batched(cfg, ins, got):
+    """WarpReduceBatched: each thread's ``inputs[b]`` is its item of batch b; batch b's result
+    goes to lane b (Sum/Reduce), lane b % W output b // W (to striped) or lane b // n output
+    b % n (to blocked, n outputs per lane)."""
+    x = ins["inputs"]
+    g, w, batches = x.shape
+    op = op_of(cfg)
+    red = accumulate(op, x.transpose(0, 2, 1), cfg.dtype)[..., -1]  # (groups, batches)
+    name = "return" if "return" in got else "outputs"
+    n_out = got[name].shape[2]
+    lane = np.arange(w)[:, None]
+    j = np.arange(n_out)[None, :]
+    batch = lane * n_out + j if name == "outputs" and "Blocked" in cfg.method.name \
+        else lane + w * j
+    defined = np.broadcast_to(batch < batches, (g, w, n_out))
+    want = red[:, np.minimum(batch, batches - 1)]
+    return [Check(name, want, defined, value_mode(op, cfg.dtype))]
+
+
+def batched_valid(cfg) -> bool:
+    # Sum and Reduce return one value per lane: at most one batch per lane
+    return cfg.method.name not in ("Sum", "Reduce") or cfg.ipt <= cfg.warp
+
+
 # --- warp reduce, broadcast ----------------------------------------------------------------
 
 def ref_warp_segmented(cfg, ins, got):
@@ -691,6 +717,9 @@ FAMILIES = {
     ("WarpReduce", "TailSegmentedReduce"): Family(ref_warp_segmented, ops=reduce_ops,
                                                   inputs=segment_inputs),
     ("WarpScan", "Broadcast"): Family(ref_broadcast),
+    **{("WarpReduceBatched", m): Family(ref_batched, ops=reduce_ops, valid=batched_valid)
+       for m in ("Reduce", "ReduceToStriped", "ReduceToBlocked", "Sum", "SumToStriped",
+                 "SumToBlocked")},
     **{(c, m): Family(ref_scan, ops=_scan_ops)
        for c in ("BlockScan", "WarpScan")
        for m in ("ExclusiveSum", "InclusiveSum", "ExclusiveScan", "InclusiveScan", "Scan")},
@@ -734,13 +763,9 @@ FAMILIES = {
 }
 # The float edge values a scan or reduction may see depend on its operator.
 SCAN_LIKE = {k for k, f in FAMILIES.items() if f.reference in (ref_scan, ref_reduce,
-                                                                 ref_warp_segmented)}
+                                                                 ref_warp_segmented, ref_batched)}
 
 NOT_DRAWN = {
-    **{("WarpReduceBatched", m): "batched warp reductions: no reference yet "
-                                 "(tests/gpu/test_ranges.py)"
-       for m in ("Reduce", "ReduceToStriped", "ReduceToBlocked", "Sum", "SumToStriped",
-                 "SumToBlocked")},
     ("BlockRunLengthDecode", "RunLengthDecode"): "run-length decode: no reference yet "
                                                  "(tests/gpu/test_run_length_decode.py)",
     ("BlockRadixRankMatch", "CallBack"): "internal CUB helper, not a collective call",

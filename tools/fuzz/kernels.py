@@ -115,6 +115,8 @@ def slots(cfg) -> list[Slot]:
         if p.role in ("input_array", "output_array", "inout_array", "range_input"):
             out.append(Slot(p.name, "thread", dt, cfg.ipt,
                             p.role not in ("input_array", "range_input")))
+        elif p.role == "range_output":  # CUB's ceil_div(Batches, logical warp threads)
+            out.append(Slot(p.name, "thread", dt, -(-cfg.ipt // (cfg.warp or 32)), True))
         elif p.role == "output_scalar":
             out.append(Slot(p.name, "thread", dt, 1, True))
         elif p.role == "input_scalar":
@@ -184,7 +186,8 @@ def emit(cfg, j: int) -> tuple[list[str], list[str], str]:
         a = s.arg(j) if s else ""
         if p.role == "temp_storage":
             continue
-        if p.role in ("input_array", "output_array", "inout_array", "range_input"):
+        if p.role in ("input_array", "output_array", "inout_array", "range_input",
+                      "range_output"):
             lines += [f"{v} = local.array({s.items}, {_np(s.dtype)})",
                       f"for i in range({s.items}):",
                       f"    {v}[i] = {a}[q * {s.items} + i]"]
