@@ -198,6 +198,10 @@ def ref_scan(cfg, ins, got):
         excl_mask[:, 0] = False  # CUB leaves the first exclusive output undefined
     shape = x.shape
     mode = value_mode(op, cfg.dtype)
+    # *ScanPartial: the first valid_items lanes scan (a prefix does not see later lanes);
+    # the others' outputs are left as they were (undefined when the call returns them)
+    n = ins.get("valid_items", np.full(tile.shape[0], tile.shape[1]))
+    valid = np.arange(tile.shape[1])[None, :] < n[:, None]
     checks = []
     for pname, want, mask in (("output", None, None), ("inclusive_output", incl_seeded, None),
                               ("exclusive_output", excl, excl_mask)):
@@ -205,11 +209,16 @@ def ref_scan(cfg, ins, got):
             continue
         if pname == "output":
             want, mask = (incl_seeded, None) if "Inclusive" in name else (excl, excl_mask)
-        checks.append(Check(pname, want.reshape(shape),
-                            None if mask is None else mask.reshape(shape), mode))
+        mask = np.ones(tile.shape, bool) if mask is None else mask
+        if pname in cfg.omit:
+            mask = mask & valid
+        else:
+            want = np.where(valid, want, flat(ins[pname]))
+        checks.append(Check(pname, want.reshape(shape), mask.reshape(shape), mode))
+    aggregate = incl[np.arange(tile.shape[0]), n - 1]
     for agg in ("block_aggregate", "warp_aggregate"):
         if agg in got:
-            checks.append(Check(agg, per_thread(incl[:, -1], shape[1]), None, mode))
+            checks.append(Check(agg, per_thread(aggregate, shape[1]), None, mode))
     return checks
 
 
@@ -722,7 +731,8 @@ FAMILIES = {
                  "SumToBlocked")},
     **{(c, m): Family(ref_scan, ops=_scan_ops)
        for c in ("BlockScan", "WarpScan")
-       for m in ("ExclusiveSum", "InclusiveSum", "ExclusiveScan", "InclusiveScan", "Scan")},
+       for m in ("ExclusiveSum", "InclusiveSum", "ExclusiveScan", "InclusiveScan", "Scan",
+                 "ExclusiveScanPartial", "InclusiveScanPartial")},
     ("BlockLoad", "Load"): Family(ref_load, valid=warp_transpose_ok, records=True),
     ("BlockStore", "Store"): Family(ref_store, valid=warp_transpose_ok, records=True),
     ("WarpLoad", "Load"): Family(ref_load, records=True),
