@@ -15,7 +15,8 @@ h = a * h_prev + b is a scan over (a, b) records with the associative operator
 so each thread block takes one (b, d) and walks L in chunks of ``THREADS * ITEMS``: it loads
 the chunk of u, delta (and z), then for each state n loads the chunk of B and C, builds the
 records and runs ``block.inclusive_scan`` over them. A prefix callback carries h between chunks
-(its state, one record per state n, lives in shared memory between the chunks' scans).
+(its state, the pair (a, h) of each state n, lives in shared memory between the chunks'
+scans).
 
     python examples/mamba_selective_scan.py     # checks against a float64 numpy reference
 """
