@@ -30,17 +30,15 @@ ALIASES_PATH = Path(__file__).parent / "data" / "doc_aliases.toml"
 
 @dataclass(frozen=True)
 class DocContext:
-    """What every section reads: the model, the Doxygen alias texts and the naming table."""
+    """What every section reads: the model, the Doxygen alias texts and the naming table's rows
+    (dicts with emit.load_pythonic's keys: name, scope, cls, methods, args, rename, ...)."""
     model: ApiModel
     aliases: dict
     pythonic: tuple
 
     @classmethod
     def of(cls, model: ApiModel) -> "DocContext":
-        keys = ("name", "scope", "cls", "methods", "select", "needs", "excludes", "object",
-                "bind", "args", "rename")
-        return cls(model, load_aliases(),
-                   tuple(tuple(row[k] for k in keys) for row in load_pythonic(model)[0]))
+        return cls(model, load_aliases(), tuple(load_pythonic(model)[0]))
 
 BLOCK_DIMS = ("block_dim_x", "block_dim_y", "block_dim_z")
 PER_THREAD = ("items_per_thread", "keys_per_thread")
@@ -346,19 +344,33 @@ def _is_object_method(cls: ClassModel) -> bool:
     return any(p.role != "temp_storage" for c in cls.constructors for p in c.params)
 
 
-def _matches(ov: Overload, needs: tuple, excludes: tuple) -> bool:
+def _matches(ov: Overload, row: dict) -> bool:
+    """Whether a naming-table row's ``needs``/``excludes`` filters admit the overload."""
     names = {p.name for p in ov.params}
-    return all(n in names for n in needs) and not any(n in names for n in excludes)
+    return all(n in names for n in row["needs"]) and not any(n in names for n in row["excludes"])
+
+
+def _rows_of(ctx: DocContext, cls: ClassModel) -> tuple[dict, ...]:
+    return tuple(row for row in ctx.pythonic if row["cls"] == cls.name)
+
+
+def pythonic_names(ctx: DocContext, cls: ClassModel, ov: Overload) -> dict[str, str]:
+    """CUB parameter name -> the name the Pythonic functions reaching ``ov`` give it."""
+    out: dict[str, str] = {}
+    for row in _rows_of(ctx, cls):
+        if any(ov.name == m for _, m in row["methods"]) and _matches(ov, row):
+            for name, cubs in row.get("rename", ()):
+                out.update({cub: name for cub in cubs if cub != name})
+    return out
 
 
 def pythonic_spellings(ctx: DocContext, cls: ClassModel, ov: Overload) -> list[str]:
     """The Pythonic calls (from the naming table) that reach this overload."""
     out = []
-    for row in ctx.pythonic:
-        name, scope, cls_name, methods, select, needs, excludes, obj, bind = row[:9]
-        slots, rename = row[9:11] if len(row) > 9 else (None, ())
-        if cls_name != cls.name:
-            continue
+    for row in _rows_of(ctx, cls):
+        name, scope, methods, select, obj = (row[k] for k in ("name", "scope", "methods",
+                                                                "select", "object"))
+        slots, rename = row.get("args"), row.get("rename", ())
         if obj:
             var = "".join(word[0] for word in name.split("_"))
             if obj == "constructor" and ov.kind == "constructor":
@@ -368,10 +380,10 @@ def pythonic_spellings(ctx: DocContext, cls: ClassModel, ov: Overload) -> list[s
             for alias, method in methods:
                 if ov.kind == "method" and ov.name == method:
                     out.append(_assign(_returned(ov),
-                                       f"{var}.{alias}({_call_args(ov, drop=tuple(bind))})"))
+                                       f"{var}.{alias}({_call_args(ov, drop=row['bind'])})"))
             continue
         for selector, method in methods:
-            if ov.kind != "method" or ov.name != method or not _matches(ov, needs, excludes):
+            if ov.kind != "method" or ov.name != method or not _matches(ov, row):
                 continue
             args = _call_args(ov) if slots is None else _pythonic_args(ov, slots, rename)
             if select:
@@ -380,7 +392,10 @@ def pythonic_spellings(ctx: DocContext, cls: ClassModel, ov: Overload) -> list[s
     return out
 
 
-def parameter_rows(ov: Overload, doc_params: dict[str, str], aliases: dict[str, str]) -> list[str]:
+def parameter_rows(ov: Overload, doc_params: dict[str, str], aliases: dict[str, str],
+                   pythonic: dict[str, str] | None = None) -> list[str]:
+    """One row per C++ parameter; ``pythonic`` gives the Pythonic functions' names for it."""
+    pythonic = pythonic or {}
     rows = ["| parameter | C++ type | role | in Python | CUB's description |",
             "|---|---|---|---|---|"]
     for p in ov.params:
@@ -390,7 +405,8 @@ def parameter_rows(ov: Overload, doc_params: dict[str, str], aliases: dict[str, 
         if p.default is not None:
             how += f"; optional, default `{p.default}`"
         desc = one_line(doc_params.get(p.name, ""), aliases)
-        rows.append(f"| `{p.name}` | `{p.type}` | {what} | {how} | {desc} |")
+        name = f"`{p.name}`" + (f" (Pythonic `{pythonic[p.name]}`)" if p.name in pythonic else "")
+        rows.append(f"| {name} | `{p.type}` | {what} | {how} | {desc} |")
     return rows
 
 
@@ -423,7 +439,7 @@ def overload_lines(ctx: DocContext, cls: ClassModel, ov: Overload) -> list[str]:
     lines += [f"- Pythonic: `{s}`" for s in pythonic_spellings(ctx, cls, ov)]
     lines.append("")
     if ov.params:
-        lines += parameter_rows(ov, doc_params, aliases) + [""]
+        lines += parameter_rows(ov, doc_params, aliases, pythonic_names(ctx, cls, ov)) + [""]
     for t in _named_tparams(ov):
         how = "inferred from the arguments" if t.kind == "type" else \
             "inferred from the arrays' lengths" if t.name in {p.array_extent for p in ov.params} \
@@ -514,7 +530,7 @@ def class_intro_lines(ctx: DocContext, cls: ClassModel) -> list[str]:
 def bound_overloads(ctx: DocContext, cls: ClassModel) -> tuple[Overload, ...]:
     """What the bindings bind: constructors, the public methods and the hidden ones the
     naming table names (emit.bound_methods)."""
-    named = frozenset(m for row in ctx.pythonic if row[2] == cls.name for _, m in row[3])
+    named = frozenset(m for row in _rows_of(ctx, cls) for _, m in row["methods"])
     return tuple(o for o in cls.constructors if bindable(o, cls)) + bound_methods(cls, named)
 
 
@@ -563,10 +579,11 @@ def index_page(entry: LockEntry, ctx: DocContext, classes: list[ClassModel]) -> 
               f"{len(bound_overloads(ctx, c))} |" for c in classes]
     lines += ["", "## Pythonic functions", "", "| function | CUB |", "|---|---|"]
     by_name = {c.name: c for c in classes}
-    for name, scope, cls_name, methods, *_ in ctx.pythonic:
+    for row in ctx.pythonic:
+        cls_name = row["cls"]
         page = f"{module_name(by_name[cls_name])}.md"
-        targets = ", ".join(f"[{cls_name}.{m}]({page}#{m.lower()})" for _, m in methods)
-        lines.append(f"| `{scope}.{name}` | {targets} |")
+        targets = ", ".join(f"[{cls_name}.{m}]({page}#{m.lower()})" for _, m in row["methods"])
+        lines.append(f"| `{row['scope']}.{row['name']}` | {targets} |")
     lines += ["", "## Enums", "", "| enum | values |", "|---|---|"]
     for e in model.enums:
         lines.append(f"| `{e.qualname}` | "
@@ -609,8 +626,10 @@ def docstrings(model: ApiModel) -> dict[str, str]:
         for name, overloads in groups:
             out[f"{cls.scope}.{cls.name}.{name}"] = _finish(method_lines(ctx, cls, name, overloads))
     by_name = {c.name: c for c in classes}
-    for name, scope, cls_name, methods, select, needs, excludes, obj, *_ in ctx.pythonic:
-        cls = by_name[cls_name]
+    for row in ctx.pythonic:
+        name, scope, methods, select, obj = (row[k] for k in ("name", "scope", "methods",
+                                                                "select", "object"))
+        cls = by_name[row["cls"]]
         lines = [f"# {scope}.{name}", ""]
         covered: list[Overload] = []
         if obj:
@@ -624,7 +643,7 @@ def docstrings(model: ApiModel) -> dict[str, str]:
                       + (f' when `{select}="{sel}"`' if select else "") + "." for sel, m in methods]
             lines.append("")
             covered = [o for o in bound_overloads(ctx, cls) if o.kind == "method" and
-                       o.name in {m for _, m in methods} and _matches(o, needs, excludes)]
+                       o.name in {m for _, m in methods} and _matches(o, row)]
         lines += ["## Template keywords", ""] + template_rows(model, cls) + [""]
         for ov in covered:
             lines += overload_lines(ctx, cls, ov)

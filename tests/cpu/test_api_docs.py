@@ -210,7 +210,9 @@ def test_class_page_from_a_hand_built_model():
     from coopgen.generator.emit_docs import DocContext, class_page
 
     model = _toy_model()
-    row = ("toy_reduce", "block", "BlockToy", (("", "Reduce"),), None, (), (), None, ())
+    row = dict(name="toy_reduce", scope="block", cls="BlockToy", methods=(("", "Reduce"),),
+               select=None, needs=(), excludes=(), object=None, bind=(), args=None,
+               rename=(("op", ("reduction_op",)),))
     ctx = DocContext(model, ALIASES, (row,))
     page = class_page(headers.find_entry("3.0.1"), ctx, model.classes[0])
     assert "# block.BlockToy" in page and "A toy." in page
@@ -224,6 +226,7 @@ def test_class_page_from_a_hand_built_model():
     assert "- Pythonic: `aggregate = block.toy_reduce(items, reduction_op, valid_items=0)`" in page
     assert "- Faithful: `obj = block.BlockToy(temp_storage=temp_storage)`" in page
     assert "| `aggregate` | `T &` | output value | omit it and it is returned" in page
+    assert "| `reduction_op` (Pythonic `op`) | `ReductionOp` | operator |" in page
     assert "The result, valid in *thread*<sub>0</sub> |" in page
     assert "Reduces `items` with an operator." in page
     assert "- " + ALIASES["granularity"] in page
