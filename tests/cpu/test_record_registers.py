@@ -25,7 +25,7 @@ def compose(x, y, out):
 def record_scan(d_in, d_out):
     items = local.array(8, PAIR)
     block.load(d_in, items, algorithm="warp_transpose")
-    block.inclusive_scan(items, items, compose)
+    block.inclusive_scan(items, items, scan_op=compose)
     block.store(d_out, items, algorithm="warp_transpose")
 
 
