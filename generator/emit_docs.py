@@ -354,6 +354,31 @@ def _rows_of(ctx: DocContext, cls: ClassModel) -> tuple[dict, ...]:
     return tuple(row for row in ctx.pythonic if row["cls"] == cls.name)
 
 
+def pythonic_signature(row: dict) -> str:
+    """``block.load(src, dst, items_per_thread, ...)``: a Pythonic function's positional order
+    (``args`` of its naming-table row; without one, CUB's parameter order)."""
+    args = row.get("args")
+    return f"{row['scope']}.{row['name']}({', '.join(args)})" if args else ""
+
+
+def pythonic_call_lines(row: dict) -> list[str]:
+    """The call shapes and defaults a naming-table row gives a Pythonic function."""
+    lines = []
+    if row.get("args"):
+        lines.append(f"- In kernels: `{pythonic_signature(row)}`; more positional arguments "
+                     "than these are an error, any of them may be given by keyword.")
+    if row.get("host"):
+        lines.append(f"- Two-phase, on the host: `{row['scope']}.{row['name']}"
+                     f"({', '.join(row['host'])})` returns an object to call in kernels.")
+    if row.get("defaults"):
+        lines.append("- Defaults: " + ", ".join(f"`{k}={v!r}`" for k, v in row["defaults"]) + ".")
+    if row.get("rename"):
+        lines.append("- CUB's names are accepted as keywords too: " + ", ".join(
+            f"`{cub}=` for `{name}`" for name, cubs in row["rename"] for cub in cubs
+            if cub != name) + ".")
+    return lines + [""] if lines else []
+
+
 def pythonic_names(ctx: DocContext, cls: ClassModel, ov: Overload) -> dict[str, str]:
     """CUB parameter name -> the name the Pythonic functions reaching ``ov`` give it."""
     out: dict[str, str] = {}
@@ -577,13 +602,15 @@ def index_page(entry: LockEntry, ctx: DocContext, classes: list[ClassModel]) -> 
              "## Classes", "", "| class | description | bound overloads |", "|---|---|---|"]
     lines += [f"| [{c.scope}.{c.name}]({module_name(c)}.md) | {one_line(c.brief, aliases)} | "
               f"{len(bound_overloads(ctx, c))} |" for c in classes]
-    lines += ["", "## Pythonic functions", "", "| function | CUB |", "|---|---|"]
+    lines += ["", "## Pythonic functions", "", "| function | arguments, in order | CUB |",
+              "|---|---|---|"]
     by_name = {c.name: c for c in classes}
     for row in ctx.pythonic:
         cls_name = row["cls"]
         page = f"{module_name(by_name[cls_name])}.md"
         targets = ", ".join(f"[{cls_name}.{m}]({page}#{m.lower()})" for _, m in row["methods"])
-        lines.append(f"| `{row['scope']}.{row['name']}` | {targets} |")
+        order = f"`{', '.join(row['args'])}`" if row.get("args") else "CUB's order"
+        lines.append(f"| `{row['scope']}.{row['name']}` | {order} | {targets} |")
     lines += ["", "## Enums", "", "| enum | values |", "|---|---|"]
     for e in model.enums:
         lines.append(f"| `{e.qualname}` | "
@@ -644,6 +671,7 @@ def docstrings(model: ApiModel) -> dict[str, str]:
             lines.append("")
             covered = [o for o in bound_overloads(ctx, cls) if o.kind == "method" and
                        o.name in {m for _, m in methods} and _matches(o, row)]
+        lines += pythonic_call_lines(row)
         lines += ["## Template keywords", ""] + template_rows(model, cls) + [""]
         for ov in covered:
             lines += overload_lines(ctx, cls, ov)

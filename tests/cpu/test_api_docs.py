@@ -100,6 +100,10 @@ def test_help_shows_the_reference():
     fn = pydoc.render_doc(block.exclusive_sum, renderer=pydoc.plaintext)
     assert "# block.exclusive_sum" in fn and "Calls `cub::BlockScan::ExclusiveSum`" in fn
     assert "InclusiveSum(" not in fn
+    load = block.load.__doc__  # the naming table's call shapes
+    assert "- In kernels: `block.load(src, dst, items_per_thread, algorithm," in load
+    assert "- Two-phase, on the host: `block.load(dtype, threads_per_block, items_per_thread" in load
+    assert "`block_items_end=` for `num_valid_items`" in load
     assert "# warp.reduce" in warp.reduce.__doc__
     assert block.histogram.__doc__.startswith("# block.histogram")
     undocumented = [n for ns in (block, warp) for n in ns.__all__
