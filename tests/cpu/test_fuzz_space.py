@@ -53,8 +53,8 @@ def test_references_accept_every_draw():
 def test_radix_bit_order_is_numpy_order(dtype):
     rng = np.random.default_rng()
     x = runner.random_values(dtype, (4000,), rng, ("0.0", "-0.0", "inf", "-inf", "max", "lowest"))
-    order = np.argsort(families.ordered_bits(x), kind="stable")
-    assert (np.diff(x[order].astype(np.float64)) >= 0).all()
+    y = x[np.argsort(families.ordered_bits(x), kind="stable")]
+    assert (y[1:] >= y[:-1]).all()
     if x.dtype.kind == "f":  # -0.0 and +0.0 are one key, as in CUB
         z = np.array([0.0, -0.0], x.dtype)
         assert families.ordered_bits(z)[0] == families.ordered_bits(z)[1]

@@ -615,6 +615,53 @@ def rank_skip(cls, method) -> str:
     return ""
 
 
+# --- run-length decode ---------------------------------------------------------------------
+
+def ref_run_length(cfg, ins, got):
+    """The object holds the block's runs (blocked); RunLengthDecode(from_decoded_offset) gives
+    thread t the decoded items offset + t * D + i and, if asked, their offsets in their runs."""
+    values = flat(ins["run_values"])
+    g, n_runs = values.shape
+    if "run_lengths" in ins:
+        lengths = flat(ins["run_lengths"]).astype(np.int64)
+    else:  # offsets: the last run's length is unknown; decode only up to its start
+        offsets = flat(ins["run_offsets"]).astype(np.int64)
+        lengths = np.diff(offsets, axis=1, append=offsets[:, -1:])
+    decoded = got["decoded_items"]
+    threads, d = decoded.shape[1], decoded.shape[2]
+    want = np.zeros(decoded.shape, decoded.dtype)
+    rel = np.zeros(decoded.shape, np.uint32)
+    defined = np.zeros(decoded.shape, bool)
+    totals = lengths.sum(axis=1)
+    for gi in range(g):
+        expanded = np.repeat(values[gi], lengths[gi])
+        starts = np.repeat(np.cumsum(lengths[gi]) - lengths[gi], lengths[gi])
+        pos = int(ins["from_decoded_offset"][gi]) + np.arange(threads * d).reshape(threads, d)
+        ok = pos < totals[gi]
+        want[gi][ok] = expanded[pos[ok]]
+        rel[gi][ok] = pos[ok] - starts[pos[ok]]
+        defined[gi] = ok
+    checks = [Check("decoded_items", want, defined)]
+    if "item_offsets" in got:
+        checks.append(Check("item_offsets", rel.astype(got["item_offsets"].dtype), defined))
+    if "total_decoded_size" in got:
+        checks.append(Check("total_decoded_size", per_thread(totals, threads).astype(np.uint32)))
+    return checks
+
+
+def run_length_inputs(cfg, rng, groups):
+    """Runs of 1 to 5 items; zero-length runs only at the end of the tile (CUB: a run of
+    length zero may not be followed by one that is not)."""
+    runs = int(tkw(cfg)["runs_per_thread"])
+    lengths = rng.integers(1, 6, (groups, cfg.threads * runs))
+    for gi in range(groups):
+        lengths[gi, lengths.shape[1] - int(rng.integers(0, 4)):] = 0
+    total = lengths.sum(axis=1)
+    offsets = np.cumsum(lengths, axis=1) - lengths
+    return {"run_lengths": lengths.astype(np.int32), "run_offsets": offsets.astype(np.int32),
+            "from_decoded_offset": np.array([rng.integers(0, t + 1) for t in total], np.uint32)}
+
+
 # --- batched warp reductions (CCCL 3.5.0) --------------------------------------------------
 
 def ref_batched(cfg, ins, got):
@@ -726,6 +773,9 @@ FAMILIES = {
     ("WarpReduce", "TailSegmentedReduce"): Family(ref_warp_segmented, ops=reduce_ops,
                                                   inputs=segment_inputs),
     ("WarpScan", "Broadcast"): Family(ref_broadcast),
+    ("BlockRunLengthDecode", "RunLengthDecode"): Family(
+        ref_run_length, inputs=run_length_inputs,
+        int_tkw={"runs_per_thread": (1, 2, 3, 4), "decoded_items_per_thread": (1, 2, 3, 4, 7, 8)}),
     **{("WarpReduceBatched", m): Family(ref_batched, ops=reduce_ops, valid=batched_valid)
        for m in ("Reduce", "ReduceToStriped", "ReduceToBlocked", "Sum", "SumToStriped",
                  "SumToBlocked")},
@@ -776,8 +826,6 @@ SCAN_LIKE = {k for k, f in FAMILIES.items() if f.reference in (ref_scan, ref_red
                                                                  ref_warp_segmented, ref_batched)}
 
 NOT_DRAWN = {
-    ("BlockRunLengthDecode", "RunLengthDecode"): "run-length decode: no reference yet "
-                                                 "(tests/gpu/test_run_length_decode.py)",
     ("BlockRadixRankMatch", "CallBack"): "internal CUB helper, not a collective call",
     ("WarpMergeSort", "get_member_mask"): "a query, not a collective call",
 }

@@ -18,7 +18,9 @@ MAIN_TYPES = {"T", "KeyT", "InputT", "InputType", "ItemT", "DefaultT", "OutputT"
               "UnsignedBits", "RandomAccessIterator", "InputIteratorT", "OutputIteratorT",
               "BlockPrefixCallbackOp"}
 FIXED_TYPES = {"OffsetT": "int32", "ValidFlag": "int32", "FlagT": "int32",
-               "CounterT": "uint32", "int": "int32", "unsigned int": "uint32"}
+               "CounterT": "uint32", "int": "int32", "unsigned int": "uint32",
+               "RunLengthT": "int32", "UserRunOffsetT": "int32", "TotalDecodedSizeT": "uint32",
+               "RelativeOffsetT": "uint32", "DecodedOffsetT": "uint32"}
 #: Scalar inputs each thread supplies; every other scalar input is one value per group.
 PER_THREAD_SCALARS = ("input", "head_flag", "tail_flag")
 
@@ -105,15 +107,28 @@ def tile_items(cfg) -> int:
     return cfg.group_threads * cfg.ipt
 
 
+def extent_items(cfg, extent: str | None) -> int:
+    """Items per thread of an array parameter: its extent's template keyword when the
+    configuration sets it (runs_per_thread=), else items per thread."""
+    keyword = next((t.keyword for t in cfg.spec.template_params if t.name == extent), None)
+    return int(dict(cfg.tkw).get(keyword, cfg.ipt))
+
+
+def call_params(cfg):
+    """The constructor's parameters (objects built in the kernel), then the method's."""
+    ctor = cfg.constructor
+    return (tuple(ctor.params) if ctor else ()) + tuple(cfg.method.params)
+
+
 def slots(cfg) -> list[Slot]:
     out = []
     m = cfg.method
     if m.returns not in ("void", ""):
         out.append(Slot("return", "thread", cfg.dtype, 1, True))
-    for p in m.params:
+    for p in call_params(cfg):
         dt = dtype_for(cfg, p.base)
         if p.role in ("input_array", "output_array", "inout_array", "range_input"):
-            out.append(Slot(p.name, "thread", dt, cfg.ipt,
+            out.append(Slot(p.name, "thread", dt, extent_items(cfg, p.extent),
                             p.role not in ("input_array", "range_input")))
         elif p.role == "range_output":  # CUB's ceil_div(Batches, logical warp threads)
             out.append(Slot(p.name, "thread", dt, -(-cfg.ipt // (cfg.warp or 32)), True))
@@ -180,7 +195,11 @@ def emit(cfg, j: int) -> tuple[list[str], list[str], str]:
     args = [s.arg(j) for s in slots(cfg)]
     kwargs, after = [], []
     ret = returned(cfg)
-    for p in m.params:
+    ctor_params = cfg.constructor.params if cfg.constructor else ()
+    ctor_kwargs = []
+    for k, p in enumerate(call_params(cfg)):
+        if k == len(ctor_params):  # the object's arguments are all set up: build it
+            ctor_kwargs, kwargs = kwargs, []
         s = by_name.get(p.name)
         v = f"c{j}_{p.name}_v"
         a = s.arg(j) if s else ""
@@ -223,7 +242,11 @@ def emit(cfg, j: int) -> tuple[list[str], list[str], str]:
             raise AssertionError(f"fuzz kernels do not bind role {p.role} ({cfg.label()})")
         kwargs.append(f"{p.name}={v}")
     callee, extra = _callee(cfg)
-    kwargs += extra + [f"{k}={v!r}" for k, v in cfg.tkw]
+    template = extra + [f"{k}={v!r}" for k, v in cfg.tkw]
+    if cfg.constructor:  # template keywords go to the constructor
+        lines.append(f"c{j}_obj = {cfg.spec.scope}.{cfg.cls}({', '.join(ctor_kwargs + template)})")
+        callee, template = f"c{j}_obj.{m.name}", []
+    kwargs += template
     if cfg.warp:
         kwargs.append(f"logical_warp_threads={cfg.warp}")
     ipt_param = next((t.name for t in cls.template_params if t.keyword == "items_per_thread"), None)

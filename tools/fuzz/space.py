@@ -52,6 +52,9 @@ class Config:
     # coopgen.TempStorage of the kernel shared by its calls: "exclusive" (a slice per call) or
     # "shared" (one overlapping storage; the kernel syncs before each use, as CUB asks)
     storage: str = "implicit"
+    # The constructor (signature) of a class whose methods are called on an object built in
+    # the kernel from data (BlockRunLengthDecode); "" for one-shot calls
+    ctor: str = ""
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), separators=(",", ":"))
@@ -71,6 +74,10 @@ class Config:
     @property
     def method(self):
         return next(m for m in self.spec.methods if m.signature == self.sig)
+
+    @property
+    def constructor(self):
+        return next((c for c in self.spec.constructors if c.signature == self.ctor), None)
 
     @property
     def threads(self) -> int:
@@ -271,12 +278,18 @@ def draw_one(rng, cls, method, seed: int, forced_block=None) -> Config | None:
         omit = tuple(n for n in outs if rng.random() < 0.5)
         if omit and _shorter_overload_matches(cls, method, omit):
             omit = ()  # without them the call means a shorter overload
-        storage = "implicit"
-        if cls.scope == "block" and cls.temp_storage != "none" and rng.random() < 0.3:
+        built = [c for c in cls.constructors if c.params and
+                 not any(p.role == "temp_storage" for p in c.params)]
+        needs_object = all(any(p.role != "temp_storage" for p in c.params)
+                           for c in cls.constructors)
+        ctor = _pick(rng, built).signature if needs_object and built else ""
+        storage = "implicit"  # (an object's storage is its constructor's: implicit here)
+        if cls.scope == "block" and cls.temp_storage != "none" and not ctor and \
+                rng.random() < 0.3:
             storage = _pick(rng, ("exclusive", "shared"))
-        cfg = Config(cls.name, method.signature, _pick(rng, surfaces(cls, method)), dtype,
-                     value_dtype, block, ipt, _template_keywords(rng, cls, fam), op, omit,
-                     warp, seed, storage)
+        surface = "faithful" if ctor else _pick(rng, surfaces(cls, method))
+        cfg = Config(cls.name, method.signature, surface, dtype, value_dtype, block, ipt,
+                     _template_keywords(rng, cls, fam), op, omit, warp, seed, storage, ctor)
         size = families.np_dtype(dtype).itemsize + (
             np.dtype(value_dtype).itemsize if value_dtype else 0)
         if math.prod(block) * ipt * max(size, 4) > TILE_BYTES:
