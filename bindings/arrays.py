@@ -20,6 +20,10 @@ from .errors import CoopgenTypeError
 
 
 SHARED_ALIGNMENT = 16
+#: A coopgen.shared.array this large joins the kernel's coopgen storage (shared_placement), so
+#: that it moves to dynamic shared memory with it past the static limit; smaller ones stay
+#: numba's static arrays (and count toward the limit).
+STORAGE_ARRAY_BYTES = 16 * 1024
 
 
 class SizedArray(types.Array):
@@ -142,10 +146,53 @@ def _make_array_function(space: str):
                                       nvvm.ADDRSPACE_SHARED, SHARED_ALIGNMENT)
         if ret.alignment is not None:
             align = max(align or 1, ret.alignment)
+        if space == "shared":
+            nbytes = ret.size * context.get_abi_sizeof(context.get_data_type(ret.dtype))
+            if nbytes >= STORAGE_ARRAY_BYTES:
+                return _storage_array(context, builder, ret, nbytes, align)
         return _generic_array(context, builder, shape=ret.shape, dtype=ret.dtype,
                               symbol_name=name, addrspace=addrspace, alignment=align)
 
     return array
+
+
+def _storage_array(context, builder, aryty, nbytes: int, align: int):
+    """A shared array kept in the translation unit's storage struct: its address comes from an
+    accessor shim, which LTO inlines to the same constant address a numba global would have
+    (or to the dynamic shared memory base)."""
+    import hashlib
+
+    from llvmlite import ir
+    from numba.cuda import cgutils
+
+    from .lowering_context import lowering_function
+    from .shimcall import Shim, bundle_for
+    from .shims import STORAGE
+
+    bundle = bundle_for(context.active_code_library, module=builder.module)
+    site = lowering_function()
+    where = (site[0].func_id.modname, site[0].func_id.func_qualname) if site else bundle.name
+    # Named from what it is (the function, its how-many-th array, shape, dtype): the same
+    # kernel gives the same translation unit (so NVRTC's cache) in every process.
+    key = (where, bundle.shared_array_count(), aryty.shape, str(aryty.dtype), align)
+    symbol = "coopgen_array_" + hashlib.sha256(repr(key).encode()).hexdigest()[:12]
+    bundle.add(Shim(symbol, f"COOPGEN_SHIM void* {symbol}()\n{{\n  return {STORAGE}.{symbol};\n}}",
+                    shared_array=(nbytes, align)))
+    i8p = ir.IntType(8).as_pointer()
+    data = builder.call(cgutils.get_or_insert_function(builder.module, ir.FunctionType(i8p, []),
+                                                       symbol), [])
+    lldtype = context.get_data_type(aryty.dtype)
+    itemsize = context.get_abi_sizeof(lldtype)
+    strides, stride = [], itemsize
+    for extent in reversed(aryty.shape):
+        strides.insert(0, stride)
+        stride *= extent
+    ary = context.make_array(aryty)(context, builder)
+    intp = lambda v: context.get_constant(types.intp, v)  # noqa: E731
+    context.populate_array(ary, data=builder.bitcast(data, lldtype.as_pointer()),
+                           shape=[intp(n) for n in aryty.shape], strides=[intp(n) for n in strides],
+                           itemsize=intp(itemsize), meminfo=None)
+    return ary._getvalue()
 
 
 local_array = _make_array_function("local")

@@ -89,6 +89,9 @@ class Shim:
     #: (TempStorage type, logical warps, logical warp threads): a slice per logical warp in
     #: the warp-storage union of that logical warp size.
     warp_storage: tuple | None = None
+    #: (bytes, alignment) of a large coopgen.shared.array this shim returns the address of:
+    #: a member of the storage struct named by the symbol (arrays.STORAGE_ARRAY_BYTES).
+    shared_array: tuple | None = None
 
 
 class ShimBundle(LTOIR):
@@ -112,6 +115,11 @@ class ShimBundle(LTOIR):
     @property
     def shims(self) -> tuple[Shim, ...]:
         return tuple(self._shims.values())
+
+    def shared_array_count(self) -> int:
+        """How many large shared arrays the bundle holds (arrays._storage_array names them)."""
+        with self._lock:
+            return sum(1 for s in self._shims.values() if s.shared_array)
 
     def next_use_index(self, symbol: str) -> int:
         """How many shims already use the TempStorage object ``symbol`` (exclusive slices)."""
@@ -158,8 +166,9 @@ class ShimBundle(LTOIR):
         return "".join(parts)
 
     def _storage(self, shims) -> list[str]:
-        """All the storage of the translation unit, as one struct (shared_placement) whose
-        members are what the shims reach through ``coopgen_storage()``."""
+        """All the storage of the translation unit (implicit, warp, TempStorage objects, large
+        coopgen.shared.arrays), as one struct (shared_placement) whose members are what the
+        shims reach through ``coopgen_storage()``."""
         from .shared_placement import storage_definition
         from .shims import BLOCK_MEMBER, WARP_MEMBER
         from .storage import definition
@@ -182,6 +191,10 @@ class ShimBundle(LTOIR):
             obj, uses = objects[symbol]
             parts.append(definition(obj, sorted(uses, key=lambda m: m[1])))
             members.append((f"{symbol}_t", symbol))
+        for s in shims:
+            if s.shared_array:
+                nbytes, align = s.shared_array
+                members.append((f"alignas({align}) unsigned char", f"{s.symbol}[{nbytes}]"))
         block = sorted({s.block_storage for s in shims if s.block_storage})
         if block:
             # As large and as aligned as the largest TempStorage of the translation unit.

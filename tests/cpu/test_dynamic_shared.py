@@ -9,7 +9,7 @@ from numba import cuda
 from numba.cuda import types
 
 import coopgen
-from coopgen import block, block_shape, launch_hook, local
+from coopgen import block, block_shape, launch_hook, local, shared
 from coopgen.linkcheck import link_cubin
 from coopgen.shared_placement import (STATIC_SHARED_LIMIT, dynamic_requirement, launch_bytes,
                                       static_shared_bytes)
@@ -52,6 +52,37 @@ def small_sort(d_in, d_out):
     block.store(d_out, items)
 
 
+ARRAY_BYTES = 140 * 1024  # enough for the radix sort's 132 KB
+
+
+def sort_in_shared_array(d_in, d_out):
+    temp = shared.array(ARRAY_BYTES, np.uint8)
+    items = local.array(16, np.int64)
+    block.load(d_in, items)
+    block.radix_sort_keys(items, temp_storage=temp)
+    block.store(d_out, items)
+
+
+def sort_beside_data_array(d_in, d_out):
+    data = shared.array(5000, np.float32)  # 20000 bytes: a member of coopgen's storage
+    items = local.array(4, np.int64)
+    data[cuda.threadIdx.x] = 1
+    block.load(d_in, items, algorithm="warp_transpose")
+    block.radix_sort_keys(items)
+    block.store(d_out, items)
+    d_out[0] += data[cuda.threadIdx.x + 1]
+
+
+def reverse_in_shared_array(d_in, d_out):
+    buf = shared.array((128, 128), np.float64)  # 128 KB and no primitive at all
+    t = cuda.threadIdx.x
+    for i in range(128):
+        buf[t, i] = d_in[t * 128 + i]
+    cuda.syncthreads()
+    for i in range(128):
+        d_out[t * 128 + i] = buf[127 - t, 127 - i]
+
+
 def _largest_storage(threads, items):
     """(bytes, alignment) of the implicit storage of sort_1024x16 with this tile."""
     tile = dict(threads_per_block=threads, items_per_thread=items)
@@ -91,6 +122,30 @@ def test_numba_shared_arrays_count_toward_the_limit():
     assert size < STATIC_SHARED_LIMIT < size + 40000
     assert res.smem == 40000  # numba's array stays static; coopgen's storage moved out
     assert dynamic_requirement(res.cubin) == (size, align, True)
+
+
+def test_large_shared_array_is_dynamic():
+    with block_shape(1024):
+        res = link_cubin(sort_in_shared_array, I64)
+    size, align, _ = dynamic_requirement(res.cubin)
+    assert res.smem == 0 and res.local_bytes == 0
+    # the array, then the direct load's and store's (empty, 1-byte) implicit storage
+    assert (size, align) == (ARRAY_BYTES + 16, 16)
+
+
+def test_large_shared_array_alone_is_dynamic():
+    sig = (types.float64[::1], types.float64[::1])
+    with block_shape(128):
+        res = link_cubin(reverse_in_shared_array, sig)
+    assert res.smem == 0
+    assert dynamic_requirement(res.cubin)[:2] == (128 * 128 * 8, 16)
+
+
+def test_shared_array_in_static_storage():
+    with block_shape(128):
+        res = link_cubin(sort_beside_data_array, I64)
+    assert dynamic_requirement(res.cubin) is None
+    assert res.smem == 20000 + _largest_storage(128, 4)[0]
 
 
 def test_small_storage_stays_static():

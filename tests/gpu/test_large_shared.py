@@ -4,7 +4,7 @@ import pytest
 from numba import cuda
 
 import coopgen
-from coopgen import block, local
+from coopgen import block, local, shared
 
 pytestmark = pytest.mark.gpu
 
@@ -56,6 +56,30 @@ def sort_tiles_temp_storage(d_in, d_out):
     block.radix_sort_keys(items, temp_storage=big_ts)
     cuda.syncthreads()
     block.store(d_out[base:], items, algorithm="warp_transpose", temp_storage=big_ts)
+
+
+@cuda.jit
+def sort_tiles_in_shared_array(d_in, d_out):
+    temp = shared.array(140 * 1024, np.uint8)  # as temp_storage: room for the sort's 132 KB
+    items = local.array(16, np.int64)
+    base = cuda.blockIdx.x * cuda.blockDim.x * 16
+    block.load(d_in[base:], items, algorithm="warp_transpose", temp_storage=temp)
+    cuda.syncthreads()
+    block.radix_sort_keys(items, temp_storage=temp)
+    cuda.syncthreads()
+    block.store(d_out[base:], items, algorithm="warp_transpose", temp_storage=temp)
+
+
+@cuda.jit
+def reverse_tiles(d_in, d_out):
+    buf = shared.array((128, 128), np.float64)  # 128 KB, no primitive
+    t = cuda.threadIdx.x
+    base = cuda.blockIdx.x * 128 * 128
+    for i in range(128):
+        buf[t, i] = d_in[base + t * 128 + i]
+    cuda.syncthreads()
+    for i in range(128):
+        d_out[base + t * 128 + i] = buf[127 - t, 127 - i]
 
 
 def _keys(n):
@@ -115,3 +139,19 @@ def test_temp_storage_above_48_kb():
     out = cuda.device_array_like(x)
     sort_tiles_temp_storage[blocks, threads](cuda.to_device(x), out)
     np.testing.assert_array_equal(out.copy_to_host(), _sorted_tiles(x, blocks))
+
+
+def test_shared_array_above_48_kb_as_temp_storage():
+    blocks, threads = 4, 1024
+    x = _keys(blocks * threads * 16)
+    out = cuda.device_array_like(x)
+    sort_tiles_in_shared_array[blocks, threads](cuda.to_device(x), out)
+    np.testing.assert_array_equal(out.copy_to_host(), _sorted_tiles(x, blocks))
+
+
+def test_shared_array_above_48_kb():
+    blocks = 3
+    x = np.random.default_rng().standard_normal(blocks * 128 * 128)
+    out = cuda.device_array_like(x)
+    reverse_tiles[blocks, 128](cuda.to_device(x), out)
+    np.testing.assert_array_equal(out.copy_to_host(), x.reshape(blocks, -1)[:, ::-1].ravel())
