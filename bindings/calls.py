@@ -34,7 +34,7 @@ from .lowering_context import (bound_kernel_threads, check_not_in_device_functio
                                kernel_lowering_site, use_short_shared_pointers)
 from .operators import compile_operator, identity_of, operator_signatures
 from .pythonic import CallShape, pick
-from .resolve import Resolved, resolve, template_keywords
+from .resolve import Resolved, class_template_args, resolve, template_keywords
 from .shimcall import Shim, bundle_for
 from .spec import ClassSpec, MSpec
 from .storage import TempStorageType
@@ -334,14 +334,24 @@ def resolve_object(p: Primitive, args: tuple, kws: dict):
     split = split_call(inf, args, kws)
     storage = split.storage
     split.storage = None
-    r_inf = _resolve_split(inf, split)
-    pinned = {t.name: v for t, v in r_inf.template_args}
+    if not split.mkws and p.fixed:
+        # a two-phase object called with nothing to infer from (cuda.coop's h() before
+        # h.init(hist)): the host fixed the template arguments; methods take every argument
+        tkws = {k: v for k, v in split.tkws.items() if k != p.select}
+        template_args = class_template_args(p.name, p.cls, tkws, registry.enums())
+        by_keyword = {t.keyword: v for t, v in template_args}
+        dims = tuple(int(by_keyword.get(f"block_dim_{a}", 1)) for a in "xyz")
+        pinned, bindings = {t.name: v for t, v in template_args}, ()
+    else:
+        r_inf = _resolve_split(inf, split)
+        pinned, dims, bindings = ({t.name: v for t, v in r_inf.template_args},
+                                  r_inf.block_dims, r_inf.bindings)
     methods = tuple(m for m in p.cls.constructors
                     if any(x.role == "temp_storage" for x in m.params) == (storage is not None))
     r = resolve(p.name, p.cls, methods, (), {}, template_kws={},
-                block_dims=r_inf.block_dims, enums=registry.enums(), temp_storage=storage,
+                block_dims=dims, enums=registry.enums(), temp_storage=storage,
                 pinned=pinned)
-    bound = tuple((b.param.name, b.nbtype, b.arg_index) for b in r_inf.bindings
+    bound = tuple((b.param.name, b.nbtype, b.arg_index) for b in bindings
                   if b.param.name in p.bind and b.source == "arg")
     return r, bound
 

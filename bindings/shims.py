@@ -237,7 +237,8 @@ def build(r: Resolved, op_signatures: dict[int, tuple], object_mode: str | None 
            tuple((b.param.name, b.source, b.ctype, b.operator.builtin if b.operator else None,
                   b.operator.fields if b.operator else None) for b in r.bindings),
            tuple((i, tuple(map(str, a)), str(t)) for i, (a, t) in sorted(op_signatures.items())),
-           tuple(str(t) for _, t, _ in r.returns), object_mode)
+           tuple(str(t) for _, t, _ in r.returns), object_mode,
+           object_bytes if object_mode == "construct" else None)
     h = _h(*key)
     symbol = f"coopgen_{r.cls.name}_{r.method.name}_{h}"
     # Named by the class and its template arguments only, so a constructor and the methods

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from numba import cuda
 
-from coopgen import block, local, registry, warp
+from coopgen import block, local, registry, shared, warp
 from coopgen.enums import BlockLoadAlgorithm, BlockStoreAlgorithm
 
 
@@ -381,6 +381,41 @@ def warp_data(rng, dtype, blk, ipt):
     return Case(k, blk, (x, np.zeros_like(x), np.zeros_like(x)), check)
 
 
+def histogram(rng, dtype, blk, ipt):
+    """block.histogram(items, histogram) (cuda.coop's default: atomic) and a two-phase one
+    made on the host, called as h() then h.init(hist) and h.composite(items, hist)."""
+    bins = 32
+    made = block.histogram(np.uint8, np.uint32, blk, ipt, bins)
+
+    def k(d_in, d_single, d_two):
+        items = local.array(ipt, np.uint8)
+        single = shared.array(bins, np.uint32)
+        two = shared.array(bins, np.uint32)
+        t = cuda.threadIdx.x + cuda.blockDim.x * (cuda.threadIdx.y + cuda.blockDim.y * cuda.threadIdx.z)
+        block.load(d_in, items, ipt)
+        h = block.histogram(items, single)
+        h.init()
+        cuda.syncthreads()
+        h.composite(items)
+        h2 = made()
+        h2.init(two)
+        cuda.syncthreads()
+        h2.composite(items, two)
+        cuda.syncthreads()
+        if t < bins:
+            d_single[t] = single[t]
+            d_two[t] = two[t]
+
+    x = rng.integers(0, bins, nthreads(blk) * ipt, dtype=np.uint8)
+
+    def check(a):
+        want = np.bincount(x, minlength=bins)
+        np.testing.assert_array_equal(a[1], want)
+        np.testing.assert_array_equal(a[2], want)
+
+    return Case(k, blk, (x, np.zeros(bins, np.uint32), np.zeros(bins, np.uint32)), check)
+
+
 # --- two-phase objects made on the host in cuda.coop's positional order -------------------
 
 def two_phase(rng, dtype, blk, ipt):
@@ -419,8 +454,8 @@ def two_phase(rng, dtype, blk, ipt):
 CASES = {f.__name__: f for f in (
     load_store_positional, load_store_partial, radix_sort, merge_sort, radix_rank, reduce_sum,
     scans,
-    exchange_in_place, neighbours, warp_reductions_and_scans, warp_partial_scan, warp_data,
-    two_phase)}
+    exchange_in_place, neighbours, histogram, warp_reductions_and_scans, warp_partial_scan,
+    warp_data, two_phase)}
 
 #: (dtype, block, items per thread) each case runs with; 2-D and 3-D blocks included.
 PARAMS = [(np.int32, 128, 4), (np.float32, (16, 8), 3), (np.int64, (8, 4, 4), 2),
