@@ -44,9 +44,11 @@ def values(dtype, n, rng, lo=None, hi=None):
 
 
 def close(got, want, dtype):
+    """Equal for integers; for floats, within the rounding of sums taken in another order."""
     if np.dtype(dtype).kind == "f":
-        np.testing.assert_allclose(got, want, rtol=1e-4 if np.dtype(dtype) == np.float32
-                                   else 1e-10, atol=1e-3)
+        single = np.dtype(dtype) == np.float32
+        np.testing.assert_allclose(got, want, rtol=1e-4 if single else 1e-10,
+                                   atol=5e-2 if single else 1e-8)
     else:
         np.testing.assert_array_equal(got, want)
 
