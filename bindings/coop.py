@@ -15,41 +15,71 @@ import types as _pytypes
 from . import block as _block
 from . import local, shared  # noqa: F401
 from . import warp as _warp
+from .enums import ALGORITHMS as _ALGORITHMS
 from .host_objects import gpu_dataclass  # noqa: F401
 from .operators import StatefulFunction  # noqa: F401
 from .rewrite import host_constructed
 from .storage import TempStorage as _TempStorage
 
-#: Host factories whose positional arguments cuda.coop orders differently from the function of
-#: the same name: the names, in cuda.coop's order, they are passed on as.
+#: Positional order of cuda.coop's ``make_*`` factories, per scope: by function name, by name
+#: suffix (``*_pairs``), else the scope's default. The factory passes them on as keywords, so
+#: the function's own host order (``block.reduce(dtype, tpb, binary_op, ...)``) does not apply.
 FACTORY_POSITIONALS = {
-    "histogram": ("item_dtype", "counter_dtype", "dim", "items_per_thread", "bins"),
+    "block": {
+        "histogram": ("item_dtype", "counter_dtype", "dim", "items_per_thread", "bins"),
+        "run_length": ("item_dtype", "dim", "runs_per_thread", "decoded_items_per_thread"),
+        "*_pairs": ("dtype", "value_dtype", "threads_per_block", "items_per_thread"),
+        "*_pairs_descending": ("dtype", "value_dtype", "threads_per_block", "items_per_thread"),
+        "*": ("dtype", "threads_per_block", "items_per_thread"),
+    },
+    "warp": {
+        "reduce": ("dtype", "binary_op", "threads_in_warp"),
+        "exclusive_scan": ("dtype", "scan_op", "threads_in_warp"),
+        "inclusive_scan": ("dtype", "scan_op", "threads_in_warp"),
+        "sum": ("dtype", "threads_in_warp"),
+        "max": ("dtype", "threads_in_warp"),
+        "min": ("dtype", "threads_in_warp"),
+        "exclusive_sum": ("dtype", "threads_in_warp"),
+        "inclusive_sum": ("dtype", "threads_in_warp"),
+        "*_pairs": ("dtype", "value_dtype", "items_per_thread", "threads_in_warp"),
+        "*": ("dtype", "items_per_thread", "threads_in_warp"),
+    },
 }
 #: Factories that take no temp_storage= (cuda.coop raises NotImplementedError for them).
 NO_EXPLICIT_STORAGE = ("histogram",)
 
 
+def factory_positionals(scope: str, name: str) -> tuple[str, ...]:
+    table = FACTORY_POSITIONALS[scope]
+    if name in table:
+        return table[name]
+    suffixes = sorted((k[1:] for k in table if k.startswith("*") and k != "*"), key=len,
+                      reverse=True)
+    for suffix in suffixes:
+        if name.endswith(suffix):
+            return table["*" + suffix]
+    return table["*"]
+
+
 def _factory(scope: str, name: str, function):
-    positional = FACTORY_POSITIONALS.get(name)
+    positional = factory_positionals(scope, name)
 
     def make(*args, **kws):
         if name in NO_EXPLICIT_STORAGE and "temp_storage" in kws:
             raise NotImplementedError(f"Explicit temp_storage is not supported for {name}.")
-        if positional is not None:
-            if len(args) > len(positional):
-                raise TypeError(f"coop.{scope}.make_{name}: takes at most {len(positional)} "
-                                f"positional arguments ({', '.join(positional)}), got "
-                                f"{len(args)}")
-            for key, value in zip(positional, args):
-                if key in kws:
-                    raise TypeError(f"coop.{scope}.make_{name}: {key} given twice")
-                kws[key] = value
-            args = ()
-        return function(*args, **kws)
+        if len(args) > len(positional):
+            raise TypeError(f"coop.{scope}.make_{name}: takes at most {len(positional)} "
+                            f"positional arguments ({', '.join(positional)}), got {len(args)}")
+        for key, value in zip(positional, args):
+            if key in kws:
+                raise TypeError(f"coop.{scope}.make_{name}: {key} given twice")
+            kws[key] = value
+        return function(**kws)
 
     make.__name__ = make.__qualname__ = f"make_{name}"
-    make.__doc__ = (f"cuda.coop's factory: the two-phase ``{scope}.{name}`` object (call it in "
-                    f"kernels; ``.files`` is empty, there is nothing to link).")
+    make.__doc__ = (f"cuda.coop's factory ({', '.join(positional)}, then keywords): the "
+                    f"two-phase ``{scope}.{name}`` object (call it in kernels; ``.files`` is "
+                    f"empty, there is nothing to link).")
     return make
 
 
@@ -66,6 +96,9 @@ def _namespace(scope: str, module) -> _pytypes.ModuleType:
 
 block = _namespace("block", _block)
 warp = _namespace("warp", _warp)
+# cuda.coop's algorithm enums (coop.BlockLoadAlgorithm, ...); the *Type enums of the selectors
+# are in the namespaces (coop.block.BlockExchangeType).
+globals().update(_ALGORITHMS)
 
 
 @host_constructed
@@ -103,4 +136,4 @@ class NoAlgorithm:
 
 
 __all__ = ["block", "warp", "local", "shared", "TempStorage", "ThreadData", "Decomposer",
-           "NoAlgorithm", "gpu_dataclass", "StatefulFunction"]
+           "NoAlgorithm", "gpu_dataclass", "StatefulFunction", *sorted(_ALGORITHMS)]

@@ -30,6 +30,11 @@ def is_omitted(ty) -> bool:
     return isinstance(ty, (types.NoneType, types.Omitted)) and getattr(ty, "value", None) is None
 
 
+#: Accepted by every function for cuda.coop's sake and not needed: ``methods=`` gives a user
+#: type's C++ construct/assign code, but C++ only copies coopgen's opaque struct of its bytes.
+NOT_NEEDED = frozenset({"methods"})
+
+
 @dataclass(frozen=True)
 class CallShape:
     """How one Pythonic function names its arguments (see the module docstring)."""
@@ -49,8 +54,8 @@ class CallShape:
         rename = dict(keywords)
         rename.update({k: v[0] if len(v) == 1 else v for k, v in row.rename})
         return cls(prim, row.args, rename, dict(row.defaults), dict(row.inplace),
-                   dict(row.fixed), dict(row.since), frozenset(row.deduced), row.identity,
-                   row.digits)
+                   dict(row.fixed), dict(row.since), frozenset(row.deduced) | NOT_NEEDED,
+                   row.identity, row.digits)
 
     def with_slots(self, slots) -> "CallShape":
         return dataclasses.replace(self, slots=None if slots is None else tuple(slots))

@@ -30,7 +30,7 @@ def host_arguments(p, args: tuple, kws: dict) -> tuple[dict, dict]:
         if name in template_names:
             fixed[name] = value
         elif name in params or name in shape.bit_range_names():
-            call[name] = value
+            call[name] = as_operator_value(value)
         else:
             raise TypeError(f"{p.name}: unexpected argument {name!r} on the host; template "
                             f"keywords are {', '.join(sorted(template_names))}")
@@ -44,6 +44,15 @@ def host_arguments(p, args: tuple, kws: dict) -> tuple[dict, dict]:
     except CoopgenTypeError as e:  # numba's error text carries terminal colours
         raise ValueError(re.sub(r"\x1b\[[0-9;]*m", "", str(e)).strip()) from None
     return fixed, call
+
+
+def as_operator_value(value):
+    """A plain Python function (an operator) is compiled as a device function, as it is when a
+    kernel passes one (coopgen.rewrite); other values are kept."""
+    import types as pytypes
+
+    from .operators import device_function
+    return device_function(value) if isinstance(value, pytypes.FunctionType) else value
 
 
 def check_template_values(p, fixed: dict) -> None:

@@ -184,3 +184,23 @@ def test_two_phase_objects_of_struct_types():
         load = coop.block.make_load(dtype, threads_per_block=128, items_per_thread=2,
                                     algorithm="warp_transpose")
         assert load.temp_storage_bytes == 128 * 2 * size
+
+
+def test_factories_take_cuda_coop_positional_order():
+    """make_* put items_per_thread third (block) and the operator second (warp reduce/scans),
+    whatever the order of the function's own host call."""
+    red = coop.block.make_reduce(np.int32, 128, 4, binary_op="max")
+    assert red.fixed["items_per_thread"] == 4 and red.fixed["threads_per_block"] == 128
+    pairs = coop.block.make_merge_sort_pairs(np.int32, np.float32, 64, 2, compare_op="<")
+    assert pairs.fixed["items_per_thread"] == 2 and pairs.fixed["threads_per_block"] == 64
+    assert coop.warp.make_exclusive_scan(np.int32, "max", 16).fixed["threads_in_warp"] == 16
+    assert coop.warp.make_merge_sort_keys(np.int32, 4, 16, compare_op="<").fixed[
+        "items_per_thread"] == 4
+    with pytest.raises(TypeError, match="make_sum: takes at most 3 positional"):
+        coop.block.make_sum(np.int32, 128, 4, "raking")
+
+
+def test_enums():
+    assert int(coop.BlockLoadAlgorithm.DIRECT) == 1  # cuda.coop's values: CUB's + 1
+    assert str(coop.BlockScanAlgorithm.RAKING) == "::cub::BLOCK_SCAN_RAKING"
+    assert coop.block.BlockExchangeType.StripedToBlocked and coop.warp.WarpExchangeType

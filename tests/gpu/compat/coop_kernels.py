@@ -384,7 +384,7 @@ def scan_tiles_with_running_total(d_in, d_out):
     for t in range(TILES):
         base = t * cuda.blockDim.x * 4
         coop.block.load(d_in[base:], items)
-        coop.block.exclusive_sum(items, items, block_prefix_callback_op=state)
+        coop.block.exclusive_sum(items, items, prefix_op=state)
         coop.block.store(d_out[base:], items)
 
 
@@ -469,8 +469,8 @@ def float2_block_sum_and_scan(d_xy, d_scan, d_total):
     items = coop.local.array(2, dtype=float2)
     for i in range(2):
         items[i] = make_float2(d_xy[2 * (2 * t + i)], d_xy[2 * (2 * t + i) + 1])
-    total = coop.block.reduce(items, items_per_thread=2, reduction_op=add_float2)
-    coop.block.inclusive_scan(items, items, items_per_thread=2, scan_op=add_float2)
+    total = coop.block.reduce(items, 2, add_float2)  # (src, items_per_thread, binary_op)
+    coop.block.inclusive_scan(items, items, scan_op=add_float2)
     for i in range(2):
         d_scan[2 * (2 * t + i)] = items[i].x
         d_scan[2 * (2 * t + i) + 1] = items[i].y
@@ -492,6 +492,31 @@ def case_float2_block_sum_and_scan(rng):
     return Case(float2_block_sum_and_scan, 1, threads, (xy, scan, total), check)
 
 
+float2_reduce = coop.block.make_reduce(float2, 128, 2, binary_op=add_float2,
+                                       methods={"construct": None, "assign": None})
+
+
+@cuda.jit
+def float2_two_phase_reduce(d_xy, d_total):
+    t = cuda.threadIdx.x
+    items = coop.local.array(2, dtype=float2)
+    for i in range(2):
+        items[i] = make_float2(d_xy[2 * (2 * t + i)], d_xy[2 * (2 * t + i) + 1])
+    total = float2_reduce(items)
+    if t == 0:
+        d_total[0] = total.x
+        d_total[1] = total.y
+
+
+def case_float2_two_phase_reduce(rng):
+    xy = rng.integers(-50, 50, 128 * 2 * 2).astype(np.float32)
+    total = np.zeros(2, np.float32)
+
+    def check(arrays):
+        np.testing.assert_array_equal(arrays[1], xy.reshape(-1, 2).sum(axis=0))
+    return Case(float2_two_phase_reduce, 1, 128, (xy, total), check)
+
+
 CASES = [case_copy_sized_by_argument, case_sort_tiles_sized_by_shape,
          case_block_sums_shared_sized_by_argument, case_sort_thread_data,
          case_scan_thread_data_with_dtype, case_sort_with_in_kernel_storage,
@@ -499,4 +524,4 @@ CASES = [case_copy_sized_by_argument, case_sort_tiles_sized_by_shape,
          case_sort_with_primitive_argument, case_scan_tiles_with_running_total,
          case_warp_max_plain_function, case_sort_in_numba_shared_bytes,
          case_scan_and_sum_in_dynamic_shared, case_float2_block_sum_and_scan,
-         case_two_phase_warp_sums]
+         case_two_phase_warp_sums, case_float2_two_phase_reduce]
