@@ -324,6 +324,12 @@ def exchange_valid(cfg) -> bool:
 def ordered_bits(keys: np.ndarray) -> np.ndarray:
     """CUB's bit-ordered form of keys (unsigned, ordered like the keys); -0.0 is taken as +0.0."""
     dt = keys.dtype
+    if dt.names:  # a record through a decomposer: its fields' bits, the first field highest
+        out = np.zeros(keys.shape, np.uint64)
+        for name in dt.names:
+            field = np.ascontiguousarray(keys[name])
+            out = (out << np.uint64(field.dtype.itemsize * 8)) | ordered_bits(field)
+        return out
     bits = dt.itemsize * 8
     u = keys.view(np.dtype(f"u{dt.itemsize}")).astype(np.uint64)
     sign = np.uint64(1) << np.uint64(bits - 1)
@@ -352,7 +358,7 @@ def stable_order(d: np.ndarray, descending: bool) -> np.ndarray:
 def ref_radix_sort(cfg, ins, got):
     keys = ins["keys"]
     g, threads, k = keys.shape
-    bits = keys.dtype.itemsize * 8
+    bits = key_bits(cfg)
     tile = flat(keys)
     desc = "Descending" in cfg.method.name
     out_arr = "striped" if "BlockedToStriped" in cfg.method.name else "blocked"
@@ -372,19 +378,24 @@ def ref_radix_sort(cfg, ins, got):
     return checks
 
 
+def key_bits(cfg) -> int:
+    """Bits of a key as CUB sorts it (a record's: its fields' together)."""
+    dt = np_dtype(cfg.dtype)
+    return sum(dt.fields[n][0].itemsize for n in dt.names) * 8 if dt.names else dt.itemsize * 8
+
+
 def radix_inputs(cfg, rng, groups):
     if "begin_bit" not in {p.name for p in cfg.method.params}:
         return {}
-    bits = np.dtype(cfg.dtype).itemsize * 8
+    bits = key_bits(cfg)
     begin = rng.integers(0, bits, groups)
     end = np.array([rng.integers(b + 1, bits + 1) for b in begin])
     return {"begin_bit": begin.astype(np.int32), "end_bit": end.astype(np.int32)}
 
 
-def no_decomposer(cls, method) -> str:
-    if any(p.base == "DecomposerT" for p in method.params):
-        return "record keys sorted through a decomposer: not drawn yet (tests/gpu/test_decomposer.py)"
-    return ""
+def decomposer_valid(cfg) -> bool:
+    """Record keys go through a decomposer (its fields by name), and only they do."""
+    return (cfg.dtype == "record") == any(p.base == "DecomposerT" for p in cfg.method.params)
 
 
 # --- merge sort ----------------------------------------------------------------------------
@@ -795,7 +806,7 @@ FAMILIES = {
        for m in ("BlockedToStriped", "StripedToBlocked", "ScatterToStriped")},
     **{("BlockRadixSort", m): Family(ref_radix_sort, bools=("memoize_outer_scan",),
                                      int_tkw={"radix_bits": (1, 2, 3, 4, 5, 6)},
-                                     inputs=radix_inputs, skip=no_decomposer)
+                                     inputs=radix_inputs, valid=decomposer_valid, records=True)
        for m in ("Sort", "SortDescending", "SortBlockedToStriped",
                  "SortDescendingBlockedToStriped")},
     **{(c, m): Family(ref_merge_sort, ops=compare_ops, edges=EDGES_ORDER,

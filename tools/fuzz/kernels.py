@@ -233,6 +233,9 @@ def emit(cfg, j: int) -> tuple[list[str], list[str], str]:
         elif p.role == "prefix_callback":
             lines += [f"{v} = local.array(1, {_np(s.dtype)})", f"{v}[0] = {a}[g]"]
             v = f"(running_prefix, {v})"
+        elif p.role == "operator" and p.base == "DecomposerT":  # the record's fields, by name
+            from .families import RECORD
+            v = repr(tuple(RECORD.names))
         elif p.role == "operator" and p.base == "DigitExtractorT":
             defs += digit_extractor(cfg, j)
             v = f"c{j}_digit"
