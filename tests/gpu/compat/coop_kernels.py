@@ -105,6 +105,27 @@ def case_block_sums_shared_sized_by_argument(rng):
     return Case(block_sums_shared_sized_by_argument, 1, 128, (x, out, ipt), check)
 
 
+@cuda.jit
+def reverse_tiles_numba_arrays(d_in, d_out, items_per_thread):
+    # numba's own local array sized by a kernel argument; items_per_thread positional
+    items = cuda.local.array(items_per_thread, numba.int32)
+    base = cuda.blockIdx.x * cuda.blockDim.x * items_per_thread
+    coop.block.load(d_in[base:], items, items_per_thread, coop.BlockLoadAlgorithm.STRIPED)
+    coop.block.radix_sort_keys_descending(items, items_per_thread)
+    coop.block.store(d_out[base:], items, items_per_thread)
+
+
+def case_reverse_tiles_numba_arrays(rng):
+    threads, blocks, ipt = 64, 3, 6
+    x = _ints(rng, blocks * threads * ipt)
+    out = np.zeros_like(x)
+
+    def check(arrays):
+        np.testing.assert_array_equal(arrays[1].reshape(blocks, -1),
+                                      -np.sort(-x.reshape(blocks, -1), axis=1))
+    return Case(reverse_tiles_numba_arrays, blocks, threads, (x, out, ipt), check)
+
+
 # --- ThreadData ---------------------------------------------------------------------------
 
 @cuda.jit
@@ -517,7 +538,7 @@ def case_float2_two_phase_reduce(rng):
     return Case(float2_two_phase_reduce, 1, 128, (xy, total), check)
 
 
-CASES = [case_copy_sized_by_argument, case_sort_tiles_sized_by_shape,
+CASES = [case_copy_sized_by_argument, case_reverse_tiles_numba_arrays, case_sort_tiles_sized_by_shape,
          case_block_sums_shared_sized_by_argument, case_sort_thread_data,
          case_scan_thread_data_with_dtype, case_sort_with_in_kernel_storage,
          case_sum_and_scan_exclusive_storage, case_two_phase_sort, case_scan_with_dataclass,
