@@ -96,9 +96,10 @@ def _dispatcher_of(ty):
 
 
 def identity_of(op_ty, dtype) -> object | None:
-    """The identity of an operator for ``dtype`` as a numpy scalar (cuda.coop's rule: 0 for
-    + | ^ and Python functions, 1 for *, the dtype's max for min and min for max, all ones
-    for &); None where there is none to give (records, unknown names)."""
+    """The identity of a built-in operator for ``dtype`` as a numpy scalar (0 for + | ^, 1 for
+    *, the dtype's max for min and min for max, all ones for &); None where there is none to
+    give. cuda.coop seeds scans with Python functions from 0, which is wrong for any function
+    whose identity is not 0 (a product, a max of negatives): those need initial_value=."""
     if not isinstance(dtype, (types.Integer, types.Float)):
         return None
     np_type = np.dtype(str(dtype)).type
@@ -108,7 +109,7 @@ def identity_of(op_ty, dtype) -> object | None:
         named = op_ty.literal_value
     functor = _ARITH.get(named) if named is not None else None
     if functor is None:
-        return np_type(0) if _dispatcher_of(op_ty) is not None else None
+        return None
     table = {_PLUS: 0, _OR: 0, _XOR: 0, _TIMES: 1, _MIN: info.max, _MAX: info.min,
              _AND: -1 if isinstance(dtype, types.Integer) and dtype.signed else info.max}
     if functor == _AND and isinstance(dtype, types.Float):

@@ -253,3 +253,21 @@ def test_radix_rank_takes_a_key_bit_range():
     assert host.fixed["radix_bits"] == 5 and host.call_fixed == {"begin_bit": 2, "end_bit": 7}
     with pytest.raises(ValueError, match="not a bit range"):
         block.radix_rank(np.uint32, 128, 4, 5, 3)
+
+
+@cuda.jit(device=True)
+def times(a, b):
+    return a * b
+
+
+def test_scan_identity_only_for_built_in_operators():
+    items = local_array(4)
+    r = resolved(block.exclusive_scan, [items, items], {"scan_op": types.literal("*")})
+    init = [b for b in r.bindings if b.param.name == "initial_value"][0]
+    assert init.source == "arg"  # the injected 1
+    assert np.int32(1) in [v for _, v in calls.split_call(
+        block.exclusive_scan, (items, items), {"scan_op": types.literal("*")}).constants]
+    # a Python function's identity is unknown (0 would zero a product): ask for it
+    with pytest.raises(CoopgenTypeError, match="initial_value"):
+        resolved(block.exclusive_scan, [items, items],
+                 {"scan_op": types.Dispatcher(times)})
