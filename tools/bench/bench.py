@@ -6,11 +6,11 @@
     python tools/bench/bench.py resources       # no GPU: registers/shared memory of both builds
     python tools/bench/bench.py apps            # the examples/ kernels against their baselines
 
-Run time (see /work/.library/device/METHOD.md): CUDA events around batches of back-to-back
-launches, each batch behind an untimed leader launch (so the host's launch cost is not timed
-as idle GPU), 3 warm-up launches, 25 batches of 10, the median batch; the two builds are timed
-interleaved, three rounds, and each keeps its fastest median. Outputs are checked against numpy and
-against each other before timing.
+Run time: CUDA events around batches of back-to-back launches, each batch behind an untimed
+leader launch (so the host's launch cost is not timed as idle GPU), 3 warm-up launches, 25
+batches of 10, the median batch; the two builds are timed interleaved, three rounds, and each
+keeps its fastest median. Outputs are checked against numpy and against each other before
+timing.
 
 Compile time: one fresh process per measurement, timing the kernel's first launch (compile,
 link, load, run, sync), imports and input set-up excluded; the median of 3. "cold" has empty
@@ -20,8 +20,8 @@ process. The first row is a numba kernel without coopgen: numba's own start-up, 
 every column. The last column is two more new kernels (merge sort, then warp scan) launched
 in the cold process, a second apart: what further kernels cost.
 
-With $OUT set, the tables and raw numbers are also written to $OUT/bench-<what>.json and
-$OUT/bench-<what>.md.
+With COOPGEN_BENCH_OUT=<dir> set, the tables and raw numbers are also written to
+<dir>/bench-<what>.json and <dir>/bench-<what>.md.
 """
 from __future__ import annotations
 
@@ -315,7 +315,7 @@ def main(argv):
         rows, tables = app_results()
         results.update(rows)
         md.extend(tables)
-    out = os.environ.get("OUT")
+    out = os.environ.get("COOPGEN_BENCH_OUT")
     if out:
         with open(os.path.join(out, f"bench-{what}.json"), "w") as f:
             json.dump(results, f, indent=1, default=str)
