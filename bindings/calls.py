@@ -34,7 +34,8 @@ from .lowering_context import (bound_kernel_threads, check_not_in_device_functio
                                kernel_lowering_site, use_short_shared_pointers)
 from .operators import compile_operator, identity_of, operator_signatures
 from .pythonic import CallShape, pick
-from .resolve import Resolved, class_template_args, resolve, template_keywords
+from .resolve import (Resolved, check_host_keywords, class_template_args, resolve, same_value,
+                      template_keywords)
 from .shimcall import Shim, bundle_for
 from .spec import ClassSpec, MSpec
 from .storage import TempStorageType
@@ -233,6 +234,9 @@ def split_call(p: Primitive, args: tuple, kws: dict) -> SplitCall:
             split.storage = (origin, ty)
         elif name in tkw_names or name in bit_range:
             value = _literal(p.name, name, ty)
+            if name in p.fixed and not same_value(p.fixed[name], value):
+                raise CoopgenTypeError(f"{p.name}: {name}={value!r}, but this object was made "
+                                       f"with {name}={p.fixed[name]!r}")
             (bits if name in bit_range else split.tkws)[name] = value
         else:
             split.mkws[name] = ty
@@ -426,7 +430,7 @@ def _lower_call(p: Primitive, context, builder, sig, args, self_ptr=None, extra=
                                    name="coopgen_parent")
         slot.align = PARENT_ALIGN
         self_ptr = builder.bitcast(slot, ir.IntType(8).as_pointer())
-    op_sigs = operator_signatures(p, r)
+    op_sigs = operator_signatures(p.name, r)
     bundle = bundle_for(context.active_code_library, module=builder.module)
     ts = r.temp_storage_arg[1] if r.temp_storage_arg else None
     if isinstance(ts, types.Array) and not isinstance(ts, SizedArray):
@@ -444,7 +448,7 @@ def _lower_call(p: Primitive, context, builder, sig, args, self_ptr=None, extra=
     if current_launch_config() is not None:
         bound_kernel_threads(builder, site, tuple(current_launch_config().blockdim))
     for i, sym, argtypes, restype in text.op_symbols:
-        compile_operator(context, sym, r.bindings[i].operator, argtypes, restype)
+        compile_operator(context, sym, r.bindings[i].operator, argtypes, restype, p.name)
 
     target = {b.arg_index: b.nbtype for b in r.bindings if b.source == "arg"}
     llargs, slots = [], []
@@ -551,6 +555,7 @@ class PrimitiveClass:
         if dtype is not None:
             fixed[self._cls.value_type.keyword] = dtype
         fixed.update(template_kws)
+        check_host_keywords(f"{self._scope}.{self._cls.name}", self._cls, fixed, registry.enums())
         return PrimitiveClass(self._scope, self._cls, fixed)
 
     @property

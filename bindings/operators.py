@@ -224,8 +224,9 @@ def _decomposer(prim: str, p, ty) -> Operator | None:
 
 # --- at lowering: the functor's C signature, and the compiled Python function ---------
 
-def operator_signatures(p, r) -> dict[int, tuple]:
-    """(argtypes, restype) of each Python operator, from the kind of functor CUB expects."""
+def operator_signatures(prim: str, r) -> dict[int, tuple]:
+    """(argtypes, restype) of each Python operator, from the kind of functor CUB expects.
+    Raises CoopgenTypeError for an operator whose arity does not fit the dtypes."""
     first_type = r.cls.value_type.name if r.cls.value_type else None
     dtypes = argument_dtypes(r)
     out = {}
@@ -255,7 +256,7 @@ def operator_signatures(p, r) -> dict[int, tuple]:
             # a user-defined struct type: cuda.coop's op(out, a, b) on pointers, writing out[0]
             if op.arity != len(sig[0]) + 1:
                 raise CoopgenTypeError(
-                    f"{p.name}: {op.param}={op.function.py_func.__name__} works on {sig[1]}: "
+                    f"{prim}: {op.param}={op.function.py_func.__name__} works on {sig[1]}: "
                     f"it must take {len(sig[0]) + 1} pointers, op(out, a, b), and write its "
                     f"result to out[0]")
             sig = ((types.CPointer(sig[1]),) + tuple(types.CPointer(a) for a in sig[0]),
@@ -265,18 +266,56 @@ def operator_signatures(p, r) -> dict[int, tuple]:
             # third argument, op(a, b, out), like an out-parameter in C.
             if op.arity != len(sig[0]) + 1:
                 raise CoopgenTypeError(
-                    f"{p.name}: {op.param}={op.function.py_func.__name__} works on records "
+                    f"{prim}: {op.param}={op.function.py_func.__name__} works on records "
                     f"({sig[1]}): it must take {len(sig[0]) + 1} arguments, the last one the "
                     f"record to write the result to")
             sig = (sig[0] + (sig[1],), types.none)
         elif op.arity == len(sig[0]) + 1 and op.kind != "FlagOp":
-            raise CoopgenTypeError(f"{p.name}: {op.param}={op.function.py_func.__name__} takes "
+            raise CoopgenTypeError(f"{prim}: {op.param}={op.function.py_func.__name__} takes "
                                    f"{op.arity} arguments; an output argument is only for "
                                    f"record dtypes")
         if op.state is not None:
             sig = ((types.CPointer(op.state.dtype),) + sig[0], sig[1])
         out[i] = sig
     return out
+
+
+def key_record(r):
+    """The record dtype of the call's keys (None when they are not records)."""
+    for b in r.bindings:
+        t = b.nbtype
+        if b.param.base == "KeyT" and isinstance(t, types.Array) and isinstance(t.dtype, types.Record):
+            return t.dtype
+    return None
+
+
+def decomposer_fields(prim: str, r, op) -> list[tuple[str, int]]:
+    """(C++ type, byte offset) of each key field a decomposer names, most significant first."""
+    from .ctypes_map import CPP_OF
+    rec = key_record(r)
+    if rec is None:
+        raise CoopgenTypeError(f"{prim}: {op.param}= needs keys of a record dtype "
+                               f"(numpy structured dtype)")
+    out = []
+    for name in op.fields:
+        if name not in rec.fields:
+            raise CoopgenTypeError(f"{prim}: {op.param}: the key record has no field {name!r}; "
+                                   f"fields: {', '.join(rec.fields)}")
+        f = rec.fields[name]
+        ct = CPP_OF.get(f.type)
+        if ct is None or ct == "bool":
+            raise CoopgenTypeError(f"{prim}: {op.param}: field {name!r} has type {f.type}, "
+                                   f"which radix sort cannot order")
+        out.append((ct, f.offset))
+    return out
+
+
+def check_operators(prim: str, r) -> None:
+    """Everything about the call's operators that can be known before lowering."""
+    operator_signatures(prim, r)
+    for b in r.bindings:
+        if b.operator is not None and b.operator.fields:
+            decomposer_fields(prim, r, b.operator)
 
 
 def argument_dtypes(r) -> dict:
@@ -296,9 +335,10 @@ def argument_dtypes(r) -> dict:
     return out
 
 
-def compile_operator(context, sym: str, op, argtypes, restype) -> None:
+def compile_operator(context, sym: str, op, argtypes, restype, prim: str = "") -> None:
     """Compile a Python operator to LTO-IR with a C ABI and link it into this library."""
     from numba import cuda
+    from numba.core.errors import TypingError
 
     library = context.active_code_library
     done = library.__dict__.setdefault("_coopgen_ops", set())
@@ -306,7 +346,12 @@ def compile_operator(context, sym: str, op, argtypes, restype) -> None:
         return
     arch = _current_arch()
     cc = (int(arch.split("_")[1][:-1]), int(arch.split("_")[1][-1]))
-    code, _ = cuda.compile(op.function.py_func, restype(*argtypes), device=True, abi="c",
+    try:
+        code, _ = cuda.compile(op.function.py_func, restype(*argtypes), device=True, abi="c",
                                abi_info={"abi_name": sym}, output="ltoir", cc=cc)
+    except TypingError as e:  # the function's body does not fit what CUB calls it with
+        wants = f"({', '.join(map(str, argtypes))}) -> {restype}"
+        raise CoopgenTypeError(f"{prim}: {op.param}={op.function.py_func.__name__} must work as "
+                               f"a {op.kind} {wants}; compiling it so failed:\n{e}") from None
     library.add_linking_file(LTOIR(code, name=sym))
     done.add(sym)

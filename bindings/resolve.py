@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -17,7 +18,7 @@ from numba.cuda import types
 from . import ctypes_map
 from .arrays import static_length
 from .errors import CoopgenTypeError
-from .operators import Operator, as_operator
+from .operators import Operator, as_operator, check_operators
 from .pythonic import spelled_for
 from .spec import ClassSpec, MSpec, PSpec, TParam
 
@@ -27,6 +28,7 @@ RANGE_ROLES = ("range_input", "range_output")
 #: Template keywords that items_per_thread= also sets (BlockRadixRank calls it keys).
 PER_THREAD_KEYWORDS = ("items_per_thread", "keys_per_thread")
 OMITTABLE_OUTPUTS = ("output_scalar", "inout_scalar")
+BLOCK_DIM_KEYWORDS = ("block_dim_x", "block_dim_y", "block_dim_z")
 
 
 
@@ -140,8 +142,8 @@ def _whole_number(prim: str, keyword: str, value, low: int, high: int | None = N
     """A template keyword's integer value, checked against [low, high]."""
     ok = isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
     if not ok or value < low or (high is not None and value > high):
-        allowed = f"{low} to {high}" if high is not None else f"{low} or more"
-        raise _Mismatch(f"{prim}: {keyword}={value!r} is not allowed; it takes an integer from "
+        allowed = f"from {low} to {high}" if high is not None else f"of at least {low}"
+        raise _Mismatch(f"{prim}: {keyword}={value!r} is not allowed; it takes an integer "
                         f"{allowed}")
     return int(value)
 
@@ -188,14 +190,15 @@ def _why_unassignable(method: MSpec, n_pos: int, kw_names: set[str]) -> tuple[st
     ("too_many", "")."""
     params = method.params
     before, after = _slots(method, kw_names)
+    first_kw = next((p.name for p in params if p.name in kw_names), None)
+    if n_pos > len(before) and first_kw is not None:
+        return "twice", first_kw
     required = [params[i].name for i in before if not _omittable(params[i])]
     if len(required) > n_pos:
         return "missing", required[n_pos]
     late = [params[i].name for i in after if not _omittable(params[i])]
     if late:
         return "missing", late[0]
-    if n_pos > len(before) and len(before) < len(params) and params[len(before)].name in kw_names:
-        return "twice", params[len(before)].name
     return "too_many", ""
 
 
@@ -217,10 +220,11 @@ def resolve(prim: str, cls: ClassSpec, methods: tuple[MSpec, ...], args: tuple,
     alternatives = alternatives or {}
     unknown = {k for k in kws if not known.intersection(alternatives.get(k, (k,)))}
     if unknown:
+        templates = "" if pinned else (f"; template keywords are "
+                                       f"{', '.join(sorted(template_keywords(cls)))}")
         raise CoopgenTypeError(
             f"{prim}: unknown keyword {sorted(unknown)[0]!r}; parameters are "
-            f"{', '.join(sorted(known)) or '(none)'}; template keywords are "
-            f"{', '.join(sorted(template_keywords(cls)))}")
+            f"{', '.join(sorted(known)) or '(none)'}{templates}")
     mismatches, reasons, lacks_keyword = [], [], []
     unassignable = {"missing": [], "twice": [], "too_many": []}
     # Fewest C++ parameters first: ExclusiveSum(x) means (T, T&), not (T, T&, T&).
@@ -337,14 +341,13 @@ def template_keywords(cls: ClassSpec) -> set[str]:
 def _bind(prim, cls, method, args, kws, positional, skipped, template_kws, block_dims, enums,
           warp_default, pinned=None) -> Resolved:
     att = _Attempt(prim, cls, method)
-    arg_of = {}
+    arg_of, type_of = {}, {}  # parameter -> index among the call's arguments, numba type
     for pos, i in enumerate(positional):
-        arg_of[i] = pos
-    order = list(kws)
-    for name in order:
+        arg_of[i], type_of[i] = pos, args[pos]
+    for k, name in enumerate(kws):
         idx = next(i for i, p in enumerate(method.params) if p.name == name)
-        arg_of[idx] = len(args) + order.index(name)
-    all_args = tuple(args) + tuple(kws[k] for k in order)
+        arg_of[idx] = len(args) + k
+        type_of[idx] = kws[name]
 
     bindings: list = [None] * len(method.params)
     returns = []
@@ -364,8 +367,7 @@ def _bind(prim, cls, method, args, kws, positional, skipped, template_kws, block
                     temp_storage = "implicit"
                 bindings[i] = Binding(p, "default", None, None, "")
             continue
-        ty = all_args[arg_of[i]]
-        b = _bind_param(att, p, ty, arg_of[i])
+        b = _bind_param(att, p, type_of[i], arg_of[i])
         if p.role == "temp_storage":
             temp_storage = "explicit"
         if b.operator is not None:
@@ -390,6 +392,11 @@ def _bind(prim, cls, method, args, kws, positional, skipped, template_kws, block
         returns.insert(0, ("return", dt, ctypes_map.ctype(dt, prim, "return value")))
     if temp_storage == "none" and cls.temp_storage != "none":
         temp_storage = "implicit"
+    try:
+        check_operators(prim, Resolved(cls, method, tuple(final), template_args, (), (),
+                                       block, temp_storage))
+    except CoopgenTypeError as e:  # definite, but another overload may still match
+        raise _Mismatch(str(e)) from None
     method_extents = tuple((name, n) for name, (n, _) in sorted(att.extents.items())
                            if name not in {t.name for t in cls.template_params})
     return Resolved(cls, method, tuple(final), template_args, method_extents, tuple(returns),
@@ -480,6 +487,9 @@ def _bind_param(att: _Attempt, p: PSpec, ty, index: int) -> Binding:
         elem = _array_elem(ty)
         if elem is None:
             raise _NoMatch(f"{p.name!r} is an output: pass a 1-element array or omit it")
+        if static_length(ty) not in (None, 1):
+            raise _NoMatch(f"{p.name!r} is a scalar output: pass a 1-element array or omit it, "
+                           f"not {ty}")
         att.need_dtype(p.base, elem, p.name)
         return Binding(p, "arg", index, ty, ctypes_map.ctype(elem, prim, p.name) + "*")
     if role == "input_scalar":
@@ -534,21 +544,29 @@ def _template_args(att: _Attempt, cls: ClassSpec, kw: dict, block_dims, enums, w
         return _pinned_args(att, cls, pinned), block_dims
     out = []
     given = dict(kw)
+    first_type = cls.value_type
+    _use_alias(prim, given, "threads_in_warp", "logical_warp_threads")
+    if first_type is not None:
+        _use_alias(prim, given, "dtype", first_type.keyword)
+    dims = {k: given.pop(k) for k in BLOCK_DIM_KEYWORDS if k in given}
+    if dims:  # CUB's spelling of the block shape
+        if "threads_per_block" in given:
+            raise _Mismatch(f"{prim}: threads_per_block= and {'= and '.join(dims)}= both give "
+                            f"the block shape; pass one")
+        if "block_dim_x" not in dims:
+            raise _Mismatch(f"{prim}: {'= and '.join(dims)}= without block_dim_x=; pass "
+                            f"threads_per_block=(x, y, z)")
+        given["threads_per_block"] = tuple(dims.get(k, 1) for k in BLOCK_DIM_KEYWORDS)
     block = None
     if any(t.keyword == "block_dim_x" for t in cls.template_params) or cls.scope == "block":
         block = _block_dims(prim, given.pop("threads_per_block", None), block_dims)
     else:
         tpb = given.pop("threads_per_block", None)
         block = _block_dims(prim, tpb, block_dims) if (tpb or block_dims) else None
-    if "threads_in_warp" in given:
-        given["logical_warp_threads"] = given.pop("threads_in_warp")
-    first_type = cls.value_type
-    if "dtype" in given and first_type is not None:
-        given[first_type.keyword] = given.pop("dtype")
     _apply_items_per_thread(att, cls, given.pop("items_per_thread", None))
     for t in cls.template_params:
         kwv = given.pop(t.keyword, None)
-        if t.keyword in ("block_dim_x", "block_dim_y", "block_dim_z") and block is not None:
+        if t.keyword in BLOCK_DIM_KEYWORDS and block is not None:
             out.append((t, str(block["xyz".index(t.keyword[-1])])))
             continue
         if t.kind == "type":
@@ -593,6 +611,28 @@ def _template_args(att: _Attempt, cls: ClassSpec, kw: dict, block_dims, enums, w
         raise _Mismatch(f"{prim}: unknown keyword {k!r}; template keywords are "
                         f"{', '.join(sorted(template_keywords(cls)))}")
     return tuple(out), block
+
+
+def _use_alias(prim: str, given: dict, alias: str, keyword: str) -> None:
+    """``alias=`` stands for ``keyword=``; both at once is an error, not a silent choice."""
+    if alias in given:
+        if keyword in given and not same_value(given[alias], given[keyword]):
+            raise _Mismatch(f"{prim}: {alias}={given[alias]!r} and {keyword}={given[keyword]!r} "
+                            f"name the same template parameter; pass one")
+        given[keyword] = given.pop(alias)
+
+
+def same_value(a, b) -> bool:
+    """Template keyword values that mean the same (np.int32 and numba's int32 are one dtype)."""
+    try:
+        if bool(a == b):
+            return True
+    except (TypeError, ValueError):  # values that do not compare (arrays, odd types)
+        pass
+    try:
+        return ctypes_map.as_dtype(a, "", "") == ctypes_map.as_dtype(b, "", "")
+    except (CoopgenTypeError, TypeError, ValueError):
+        return False
 
 
 def _pinned_args(att: _Attempt, cls: ClassSpec, pinned: dict):
@@ -652,6 +692,44 @@ def _block_dims(prim: str, tpb, launch_dims):
         raise _Mismatch(f"{prim}: threads_per_block={dims} has {dims[0] * dims[1] * dims[2]} "
                         f"threads; CUDA allows at most 1024 per block")
     return dims
+
+
+def check_host_keywords(prim: str, cls: ClassSpec, template_kws: dict, enums: dict,
+                        also: tuple = ()) -> None:
+    """Template keywords given to a two-phase object on the host, checked there: a wrong one
+    is a ValueError now (as in cuda.coop), not a compile error in some later kernel. Those not
+    given are inferred when the object is called."""
+    allowed = template_keywords(cls) | set(also)
+    for k in template_kws:
+        if k not in allowed:
+            raise ValueError(f"{prim}: unknown keyword {k!r}; template keywords are "
+                             f"{', '.join(sorted(allowed))}")
+    given = {k: v for k, v in template_kws.items() if k not in also}
+    try:
+        _use_alias(prim, given, "threads_in_warp", "logical_warp_threads")
+        if cls.value_type is not None:
+            _use_alias(prim, given, "dtype", cls.value_type.keyword)
+        if "threads_per_block" in given:
+            _block_dims(prim, given.pop("threads_per_block"), None)
+        if "items_per_thread" in given:
+            _whole_number(prim, "items_per_thread", given.pop("items_per_thread"), 1)
+        for t in cls.template_params:
+            if t.keyword not in given:
+                continue
+            value = given.pop(t.keyword)
+            if t.kind == "type":
+                ctypes_map.as_dtype(value, prim, t.keyword)
+            elif t.keyword == "logical_warp_threads":
+                n = _whole_number(prim, t.keyword, value, 1, 32)
+                if t.constraint == "power_of_two" and n & (n - 1):
+                    raise _Mismatch(f"{prim}: logical_warp_threads={n} is not allowed; "
+                                    f"{cls.name} needs a power of two (1, 2, 4, 8, 16 or 32)")
+            elif t.keyword in PER_THREAD_KEYWORDS or t.keyword.endswith("per_thread"):
+                _whole_number(prim, t.keyword, value, 1)
+            else:
+                ctypes_map.template_value(prim, t, value, enums)
+    except (_Mismatch, CoopgenTypeError) as e:
+        raise ValueError(re.sub(r"\x1b\[[0-9;]*m", "", str(e))) from None  # no terminal colours
 
 
 def class_template_args(prim: str, cls: ClassSpec, template_kws: dict, enums: dict):

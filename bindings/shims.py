@@ -24,6 +24,7 @@ from numba.cuda import types
 
 from .arrays import SHARED_ALIGNMENT, static_length
 from .ctypes_map import CPP_OF, is_struct, record_name, struct_decl, struct_name
+from .operators import decomposer_fields, key_record
 from .resolve import RANGE_ROLES, Resolved
 
 #: The built-in functors (::cuda::std::less, ::cuda::minimum, ...); newer CUB headers no
@@ -145,35 +146,13 @@ def _temp_storage_object(r: Resolved):
     return None
 
 
-def _key_record(r: Resolved):
-    for b in r.bindings:
-        t = b.nbtype
-        if b.param.base == "KeyT" and isinstance(t, types.Array) and isinstance(t.dtype, types.Record):
-            return t.dtype
-    return None
-
-
 def _decomposer_functor(name: str, r: Resolved, op) -> str:
-    from .errors import CoopgenTypeError
-    rec = _key_record(r)
     prim = f"{r.cls.scope}.{r.cls.name}.{r.method.name}"
-    if rec is None:
-        raise CoopgenTypeError(f"{prim}: {op.param}= needs keys of a record dtype "
-                               f"(numpy structured dtype)")
-    refs, exprs = [], []
-    for field in op.fields:
-        if field not in rec.fields:
-            raise CoopgenTypeError(f"{prim}: {op.param}: the key record has no field {field!r}; "
-                                   f"fields: {', '.join(rec.fields)}")
-        f = rec.fields[field]
-        ct = CPP_OF.get(f.type)
-        if ct is None or ct == "bool":
-            raise CoopgenTypeError(f"{prim}: {op.param}: field {field!r} has type {f.type}, "
-                                   f"which radix sort cannot order")
-        refs.append(f"{ct}&")
-        exprs.append(f"*reinterpret_cast<{ct}*>(reinterpret_cast<unsigned char*>(&key) + "
-                     f"{f.offset})")
-    key = record_name(rec)
+    fields = decomposer_fields(prim, r, op)
+    refs = [f"{ct}&" for ct, _ in fields]
+    exprs = [f"*reinterpret_cast<{ct}*>(reinterpret_cast<unsigned char*>(&key) + {offset})"
+             for ct, offset in fields]
+    key = record_name(key_record(r))
     return (f"struct {name} {{\n  __device__ ::cuda::std::tuple<{', '.join(refs)}> "
             f"operator()({key}& key) const {{\n    return {{{', '.join(exprs)}}};\n  }}\n}};")
 

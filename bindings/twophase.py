@@ -12,6 +12,7 @@ import re
 from . import ctypes_map, registry
 from .errors import CoopgenTypeError
 from .pythonic import CallShape, pick
+from .resolve import check_host_keywords
 
 #: Positional order of a function without a ``host`` row: cuda.coop's two leading arguments.
 DEFAULT_HOST = {"block": ("dtype", "threads_per_block"), "warp": ("dtype", "threads_in_warp")}
@@ -69,3 +70,6 @@ def check_template_values(p, fixed: dict) -> None:
         pick(p.name, p.select, list(p.methods), fixed[p.select])
     if "dtype" in fixed:
         ctypes_map.as_dtype(fixed["dtype"], p.name, "dtype")
+    # the rest (block shape, logical warp size, per-thread counts, other dtypes, aliases)
+    check_host_keywords(p.name, p.cls, fixed, registry.enums(),
+                        also=(p.select,) if p.select else ())

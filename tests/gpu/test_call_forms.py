@@ -48,3 +48,24 @@ def test_radix_sort_in_explicit_storage_of_exact_size():
     d_out = to_device(np.zeros_like(x))
     launch(sort_in_explicit_storage, 1, THREADS, to_device(x), d_out)
     np.testing.assert_array_equal(to_host(d_out), np.sort(x))
+
+
+@cuda.jit
+def exclusive_sum_with_aggregate_keyword(d_in, d_out, d_total):
+    items = local.array(ITEMS, np.int32)
+    aggregate = local.array(1, np.int32)
+    block.load(d_in, items)
+    # the method's keyword after the template keywords
+    block.exclusive_sum(items, items, threads_per_block=THREADS, block_aggregate=aggregate)
+    block.store(d_out, items)
+    if cuda.threadIdx.x == 0:
+        d_total[0] = aggregate[0]
+
+
+def test_method_keyword_after_template_keywords():
+    x = random(np.int32, THREADS * ITEMS, rng_for("aggregate_kw"), -1000, 1000)
+    d_out, d_total = to_device(np.zeros_like(x)), to_device(np.zeros(1, np.int32))
+    launch(exclusive_sum_with_aggregate_keyword, 1, THREADS, to_device(x), d_out, d_total)
+    expected = np.concatenate([[0], np.cumsum(x)[:-1]]).astype(np.int32)
+    np.testing.assert_array_equal(to_host(d_out), expected)
+    assert to_host(d_total)[0] == x.sum()
