@@ -244,6 +244,9 @@ def split_call(p: Primitive, args: tuple, kws: dict) -> SplitCall:
             if len(spellings) > 1:
                 split.alternatives[name] = spellings
     fixed = dict(p.shape.fixed) if p.shape is not None else {}
+    for name in set(fixed) & (set(split.mkws) | set(split.tkws)):
+        raise CoopgenTypeError(f"{p.name}: {name}= is not an argument of {p.name}, which always "
+                               f"passes {name}={fixed[name]!r}")
     fixed.update(p.call_fixed)  # what a two-phase constructor fixed
     for name, value in fixed.items():
         if name in bit_range:

@@ -63,6 +63,8 @@ class Entry:
     #: Positional slots of a callable in cuda.coop's call shape (None: CUB's order). Its calls
     #: pass every argument by CUB's parameter name, which such callables also accept.
     slots: tuple | None = None
+    #: Parameters the callable always passes itself (warp.max's operator): never given.
+    fixed: frozenset = frozenset()
 
 
 @dataclass
@@ -125,7 +127,8 @@ def entries() -> list[Entry]:
                 for i, m in enumerate(methods):
                     setup, args = _valid_call(cls, m, f"f{i}")
                     out.append(Entry(f"{scope}.{name}", cls, m, f"{scope}.{name}", setup, args,
-                                     _template_kws(cls, m), True))
+                                     _template_kws(cls, m), True,
+                                     slots=getattr(getattr(obj, "shape", None), "slots", None)))
             elif isinstance(obj, Primitive):
                 for sel, methods in obj.methods.items():
                     for i, m in enumerate(methods):
@@ -135,7 +138,8 @@ def entries() -> list[Entry]:
                         shape = getattr(obj, "shape", None)
                         out.append(Entry(f"{scope}.{name}", obj.cls, m, f"{scope}.{name}",
                                          setup, args, kws, True, selector=obj.select,
-                                         slots=getattr(shape, "slots", None)))
+                                         slots=getattr(shape, "slots", None),
+                                         fixed=frozenset(getattr(shape, "fixed", ()))))
     return out
 
 
@@ -143,7 +147,7 @@ def _call(e: Entry, args=None, kws=None) -> str:
     args = list(e.args if args is None else args)
     if e.slots is not None:  # by CUB's names
         names = [p.name for p in e.method.params if p.role != "temp_storage"]
-        args = [f"{n}={a}" for n, a in zip(names, args)]
+        args = [f"{n}={a}" for n, a in zip(names, args) if n not in e.fixed]
     parts = args + list(e.kws if kws is None else kws)
     return f"{e.callee}({', '.join(parts)})"
 
@@ -151,7 +155,7 @@ def _call(e: Entry, args=None, kws=None) -> str:
 def _positional(e: Entry):
     """(parameter, index into e.args) of the arguments the valid call passes."""
     params = [p for p in e.method.params if p.role != "temp_storage"]
-    return list(zip(params, range(len(e.args))))
+    return [(p, i) for p, i in zip(params, range(len(e.args))) if p.name not in e.fixed]
 
 
 # --- wrong calls that depend on the overload's parameters ----------------------------------
@@ -159,6 +163,9 @@ def _positional(e: Entry):
 def parameter_cases(e: Entry, siblings: list[Entry]) -> list[Case]:
     cases = [Case("unknown keyword", e, _call(e, kws=e.kws + ["bogus_keyword=1"]),
                   ("'bogus_keyword'",))]
+    cases += [Case(f"{name} given to a callable that fixes it", e,
+                   _call(e, kws=e.kws + [f'{name}="+"']), (f"{name}=", "always passes"))
+              for name in sorted(e.fixed)]
     pos = _positional(e)
     if pos and e.slots is None:
         p, i = pos[0]
