@@ -45,6 +45,15 @@ _POS = "coopgen_pos_"  # names of positional parameters in the folded pysig
 RESOLVED = collections.deque(maxlen=10000)
 
 
+class NothingToLink(list):
+    """``obj.files`` of a two-phase object: empty, since ``cuda.jit(link=...)`` has nothing to
+    add (each kernel links the code it uses), yet true, as cuda.coop's objects' lists were and
+    as code written for them checks."""
+
+    def __bool__(self) -> bool:
+        return True
+
+
 class Primitive:
     """A callable entry point: one class's overloads (optionally several methods picked by a
     ``select`` keyword), with template arguments fixed by a two-phase constructor."""
@@ -112,7 +121,7 @@ class Primitive:
     def files(self) -> list:
         """Nothing to link: kernels link their primitives themselves. (Old cuda.coop code passes
         ``link=obj.files`` to ``cuda.jit``; it keeps working.)"""
-        return []
+        return NothingToLink()
 
     @property
     def temp_storage_bytes(self) -> int:
@@ -363,27 +372,57 @@ def resolve_object(p: Primitive, args: tuple, kws: dict):
     return r, bound
 
 
+def _call_type(p: Primitive, args: tuple, kws: dict):
+    """The return type of a call of ``p`` (it resolves the overload, or raises)."""
+    bound = ()
+    if p.infer:
+        r, bound = resolve_object(p, args, kws)
+    else:
+        r = resolve_call(p, args, kws)
+    RESOLVED.append(f"{r.cls.name}::{r.method.signature}")
+    ret = r.return_type
+    if p.constructor:
+        tk = split_call(p, args, kws).tkws
+        parent = ParentType(p, r, tuple(tk.items()),
+                            bound=tuple((n, t) for n, t, _ in bound),
+                            aliases=p.aliases)
+        outs = [t for _, t, _ in r.returns]
+        ret = types.Tuple([parent] + outs) if outs else parent
+    return ret
+
+
+def _storage_first(p: Primitive, args: tuple, kws: dict) -> bool:
+    """Whether ``args[0]`` may be the storage of a two-phase object's call, which cuda.coop
+    passes first (``block_load(temp_storage, d_in, items)``): a TempStorage or a uint8 array."""
+    if not p.fixed or p.constructor or p.infer or p.parent is not None or not args \
+            or "temp_storage" in kws:
+        return False
+    ts = args[0]
+    return isinstance(ts, TempStorageType) or (
+        isinstance(ts, types.Array) and ts.ndim == 1 and ts.dtype == types.uint8)
+
+
 def _make_template(p: Primitive):
     class CoopgenCall(AbstractTemplate):
         key = p
         prefer_literal = True
 
         def generic(self, args, kws):
-            bound = ()
-            if p.infer:
-                r, bound = resolve_object(p, args, kws)
-            else:
-                r = resolve_call(p, args, kws)
-            RESOLVED.append(f"{r.cls.name}::{r.method.signature}")
-            ret = r.return_type
-            if p.constructor:
-                tk = split_call(p, args, kws).tkws
-                parent = ParentType(p, r, tuple(tk.items()),
-                                    bound=tuple((n, t) for n, t, _ in bound),
-                                    aliases=p.aliases)
-                outs = [t for _, t, _ in r.returns]
-                ret = types.Tuple([parent] + outs) if outs else parent
-            names = [f"{_POS}{i}" for i in range(len(args))] + list(kws)
+            try:
+                ret = _call_type(p, args, kws)
+                names = [f"{_POS}{i}" for i in range(len(args))] + list(kws)
+            except CoopgenTypeError as first:
+                if not _storage_first(p, args, kws):
+                    raise
+                # cuda.coop's two-phase objects take their storage first: obj(ts, src, dst)
+                try:
+                    ret = _call_type(p, args[1:], {"temp_storage": args[0], **kws})
+                except CoopgenTypeError:
+                    if isinstance(args[0], TempStorageType):
+                        raise
+                    raise first from None
+                names = (["temp_storage"] + [f"{_POS}{i}" for i in range(len(args) - 1)]
+                         + list(kws))
             pysig = inspect.Signature([inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD)
                                        for n in names])
             folded = tuple(args) + tuple(kws.values())
@@ -394,12 +433,15 @@ def _make_template(p: Primitive):
 
 
 def _split_sig(sig):
+    """(positional types, keyword types, number of positionals, the order of ``sig.args`` that
+    puts positionals first): a storage passed first (:func:`_storage_first`) is a keyword."""
     if sig.pysig is None:  # numba drops it from bound-method signatures: all positional
-        return sig.args, {}, len(sig.args)
+        return sig.args, {}, len(sig.args), list(range(len(sig.args)))
     names = list(sig.pysig.parameters)
-    n_pos = sum(1 for n in names if n.startswith(_POS))
-    kw_names = names[n_pos:]
-    return sig.args[:n_pos], dict(zip(kw_names, sig.args[n_pos:])), n_pos
+    pos = [i for i, n in enumerate(names) if n.startswith(_POS)]
+    kw = [i for i, n in enumerate(names) if not n.startswith(_POS)]
+    return (tuple(sig.args[i] for i in pos), {names[i]: sig.args[i] for i in kw}, len(pos),
+            pos + kw)
 
 
 def _make_lowering(p: Primitive):
@@ -409,7 +451,8 @@ def _make_lowering(p: Primitive):
 
 
 def _lower_call(p: Primitive, context, builder, sig, args, self_ptr=None, extra=None):
-    pos, kws, n_pos = _split_sig(sig)
+    pos, kws, n_pos, order = _split_sig(sig)
+    sig_args, args = [sig.args[i] for i in order], [args[i] for i in order]
     extra = extra or {}
     bound = ()
     if p.infer:
@@ -420,11 +463,11 @@ def _lower_call(p: Primitive, context, builder, sig, args, self_ptr=None, extra=
     # Arguments a constructed object keeps are appended after the call's own, then the
     # constants the call passes without the user (SplitCall.constants).
     constants = split_call(p, pos, kws).constants if p.parent is None and not p.infer else []
-    arg_types = (list(sig.args) + [t for t, _ in extra.values()]
+    arg_types = (sig_args + [t for t, _ in extra.values()]
                  + [_constant_type_at_run_time(t) for t, _ in constants])
     arg_vals = (list(args) + [v for _, v in extra.values()]
                 + [_constant_value(context, builder, t, v) for t, v in constants])
-    n_call, n_kept = len(sig.args), len(extra)
+    n_call, n_kept = len(sig_args), len(extra)
     if p.parent is None:
         check_not_in_device_function(p, r, "threads_per_block" in kws or
                                       "threads_per_block" in p.fixed)

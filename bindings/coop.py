@@ -62,7 +62,10 @@ def factory_positionals(scope: str, name: str) -> tuple[str, ...]:
 
 
 def _factory(scope: str, name: str, function):
-    positional = factory_positionals(scope, name)
+    # then the rest of the function's own host order (make_load(dtype, tpb, ipt, "striped"))
+    first = factory_positionals(scope, name)
+    positional = first + tuple(n for n in (getattr(function, "host", None) or ())
+                               if n not in first and n != "dim")
 
     def make(*args, **kws):
         if name in NO_EXPLICIT_STORAGE and "temp_storage" in kws:
@@ -78,8 +81,8 @@ def _factory(scope: str, name: str, function):
 
     make.__name__ = make.__qualname__ = f"make_{name}"
     make.__doc__ = (f"cuda.coop's factory ({', '.join(positional)}, then keywords): the "
-                    f"two-phase ``{scope}.{name}`` object (call it in kernels; ``.files`` is "
-                    f"empty, there is nothing to link).")
+                    f"two-phase ``{scope}.{name}`` object (call it in kernels; ``.files`` "
+                    f"links nothing: each kernel links the code it uses).")
     return make
 
 
@@ -93,6 +96,9 @@ def _namespace(scope: str, module) -> _pytypes.ModuleType:
     ns.__all__ = sorted(k for k in vars(ns) if not k.startswith("_"))
     return ns
 
+
+#: cuda.coop's base class of two-phase objects (``isinstance(obj, Invocable)``).
+from .calls import Primitive as Invocable  # noqa: E402
 
 block = _namespace("block", _block)
 warp = _namespace("warp", _warp)
@@ -136,4 +142,4 @@ class NoAlgorithm:
 
 
 __all__ = ["block", "warp", "local", "shared", "TempStorage", "ThreadData", "Decomposer",
-           "NoAlgorithm", "gpu_dataclass", "StatefulFunction", *sorted(_ALGORITHMS)]
+           "Invocable", "NoAlgorithm", "gpu_dataclass", "StatefulFunction", *sorted(_ALGORITHMS)]

@@ -196,8 +196,13 @@ def test_factories_take_cuda_coop_positional_order():
     assert coop.warp.make_exclusive_scan(np.int32, "max", 16).fixed["threads_in_warp"] == 16
     assert coop.warp.make_merge_sort_keys(np.int32, 4, 16, compare_op="<").fixed[
         "items_per_thread"] == 4
-    with pytest.raises(TypeError, match="make_sum: takes at most 3 positional"):
-        coop.block.make_sum(np.int32, 128, 4, "raking")
+    # then the function's own host order: make_load(dtype, tpb, ipt, algorithm)
+    load = coop.block.make_load(np.int32, 32, 4, "striped")
+    assert load.fixed["algorithm"] == "striped" and load.fixed["items_per_thread"] == 4
+    assert coop.block.make_reduce(np.int32, 64, 2, "max").call_fixed["reduction_op"] == "max"
+    assert isinstance(load, coop.Invocable) and load.files  # old code asserts it has files
+    with pytest.raises(TypeError, match="make_sum: takes at most 4 positional"):
+        coop.block.make_sum(np.int32, 128, 4, "raking", 1)
 
 
 def test_enums():

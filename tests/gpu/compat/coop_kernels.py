@@ -305,6 +305,42 @@ def case_two_phase_sort(rng):
     return Case(two_phase_sort, blocks, TPB, (x, out), check)
 
 
+# released cuda.coop code passes the objects' storage first: a uint8 shared array sized from
+# the objects, or a TempStorage; the calls then synchronise themselves
+LOAD_STORE_BYTES = max(block_load.temp_storage_bytes, block_store.temp_storage_bytes)
+u8_load = coop.block.make_load(numba.uint8, TPB, IPT, coop.BlockLoadAlgorithm.TRANSPOSE)
+u8_store = coop.block.make_store(numba.uint8, TPB, IPT, coop.BlockStoreAlgorithm.TRANSPOSE)
+
+
+@cuda.jit(link=block_load.files + block_store.files + block_sort.files)
+def two_phase_sort_storage_first(d_in, d_out, b_in, b_out):
+    temp_storage = cuda.shared.array(shape=LOAD_STORE_BYTES, dtype=numba.uint8)
+    sort_storage = coop.TempStorage()
+    items = cuda.local.array(IPT, np.int32)
+    base = cuda.blockIdx.x * TPB * IPT
+    block_load(temp_storage, d_in[base:], items)
+    cuda.syncthreads()
+    block_sort(sort_storage, items)
+    cuda.syncthreads()
+    block_store(temp_storage, d_out[base:], items)
+    # uint8 items: the first array is the storage only when the call does not bind without it
+    raw = cuda.local.array(IPT, numba.uint8)
+    u8_load(b_in[base:], raw)
+    u8_store(b_out[base:], raw)
+
+
+def case_two_phase_sort_storage_first(rng):
+    blocks = 3
+    x = _ints(rng, blocks * TPB * IPT, np.int32, -(1 << 30), 1 << 30)
+    b = rng.integers(0, 256, blocks * TPB * IPT, dtype=np.uint8)
+    out, b_out = np.zeros_like(x), np.zeros_like(b)
+
+    def check(arrays):
+        np.testing.assert_array_equal(arrays[1].reshape(blocks, -1),
+                                      np.sort(x.reshape(blocks, -1), axis=1))
+        np.testing.assert_array_equal(arrays[3], b)
+    return Case(two_phase_sort_storage_first, blocks, TPB, (x, out, b, b_out), check)
+
 warp_sum16 = coop.warp.make_sum(np.int32, 16)  # (dtype, threads_in_warp)
 
 
@@ -541,7 +577,8 @@ def case_float2_two_phase_reduce(rng):
 CASES = [case_copy_sized_by_argument, case_reverse_tiles_numba_arrays, case_sort_tiles_sized_by_shape,
          case_block_sums_shared_sized_by_argument, case_sort_thread_data,
          case_scan_thread_data_with_dtype, case_sort_with_in_kernel_storage,
-         case_sum_and_scan_exclusive_storage, case_two_phase_sort, case_scan_with_dataclass,
+         case_sum_and_scan_exclusive_storage, case_two_phase_sort,
+         case_two_phase_sort_storage_first, case_scan_with_dataclass,
          case_sort_with_primitive_argument, case_scan_tiles_with_running_total,
          case_warp_max_plain_function, case_sort_in_numba_shared_bytes,
          case_scan_and_sum_in_dynamic_shared, case_float2_block_sum_and_scan,
