@@ -22,6 +22,8 @@ __all__ = [
     "link_pieces",
     "compile_kernel_pieces",
     "parse_link_log",
+    "launch_config_on_cpu",
+    "link_as_launched",
 ]
 
 
@@ -252,3 +254,43 @@ def link_cubin(
     return link_pieces(
         pieces, arch=arch, optimize_unused_variables=optimize_unused_variables
     )
+
+
+class _LaunchOnCpu:
+    """What coopgen reads of a launch (``numba.cuda.launchconfig``) while a kernel compiles:
+    its block shape, its arguments, the dispatcher to key specialisations on."""
+
+    _launch_config_key = staticmethod(lambda cfg: (cfg.blockdim,))
+
+    def __init__(self, py_func, block, args):
+        block = block if isinstance(block, tuple) else (block,)
+        self.blockdim = tuple(block) + (1,) * (3 - len(block))
+        self.args = tuple(args)
+        self.py_func = py_func
+        self.dispatcher = self
+
+    def mark_launch_config_sensitive(self):
+        pass
+
+
+@contextlib.contextmanager
+def launch_config_on_cpu(kernel, block, args=()):
+    """Compile as ``kernel[grid, block](*args)`` would, without a GPU to launch on."""
+    from . import calls
+    saved = calls.current_launch_config
+    cfg = _LaunchOnCpu(getattr(kernel, "py_func", kernel), block, args)
+    calls.current_launch_config = lambda: cfg
+    try:
+        yield cfg
+    finally:
+        calls.current_launch_config = saved
+
+
+def link_as_launched(kernel, block, *args, arch=(9, 0)) -> LinkResult:
+    """Link ``kernel`` for ``sm_<arch>`` as ``kernel[grid, block](*args)`` would compile it:
+    with the launch's block shape and argument values (kernel arguments that size arrays are
+    constants only when a launch compiles the kernel)."""
+    from numba.cuda.typing.typeof import typeof  # the kernel dispatcher's typeof
+    sig = tuple(typeof(a) for a in args)
+    with launch_config_on_cpu(kernel, block, args):
+        return link_cubin(kernel, sig, arch=arch)

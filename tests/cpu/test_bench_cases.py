@@ -4,12 +4,10 @@ unnoticed between GPU runs."""
 import sys
 from pathlib import Path
 
-import numba
 import numpy as np
 import pytest
 
-from coopgen import block_shape
-from coopgen.linkcheck import link_cubin
+from coopgen.linkcheck import link_as_launched
 
 sys.path.insert(0, str(Path(__file__).parents[2] / "tools" / "bench"))
 import cases  # noqa: E402
@@ -17,15 +15,14 @@ import cases  # noqa: E402
 # Static shared memory of the nvcc-built kernels (ptxas -v): coopgen must not need more.
 NATIVE_SMEM = {"sum": 44, "scan": 16912, "sort": 16912, "merge_sort": 16912, "histogram": 10304,
                "warp_sum": 0, "warp_scan": 16928, "sum_f64": 80, "sort_i64": 33808,
-               "sort_i64_1024": 0}  # its storage is dynamic, in both builds
+               "sort_i64_1024": 0, "coop_scan": 16912, "coop_sort": 16912}  # its storage is dynamic, in both builds
 
 
 @pytest.mark.parametrize("name", list(cases.CASES))
 def test_bench_kernel_links(name):
     case = cases.CASES[name]
-    sig = (numba.typeof(np.empty(1, cases.INPUT_DTYPE.get(name, case.dtype))),
-           numba.typeof(np.empty(1, case.dtype)))
-    with block_shape(case.threads):
-        res = link_cubin(case.make(), sig)
+    args = (np.empty(1, cases.INPUT_DTYPE.get(name, case.dtype)), np.empty(1, case.dtype),
+            *case.extra_args)
+    res = link_as_launched(case.make(), case.threads, *args)
     assert res.local_bytes == 0
     assert res.smem <= NATIVE_SMEM[name]

@@ -6,7 +6,6 @@ with the block shape of the launch; each test then stops (skipped) before compar
 """
 from __future__ import annotations
 
-import contextlib
 import os
 import zlib
 
@@ -97,35 +96,14 @@ def to_host(d):
     return d if LINK_ON_CPU else d.copy_to_host()
 
 
-class _FakeLaunchConfig:
-    def __init__(self, block):
-        self.blockdim = tuple(block) + (1,) * (3 - len(block))
-        self.dispatcher = self
-
-    def mark_launch_config_sensitive(self):
-        pass
-
-
-@contextlib.contextmanager
-def _launch_config_on_cpu(block):
-    from coopgen import calls
-    saved = calls.current_launch_config
-    cfg = _FakeLaunchConfig(block if isinstance(block, tuple) else (block,))
-    calls.current_launch_config = lambda: cfg
-    try:
-        yield
-    finally:
-        calls.current_launch_config = saved
-
-
 def launch(kernel, grid, block, *args):
     """``kernel[grid, block](*args)`` and wait for it. With LINK_ON_CPU, compile and link the
     specialisation for this block shape on the CPU instead, then skip the test."""
     if LINK_ON_CPU:
         import numba
-        from coopgen.linkcheck import link_cubin
+        from coopgen.linkcheck import launch_config_on_cpu, link_cubin
         sig = tuple(numba.typeof(a) for a in args)
-        with _launch_config_on_cpu(block):
+        with launch_config_on_cpu(kernel, block, args):
             link_cubin(kernel, sig)
         pytest.skip("linked on the CPU")
     kernel[grid, block](*args)

@@ -121,7 +121,7 @@ def runtime_rows(names) -> list[dict]:
         smem = case.native_dynamic_smem() if case.native_dynamic_smem else 0
         if smem:  # cudaFuncSetAttribute(MaxDynamicSharedMemorySize); coopgen's launch does it
             fn.max_dynamic_shared_size_bytes = smem
-        py = lambda: kernel(d_in, d_py)
+        py = lambda: kernel(d_in, d_py, *case.extra_args)
         cx = lambda: fn((case.grid,), (case.threads,), (cx_in, d_cx), shared_mem=smem)
         py()
         cx()
@@ -255,19 +255,16 @@ def print_compile(rows) -> str:
 
 def resources(names) -> None:
     """Registers and shared memory of both builds for sm_90, from the linkers' logs."""
-    import numba
     import numpy as np
-    from coopgen import block_shape
-    from coopgen.linkcheck import link_cubin, parse_link_log
+    from coopgen.linkcheck import link_as_launched, parse_link_log
 
     native, _, _ = parse_link_log(open(build_native() + ".log").read())
     print(f"{'case':12} {'regs coopgen/native':>20} {'smem coopgen/native':>20}")
     for name in names:
         case = CASES[name]
-        in_t = numba.typeof(np.empty(1, INPUT_DTYPE.get(name, case.dtype)))
-        out_t = numba.typeof(np.empty(1, case.dtype))
-        with block_shape(case.threads):
-            r = link_cubin(case.make(), (in_t, out_t))
+        args = (np.empty(1, INPUT_DTYPE.get(name, case.dtype)), np.empty(1, case.dtype),
+                *case.extra_args)
+        r = link_as_launched(case.make(), case.threads, *args)
         ref = native[case.native]
         regs, smem = ref.registers, ref.smem
         print(f"{name:12} {f'{r.registers}/{regs}':>20} {f'{r.smem}/{smem}':>20}")

@@ -34,6 +34,8 @@ class Case:
     threads: int = THREADS
     #: () -> dynamic shared memory bytes the nvcc build's launch asks for (None: static only)
     native_dynamic_smem: Callable | None = None
+    #: kernel arguments after (input, output): cuda.coop code sizes its arrays from them
+    extra_args: tuple = ()
 
     @property
     def tile(self) -> int:
@@ -178,6 +180,50 @@ def _warp_scan(cache=False):
     return warp_scan
 
 
+# --- cuda.coop's spelling (from coopgen import coop): same native kernels as scan and sort ---
+
+def _coop_scan(cache=False):
+    from coopgen import coop
+    from numba import cuda
+
+    @cuda.jit(cache=cache)
+    def coop_block_scan(d_in, d_out, items_per_thread):
+        # sized by a kernel argument and the input's dtype, read when the launch compiles
+        items = coop.local.array(items_per_thread, dtype=d_in.dtype)
+        base = cuda.blockIdx.x * THREADS * items_per_thread
+        coop.block.load(d_in[base:], items, items_per_thread,
+                        coop.BlockLoadAlgorithm.WARP_TRANSPOSE)
+        coop.block.exclusive_sum(items, items, items_per_thread)
+        coop.block.store(d_out[base:], items, items_per_thread,
+                         algorithm=coop.BlockStoreAlgorithm.WARP_TRANSPOSE)
+    return coop_block_scan
+
+
+def _coop_radix_sort(cache=False):
+    from coopgen import coop
+    from numba import cuda, types
+
+    # two-phase: objects made on the host, called with their storage first, as released
+    # cuda.coop code does
+    load = coop.block.make_load(types.int32, THREADS, ITEMS, "warp_transpose")
+    sort = coop.block.make_radix_sort_keys(types.int32, THREADS, ITEMS)
+    store = coop.block.make_store(types.int32, THREADS, ITEMS, "warp_transpose")
+    storage_bytes = max(load.temp_storage_bytes, sort.temp_storage_bytes,
+                        store.temp_storage_bytes)
+
+    @cuda.jit(link=load.files + sort.files + store.files, cache=cache)
+    def coop_block_radix_sort(d_in, d_out):
+        temp_storage = cuda.shared.array(shape=storage_bytes, dtype=types.uint8)
+        items = cuda.local.array(ITEMS, types.int32)
+        base = cuda.blockIdx.x * TILE
+        load(temp_storage, d_in[base:], items)
+        cuda.syncthreads()
+        sort(temp_storage, items)
+        cuda.syncthreads()
+        store(temp_storage, d_out[base:], items)
+    return coop_block_radix_sort
+
+
 # --- inputs and answers ---------------------------------------------------------------------
 
 def _ints(dtype, lo=-(1 << 20), hi=1 << 20):
@@ -243,6 +289,12 @@ CASES = {c.name: c for c in [
          lambda n: n, lambda x: np.sort(_tiles(x, 1024 * ITEMS), axis=1).ravel(),
          _ints(np.int64, -(1 << 62), 1 << 62), threads=1024,
          native_dynamic_smem=_sort_storage_bytes(np.int64, 1024)),
+    Case("coop_scan", "scan in cuda.coop's spelling, items per thread a kernel argument",
+         np.int32, 1 << 28, _coop_scan, "block_scan_i32", lambda n: n,
+         lambda x: _exclusive(x, TILE), _ints(np.int32), extra_args=(ITEMS,)),
+    Case("coop_sort", "radix sort in cuda.coop's two-phase spelling (make_*, storage first)",
+         np.int32, 1 << 26, _coop_radix_sort, "block_radix_sort_i32", lambda n: n,
+         lambda x: np.sort(_tiles(x), axis=1).ravel(), _ints(np.int32, -(1 << 30), 1 << 30)),
 ]}
 
 # The input dtype where it differs from the output's (histogram: uint8 in, uint32 counts out).

@@ -7,52 +7,12 @@ constants only when a launch compiles the kernel).
 """
 from __future__ import annotations
 
-import contextlib
 import re
 
 import numpy as np
 from numba import cuda
 
-
-class _CpuDispatcher:
-    """The launching dispatcher, as the compile sees it: the kernel's function."""
-
-    _launch_config_key = staticmethod(lambda cfg: (cfg.blockdim,))
-
-    def __init__(self, py_func):
-        self.py_func = py_func
-
-    def mark_launch_config_sensitive(self):
-        pass
-
-
-class _CpuLaunchConfig:
-    def __init__(self, py_func, block, args):
-        block = block if isinstance(block, tuple) else (block,)
-        self.blockdim = tuple(block) + (1,) * (3 - len(block))
-        self.args = args
-        self.dispatcher = _CpuDispatcher(py_func)
-
-
-@contextlib.contextmanager
-def launch_config_on_cpu(kernel, block, args):
-    from coopgen import calls
-    saved = calls.current_launch_config
-    cfg = _CpuLaunchConfig(getattr(kernel, "py_func", kernel), block, args)
-    calls.current_launch_config = lambda: cfg
-    try:
-        yield cfg
-    finally:
-        calls.current_launch_config = saved
-
-
-def link_as_launched(kernel, block, *args):
-    """Link ``kernel`` for sm_90 as ``kernel[grid, block](*args)`` would compile it."""
-    from numba.cuda.typing.typeof import typeof  # the kernel dispatcher's typeof
-    from coopgen.linkcheck import link_cubin
-    sig = tuple(typeof(a) for a in args)
-    with launch_config_on_cpu(kernel, block, args):
-        return link_cubin(kernel, sig)
+from coopgen.linkcheck import launch_config_on_cpu, link_as_launched  # noqa: F401
 
 
 def launch(kernel, grid, block, *args):
