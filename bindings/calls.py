@@ -477,7 +477,7 @@ def _lower_call(p: Primitive, context, builder, sig, args, self_ptr=None, extra=
         slot.align = PARENT_ALIGN
         self_ptr = builder.bitcast(slot, ir.IntType(8).as_pointer())
     op_sigs = operator_signatures(p.name, r)
-    bundle = bundle_for(context.active_code_library, module=builder.module)
+    bundle = bundle_for(context.active_code_library, p.name, module=builder.module)
     ts = r.temp_storage_arg[1] if r.temp_storage_arg else None
     if isinstance(ts, types.Array) and not isinstance(ts, SizedArray):
         align_numba_shared_bytes(builder.module)  # numba's cuda.shared.array(n, uint8)

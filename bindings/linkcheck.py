@@ -223,11 +223,13 @@ def link_pieces(pieces, *, arch=(9, 0), optimize_unused_variables: bool = False)
     return LinkResult(bytes(cubin), log, functions, entries, gmem)
 
 
-def link_ptx(kernel, sig, *, arch=(9, 0)) -> str:
+def link_ptx(kernel, sig, *, arch=(9, 0), pieces=None) -> str:
     """The LTO-linked PTX of a kernel: what LTO made of the shims, e.g. to check that no path
-    was folded into ``trap`` (LLVM's verdict on undefined behaviour)."""
-    objs = [_to_object_code(p, i) for i, p in enumerate(compile_kernel_pieces(kernel, sig,
-                                                                                arch=arch))]
+    was folded into ``trap`` (LLVM's verdict on undefined behaviour). ``pieces`` (from
+    :func:`compile_kernel_pieces` for this arch) saves compiling the kernel again."""
+    if pieces is None:
+        pieces = compile_kernel_pieces(kernel, sig, arch=arch)
+    objs = [_to_object_code(p, i) for i, p in enumerate(pieces)]
     opts = LinkerOptions(arch=f"sm_{arch[0]}{arch[1]}", link_time_optimization=True, ptx=True)
     linker = Linker(*objs, options=opts)
     try:

@@ -1,27 +1,12 @@
 """What numba does not tell a lowering function: which Python function is being lowered, and
-whether it is the kernel being launched. Read off the call stack; every answer is optional."""
+whether it is the kernel being launched (read off numba's internals by
+coopgen.numba_internals.lowering_site); every answer is optional."""
 from __future__ import annotations
-
-import sys
 
 from numba.cuda.launchconfig import current_launch_config
 
 from .errors import CoopgenTypeError
-
-
-def lowering_function():
-    """(func_ir, block label) of the Python function being lowered, read off the call stack
-    (numba hands lowering functions no such context), or None."""
-    frame = sys._getframe(1)
-    while frame is not None and frame.f_code.co_name != "lower_function_body":
-        frame = frame.f_back
-    if frame is None:
-        return None
-    lower, offset = frame.f_locals.get("self"), frame.f_locals.get("offset")
-    func_ir = getattr(lower, "func_ir", None)
-    if func_ir is None or offset is None:
-        return None
-    return func_ir, offset
+from .numba_internals import lowering_site as lowering_function
 
 
 def kernel_lowering_site():

@@ -32,6 +32,10 @@ __all__ = [
     "cache_dir",
     "cccl_include_dir",
     "nvrtc_version",
+    "supported_archs",
+    "default_arch",
+    "unsupported_arch",
+    "arch_number",
     "base_options",
 ]
 
@@ -78,6 +82,46 @@ def nvrtc_version() -> tuple[int, int]:
     err, major, minor = _nvrtc.nvrtcVersion()
     _check(err, "nvrtcVersion")
     return (major, minor)
+
+
+@functools.cache
+def supported_archs() -> tuple[int, ...]:
+    """The SM versions this NVRTC compiles for, e.g. (75, 80, 86, ..., 90, 100, 120)."""
+    err, archs = _nvrtc.nvrtcGetSupportedArchs()
+    _check(err, "nvrtcGetSupportedArchs")
+    return tuple(archs)
+
+
+@functools.cache
+def default_arch() -> str:
+    """The arch of compiles that no kernel compile chose (two-phase temp storage sizes): the
+    current CUDA device's, or sm_90 on a machine without one (CPU-only compile checks)."""
+    try:
+        from numba import cuda
+
+        if cuda.is_available():
+            major, minor = cuda.get_current_device().compute_capability
+            return f"sm_{major}{minor}"
+    except Exception:  # no driver or no device: compile for the default
+        pass
+    return "sm_90"
+
+
+def unsupported_arch(arch) -> str | None:
+    """Why this NVRTC cannot compile for ``arch``, or None when it can."""
+    n = arch_number(arch)
+    if n in supported_archs():
+        return None
+    major, minor = nvrtc_version()
+    return (f"cannot compile for sm_{n}: NVRTC {major}.{minor} targets "
+            f"{', '.join(f'sm_{a}' for a in supported_archs())}")
+
+
+def arch_number(arch) -> int:
+    """'sm_90' / 'compute_90' / 'sm_90a' / '90' / (9, 0) -> 90."""
+    if isinstance(arch, tuple):
+        return arch[0] * 10 + arch[1]
+    return int(_normalize_arch(arch)[len("compute_"):].rstrip("af"))
 
 
 @functools.cache
@@ -276,8 +320,9 @@ def _nvrtc_compile(source: str, opts: list[str], name: str, kind: str = "ltoir")
         _nvrtc.nvrtcDestroyProgram(prog)
 
 
-def compile_ptx(source: str, *, arch: str = "sm_90") -> str:
+def compile_ptx(source: str, *, arch: str | None = None) -> str:
     """Compile to PTX text (cached on disk); used to read sizes the compiler computes."""
+    arch = arch or default_arch()
     return compile_ltoir(source, arch=arch, kind="ptx").rstrip(b"\0").decode()
 
 
@@ -285,7 +330,7 @@ def compile_ltoir(
     source: str,
     *,
     include_dirs: list[str] | None = None,
-    arch: str = "sm_90",
+    arch: str | None = None,
     options: tuple = (),
     kind: str = "ltoir",
 ) -> bytes:
@@ -293,8 +338,13 @@ def compile_ltoir(
 
     ``include_dirs`` defaults to ``[cccl_include_dir()]``. ``arch`` accepts
     ``sm_90``, ``compute_90``, ``90`` or the ``a`` variants. ``options`` are
-    appended verbatim. Raises :class:`NvrtcError` carrying the NVRTC log.
+    appended verbatim; ``arch`` defaults to :func:`default_arch`. Raises :class:`NvrtcError`
+    carrying the NVRTC log.
     """
+    arch = arch or default_arch()
+    refused = unsupported_arch(arch)
+    if refused:
+        raise NvrtcError(refused)
     if include_dirs is None:
         include_dirs = [cccl_include_dir()]
     include_dirs = [str(d) for d in include_dirs] + [half_include_dir()]

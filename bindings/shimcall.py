@@ -31,14 +31,11 @@ multiply defined".
 from __future__ import annotations
 
 import functools
-
-import os
 import threading
 import weakref
 from dataclasses import dataclass
 
 from numba.cuda.cudadrv.linkable_code import LTOIR
-from numba.cuda.core import targetconfig
 
 from . import nvrtc
 
@@ -274,28 +271,27 @@ _bundles_lock = threading.Lock()
 
 
 def _current_arch() -> str:
-    """compute_XY of the compilation in progress.
+    """compute_XY of the compilation in progress: numba's target CC (``cc=``, or for a launch
+    the current device's), else :func:`coopgen.nvrtc.default_arch`."""
+    from .numba_internals import compiling_for_cc
 
-    numba-cuda keeps the target CC in the flags on the ConfigStack
-    (``flags.compute_capability``, set by compile_cuda from ``cc=`` or the
-    current device); numba's own mathimpl reads it the same way.
-    """
-    cc = None
-    stack = targetconfig.ConfigStack()
-    if len(stack):
-        cc = getattr(stack.top(), "compute_capability", None)
-    if not cc:
-        cc = tuple(int(x) for x in os.environ.get("COOPGEN_DEFAULT_CC", "9.0").split("."))
-    return f"compute_{cc[0]}{cc[1]}"
+    cc = compiling_for_cc()
+    return nvrtc._normalize_arch(f"sm_{cc[0]}{cc[1]}" if cc else nvrtc.default_arch())
 
 
-def bundle_for(library, arch: str | None = None, module=None) -> ShimBundle:
-    """The ShimBundle of ``library``, created and linked on first use; ``module`` is the LLVM
-    module being lowered into the library."""
+def bundle_for(library, what: str = "coopgen", module=None) -> ShimBundle:
+    """The ShimBundle of ``library``, created and linked on first use, for the arch being
+    compiled for; ``what`` (the primitive being lowered) names an arch NVRTC cannot target;
+    ``module`` is the LLVM module being lowered into the library."""
     with _bundles_lock:
         bundle = _bundles.get(library)
         if bundle is None:
-            bundle = ShimBundle(arch or _current_arch(), name=f"coopgen-shims-{library.name}")
+            arch = _current_arch()
+            refused = nvrtc.unsupported_arch(arch)
+            if refused:
+                from .errors import CoopgenTypeError
+                raise CoopgenTypeError(f"{what}: {refused}")
+            bundle = ShimBundle(arch, name=f"coopgen-shims-{library.name}")
             bundle.library = weakref.ref(library)
             _bundles[library] = bundle
             library.add_linking_file(bundle)

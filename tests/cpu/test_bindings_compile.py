@@ -1,25 +1,32 @@
-"""Every overload the generated bindings claim compiles into a kernel and links to an sm_90
-cubin, on the CPU (numba-cuda -> LTO-IR, NVRTC shims -> LTO-IR, nvJitLink -> cubin)."""
+"""Every overload the generated bindings claim compiles into a kernel and links to a cubin for
+each architecture CI checks, on the CPU (numba-cuda -> LTO-IR, NVRTC shims -> LTO-IR, nvJitLink
+-> cubin). CUB takes different code paths per architecture (__CUDA_ARCH__), so each is linked."""
 import pytest
 from numba.cuda import types
 
 from coopgen import calls, nvrtc, registry
-from coopgen.linkcheck import link_cubin, link_ptx
+from coopgen.linkcheck import compile_kernel_pieces, link_cubin, link_pieces, link_ptx
 
 from smoke import build_kernel
 
 CLASSES = registry.package().CLASSES
 SIG = (types.int32[::1], types.int32[::1], types.int32)
+#: Ampere, Hopper, Blackwell datacenter and Blackwell consumer parts; sm_120 only where the
+#: pinned NVRTC targets it.
+ARCHS = tuple((a // 10, a % 10) for a in (80, 90, 100, 120) if a in nvrtc.supported_archs())
+ARCH_IDS = [f"sm_{a}{b}" for a, b in ARCHS]
 
 
+@pytest.mark.parametrize("arch", ARCHS, ids=ARCH_IDS)
 @pytest.mark.parametrize("cls", CLASSES, ids=[c.name for c in CLASSES])
-def test_every_bound_overload_links(cls, tmp_path):
+def test_every_bound_overload_links(cls, arch, tmp_path):
     if not cls.methods and not cls.constructors:
         pytest.skip(f"{cls.name} binds nothing yet")
     kernel, covered, src = build_kernel(cls, cls.scope, tmp_path)
     before = nvrtc.compile_count() + nvrtc.cache_hit_count()
     calls.RESOLVED.clear()
-    res = link_cubin(kernel, SIG)
+    pieces = compile_kernel_pieces(kernel, SIG, arch=arch)
+    res = link_pieces(pieces, arch=arch)
     # Each call resolved to the overload it was written for.
     assert set(calls.RESOLVED) == set(covered)
     # One NVRTC translation unit for the whole kernel (compiled, or found in the cache).
@@ -27,7 +34,43 @@ def test_every_bound_overload_links(cls, tmp_path):
     assert res.local_bytes == 0 or cls.name in ("BlockMergeSort", "WarpMergeSort"), src
     assert res.spill_stores == 0 or cls.name in ("BlockMergeSort", "WarpMergeSort")
     # LTO found no undefined behaviour to fold into a trap (e.g. a call on a null object).
-    assert "trap;" not in link_ptx(kernel, SIG)
+    assert "trap;" not in link_ptx(kernel, SIG, arch=arch, pieces=pieces)
+
+
+def test_shims_compile_for_the_kernels_architecture(tmp_path):
+    """The shim bundle is compiled for the arch numba compiles the kernel for (cc=, or the
+    launching device's), and the disk cache keys it by that arch."""
+    cls = registry.classes()["BlockReduce"]
+    kernel, _, _ = build_kernel(cls, cls.scope, tmp_path)
+    archs = []
+    for arch in ARCHS[:2]:
+        pieces = compile_kernel_pieces(kernel, SIG, arch=arch)
+        bundles = [p for p in pieces if hasattr(p, "shims")]
+        assert [b.arch for b in bundles] == [f"compute_{arch[0]}{arch[1]}"]
+        archs.append(bytes(bundles[0].data))
+    assert archs[0] != archs[1]
+
+
+def test_an_arch_nvrtc_cannot_target_is_refused_by_name():
+    import numpy as np
+    from numba import cuda
+
+    from coopgen import block, block_shape, local
+    from coopgen.errors import CoopgenTypeError
+
+    def k(x):
+        items = local.array(4, np.int32)
+        block.load(x, items)
+
+    unsupported = next(cc for cc in ((7, 0), (6, 0), (5, 0))
+                       if nvrtc.arch_number(cc) not in nvrtc.supported_archs())
+    name = f"sm_{unsupported[0]}{unsupported[1]}"
+    with block_shape(128), pytest.raises(CoopgenTypeError, match=f"block.load: cannot compile "
+                                                                  f"for {name}: NVRTC"):
+        cuda.compile_all(k, (types.int32[::1],), device=False, abi="numba", cc=unsupported,
+                         output="ltoir")
+    with pytest.raises(nvrtc.NvrtcError, match=f"cannot compile for {name}"):
+        nvrtc.compile_ltoir("__device__ int x;", arch=name)
 
 
 def test_bound_and_checked_is_exactly_what_the_smoke_kernels_cover(tmp_path):
@@ -39,8 +82,10 @@ def test_bound_and_checked_is_exactly_what_the_smoke_kernels_cover(tmp_path):
     assert claimed == expected
 
 
-def test_other_lock_entries_link_too():
-    """Every lock entry's claimed overloads are compile-checked, not only the default's."""
+@pytest.mark.parametrize("arch_id", ARCH_IDS)
+def test_other_lock_entries_link_too(arch_id):
+    """Every lock entry's claimed overloads are compile-checked, not only the default's (one
+    process per entry and arch, so the suite's workers share the work)."""
     import os
     import subprocess
     import sys
@@ -49,12 +94,14 @@ def test_other_lock_entries_link_too():
     from coopgen.generator.headers import load_lock
 
     here = Path(__file__).parent
+    select = (f"not other_lock_entries and ({arch_id} or not overload_links)"
+              if arch_id == ARCH_IDS[0] else f"not other_lock_entries and {arch_id}")
     for entry in load_lock()[1:]:
         env = dict(os.environ, COOPGEN_CCCL=entry.cccl)
         out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                              "-k", "not other_lock_entries", str(here / "test_bindings_compile.py")],
+                              "-k", select, str(here / "test_bindings_compile.py")],
                              cwd=here, env=env, capture_output=True, text=True)
-        assert out.returncode == 0, f"CCCL {entry.cccl}:\n{out.stdout[-4000:]}"
+        assert out.returncode == 0, f"CCCL {entry.cccl}, {arch_id}:\n{out.stdout[-4000:]}"
 
 
 def test_shared_memory_pointers_are_32_bit():

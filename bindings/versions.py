@@ -1,0 +1,54 @@
+"""The numba-cuda, numba and numpy releases coopgen supports, checked once at ``import coopgen``.
+
+The supported ranges are the ones coopgen's package metadata declares (pyproject.toml's
+``dependencies``), so they are written down once. An environment outside them fails here with
+one message naming each package, its range and the version found, instead of deep in typing or
+lowering. This module imports neither numba nor numpy: it must run before they are touched.
+"""
+from __future__ import annotations
+
+import importlib.metadata
+
+#: Packages whose internals or behaviour coopgen depends on (numba-cuda's lowering and code
+#: library, numba's typing, numpy's dtypes). The CUDA compiler libraries are checked by
+#: ``coopgen doctor`` instead: they may come from a toolkit rather than from wheels.
+CHECKED = ("numba-cuda", "numba", "numpy")
+
+
+def _declared() -> list[str]:
+    try:
+        return importlib.metadata.requires("coopgen") or []
+    except importlib.metadata.PackageNotFoundError:  # imported from a source tree: no metadata
+        return []
+
+
+def unsupported(declared: list[str] | None = None, installed=importlib.metadata.version) \
+        -> list[tuple[str, str | None]]:
+    """(requirement, version found or None) of each checked package outside its range, e.g.
+    ``("numba-cuda<0.31,>=0.30.0", "0.29.0")``."""
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    problems = []
+    for line in _declared() if declared is None else declared:
+        req = Requirement(line)
+        if req.marker is not None and not req.marker.evaluate({"extra": ""}):
+            continue  # an extra's requirement ([generate], [dev])
+        if canonicalize_name(req.name) not in CHECKED:
+            continue
+        try:
+            found = installed(req.name)
+        except importlib.metadata.PackageNotFoundError:
+            found = None
+        if found is None or not req.specifier.contains(found, prereleases=True):
+            problems.append((f"{req.name}{req.specifier}", found))
+    return problems
+
+
+def check() -> None:
+    problems = unsupported()
+    if problems:
+        found = "; ".join(f"{req} (found {v or 'none'})" for req, v in problems)
+        fix = " ".join(f"'{req}'" for req, _ in problems)
+        raise ImportError(f"coopgen does not support this environment: it needs {found}. "
+                          f"Fix: pip install {fix}")
