@@ -7,7 +7,8 @@ Environment variables:
 * ``COOPGEN_DISABLE_CACHE=1`` -- never read or write the disk cache.
 * ``COOPGEN_DUMP_SHIMS=<dir>`` -- write every source handed to
   :func:`compile_ltoir` to ``<dir>/<key>.cu`` (cache hits included).
-* ``COOPGEN_NVRTC_PCH=0``   -- do not pass NVRTC's automatic ``-pch`` (see _use_pch).
+* ``COOPGEN_NVRTC_PCH``     -- when to build NVRTC's precompiled header: ``second``
+  (default), ``first`` or ``0`` (never); see _use_pch.
 
 Cache and env vars are read on every call, so tests can monkeypatch them.
 """
@@ -287,17 +288,31 @@ def _get_log(prog) -> str:
     return buf.rstrip(b"\0").decode(errors="replace")
 
 
+_PCH_POLICIES = {"0": "off", "off": "off", "1": "second", "second": "second", "first": "first"}
+
+
 def _use_pch(kind: str) -> bool:
     """NVRTC's automatic PCH: a compile made with -pch keeps its parsed leading #include block
     in the process (files under /tmp, deleted at exit), and a later -pch compile whose source
     starts with the same block and options skips parsing it (~0.55 s -> ~0.2 s for CUB here).
-    Making one costs ~0.25 s over a plain compile. Every shim bundle starts with the same
-    canonical block (ShimBundle.source), so one PCH serves every later kernel of the process.
-    The process's first compile runs plain: it is what a first kernel launch waits for, and
-    many processes compile one kernel. (Building the PCH in a background thread instead was
-    tried: a process exiting while NVRTC runs in a daemon thread crashes.)"""
-    return (kind == "ltoir" and compile_count() > 0
-            and os.environ.get("COOPGEN_NVRTC_PCH", "1") not in ("0", ""))
+    NVRTC keeps one PCH per option set, so kernels of several architectures each get theirs.
+    Every shim bundle starts with the same canonical block (ShimBundle.source), so one PCH
+    serves every later kernel of the process.
+
+    Making one costs about half a plain compile more (tools/bench/RESULTS.md). The default
+    (``COOPGEN_NVRTC_PCH=second``) runs the process's first compile plain: it is what a first
+    kernel launch waits for, and many processes compile one kernel; the second builds the PCH.
+    ``first`` builds it on the first compile (the second new kernel is then ~1 s sooner on the
+    CPU, the first ~0.25-0.5 s later): for sessions that compile many kernels. ``0``: never.
+    (Building the PCH in a background thread instead was tried: a process exiting while NVRTC
+    runs in a daemon thread crashes.)"""
+    value = os.environ.get("COOPGEN_NVRTC_PCH", "second")
+    policy = _PCH_POLICIES.get(value.strip().lower())
+    if policy is None:
+        raise ValueError(f"COOPGEN_NVRTC_PCH={value!r}: use second (the default), first or 0")
+    if kind != "ltoir" or policy == "off":
+        return False
+    return policy == "first" or compile_count() > 0
 
 
 def _nvrtc_compile(source: str, opts: list[str], name: str, kind: str = "ltoir") -> bytes:
