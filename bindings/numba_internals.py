@@ -23,7 +23,8 @@ numba-cuda has no public API for four things coopgen needs:
 What these read is listed in :data:`EXPECTED`; :func:`problems` checks it against the installed
 numba-cuda, and tests/cpu/test_numba_internals.py fails, naming the internal, when an upgrade
 moves one. The launch configuration (``numba.cuda.launchconfig``) and the extension API
-(``numba.cuda.extending``, typing templates, ``imputils``) are numba-cuda's public surface.
+(``numba.cuda.extending``, typing templates, ``imputils``, the ``rewrites`` registry that
+coopgen.rewrite uses) are numba-cuda's public surface.
 """
 from __future__ import annotations
 
@@ -40,6 +41,8 @@ EXPECTED = (
     "numba.cuda.core.analysis.compute_cfg_from_blocks",
     "numba.cuda.cudadrv.nvvm: set_launch_bounds(function, n) and NVVM().data_layout",
     "numba.cuda.dispatcher._Kernel.launch(self, args, griddim, blockdim, stream, sharedmem)",
+    "numba.cuda.dispatcher.get_current_device (linkcheck compiles a kernel's device functions "
+    "for the checked arch on a machine without a GPU)",
 )
 
 
@@ -208,4 +211,7 @@ def problems() -> list[str]:
         check_internals()
     except (ImportError, RuntimeError) as e:
         out.append(f"_Kernel.launch: {e}")
+    from numba.cuda import dispatcher
+    if not callable(getattr(dispatcher, "get_current_device", None)):
+        out.append("numba.cuda.dispatcher.get_current_device is gone")
     return out
