@@ -407,6 +407,7 @@ def _check_limits(prim, cls, method, template_args, block, operators) -> None:
     """Refuse a combination the limits table (generator/data/limits.toml) says CUB does not
     handle: every condition of a limit must hold."""
     from . import registry
+    from .ctypes_map import CPP_OF
     from .operators import BUILTINS
 
     args = {t.keyword: v.removeprefix("cub::") for t, v in template_args}
@@ -448,6 +449,12 @@ def _check_limits(prim, cls, method, template_args, block, operators) -> None:
                     if not lwt & (lwt - 1) or threads <= lwt:
                         continue
                     why.append(f"logical_warp_threads={lwt} in a block of {threads} threads")
+                if lim.struct_items:
+                    items = dict((t.name, v) for t, v in template_args).get(
+                        cls.value_type.name if cls.value_type else "")
+                    if items is None or items in CPP_OF.values():
+                        continue
+                    why.append(f"items of {items}")
                 raise _Mismatch(f"{prim}: {', '.join(why)} is not supported: {lim.reason}")
 
 
@@ -487,7 +494,7 @@ def _bind_param(att: _Attempt, p: PSpec, ty, index: int) -> Binding:
         elem = _array_elem(ty)
         if elem is None:
             raise _NoMatch(f"{p.name!r} is an output: pass a 1-element array or omit it")
-        if static_length(ty) not in (None, 1):
+        if static_length(ty) == 0:  # a longer array gets the value in its first element
             raise _NoMatch(f"{p.name!r} is a scalar output: pass a 1-element array or omit it, "
                            f"not {ty}")
         att.need_dtype(p.base, elem, p.name)

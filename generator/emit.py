@@ -19,7 +19,7 @@ GENERATOR_VERSION = "1"
 PYTHONIC_PATH = Path(__file__).parent / "data" / "pythonic.toml"
 LIMITS_PATH = Path(__file__).parent / "data" / "limits.toml"
 LIMIT_KEYS = {"class", "methods", "reason", "template", "below", "params", "operators",
-              "multi_dim_block", "lone_odd_warp"}
+              "multi_dim_block", "lone_odd_warp", "struct_items"}
 
 
 def header_line(entry: LockEntry) -> str:
@@ -292,7 +292,8 @@ def load_limits(model: ApiModel) -> list[str]:
                    f"template={template!r}, below={below!r}, params={params!r}, "
                    f"operators={tuple(row.get('operators', ()))!r}, "
                    f"multi_dim_block={bool(row.get('multi_dim_block', False))!r}, "
-                   f"lone_odd_warp={bool(row.get('lone_odd_warp', False))!r}),\n")
+                   f"lone_odd_warp={bool(row.get('lone_odd_warp', False))!r}"
+                   + (", struct_items=True" if row.get("struct_items") else "") + "),\n")
     return out
 
 

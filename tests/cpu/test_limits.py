@@ -91,7 +91,24 @@ def early_counts_descending():
     return k
 
 
+PAIR = np.dtype([("key", np.int32), ("weight", np.float32)])
+
+
+def warp_exchange_shuffle(dtype):
+    from coopgen import warp
+
+    def k(d_in, d_out):
+        items = local.array(2, dtype)  # typing is what is checked: no data needed
+        warp.WarpExchange.StripedToBlocked(items, items, items_per_thread=2,
+                                           logical_warp_threads=2,
+                                           warp_exchange_algorithm="warp_exchange_shuffle")
+    return k
+
+
 @pytest.mark.parametrize("kernel, threads, message", [
+    (warp_exchange_shuffle(PAIR), 64, r"WarpExchange.StripedToBlocked: warp_exchange_algorithm="
+                                      r"WARP_EXCHANGE_SHUFFLE, items of .* is not supported: "
+                                      r"CUB's shuffle exchange"),
     (odd_warp_scan(12), 96, r"WarpScan.InclusiveSum: logical_warp_threads=12 in a block of 96 "
                             r"threads is not supported: CUB syncs"),
     (early_counts_descending(), 128, r"is_descending=true is not supported"),
@@ -101,7 +118,7 @@ def early_counts_descending():
                                                     r"threads_per_block=\(32, 4, 1\) is not"),
     (rank_match("BlockRadixRankMatchEarlyCounts", 4), 128, r"radix_bits=4 \(< 5\) is not "
                                                           r"supported: CUB's"),
-], ids=["odd-logical-warps", "early-counts-descending", "time-sliced-guarded-scatter",
+], ids=["shuffle-exchange-of-records", "odd-logical-warps", "early-counts-descending", "time-sliced-guarded-scatter",
         "rank-match-2d", "early-counts-16-digits"])
 def test_cub_limits_are_clear_errors(kernel, threads, message):
     with pytest.raises(TypingError, match=message):
@@ -120,6 +137,7 @@ def test_nondeterministic_reduce_is_for_full_tile_sums(kernel, message):
 
 
 def test_the_same_calls_within_cub_limits_typecheck():
+    typecheck(warp_exchange_shuffle(np.int32), 64)
     typecheck(odd_warp_scan(12), 12)  # the block is one logical warp
     typecheck(odd_warp_scan(16), 96)
     typecheck(scatter_guarded(False), 128)

@@ -107,13 +107,13 @@ def test_call_contradicting_a_two_phase_object():
             "threads_per_block=128" in coopgen_error(k))
 
 
-def test_scalar_output_must_be_one_element():
+def test_scalar_output_must_be_an_array():
     def k(d_in, d_out, n):
-        items = local.array(4, np.int32)
-        block.exclusive_sum(d_in[0], items)  # meant an items array for the input
+        total = np.int32(0)
+        block.exclusive_sum(d_in[0], total)  # an output must be an array to write into
     msg = coopgen_error(k)
     assert "block.exclusive_sum: no overload matches" in msg
-    assert "'output' is a scalar output: pass a 1-element array" in msg
+    assert "'output' is an output: pass a 1-element array" in msg
 
 
 def test_strided_device_array():

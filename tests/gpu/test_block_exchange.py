@@ -30,7 +30,8 @@ def exchange_kernel(ipt, time_slicing):
             r[i] = d_ranks[t * ipt + i]
             f[i] = d_flags[t * ipt + i] != 0
         # CUB has no time-sliced ScatterToStripedGuarded/Flagged: with warp_time_slicing they
-        # would write past the (one warp's) buffer, so they run only without it.
+        # would write past the (one warp's) buffer (coopgen refuses them), so they run only
+        # without it.
         for s in range(NKINDS - 2 if time_slicing else NKINDS):
             for i in range(ipt):
                 y[i] = x[i]
@@ -51,12 +52,10 @@ def exchange_kernel(ipt, time_slicing):
             elif s == 5:
                 block.BlockExchange.ScatterToStriped(x, y, r, warp_time_slicing=time_slicing)
             elif s == 6:
-                block.exchange(x, y, ranks=r, block_exchange_type="ScatterToStripedGuarded",
-                               warp_time_slicing=time_slicing)
+                block.exchange(x, y, ranks=r, block_exchange_type="ScatterToStripedGuarded")
             else:
                 block.exchange(x, y, ranks=r, valid_flags=f,
-                               block_exchange_type="ScatterToStripedFlagged",
-                               warp_time_slicing=time_slicing)
+                               block_exchange_type="ScatterToStripedFlagged")
             for i in range(ipt):
                 d_out[(s * nt + t) * ipt + i] = y[i]
     return k

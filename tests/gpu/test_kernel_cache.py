@@ -32,8 +32,8 @@ SCRIPT = textwrap.dedent('''
     cuda.synchronize()
     dt = time.perf_counter() - t
     ok = bool((out.copy_to_host().reshape(2, -1) == np.sort(x.reshape(2, -1), axis=1)).all())
-    print(json.dumps({"ok": ok, "first_launch_s": dt, "nvrtc": nvrtc.compile_count(),
-                      "hits": sum(k.stats.cache_hits.values())}))
+    print(json.dumps({{"ok": ok, "first_launch_s": dt, "nvrtc": nvrtc.compile_count(),
+                      "hits": sum(k.stats.cache_hits.values())}}))
 ''')
 
 

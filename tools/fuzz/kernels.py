@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .space import surface_fixed
+
 #: C++ type names in CUB's signatures -> the config's dtype they take.
 MAIN_TYPES = {"T", "KeyT", "InputT", "InputType", "ItemT", "DefaultT", "OutputT", "OutputType",
               "UnsignedBits", "RandomAccessIterator", "InputIteratorT", "OutputIteratorT",
@@ -197,13 +199,14 @@ def emit(cfg, j: int) -> tuple[list[str], list[str], str]:
     ret = returned(cfg)
     ctor_params = cfg.constructor.params if cfg.constructor else ()
     ctor_kwargs = []
+    fixed = surface_fixed(cfg.spec, cfg.surface)  # passed by the function itself
     for k, p in enumerate(call_params(cfg)):
         if k == len(ctor_params):  # the object's arguments are all set up: build it
             ctor_kwargs, kwargs = kwargs, []
         s = by_name.get(p.name)
         v = f"c{j}_{p.name}_v"
         a = s.arg(j) if s else ""
-        if p.role == "temp_storage":
+        if p.role == "temp_storage" or p.name in fixed:
             continue
         if p.role in ("input_array", "output_array", "inout_array", "range_input",
                       "range_output"):

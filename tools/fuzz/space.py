@@ -134,6 +134,16 @@ def surfaces(cls, method) -> list[str]:
     return out
 
 
+def surface_fixed(cls, surface: str) -> dict:
+    """Arguments a Pythonic function always passes itself (warp.max's operator)."""
+    if surface == "faithful":
+        return {}
+    import coopgen
+    fn = getattr(getattr(coopgen, cls.scope), surface.partition(":")[0], None)
+    shape = getattr(fn, "shape", None)
+    return dict(shape.fixed) if shape is not None else {}
+
+
 def uses_items_per_thread(cls, method) -> bool:
     return any(p.extent or p.role == "range_input" for p in method.params) or any(
         t.keyword == "items_per_thread" for t in cls.template_params)
@@ -257,6 +267,8 @@ def refused_by_limits(cfg: Config) -> bool:
         if lim.lone_odd_warp and (not cfg.warp or not cfg.warp & (cfg.warp - 1) or
                                   cfg.threads <= cfg.warp):
             continue
+        if getattr(lim, "struct_items", False) and cfg.dtype != "record":
+            continue
         return True
     return False
 
@@ -288,6 +300,7 @@ def draw_one(rng, cls, method, seed: int, forced_block=None) -> Config | None:
                 rng.random() < 0.3:
             storage = _pick(rng, ("exclusive", "shared"))
         surface = "faithful" if ctor else _pick(rng, surfaces(cls, method))
+        op = surface_fixed(cls, surface).get("reduction_op", op)  # warp.max passes "max"
         cfg = Config(cls.name, method.signature, surface, dtype, value_dtype, block, ipt,
                      _template_keywords(rng, cls, fam), op, omit, warp, seed, storage, ctor)
         size = families.np_dtype(dtype).itemsize + (

@@ -286,6 +286,7 @@ LIMITS = (
     LimitSpec('BlockRadixRankMatchEarlyCounts', (), "CUB's BlockRadixRankMatchEarlyCounts gives ranks that are not a descending stable ranking (some come out ascending: it flips both the digits and the bins); rank with is_descending=False on inverted digits", template=(('is_descending', 'true'),), below=(), params=(), operators=(), multi_dim_block=False, lone_odd_warp=False),
     LimitSpec('WarpReduce', (), 'CUB syncs a logical warp whose size is not a power of two with the mask of lanes 0 to size-1 (WarpMask), so only a block that is one such logical warp works: use a power of two, or threads_per_block = logical_warp_threads', template=(), below=(), params=(), operators=(), multi_dim_block=False, lone_odd_warp=True),
     LimitSpec('WarpScan', (), 'CUB syncs a logical warp whose size is not a power of two with the mask of lanes 0 to size-1 (WarpMask), so only a block that is one such logical warp works: use a power of two, or threads_per_block = logical_warp_threads', template=(), below=(), params=(), operators=(), multi_dim_block=False, lone_odd_warp=True),
+    LimitSpec('WarpExchange', (), "CUB's shuffle exchange moves items with __shfl_xor_sync, which takes arithmetic types only: use warp_exchange_algorithm='warp_exchange_smem' for records and structs", template=(('warp_exchange_algorithm', 'WARP_EXCHANGE_SHUFFLE'),), below=(), params=(), operators=(), multi_dim_block=False, lone_odd_warp=False, struct_items=True),
 )
 
 # Keyword aliases every Pythonic function and two-phase constructor accepts.
