@@ -289,6 +289,13 @@ def _inject_identity(p: Primitive, split: SplitCall, n_folded: int) -> None:
                   for x in m.params if x.base == value_type and x.name in split.mkws), None)
     if not isinstance(items, types.Array):
         return
+    # Only where CUB needs it: an inclusive scan of arrays takes the operator alone, and an
+    # injected value there is no identity for float items (+inf min the dtype's max is not +inf)
+    methods = p.pick_methods(split.tkws.get(p.select) if p.select else None)
+    if any(op_name in names and target not in names and unless not in names
+           for names in ({x.name for x in m.params} for m in methods
+                         if any(x.extent and x.base == value_type for x in m.params))):
+        return
     value = identity_of(split.mkws[op_name], items.dtype)
     if value is not None:
         split.add_constant(target, value, n_folded)

@@ -7,8 +7,8 @@ Environment variables:
 * ``COOPGEN_DISABLE_CACHE=1`` -- never read or write the disk cache.
 * ``COOPGEN_DUMP_SHIMS=<dir>`` -- write every source handed to
   :func:`compile_ltoir` to ``<dir>/<key>.cu`` (cache hits included).
-* ``COOPGEN_NVRTC_PCH``     -- when to build NVRTC's precompiled header: ``second``
-  (default), ``first`` or ``0`` (never); see _use_pch.
+* ``COOPGEN_NVRTC_PCH``     -- when to build NVRTC's precompiled header: ``first``
+  (default), ``second`` or ``0`` (never); see _use_pch.
 
 Cache and env vars are read on every call, so tests can monkeypatch them.
 """
@@ -299,17 +299,17 @@ def _use_pch(kind: str) -> bool:
     Every shim bundle starts with the same canonical block (ShimBundle.source), so one PCH
     serves every later kernel of the process.
 
-    Making one costs about half a plain compile more (tools/bench/RESULTS.md). The default
-    (``COOPGEN_NVRTC_PCH=second``) runs the process's first compile plain: it is what a first
-    kernel launch waits for, and many processes compile one kernel; the second builds the PCH.
-    ``first`` builds it on the first compile (the second new kernel is then ~1 s sooner on the
-    CPU, the first ~0.25-0.5 s later): for sessions that compile many kernels. ``0``: never.
-    (Building the PCH in a background thread instead was tried: a process exiting while NVRTC
-    runs in a daemon thread crashes.)"""
-    value = os.environ.get("COOPGEN_NVRTC_PCH", "second")
+    Making one costs about a quarter of a plain compile more on the GPU host
+    (tools/bench/RESULTS.md: 1.14 s against 0.93 s). The default (``first``) builds it on the
+    process's first compile: a one-kernel process waits ~0.2 s longer, every later new kernel
+    of the process compiles in ~0.2 s instead of ~0.9 s (the second saves ~0.9 s). ``second``
+    runs the first compile plain and builds the PCH on the second; ``0``: never. (Building the
+    PCH in a background thread instead was tried: a process exiting while NVRTC runs in a
+    daemon thread crashes.)"""
+    value = os.environ.get("COOPGEN_NVRTC_PCH", "first")
     policy = _PCH_POLICIES.get(value.strip().lower())
     if policy is None:
-        raise ValueError(f"COOPGEN_NVRTC_PCH={value!r}: use second (the default), first or 0")
+        raise ValueError(f"COOPGEN_NVRTC_PCH={value!r}: use first (the default), second or 0")
     if kind != "ltoir" or policy == "off":
         return False
     return policy == "first" or compile_count() > 0

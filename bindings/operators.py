@@ -97,7 +97,7 @@ def _dispatcher_of(ty):
 
 def identity_of(op_ty, dtype) -> object | None:
     """The identity of a built-in operator for ``dtype`` as a numpy scalar (0 for + | ^, 1 for
-    *, the dtype's max (floats: +inf) for min and min (-inf) for max, all ones for &); None where there is none to
+    *, the dtype's max for min and min for max, all ones for &); None where there is none to
     give. cuda.coop seeds scans with Python functions from 0, which is wrong for any function
     whose identity is not 0 (a product, a max of negatives): those need initial_value=."""
     if not isinstance(dtype, (types.Integer, types.Float)):
@@ -110,9 +110,7 @@ def identity_of(op_ty, dtype) -> object | None:
     functor = _ARITH.get(named) if named is not None else None
     if functor is None:
         return None
-    # floats: the infinities, so that an infinite item survives min/max with the identity
-    high, low = (np.inf, -np.inf) if isinstance(dtype, types.Float) else (info.max, info.min)
-    table = {_PLUS: 0, _OR: 0, _XOR: 0, _TIMES: 1, _MIN: high, _MAX: low,
+    table = {_PLUS: 0, _OR: 0, _XOR: 0, _TIMES: 1, _MIN: info.max, _MAX: info.min,
              _AND: -1 if isinstance(dtype, types.Integer) and dtype.signed else info.max}
     if functor == _AND and isinstance(dtype, types.Float):
         return None

@@ -6,7 +6,7 @@ from coopgen import nvrtc
 
 
 @pytest.mark.parametrize("value, before_first, later", [
-    (None, False, True), ("second", False, True), ("1", False, True),
+    (None, True, True), ("second", False, True), ("1", False, True),
     ("first", True, True), ("0", False, False), ("off", False, False)])
 def test_policy(monkeypatch, value, before_first, later):
     if value is None:
@@ -21,5 +21,5 @@ def test_policy(monkeypatch, value, before_first, later):
 
 def test_an_unknown_policy_is_refused(monkeypatch):
     monkeypatch.setenv("COOPGEN_NVRTC_PCH", "always")
-    with pytest.raises(ValueError, match="COOPGEN_NVRTC_PCH='always': use second"):
+    with pytest.raises(ValueError, match="COOPGEN_NVRTC_PCH='always': use first"):
         nvrtc._use_pch("ltoir")

@@ -271,3 +271,17 @@ def test_scan_identity_only_for_built_in_operators():
     with pytest.raises(CoopgenTypeError, match="initial_value"):
         resolved(block.exclusive_scan, [items, items],
                  {"scan_op": types.Dispatcher(times)})
+
+
+def test_inclusive_scans_get_no_injected_initial_value():
+    """CUB scans arrays inclusively without one; the dtype's max is no identity of a float min
+    (an +inf item would come out as the max), so nothing is injected there."""
+    items = types.Array(types.float64, 1, "C")
+    for prim, kws in ((block.inclusive_scan, {"scan_op": types.literal("min")}),
+                      (block.scan, {"scan_op": types.literal("min"),
+                                    "mode": types.literal("inclusive")})):
+        r = resolved(prim, [local_array(4, types.float64)] * 2, kws)
+        assert "initial_value" not in {b.param.name for b in r.bindings}, prim.name
+        assert not calls.split_call(prim, (items, items), kws).constants
+    r = resolved(block.scan, [local_array(4, types.float64)] * 2, {"scan_op": types.literal("min")})
+    assert "initial_value" in {b.param.name for b in r.bindings}  # exclusive: CUB needs it
