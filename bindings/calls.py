@@ -107,7 +107,8 @@ class Primitive:
             taken = set(fixed) | set(call_fixed) | self.template_keywords()
             instance = tuple(n for n in self.shape.slots
                              if self.shape.rename.get(n, n) not in taken and n not in taken)
-        shape = self.shape.with_slots(instance) if self.shape is not None else None
+        shape = None if self.shape is None else self.shape.with_slots(None) if instance is None \
+            else self.shape.for_objects(instance, fixed)
         return Primitive(self.name, self.cls, self.methods, select=self.select, fixed=fixed,
                          constructor=self.constructor, infer=self.infer, bind=self.bind,
                          aliases=self.aliases, shape=shape, call_fixed=call_fixed,
@@ -256,7 +257,9 @@ def split_call(p: Primitive, args: tuple, kws: dict) -> SplitCall:
     for name in set(fixed) & (set(split.mkws) | set(split.tkws)):
         raise CoopgenTypeError(f"{p.name}: {name}= is not an argument of {p.name}, which always "
                                f"passes {name}={fixed[name]!r}")
-    fixed.update(p.call_fixed)  # what a two-phase constructor fixed
+    # what a two-phase constructor fixed, unless the call passes it again (cuda.coop's
+    # scan objects take the initial value in the call as well): the call's value is used
+    fixed.update({k: v for k, v in p.call_fixed.items() if k not in split.mkws})
     for name, value in fixed.items():
         if name in bit_range:
             bits[name] = value

@@ -10,6 +10,7 @@ kernel arguments, in-kernel objects and ``prim[temp_storage]`` are coopgen.rewri
 """
 from __future__ import annotations
 
+import sys as _sys
 import types as _pytypes
 
 from . import block as _block
@@ -102,6 +103,12 @@ from .calls import Primitive as Invocable  # noqa: E402
 
 block = _namespace("block", _block)
 warp = _namespace("warp", _warp)
+# cuda.coop's submodules, importable as such: ``from coopgen.coop.block import
+# BlockAdjacentDifferenceType``, ``from coopgen.coop._types import Invocable``
+_types = _pytypes.ModuleType(f"{__name__}._types", "cuda.coop's base class of two-phase objects")
+_types.Invocable = Invocable
+for _sub in (block, warp, _types):
+    _sys.modules[_sub.__name__] = _sub
 # cuda.coop's algorithm enums (coop.BlockLoadAlgorithm, ...); the *Type enums of the selectors
 # are in the namespaces (coop.block.BlockExchangeType).
 globals().update(_ALGORITHMS)

@@ -26,8 +26,21 @@ Named = tuple
 
 
 def is_omitted(ty) -> bool:
-    """``dst=None`` (or an omitted optional) means the argument is not given."""
-    return isinstance(ty, (types.NoneType, types.Omitted)) and getattr(ty, "value", None) is None
+    """``dst=None`` (or an omitted optional) means the argument is not given; so does a Python
+    ``None`` passed to a two-phase constructor (``make_inclusive_scan(..., initial_value=None)``)."""
+    return ty is None or (isinstance(ty, (types.NoneType, types.Omitted))
+                          and getattr(ty, "value", None) is None)
+
+
+def is_int_constant(ty) -> bool:
+    """An integer known when the kernel compiles (a literal, or a Python int on the host)."""
+    return isinstance(ty, (int, types.IntegerLiteral)) and not isinstance(ty, bool)
+
+
+def is_scalar(ty) -> bool:
+    """A numba type of one item (a number, a record, a struct), not an array or a tuple."""
+    return isinstance(ty, types.Type) and not isinstance(
+        ty, (types.Buffer, types.BaseTuple, types.NoneType, types.Omitted))
 
 
 #: Accepted by every function for cuda.coop's sake and not needed: ``methods=`` gives a user
@@ -48,6 +61,14 @@ class CallShape:
     deduced: frozenset = frozenset()  # accepted for cuda.coop; C++ deduces them
     identity: tuple = ()  # (argument to fill, operator, argument that makes it unnecessary)
     digits: tuple = ()  # (begin bit, end bit, digit extractor, radix bits): a key bit range
+    # A two-phase object's call (cuda.coop's released objects): an output CUB returns when the
+    # first argument is a scalar (a scan of one item per thread) has no positional slot then,
+    # so what follows the scalar moves up one; the row's value, active in ``for_objects``
+    object_scalar_output: str | None = None
+    scalar_output: str | None = None
+    # ... and slots of template arguments the object fixed (items_per_thread), which a value
+    # that is not an integer constant passes by: obj(keys, begin_bit, end_bit)
+    fixed_slots: frozenset = frozenset()
 
     @classmethod
     def of_row(cls, prim: str, row, keywords) -> "CallShape":
@@ -55,10 +76,17 @@ class CallShape:
         rename.update({k: v[0] if len(v) == 1 else v for k, v in row.rename})
         return cls(prim, row.args, rename, dict(row.defaults), dict(row.inplace),
                    dict(row.fixed), dict(row.since), frozenset(row.deduced) | NOT_NEEDED,
-                   row.identity, row.digits)
+                   row.identity, row.digits, row.scalar_output)
 
     def with_slots(self, slots) -> "CallShape":
         return dataclasses.replace(self, slots=None if slots is None else tuple(slots))
+
+    def for_objects(self, slots, fixed) -> "CallShape":
+        """The shape of a two-phase object's calls: positional ``slots``; ``fixed`` the
+        template arguments its constructor fixed."""
+        return dataclasses.replace(self, slots=tuple(slots),
+                                   scalar_output=self.object_scalar_output,
+                                   fixed_slots=frozenset(n for n in slots if n in fixed))
 
     def name_arguments(self, args: tuple, kws: dict, *, error=CoopgenTypeError) -> list[Named]:
         """The call's arguments as (name, value, origin), spelled as CUB spells them; a name
@@ -66,11 +94,17 @@ class CallShape:
         the overload has). ``error`` is raised for a call Python itself would refuse."""
         if self.slots is None:
             raise ValueError("name_arguments needs positional slots")
-        if len(args) > len(self.slots):
-            raise error(f"{self.prim}: takes at most {len(self.slots)} positional arguments "
-                        f"({', '.join(self.slots)}), got {len(args)}; pass the others by "
+        slots = list(self.slots)
+        if self.scalar_output in slots and args and is_scalar(args[0]):
+            slots.remove(self.scalar_output)
+        for i, a in enumerate(args):
+            while i < len(slots) and slots[i] in self.fixed_slots and not is_int_constant(a):
+                del slots[i]
+        if len(args) > len(slots):
+            raise error(f"{self.prim}: takes at most {len(slots)} positional arguments "
+                        f"({', '.join(slots)}), got {len(args)}; pass the others by "
                         f"keyword")
-        given = [(self.slots[i], a, i) for i, a in enumerate(args)]
+        given = [(slots[i], a, i) for i, a in enumerate(args)]
         given += [(k, v, len(args) + j) for j, (k, v) in enumerate(kws.items())]
         out: list[Named] = []
         seen: dict = {}

@@ -17,6 +17,9 @@ cannot see on its own. It touches calls of coopgen objects only:
   functions.
 * **``coop.ThreadData(n)``** is ``local.array(n, dtype)`` with the dtype of the array its first
   primitive call uses with it.
+* **numba's ``cuda.local.array`` / ``cuda.shared.array`` passed to a primitive** are coopgen's
+  arrays of the same shape, whose type carries it (cuda.coop code infers items per thread and
+  bins from them).
 """
 from __future__ import annotations
 
@@ -164,6 +167,9 @@ def takes_constants(obj) -> bool:
     return _is_coopgen(obj) or obj in (_cuda.local.array, _cuda.shared.array)
 
 
+_NUMBA_ARRAYS = (_cuda.local.array, _cuda.shared.array)
+
+
 def host_constructed(fn):
     """Mark ``fn`` as called on the host when a kernel calls it with constant arguments."""
     fn._coopgen_host_call = True
@@ -241,6 +247,8 @@ class CoopgenRewrite(Rewrite):
         callee = self.trace.callee(expr.func)
         if not takes_constants(callee):
             return
+        if callee in _NUMBA_ARRAYS:
+            self._sized_numba_array(new, stmt, callee)
         if getattr(callee, "_coopgen_thread_data", False):
             self._thread_data(new, stmt, index)
             return
@@ -261,6 +269,56 @@ class CoopgenRewrite(Rewrite):
             expr.args = [consts.get(v.name, v) for v in expr.args]
             expr.kws = [(k, consts.get(v.name, v)) for k, v in expr.kws]
             self.changed = True
+
+    def _sized_numba_array(self, new, stmt, callee):
+        """numba's ``cuda.local.array(n, dtype)`` / ``cuda.shared.array(n, dtype)`` passed to a
+        primitive becomes coopgen's array of that shape, so that the primitive can read its
+        size (``items_per_thread``, a histogram's bins) as it does from ``coop.local.array``.
+        Arrays no primitive sees, and dynamic shared memory (shape 0), stay numba's."""
+        from .arrays import local_array, shared_array
+
+        expr = stmt.value
+        shape = expr.args[0] if expr.args else dict(expr.kws).get("shape")
+        value, _ = self.trace.value(shape) if shape is not None else (_UNKNOWN, False)
+        if value is _UNKNOWN or value == 0 or not self._passed_to_primitive(stmt.target):
+            return
+        local = callee is _cuda.local.array
+        func = self._define(new, ir.Global("coopgen_local_array" if local else
+                                           "coopgen_shared_array",
+                                           local_array if local else shared_array, stmt.loc),
+                            stmt.loc)
+        self._drop_callee(expr.func)
+        expr.func = func
+        self.changed = True
+
+    def _passed_to_primitive(self, var) -> bool:
+        """Whether ``var`` is an argument of a call of a coopgen primitive (or of a method of an
+        object a primitive returned: ``histo.composite(items)``) other than its temp storage
+        (``temp_storage=``, or the first argument of a two-phase object), whose size no
+        primitive infers."""
+        from .calls import Primitive
+
+        for block in self.func_ir.blocks.values():
+            for stmt in block.body:
+                if not _is_call(stmt):
+                    continue
+                expr = stmt.value
+                callee = self.trace.callee(expr.func)
+                args = list(expr.args)
+                if isinstance(callee, Primitive) and callee.fixed:
+                    args = args[1:]  # maybe its storage: cuda.coop passes that first
+                if var.name not in [v.name for v in args] + \
+                        [v.name for k, v in expr.kws if k != "temp_storage"]:
+                    continue
+                if _is_coopgen(callee):
+                    return True
+                fdef = self.trace.definition(expr.func)
+                if isinstance(fdef, ir.expr_types) and fdef.op == "getattr":
+                    made = self.trace.definition(fdef.value)
+                    if isinstance(made, ir.expr_types) and made.op == "call" and \
+                            _is_coopgen(self.trace.callee(made.func)):
+                        return True
+        return False
 
     def _compile_operator(self, var, fn):
         """A plain Python function passed to a primitive (an operator) is compiled as a device

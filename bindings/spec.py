@@ -103,6 +103,7 @@ class PythonicSpec:
     identity: tuple[str, ...] = ()  # (argument, operator, unless): fill with the identity
     method_args: tuple[tuple[str, tuple[str, ...]], ...] = ()  # object method -> its order
     digits: tuple[str, ...] = ()  # (begin bit, end bit, digit extractor, radix bits)
+    scalar_output: str | None = None  # returned, and no positional slot, for a scalar input
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ import re
 
 from . import ctypes_map, registry
 from .errors import CoopgenTypeError
+from .operators import StatefulFunction
 from .pythonic import CallShape, pick
 from .resolve import check_host_keywords
 
@@ -30,6 +31,8 @@ def host_arguments(p, args: tuple, kws: dict) -> tuple[dict, dict]:
         name = name if isinstance(name, str) else name[0]
         if name in template_names:
             fixed[name] = value
+        elif isinstance(value, StatefulFunction):
+            continue  # it declares the prefix callback whose state each call passes
         elif name in params or name in shape.bit_range_names():
             call[name] = as_operator_value(value)
         else:

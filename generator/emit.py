@@ -138,7 +138,8 @@ def module_name(cls: ClassModel) -> str:
 #: Keys a pythonic.toml row may have (the file's header says what each means).
 _ROW_KEYS = frozenset({"method", "class", "select", "methods", "needs", "excludes", "object",
                        "bind", "enum", "args", "rename", "defaults", "inplace", "fixed", "host",
-                       "instance", "deduced", "since", "identity", "method_args", "digits"})
+                       "instance", "deduced", "since", "identity", "method_args", "digits",
+                       "scalar_output"})
 #: Keywords the runtime gives every function besides the class's own template keywords.
 _RUNTIME_KEYWORDS = frozenset({"dtype", "threads_per_block", "items_per_thread",
                                "threads_in_warp", "temp_storage"})
@@ -199,7 +200,8 @@ def load_pythonic(model: ApiModel) -> tuple[list[dict], tuple]:
                 since=tuple(row.get("since", {}).items()),
                 identity=tuple(row.get("identity", ())),
                 method_args=tuple((k, tuple(v)) for k, v in row.get("method_args", {}).items()),
-                digits=tuple(row.get("digits", ()))))
+                digits=tuple(row.get("digits", ())),
+                scalar_output=row.get("scalar_output")))
     return rows, keywords
 
 
@@ -226,8 +228,10 @@ def _check_names(where: str, cls: ClassModel, methods, row: dict, rename, keywor
             if n not in known:
                 raise ValueError(f"{where}: method_args.{alias} names {n!r}, which is neither "
                                  f"a parameter nor a template keyword of {cls.name}")
-    for key in ("args", "host", "instance", "defaults", "fixed", "inplace", "identity", "digits"):
+    for key in ("args", "host", "instance", "defaults", "fixed", "inplace", "identity", "digits",
+                "scalar_output"):
         value = row.get(key) or ()
+        value = (value,) if isinstance(value, str) else value
         names = list(value) + (list(value.values()) if isinstance(value, dict) and
                                key == "inplace" else [])
         for n in names:
@@ -243,7 +247,7 @@ def _pythonic_spec(row: dict) -> str:
     rest = "".join(f",\n        {k}={row[k]!r}" for k in
                    ("object", "bind", "enum", "args", "rename", "defaults", "inplace", "fixed",
                     "host", "instance", "deduced", "since", "identity", "method_args",
-                    "digits") if row[k])
+                    "digits", "scalar_output") if row[k])
     return f"    PythonicSpec({head}{rest}),\n"
 
 

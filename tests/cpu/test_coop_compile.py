@@ -16,9 +16,10 @@ from coopgen import block_shape, coop  # noqa: E402
 from coopgen.linkcheck import link_cubin  # noqa: E402
 from coop_kernels import CASES  # noqa: E402
 from coop_util import link_as_launched  # noqa: E402
+from conform_kernels import CASES as TWO_PHASE_CASES  # noqa: E402
 
 
-@pytest.mark.parametrize("make_case", CASES, ids=lambda c: c.__name__[5:])
+@pytest.mark.parametrize("make_case", CASES + TWO_PHASE_CASES, ids=lambda c: c.__name__[5:])
 def test_kernel_links_as_launched(make_case):
     case = make_case(np.random.default_rng())
     res = link_as_launched(case.kernel, case.block, *case.args)

@@ -1,11 +1,13 @@
 """``from coopgen import coop``: containers, kernel-argument sizes, in-kernel TempStorage,
-ThreadData and two-phase factories, on the GPU against numpy (kernels in coop_kernels.py)."""
+ThreadData and two-phase factories, on the GPU against numpy (kernels in coop_kernels.py and
+conform_kernels.py)."""
 import numpy as np
 import pytest
 from numba import cuda
 
 from coop_kernels import (CASES, case_copy_sized_by_argument, copy_sized_by_argument)
 from coop_util import assert_no_local_memory
+from conform_kernels import CASES as TWO_PHASE_CASES
 
 pytestmark = pytest.mark.gpu
 
@@ -17,7 +19,7 @@ def run(case):
     case.check([d.copy_to_host() if hasattr(d, "copy_to_host") else d for d in dev])
 
 
-@pytest.mark.parametrize("make_case", CASES, ids=lambda c: c.__name__[5:])
+@pytest.mark.parametrize("make_case", CASES + TWO_PHASE_CASES, ids=lambda c: c.__name__[5:])
 def test_case(make_case):
     case = make_case(np.random.default_rng())
     run(case)
