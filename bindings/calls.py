@@ -107,6 +107,8 @@ class Primitive:
             taken = set(fixed) | set(call_fixed) | self.template_keywords()
             instance = tuple(n for n in self.shape.slots
                              if self.shape.rename.get(n, n) not in taken and n not in taken)
+        if instance is not None and self.shape is not None:
+            instance = _declared_first(instance, self.host or (), args, kws)
         shape = None if self.shape is None else self.shape.with_slots(None) if instance is None \
             else self.shape.for_objects(instance, fixed)
         return Primitive(self.name, self.cls, self.methods, select=self.select, fixed=fixed,
@@ -148,6 +150,22 @@ class Primitive:
                                    f"allowed: {', '.join(map(repr, self.methods))}")
         chosen = pick(self.name, self.select, list(self.methods), selector)
         return tuple(m for key in chosen for m in self.methods[key])
+
+
+def _declared_first(instance: tuple, host_slots: tuple, args: tuple, kws: dict) -> tuple:
+    """An argument the host call declared rather than gave (a ``StatefulFunction``: each call
+    passes its state) comes right after the leading two arrays in the object's calls, as in
+    cuda.coop's scan objects: ``scan(ts, items, out, state)``, ``scan(ts, item, state)``."""
+    from .operators import StatefulFunction
+
+    declared = [k for k, v in kws.items() if isinstance(v, StatefulFunction)]
+    declared += [host_slots[i] for i, v in enumerate(args)
+                 if isinstance(v, StatefulFunction) and i < len(host_slots)]
+    moved = [n for n in instance if n in declared]
+    if not moved:
+        return instance
+    rest = [n for n in instance if n not in moved]
+    return tuple(rest[:2] + moved + rest[2:])
 
 
 @typeof_impl.register(Primitive)
@@ -292,11 +310,13 @@ def _inject_identity(p: Primitive, split: SplitCall, n_folded: int) -> None:
                   for x in m.params if x.base == value_type and x.name in split.mkws), None)
     if not isinstance(items, types.Array):
         return
-    # Only where CUB needs it: an inclusive scan of arrays takes the operator alone, and an
-    # injected value there is no identity for float items (+inf min the dtype's max is not +inf)
+    # Only where CUB's documented API needs it: an inclusive scan of arrays takes the operator
+    # alone, and an injected value there is no identity for float items (+inf min the dtype's
+    # max is not +inf). (CUB's undocumented exclusive scans without one leave thread 0's first
+    # output undefined: they serve operators without a known identity.)
     methods = p.pick_methods(split.tkws.get(p.select) if p.select else None)
     if any(op_name in names and target not in names and unless not in names
-           for names in ({x.name for x in m.params} for m in methods
+           for names in ({x.name for x in m.params} for m in methods if not m.hidden
                          if any(x.extent and x.base == value_type for x in m.params))):
         return
     value = identity_of(split.mkws[op_name], items.dtype)

@@ -37,6 +37,7 @@ class MSpec:
     params: tuple[PSpec, ...]
     static: bool = False
     tparams: tuple[str, ...] = ()  # the method's own template parameters (deduced by C++)
+    hidden: bool = False  # undocumented in CUB (bound where the Pythonic table asks for it)
 
 
 @dataclass(frozen=True)

@@ -83,7 +83,8 @@ def _mspec(ov: Overload, indent: str) -> str:
     return (f"{indent}MSpec({ov.name!r}, {ov.signature!r}, {ov.kind!r}, "
             f"{effective_return(ov.return_type)!r},"
             f" (\n{params}{indent}    ), static={ov.static!r}, "
-            f"tparams={tuple(t.name for t in ov.template_params)!r}),\n")
+            f"tparams={tuple(t.name for t in ov.template_params)!r}"
+            + (", hidden=True" if ov.hidden else "") + "),\n")
 
 
 def _in_class_names(ov: Overload, cls: ClassModel, model: ApiModel | None) -> Overload:
@@ -107,10 +108,13 @@ def _in_class_names(ov: Overload, cls: ClassModel, model: ApiModel | None) -> Ov
 def bound_methods(cls: ClassModel, named: frozenset[str] = frozenset()) -> tuple[Overload, ...]:
     """The methods bound: the public API, plus methods the Pythonic table names that CUB
     keeps wholly hidden (CCCL 3.5.0's WarpScan::*ScanPartial carry cuda.coop's
-    ``valid_items=``). Hidden overloads of public methods stay unbound."""
+    ``valid_items=``). Hidden overloads of public methods stay unbound unless the table names
+    the method with a ``*`` (BlockScan's exclusive scans without an initial value, which
+    cuda.coop's scans with a Python operator call)."""
     public = {o.name for o in cls.methods if not o.hidden}
     return tuple(o for o in cls.methods if bindable(o, cls) and not o.excluded and
-                 (not o.hidden or (o.name in named and o.name not in public)))
+                 (not o.hidden or (o.name in named and o.name not in public)
+                  or o.name + "*" in named))
 
 
 def emit_class(entry: LockEntry, cls: ClassModel, model: ApiModel | None = None,
@@ -176,6 +180,9 @@ def load_pythonic(model: ApiModel) -> tuple[list[dict], tuple]:
                                 for m in _as_tuple(ms))
             cls = model.cls(cls_name)
             present = {o.name for o in cls.methods}
+            # "Method*": its hidden overloads too (bound_methods)
+            with_hidden = tuple(m.rstrip("*") for _, m in methods if m.endswith("*"))
+            methods = tuple((sel, m.rstrip("*")) for sel, m in methods)
             for _, m in methods:
                 if m not in present and not m.endswith("?"):
                     raise ValueError(f"{where}: {cls_name} has no {m}")
@@ -201,7 +208,7 @@ def load_pythonic(model: ApiModel) -> tuple[list[dict], tuple]:
                 identity=tuple(row.get("identity", ())),
                 method_args=tuple((k, tuple(v)) for k, v in row.get("method_args", {}).items()),
                 digits=tuple(row.get("digits", ())),
-                scalar_output=row.get("scalar_output")))
+                scalar_output=row.get("scalar_output"), with_hidden=with_hidden))
     return rows, keywords
 
 
@@ -256,6 +263,7 @@ def table_methods(rows: list[dict]) -> dict[str, frozenset[str]]:
     named: dict[str, set[str]] = {}
     for row in rows:
         named.setdefault(row["cls"], set()).update(m for _, m in row["methods"])
+        named[row["cls"]].update(m + "*" for m in row.get("with_hidden", ()))
     return {k: frozenset(v) for k, v in named.items()}
 
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .emit import (GENERATOR_VERSION, bindable, bound_methods, effective_return, load_pythonic,
-                   module_name)
+                   module_name, table_methods)
 from .headers import LockEntry
 from .model import ApiModel, ClassModel, Overload, Param
 from .report import api_methods
@@ -555,7 +555,7 @@ def class_intro_lines(ctx: DocContext, cls: ClassModel) -> list[str]:
 def bound_overloads(ctx: DocContext, cls: ClassModel) -> tuple[Overload, ...]:
     """What the bindings bind: constructors, the public methods and the hidden ones the
     naming table names (emit.bound_methods)."""
-    named = frozenset(m for row in _rows_of(ctx, cls) for _, m in row["methods"])
+    named = table_methods(_rows_of(ctx, cls)).get(cls.name, frozenset())
     return tuple(o for o in cls.constructors if bindable(o, cls)) + bound_methods(cls, named)
 
 

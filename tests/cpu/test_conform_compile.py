@@ -31,3 +31,12 @@ def test_submodules_import_as_cuda_coops():
     assert BlockAdjacentDifferenceType is coop.block.BlockAdjacentDifferenceType
     assert WarpExchangeType is coop.warp.WarpExchangeType
     assert isinstance(make_load(numba.int32, 64, 2), Invocable)
+
+
+def test_warp_merge_sort_factory_takes_the_operator_third():
+    def before(a, b):
+        return a < b
+    keys = coop.warp.make_merge_sort_keys(numba.int32, 3, before)
+    assert keys.fixed["items_per_thread"] == 3 and "compare_op" in keys.call_fixed
+    pairs = coop.warp.make_merge_sort_pairs(numba.int32, numba.float32, 2, before)
+    assert pairs.fixed["items_per_thread"] == 2 and "compare_op" in pairs.call_fixed

@@ -195,8 +195,11 @@ def test_factories_take_cuda_coop_positional_order():
     pairs = coop.block.make_merge_sort_pairs(np.int32, np.float32, 64, 2, compare_op="<")
     assert pairs.fixed["items_per_thread"] == 2 and pairs.fixed["threads_per_block"] == 64
     assert coop.warp.make_exclusive_scan(np.int32, "max", 16).fixed["threads_in_warp"] == 16
-    assert coop.warp.make_merge_sort_keys(np.int32, 4, 16, compare_op="<").fixed[
-        "items_per_thread"] == 4
+    # warp merge sorts: (dtype, items_per_thread, compare_op, value_dtype, threads_in_warp),
+    # as cuda.coop's own tests call make_merge_sort_keys(T, items_per_thread, op)
+    sort = coop.warp.make_merge_sort_keys(np.int32, 4, "<", None, 16)
+    assert sort.fixed["items_per_thread"] == 4 and sort.fixed["threads_in_warp"] == 16
+    assert sort.call_fixed["compare_op"] == "<"
     # then the function's own host order: make_load(dtype, tpb, ipt, algorithm)
     load = coop.block.make_load(np.int32, 32, 4, "striped")
     assert load.fixed["algorithm"] == "striped" and load.fixed["items_per_thread"] == 4

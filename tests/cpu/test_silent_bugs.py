@@ -267,10 +267,13 @@ def test_scan_identity_only_for_built_in_operators():
     assert init.source == "arg"  # the injected 1
     assert np.int32(1) in [v for _, v in calls.split_call(
         block.exclusive_scan, (items, items), {"scan_op": types.literal("*")}).constants]
-    # a Python function's identity is unknown (0 would zero a product): ask for it
-    with pytest.raises(CoopgenTypeError, match="initial_value"):
-        resolved(block.exclusive_scan, [items, items],
-                 {"scan_op": types.Dispatcher(times)})
+    # a Python function's identity is unknown (0 would zero a product): nothing is injected;
+    # CUB's own exclusive scan without an initial value runs (thread 0's first item undefined)
+    r = resolved(block.exclusive_scan, [items, items], {"scan_op": types.Dispatcher(times)})
+    assert [b.param.name for b in r.bindings if b.source == "arg"] == ["input", "output",
+                                                                        "scan_op"]
+    assert not calls.split_call(block.exclusive_scan, (items, items),
+                                {"scan_op": types.Dispatcher(times)}).constants
 
 
 def test_inclusive_scans_get_no_injected_initial_value():

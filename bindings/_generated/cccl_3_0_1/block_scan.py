@@ -89,6 +89,28 @@ SPEC = ClassSpec(
                 PSpec('scan_op', 'operator', 'ScanOp', 'ScanOp', None, None),
                 PSpec('block_prefix_callback_op', 'prefix_callback', 'BlockPrefixCallbackOp &', 'BlockPrefixCallbackOp', None, None),
             ), static=False, tparams=('ITEMS_PER_THREAD', 'ScanOp', 'BlockPrefixCallbackOp')),
+        MSpec('ExclusiveScan', 'ExclusiveScan(T, T &, ScanOp)', 'method', 'void', (
+                PSpec('input', 'input_scalar', 'T', 'T', None, None),
+                PSpec('output', 'output_scalar', 'T &', 'T', None, None),
+                PSpec('scan_op', 'operator', 'ScanOp', 'ScanOp', None, None),
+            ), static=False, tparams=('ScanOp',), hidden=True),
+        MSpec('ExclusiveScan', 'ExclusiveScan(T, T &, ScanOp, T &)', 'method', 'void', (
+                PSpec('input', 'input_scalar', 'T', 'T', None, None),
+                PSpec('output', 'output_scalar', 'T &', 'T', None, None),
+                PSpec('scan_op', 'operator', 'ScanOp', 'ScanOp', None, None),
+                PSpec('block_aggregate', 'output_scalar', 'T &', 'T', None, None),
+            ), static=False, tparams=('ScanOp',), hidden=True),
+        MSpec('ExclusiveScan', 'ExclusiveScan(T (&)[ITEMS_PER_THREAD], T (&)[ITEMS_PER_THREAD], ScanOp)', 'method', 'void', (
+                PSpec('input', 'input_array', 'T (&)[ITEMS_PER_THREAD]', 'T', 'ITEMS_PER_THREAD', None),
+                PSpec('output', 'output_array', 'T (&)[ITEMS_PER_THREAD]', 'T', 'ITEMS_PER_THREAD', None),
+                PSpec('scan_op', 'operator', 'ScanOp', 'ScanOp', None, None),
+            ), static=False, tparams=('ITEMS_PER_THREAD', 'ScanOp'), hidden=True),
+        MSpec('ExclusiveScan', 'ExclusiveScan(T (&)[ITEMS_PER_THREAD], T (&)[ITEMS_PER_THREAD], ScanOp, T &)', 'method', 'void', (
+                PSpec('input', 'input_array', 'T (&)[ITEMS_PER_THREAD]', 'T', 'ITEMS_PER_THREAD', None),
+                PSpec('output', 'output_array', 'T (&)[ITEMS_PER_THREAD]', 'T', 'ITEMS_PER_THREAD', None),
+                PSpec('scan_op', 'operator', 'ScanOp', 'ScanOp', None, None),
+                PSpec('block_aggregate', 'output_scalar', 'T &', 'T', None, None),
+            ), static=False, tparams=('ITEMS_PER_THREAD', 'ScanOp'), hidden=True),
         MSpec('InclusiveSum', 'InclusiveSum(T, T &)', 'method', 'void', (
                 PSpec('input', 'input_scalar', 'T', 'T', None, None),
                 PSpec('output', 'output_scalar', 'T &', 'T', None, None),

@@ -119,6 +119,19 @@ def case_inclusive_sum_object_prefix_array(rng):
     return _segment_scan_case(rng, 4, inclusive=True)
 
 
+@cuda.jit(device=True)
+def load_tile(d_in, items):
+    """Thread t's items are d_in[t * n : (t + 1) * n] (n = len(items))."""
+    for i in range(len(items)):
+        items[i] = d_in[cuda.threadIdx.x * len(items) + i]
+
+
+@cuda.jit(device=True)
+def store_tile(items, d_out):
+    for i in range(len(items)):
+        d_out[cuda.threadIdx.x * len(items) + i] = items[i]
+
+
 def larger(a, b):
     return a if a > b else b
 
@@ -135,11 +148,9 @@ def _max_scan_case(rng, host_initial, call_initial):
     def kernel(d_in, d_out):
         storage = cuda.shared.array(shape=nbytes, dtype=numba.uint8)
         items = cuda.local.array(ipt, dtype=numba.int32)
-        for i in range(ipt):
-            items[i] = d_in[cuda.threadIdx.x * ipt + i]
+        load_tile(d_in, items)
         scan(storage, items, items, call_initial)
-        for i in range(ipt):
-            d_out[cuda.threadIdx.x * ipt + i] = items[i]
+        store_tile(items, d_out)
 
     x = rng.integers(-1000, 1000, threads * ipt, dtype=np.int32)
     want = np.maximum.accumulate(np.maximum(x, call_initial))
@@ -256,7 +267,87 @@ def case_run_length_object_full_call(rng):
                  np.zeros(1, np.uint32)), check)
 
 
-CASES = [case_run_length_object_full_call, case_radix_sort_object_bit_range_after_keys, case_histogram_of_numba_arrays,
+def keys_before(a, b):
+    return a < b
+
+
+WARP_SORT = coop.warp.make_merge_sort_keys(numba.int16, 3, keys_before)  # (dtype, ipt, op)
+
+
+@cuda.jit
+def warp_sorts_of_every_warp(d_in, d_out):
+    lane, warp = cuda.threadIdx.x % 32, cuda.threadIdx.x // 32
+    keys = cuda.local.array(3, dtype=np.int16)
+    base = (cuda.blockIdx.x * cuda.blockDim.x + warp * 32) * 3
+    for i in range(3):
+        keys[i] = d_in[base + lane * 3 + i]
+    WARP_SORT(keys)
+    for i in range(3):
+        d_out[base + lane * 3 + i] = keys[i]
+
+
+def case_warp_sorts_of_every_warp(rng):
+    threads, blocks = 256, 2
+    x = rng.integers(-30000, 30000, blocks * threads * 3, dtype=np.int16)
+
+    def check(arrays):
+        np.testing.assert_array_equal(arrays[1], np.sort(x.reshape(-1, 96), axis=1).ravel())
+    return Case(warp_sorts_of_every_warp, blocks, threads, (x, np.zeros_like(x)), check)
+
+
+def case_exclusive_scan_object_python_operator(rng):
+    """No initial value with a Python operator: CUB's own exclusive scan without one (thread
+    0's first output is undefined there), not a guessed identity."""
+    threads, ipt = 128, 4
+    scan = coop.block.make_exclusive_scan(numba.int32, threads, ipt, scan_op=larger)
+    nbytes = scan.temp_storage_bytes
+
+    @cuda.jit
+    def kernel(d_in, d_out):
+        storage = cuda.shared.array(shape=nbytes, dtype=numba.uint8)
+        items = cuda.local.array(ipt, dtype=numba.int32)
+        load_tile(d_in, items)
+        scan(storage, items, items)
+        store_tile(items, d_out)
+
+    x = rng.integers(-1000, 1000, threads * ipt, dtype=np.int32)
+
+    def check(arrays):
+        np.testing.assert_array_equal(arrays[1][1:], np.maximum.accumulate(x)[:-1])
+    return Case(kernel, 1, threads, (x, np.zeros_like(x)), check)
+
+
+def add(a, b):
+    return a + b
+
+
+def case_exclusive_scan_object_prefix_state_after_arrays(rng):
+    """A scan object declared with a prefix callback takes its state after the two arrays."""
+    threads, ipt = 64, 3
+    start = int(rng.integers(-100, 100))
+    scan = coop.block.make_exclusive_scan(numba.int32, threads, ipt, scan_op=add,
+                                          prefix_op=TILE_TOTAL)
+    nbytes = scan.temp_storage_bytes
+
+    @cuda.jit
+    def kernel(d_in, d_out):
+        storage = cuda.shared.array(shape=nbytes, dtype=numba.uint8)
+        state = cuda.local.array(1, dtype=TILE_TOTAL_STATE)
+        state[0] = TileTotal(start)
+        items = cuda.local.array(ipt, dtype=numba.int32)
+        load_tile(d_in, items)
+        scan(storage, items, items, state)
+        store_tile(items, d_out)
+
+    x = rng.integers(-1000, 1000, threads * ipt, dtype=np.int32)
+
+    def check(arrays):
+        np.testing.assert_array_equal(arrays[1], start + np.cumsum(x) - x)
+    return Case(kernel, 1, threads, (x, np.zeros_like(x)), check)
+
+
+CASES = [case_exclusive_scan_object_python_operator,
+         case_exclusive_scan_object_prefix_state_after_arrays, case_warp_sorts_of_every_warp, case_run_length_object_full_call, case_radix_sort_object_bit_range_after_keys, case_histogram_of_numba_arrays,
          case_exclusive_sum_object_prefix_one_item, case_inclusive_sum_object_prefix_array,
          case_inclusive_scan_object_initial_value_in_call,
          case_inclusive_scan_object_initial_value_again]
