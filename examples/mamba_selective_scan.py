@@ -91,6 +91,10 @@ def make_kernel(has_z: bool, delta_softplus: bool):
                 dt = dt_vals[i] + bias
                 dt_vals[i] = softplus(dt) if delta_softplus else dt
                 y_vals[i] = skip * u_vals[i]
+            # this thread's valid items in the chunk (all when >= ITEMS), in 32 bits as C++
+            # computes it: numba's 64-bit `t * ITEMS + i < valid` in the state loop cost three
+            # more instructions per item and state (8% more executed, by ncu)
+            in_range = np.int32(valid - t * ITEMS)
             for state in range(n_states):
                 n = np.uint32(state)
                 a_n = A[d, n] * np.float32(LOG2E)  # exp(x) = exp2(x log2 e), as CUDA's expf
@@ -99,7 +103,7 @@ def make_kernel(has_z: bool, delta_softplus: bool):
                 block.load(C[b, n, start:], c_vals, ITEMS, "warp_transpose", valid,
                            np.float32(0))
                 for i in range(ITEMS):
-                    if t * ITEMS + i < valid:
+                    if np.int32(i) < in_range:
                         records[i].a = math.exp2(dt_vals[i] * a_n)
                         records[i].b = dt_vals[i] * u_vals[i] * b_vals[i]
                     else:  # past the end: the identity, so the state passes unchanged
