@@ -110,11 +110,24 @@ class Primitive:
         if instance is not None and self.shape is not None:
             instance = _declared_first(instance, self.host or (), args, kws)
         shape = None if self.shape is None else self.shape.with_slots(None) if instance is None \
-            else self.shape.for_objects(instance, fixed)
+            else self.shape.for_objects(instance, fixed, call_fixed)
         return Primitive(self.name, self.cls, self.methods, select=self.select, fixed=fixed,
                          constructor=self.constructor, infer=self.infer, bind=self.bind,
                          aliases=self.aliases, shape=shape, call_fixed=call_fixed,
                          method_args=self.method_args)
+
+    def __getattr__(self, name):
+        """An object factory's methods (``histo.init``, ``rld.decode``) exist on the host too, as
+        cuda.coop's objects have them; they are called on the object a kernel makes."""
+        aliases = self.__dict__.get("aliases") or {}
+        if name in aliases:
+            def method(*args, **kws):
+                raise TypeError(f"{self.name}.{name}: call it inside a kernel, on the object "
+                                f"{self.name}(...) returns there")
+            method.__name__ = name
+            return method
+        raise AttributeError(f"{self.__dict__.get('name', type(self).__name__)!r} has no "
+                             f"attribute {name!r}")
 
     def class_template_kws(self) -> dict:
         """The fixed template keywords that are the class's (not the method selector)."""

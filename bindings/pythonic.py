@@ -37,6 +37,12 @@ def is_int_constant(ty) -> bool:
     return isinstance(ty, (int, types.IntegerLiteral)) and not isinstance(ty, bool)
 
 
+def is_operator(ty) -> bool:
+    """A numba type an operator argument has: a function, a device function, a name."""
+    return isinstance(ty, (types.Dispatcher, types.Function, types.StringLiteral,
+                           types.FunctionType))
+
+
 def is_scalar(ty) -> bool:
     """A numba type of one item (a number, a record, a struct), not an array or a tuple."""
     return isinstance(ty, types.Type) and not isinstance(
@@ -66,9 +72,12 @@ class CallShape:
     # so what follows the scalar moves up one; the row's value, active in ``for_objects``
     object_scalar_output: str | None = None
     scalar_output: str | None = None
-    # ... and slots of template arguments the object fixed (items_per_thread), which a value
-    # that is not an integer constant passes by: obj(keys, begin_bit, end_bit)
+    # ... and slots of what the object fixed, which cuda.coop's calls may pass again or leave
+    # out: a template argument (items_per_thread), passed by for a value that is not an
+    # integer constant (sort(keys, begin_bit, end_bit)), and an operator, passed by for a
+    # value that is no operator (merge_sort(keys, ipt, op) or merge_sort(keys, values))
     fixed_slots: frozenset = frozenset()
+    operator_slots: frozenset = frozenset()
 
     @classmethod
     def of_row(cls, prim: str, row, keywords) -> "CallShape":
@@ -81,12 +90,14 @@ class CallShape:
     def with_slots(self, slots) -> "CallShape":
         return dataclasses.replace(self, slots=None if slots is None else tuple(slots))
 
-    def for_objects(self, slots, fixed) -> "CallShape":
+    def for_objects(self, slots, fixed, call_fixed) -> "CallShape":
         """The shape of a two-phase object's calls: positional ``slots``; ``fixed`` the
-        template arguments its constructor fixed."""
-        return dataclasses.replace(self, slots=tuple(slots),
-                                   scalar_output=self.object_scalar_output,
-                                   fixed_slots=frozenset(n for n in slots if n in fixed))
+        template arguments its constructor fixed, ``call_fixed`` its call arguments."""
+        operators = {k for k, v in call_fixed.items() if callable(v) or isinstance(v, str)}
+        return dataclasses.replace(
+            self, slots=tuple(slots), scalar_output=self.object_scalar_output,
+            fixed_slots=frozenset(n for n in slots if n in fixed),
+            operator_slots=frozenset(n for n in slots if self.rename.get(n, n) in operators))
 
     def name_arguments(self, args: tuple, kws: dict, *, error=CoopgenTypeError) -> list[Named]:
         """The call's arguments as (name, value, origin), spelled as CUB spells them; a name
@@ -98,7 +109,9 @@ class CallShape:
         if self.scalar_output in slots and args and is_scalar(args[0]):
             slots.remove(self.scalar_output)
         for i, a in enumerate(args):
-            while i < len(slots) and slots[i] in self.fixed_slots and not is_int_constant(a):
+            while i < len(slots) and (
+                    slots[i] in self.fixed_slots and not is_int_constant(a)
+                    or slots[i] in self.operator_slots and not is_operator(a)):
                 del slots[i]
         if len(args) > len(slots):
             raise error(f"{self.prim}: takes at most {len(slots)} positional arguments "

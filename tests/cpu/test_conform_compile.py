@@ -5,6 +5,9 @@ import sys
 from pathlib import Path
 
 import numba
+import pytest
+
+import coopgen
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "gpu" / "compat"))
 
@@ -40,3 +43,29 @@ def test_warp_merge_sort_factory_takes_the_operator_third():
     assert keys.fixed["items_per_thread"] == 3 and "compare_op" in keys.call_fixed
     pairs = coop.warp.make_merge_sort_pairs(numba.int32, numba.float32, 2, before)
     assert pairs.fixed["items_per_thread"] == 2 and "compare_op" in pairs.call_fixed
+
+
+def test_object_factories_have_their_methods_on_the_host():
+    histo = coop.block.make_histogram(numba.uint8, numba.uint32, threads_per_block=64,
+                                      items_per_thread=1)
+    assert hasattr(histo, "init") and hasattr(histo, "composite")
+    assert hasattr(coop.block.make_run_length(numba.int32, threads_per_block=64,
+                                              runs_per_thread=1, decoded_items_per_thread=1),
+                   "decode")
+    assert not hasattr(histo, "decode")
+    with pytest.raises(TypeError, match="block.histogram.init: call it inside a kernel"):
+        histo.init()
+
+
+def test_items_per_thread_mismatch_says_it_as_cuda_coop_does():
+    from coopgen.linkcheck import link_cubin
+
+    def k(d_in, d_out):
+        items = coop.local.array(2, dtype=d_in.dtype)
+        coop.block.load(d_in, items, items_per_thread=2)
+        coop.block.scan(items, items, items_per_thread=4)
+    with coopgen.block_shape(32), pytest.raises(Exception) as info:
+        link_cubin(k, (numba.int32[::1], numba.int32[::1]))
+    assert "block.scan: items_per_thread=4 disagrees with array 'input' (2 items)" in \
+        str(info.value)
+    assert "coop.block.scan items_per_thread must match the array shape" in str(info.value)

@@ -346,7 +346,45 @@ def case_exclusive_scan_object_prefix_state_after_arrays(rng):
     return Case(kernel, 1, threads, (x, np.zeros_like(x)), check)
 
 
-CASES = [case_exclusive_scan_object_python_operator,
+def larger_first(a, b):
+    return a > b
+
+
+def case_merge_sort_object_call_repeats_its_constants(rng):
+    """cuda.coop's merge sort objects may be called with items_per_thread and the operator
+    again (sort(keys, ipt, op)), or with values after the keys (sort(keys, values))."""
+    threads, ipt = 64, 2
+    keys_only = coop.block.merge_sort_keys(numba.int32, threads, ipt, larger_first)
+    pairs = coop.block.merge_sort_keys(numba.int32, threads, ipt, larger_first,
+                                       value_dtype=numba.int32)
+
+    @cuda.jit
+    def kernel(d_in, d_out, d_keys, d_vals):
+        keys = coop.local.array(ipt, dtype=numba.int32)
+        load_tile(d_in, keys)
+        keys_only(keys, ipt, larger_first)
+        store_tile(keys, d_out)
+        load_tile(d_in, keys)
+        vals = coop.local.array(ipt, dtype=numba.int32)
+        for i in range(ipt):
+            vals[i] = cuda.threadIdx.x * ipt + i
+        pairs(keys, vals)
+        store_tile(keys, d_keys)
+        store_tile(vals, d_vals)
+
+    x = rng.permutation(threads * ipt).astype(np.int32)
+    order = np.argsort(-x, kind="stable")
+
+    def check(arrays):
+        np.testing.assert_array_equal(arrays[1], x[order])
+        np.testing.assert_array_equal(arrays[2], x[order])
+        np.testing.assert_array_equal(arrays[3], order)
+    return Case(kernel, 1, threads, (x, np.zeros_like(x), np.zeros_like(x), np.zeros_like(x)),
+                check)
+
+
+CASES = [case_merge_sort_object_call_repeats_its_constants,
+         case_exclusive_scan_object_python_operator,
          case_exclusive_scan_object_prefix_state_after_arrays, case_warp_sorts_of_every_warp, case_run_length_object_full_call, case_radix_sort_object_bit_range_after_keys, case_histogram_of_numba_arrays,
          case_exclusive_sum_object_prefix_one_item, case_inclusive_sum_object_prefix_array,
          case_inclusive_scan_object_initial_value_in_call,
