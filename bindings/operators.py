@@ -261,6 +261,11 @@ def operator_signatures(prim: str, r) -> dict[int, tuple]:
                     f"result to out[0]")
             sig = ((types.CPointer(sig[1]),) + tuple(types.CPointer(a) for a in sig[0]),
                    types.none)
+        elif any(udt_layout(a) is not None for a in sig[0]):
+            # struct operands of an operator with another result (a comparison, a flag):
+            # cuda.coop passes them as pointers too, op(a_ptr, b_ptr) reading a_ptr[0]
+            sig = (tuple(types.CPointer(a) if udt_layout(a) is not None else a
+                         for a in sig[0]), sig[1])
         elif isinstance(sig[1], types.Record):
             # numba cannot return a record by value: the operator writes its result into a
             # third argument, op(a, b, out), like an out-parameter in C.
@@ -316,6 +321,27 @@ def check_operators(prim: str, r) -> None:
     for b in r.bindings:
         if b.operator is not None and b.operator.fields:
             decomposer_fields(prim, r, b.operator)
+    _check_struct_arithmetic(prim, r)
+
+
+def _check_struct_arithmetic(prim: str, r) -> None:
+    """Items of a struct type (records, numba struct types, complex numbers) are opaque bytes to
+    C++: CUB's built-in operators, and its sums (which add with +), cannot work on them."""
+    from .ctypes_map import is_struct
+    dtypes = argument_dtypes(r)
+    item = dtypes.get(r.cls.value_type.name if r.cls.value_type else None, dtypes.get("KeyT"))
+    if item is None or not is_struct(item):
+        return
+    for b in r.bindings:
+        op = b.operator
+        if op is not None and op.builtin is not None:
+            raise CoopgenTypeError(f"{prim}: {b.param.name}= is a C++ built-in, which items of "
+                                   f"{item} (a struct to C++) do not have; pass a Python "
+                                   f"function, op(out, a, b) on pointers")
+    if "Sum" in r.method.name:
+        raise CoopgenTypeError(f"{prim}: items of {item} are a struct to C++, which CUB's "
+                               f"{r.method.name} cannot add; use the reduce/scan form with a "
+                               f"Python function op(out, a, b) on pointers")
 
 
 def argument_dtypes(r) -> dict:

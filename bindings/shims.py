@@ -97,6 +97,11 @@ def _op_functor(name: str, sym: str, op, argtypes, restype) -> str:
 
     stateful = op.state is not None
     operands = list(argtypes[1:] if stateful else argtypes)
+    if restype != types.none:
+        # struct operands passed by pointer (a comparison of user-defined types): the C
+        # call is the same as for structs passed by value, a pointer to the item
+        operands = [t.dtype if isinstance(t, types.CPointer) and is_struct(t.dtype) else t
+                    for t in operands]
     if operands and all(isinstance(t, types.CPointer) and is_struct(t.dtype) for t in operands):
         # op(out, a, b) on pointers (cuda.coop's user-defined types): the result is written
         # through the first pointer

@@ -69,3 +69,22 @@ def test_items_per_thread_mismatch_says_it_as_cuda_coop_does():
     assert "block.scan: items_per_thread=4 disagrees with array 'input' (2 items)" in \
         str(info.value)
     assert "coop.block.scan items_per_thread must match the array shape" in str(info.value)
+
+
+@pytest.mark.parametrize("call", ["sum", "max_scan"])
+def test_struct_items_get_no_cpp_arithmetic(call):
+    """Struct items are opaque bytes to C++ (they sort with a Python comparison on pointers):
+    CUB's sums and built-in operators cannot work on them, which is said, not left to NVRTC."""
+    from coopgen.linkcheck import link_cubin
+    from conform_kernels import TILE_TOTAL_STATE, TileTotal
+
+    def k(d_in, d_out):
+        items = coop.local.array(2, TILE_TOTAL_STATE)
+        items[0] = TileTotal(d_in[0])
+        items[1] = TileTotal(d_in[1])
+        if call == "sum":
+            d_out[0] = coop.block.sum(items).total
+        else:
+            coop.block.inclusive_scan(items, items, scan_op="max")
+    with coopgen.block_shape(64), pytest.raises(Exception, match="struct to C"):
+        link_cubin(k, (numba.int32[::1], numba.int32[::1]))

@@ -191,6 +191,7 @@ PYTHONIC = (
         rename=(('items', ('keys',)), ('descending', ('is_descending',))),
         defaults=(('descending', False),),
         host=('dtype', 'threads_per_block', 'items_per_thread', 'begin_bit', 'end_bit', 'descending'),
+        instance=('items', 'ranks', 'items_per_thread', 'begin_bit', 'end_bit', 'descending', 'temp_storage', 'exclusive_digit_prefix'),
         deduced=('dtype',),
         digits=('begin_bit', 'end_bit', 'digit_extractor', 'radix_bits')),
     PythonicSpec('histogram', 'block', 'BlockHistogram', (('init', 'InitHistogram'), ('histogram', 'Histogram'), ('composite', 'Composite')), None, (), (),

@@ -383,7 +383,60 @@ def case_merge_sort_object_call_repeats_its_constants(rng):
                 check)
 
 
-CASES = [case_merge_sort_object_call_repeats_its_constants,
+def total_before(a, b):  # cuda.coop's comparison of struct items: on pointers
+    return a[0].total < b[0].total
+
+
+STRUCT_SORT = coop.block.merge_sort_keys(TILE_TOTAL_STATE, 64, 3, total_before)
+
+
+@cuda.jit
+def merge_sort_of_struct_items(d_in, d_out):
+    items = coop.local.array(3, dtype=TILE_TOTAL_STATE)
+    for i in range(3):
+        items[i] = TileTotal(d_in[cuda.threadIdx.x * 3 + i])
+    STRUCT_SORT(items)
+    for i in range(3):
+        d_out[cuda.threadIdx.x * 3 + i] = items[i].total
+
+
+def case_merge_sort_of_struct_items(rng):
+    x = rng.integers(-10 ** 6, 10 ** 6, 64 * 3, dtype=np.int32)
+
+    def check(arrays):
+        np.testing.assert_array_equal(arrays[1], np.sort(x))
+    return Case(merge_sort_of_struct_items, 1, 64, (x, np.zeros_like(x)), check)
+
+
+RANK_BITS = (2, 7)
+RANK = coop.block.radix_rank(numba.uint32, 64, 3, *RANK_BITS, descending=True)
+
+
+@cuda.jit
+def radix_rank_object_full_call(d_in, d_out):
+    keys = cuda.local.array(3, numba.uint32)
+    ranks = cuda.local.array(3, numba.int32)
+    load_tile(d_in, keys)
+    # the object called with the single-phase arguments again, its constants included
+    RANK(keys, ranks, 3, RANK_BITS[0], RANK_BITS[1], True)
+    store_tile(ranks, d_out)
+
+
+def case_radix_rank_object_full_call(rng):
+    x = rng.integers(0, 1 << 16, 64 * 3, dtype=np.uint32)
+    digits = (x >> RANK_BITS[0]) & ((1 << (RANK_BITS[1] - RANK_BITS[0])) - 1)
+    # descending digits: a digit's ranks start after the items of every larger digit
+    first = {d: int((digits > d).sum()) for d in np.unique(digits)}
+
+    def check(arrays):
+        ranks = arrays[1]
+        np.testing.assert_array_equal(np.sort(ranks), np.arange(len(x)))
+        for d, r in zip(digits, ranks):
+            assert first[d] <= r < first[d] + (digits == d).sum()
+    return Case(radix_rank_object_full_call, 1, 64, (x, np.zeros(len(x), np.int32)), check)
+
+
+CASES = [case_radix_rank_object_full_call, case_merge_sort_of_struct_items, case_merge_sort_object_call_repeats_its_constants,
          case_exclusive_scan_object_python_operator,
          case_exclusive_scan_object_prefix_state_after_arrays, case_warp_sorts_of_every_warp, case_run_length_object_full_call, case_radix_sort_object_bit_range_after_keys, case_histogram_of_numba_arrays,
          case_exclusive_sum_object_prefix_one_item, case_inclusive_sum_object_prefix_array,
