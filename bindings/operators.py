@@ -135,8 +135,10 @@ def as_operator(prim: str, p, ty) -> Operator | None:
     if isinstance(ty, types.BaseTuple) and len(ty) == 2 and _dispatcher_of(ty[0]) is not None \
             and isinstance(ty[1], types.Array):
         fn_ty, state = ty[0], ty[1]
-    elif isinstance(ty, types.Array) and str(ty.dtype) in STATEFUL_FUNCTIONS:
-        # cuda.coop's spelling: the state array alone; its dtype names the function
+    elif p.role == "prefix_callback" and isinstance(ty, types.Array) \
+            and str(ty.dtype) in STATEFUL_FUNCTIONS:
+        # cuda.coop's spelling: the state array alone; its dtype names the function (for
+        # prefix callbacks only: any other operator given an array is a wrong call)
         disp = STATEFUL_FUNCTIONS[str(ty.dtype)]
         return Operator(kind, p.name, None, disp, ty, disp.py_func.__code__.co_argcount - 1)
     else:
