@@ -70,7 +70,7 @@ def _factory(scope: str, name: str, function):
     # then the rest of the function's own host order (make_load(dtype, tpb, ipt, "striped"))
     first = factory_positionals(scope, name)
     positional = first + tuple(n for n in (getattr(function, "host", None) or ())
-                               if n not in first and n != "dim")
+                               if n not in first)
 
     def make(*args, **kws):
         if name in NO_EXPLICIT_STORAGE and "temp_storage" in kws:

@@ -17,6 +17,21 @@ from tools.fuzz import runner, space  # noqa: E402
 I32 = types.int32[::1]
 
 
+def shim_source(kernel, threads, monkeypatch) -> str:
+    """The C++ translation unit NVRTC compiles for ``kernel`` (the disk cache off)."""
+    from coopgen import nvrtc
+    from coopgen.linkcheck import link_cubin
+
+    sources = []
+    real = nvrtc.compile_ltoir
+    monkeypatch.setattr(nvrtc, "compile_ltoir",
+                        lambda src, **kw: (sources.append(src), real(src, **kw))[1])
+    monkeypatch.setenv("COOPGEN_DISABLE_CACHE", "1")
+    with coopgen.block_shape(threads):
+        link_cubin(kernel, (I32, I32))
+    return sources[-1]
+
+
 def test_a_keyword_only_other_overloads_have_is_no_crash():
     """block_aggregate= exists only in the 3-parameter InclusiveSum: the 2-parameter overload,
     tried first, must be passed over, not end the resolution with a bare StopIteration."""
@@ -52,12 +67,8 @@ def test_warp_storage_slices_of_two_logical_warp_sizes_do_not_overlap(monkeypatc
     """Found by the differential suite (WarpMergeSort next to other warp primitives): slice k
     of one TempStorage type overlapped slice j of another type used by another logical warp,
     which __syncwarp does not order. Each logical warp size gets its own array of slices."""
-    from coopgen import nvrtc, warp
+    from coopgen import warp
 
-    sources = []
-    real = nvrtc.compile_ltoir
-    monkeypatch.setattr(nvrtc, "compile_ltoir", lambda src, **kw: (sources.append(src), real(src, **kw))[1])
-    monkeypatch.setenv("COOPGEN_DISABLE_CACHE", "1")
 
     def k(d_in, d_out):
         t = cuda.threadIdx.x
@@ -69,10 +80,7 @@ def test_warp_storage_slices_of_two_logical_warp_sizes_do_not_overlap(monkeypatc
         s = warp.WarpScan.InclusiveSum(input=keys[1], logical_warp_threads=8)
         d_out[t] = total + s
 
-    from coopgen.linkcheck import link_cubin
-    with coopgen.block_shape(128):
-        link_cubin(k, (I32, I32))
-    src = sources[-1]
+    src = shim_source(k, 128, monkeypatch)
     assert "  coopgen_warp_storage_8_t coopgen_warp_storage_8[16];" in src
     assert "  coopgen_warp_storage_32_t coopgen_warp_storage_32[4];" in src
     assert src.count("coopgen_warp_storage_8[(threadIdx.x") == 2
@@ -83,21 +91,14 @@ def test_logical_warps_of_sizes_not_dividing_32_are_indexed_as_cub_forms_them(mo
     divide 32 leaves a partial logical warp at the end of every hardware warp; the storage
     slices follow that layout, not linear thread / size. (CUB runs such sizes only as a block
     that is one logical warp: larger blocks are refused, see test_limits.py.)"""
-    from coopgen import nvrtc, warp
+    from coopgen import warp
 
-    sources = []
-    real = nvrtc.compile_ltoir
-    monkeypatch.setattr(nvrtc, "compile_ltoir", lambda src, **kw: (sources.append(src), real(src, **kw))[1])
-    monkeypatch.setenv("COOPGEN_DISABLE_CACHE", "1")
 
     def k(d_in, d_out):
         t = cuda.threadIdx.x
         d_out[t] = warp.WarpReduce.Sum(input=d_in[t], logical_warp_threads=12)
 
-    from coopgen.linkcheck import link_cubin
-    with coopgen.block_shape(12):
-        link_cubin(k, (I32, I32))
-    src = sources[-1]
+    src = shim_source(k, 12, monkeypatch)
     assert "coopgen_warp_storage_12[3];" in src  # 3 logical warps fit a hardware warp
     tid = "(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z))"
     assert f"coopgen_warp_storage_12[({tid} / 32 * 3 + {tid} % 32 / 12)]" in src

@@ -267,7 +267,7 @@ def refused_by_limits(cfg: Config) -> bool:
         if lim.lone_odd_warp and (not cfg.warp or not cfg.warp & (cfg.warp - 1) or
                                   cfg.threads <= cfg.warp):
             continue
-        if getattr(lim, "struct_items", False) and cfg.dtype != "record":
+        if lim.struct_items and cfg.dtype != "record":
             continue
         return True
     return False
