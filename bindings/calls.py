@@ -104,7 +104,11 @@ class Primitive:
         fixed, call_fixed = host_arguments(self, args, kws)
         instance = self.instance
         if instance is None and self.shape is not None and self.shape.slots is not None:
-            taken = set(fixed) | set(call_fixed) | self.template_keywords()
+            # cuda.coop's objects take the single-phase call less its template arguments and
+            # the operators the host call fixed; a value the host call gave (an initial value,
+            # a valid count) keeps its slot, so ws(x, 0) passes the initial value again
+            operators = {k for k, v in call_fixed.items() if callable(v) or isinstance(v, str)}
+            taken = set(fixed) | operators | self.template_keywords()
             instance = tuple(n for n in self.shape.slots
                              if self.shape.rename.get(n, n) not in taken and n not in taken)
         if instance is not None and self.shape is not None:

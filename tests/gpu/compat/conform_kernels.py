@@ -436,9 +436,54 @@ def case_radix_rank_object_full_call(rng):
     return Case(radix_rank_object_full_call, 1, 64, (x, np.zeros(len(x), np.int32)), check)
 
 
+def case_warp_scan_object_initial_value_positional(rng):
+    # ws(x, init): cuda.coop's second positional is the initial value, never CCCL 3.5.0's
+    # valid_items (a valid count of 0 left every lane undefined)
+    ws = coop.warp.exclusive_scan(dtype=numba.int32, scan_op="max", initial_value=0)
+    init = numba.int32(rng.integers(-500, 500))
+
+    @cuda.jit
+    def kernel(d_in, d_out):
+        t = cuda.threadIdx.x
+        d_out[t] = ws(d_in[t], init)
+
+    x = rng.integers(-1000, 1000, 64, dtype=np.int32)
+    want = np.concatenate([np.maximum.accumulate(np.concatenate([[init], w[:-1]]))
+                           for w in x.reshape(2, 32)]).astype(np.int32)
+    want = np.maximum(want, init)
+
+    def check(arrays):
+        np.testing.assert_array_equal(arrays[1], want)
+    return Case(kernel, 1, 64, (x, np.zeros_like(x)), check)
+
+
+def case_warp_load_object_valid_count_positional(rng):
+    # wl(src, dst, num_valid, oob): the host call's valid count may be passed again by position
+    ipt = 4
+    wl = coop.warp.load(numba.int32, ipt, 32, "striped", 50)
+    valid = int(rng.integers(1, 32 * ipt))
+
+    @cuda.jit
+    def kernel(d_in, d_out, n):
+        items = cuda.local.array(ipt, numba.int32)
+        wl(d_in, items, n, -7)
+        for i in range(ipt):
+            d_out[cuda.threadIdx.x * ipt + i] = items[i]
+
+    x = rng.integers(-1000, 1000, 32 * ipt, dtype=np.int32)
+    striped = np.where(np.arange(32 * ipt) < valid, x, -7).reshape(ipt, 32)
+    want = striped.T.reshape(-1)  # thread t holds items t, t+32, ... (striped)
+
+    def check(arrays):
+        np.testing.assert_array_equal(arrays[1], want)
+    return Case(kernel, 1, 32, (x, np.zeros_like(x), valid), check)
+
+
 CASES = [case_radix_rank_object_full_call, case_merge_sort_of_struct_items, case_merge_sort_object_call_repeats_its_constants,
          case_exclusive_scan_object_python_operator,
          case_exclusive_scan_object_prefix_state_after_arrays, case_warp_sorts_of_every_warp, case_run_length_object_full_call, case_radix_sort_object_bit_range_after_keys, case_histogram_of_numba_arrays,
          case_exclusive_sum_object_prefix_one_item, case_inclusive_sum_object_prefix_array,
          case_inclusive_scan_object_initial_value_in_call,
-         case_inclusive_scan_object_initial_value_again]
+         case_inclusive_scan_object_initial_value_again,
+         case_warp_scan_object_initial_value_positional,
+         case_warp_load_object_valid_count_positional]
