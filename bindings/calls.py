@@ -26,7 +26,8 @@ from numba.cuda.typing.templates import (AbstractTemplate, AttributeTemplate, in
                                          signature)
 from numba.cuda.core.imputils import lower_cast, lower_getattr_generic
 
-from . import registry, shims
+from . import shims
+from .model import registry
 from .arrays import SizedArray, align_numba_shared_bytes
 from .ctypes_map import is_struct
 from .errors import CoopgenTypeError
@@ -37,7 +38,7 @@ from .pythonic import CallShape, pick
 from .resolve import (Resolved, check_host_keywords, class_template_args, resolve, same_value,
                       template_keywords)
 from .shimcall import Shim, bundle_for
-from .spec import ClassSpec, MSpec
+from .model.spec import ClassSpec, MSpec
 from .storage import TempStorageType
 
 _POS = "coopgen_pos_"  # names of positional parameters in the folded pysig

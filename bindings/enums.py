@@ -22,7 +22,7 @@ from numba.cuda.core.imputils import lower_cast, lower_constant, lower_getattr_g
 from numba.cuda.typing.templates import AttributeTemplate, infer_getattr
 from numba.cuda.typing.typeof import Purpose
 
-from . import registry
+from .model import registry
 from .ctypes_map import _short_name
 
 

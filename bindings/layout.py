@@ -9,7 +9,8 @@ from __future__ import annotations
 import functools
 import re
 
-from . import nvrtc, registry
+from . import nvrtc
+from .model import registry
 from .ctypes_map import STRUCT_DECLS
 from .resolve import class_template_args
 from .shims import cfg_struct

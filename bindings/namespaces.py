@@ -1,7 +1,8 @@
 """Build the ``block`` and ``warp`` namespaces from the generated specs and naming table."""
 from __future__ import annotations
 
-from . import enums, registry
+from . import enums
+from .model import registry
 from .calls import Primitive, PrimitiveClass
 from .pythonic import CallShape
 

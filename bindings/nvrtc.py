@@ -145,14 +145,14 @@ def _nvrtc_identity() -> str:
 @functools.cache
 def cccl_include_dir() -> str:
     """CCCL headers (cub/, cuda/std, nv/, thrust/) of the lock entry the bindings in use were
-    generated from, verified against its digest (see coopgen.registry.include_dir).
+    generated from, verified against its digest (see coopgen.model.registry.include_dir).
 
     NVRTC ships builtin replacements for cuda_runtime.h & co, and CCCL/CUB
     detect NVRTC and never include the toolkit's runtime headers, so CCCL is
     the only include directory needed; adding the toolkit's include dir is not
     required (and changes the emitted LTO-IR).
     """
-    from . import registry
+    from .model import registry
 
     return os.path.realpath(registry.include_dir())
 
@@ -171,7 +171,7 @@ def half_include_dir() -> str:
 
 def _release_options() -> tuple[str, ...]:
     """NVRTC options the bound CCCL release's headers need (its lock entry's nvrtc_options)."""
-    from . import registry
+    from .model import registry
 
     return registry.package().NVRTC_OPTIONS
 
@@ -223,7 +223,7 @@ def _dir_identity(d: str) -> str:
     """
     p = os.path.realpath(d)
     if p == cccl_include_dir():  # the locked headers: their digest says it all
-        from . import registry
+        from .model import registry
         return registry.package().HEADERS_DIGEST
     if p == os.path.realpath(half_include_dir()):  # pinned with numba-cuda
         import numba_cuda

@@ -20,7 +20,7 @@ from .arrays import static_length
 from .errors import CoopgenTypeError
 from .operators import Operator, as_operator, check_operators
 from .pythonic import spelled_for
-from .spec import ClassSpec, MSpec, PSpec, TParam
+from .model.spec import ClassSpec, MSpec, PSpec, TParam
 
 ARRAY_ROLES = ("input_array", "output_array", "inout_array")
 #: Ranges: any indexable of compile-time size in C++; a coopgen local/shared array here.
@@ -406,7 +406,7 @@ def _bind(prim, cls, method, args, kws, positional, skipped, template_kws, block
 def _check_limits(prim, cls, method, template_args, block, operators) -> None:
     """Refuse a combination the limits table (generator/data/limits.toml) says CUB does not
     handle: every condition of a limit must hold."""
-    from . import registry
+    from .model import registry
     from .ctypes_map import CPP_OF
     from .operators import BUILTINS
 
@@ -743,7 +743,7 @@ def check_host_keywords(prim: str, cls: ClassSpec, template_kws: dict, enums: di
 
 def class_template_args(prim: str, cls: ClassSpec, template_kws: dict, enums: dict):
     """Template arguments of ``cls`` from keywords alone (two-phase objects on the host)."""
-    from .spec import MSpec
+    from .model.spec import MSpec
 
     att = _Attempt(prim, cls, MSpec("", "", "method", "void", ()))
     try:

@@ -258,7 +258,7 @@ def canonical_includes() -> tuple[str, ...]:
     translation unit starts with this block, so NVRTC's in-process PCH of it serves every
     kernel (see nvrtc._use_pch). Parsing headers a kernel does not use costs nothing measurable:
     they share their dependencies with the ones it does."""
-    from . import registry
+    from .model import registry
     from .shims import OPERATOR_HEADERS
 
     return tuple(sorted({c.header for c in registry.package().CLASSES} | set(OPERATOR_HEADERS)))

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import re
 
-from . import ctypes_map, registry
+from . import ctypes_map
+from .model import registry
 from .errors import CoopgenTypeError
 from .operators import StatefulFunction
 from .pythonic import CallShape, pick

@@ -32,7 +32,7 @@ def header_line(entry: LockEntry) -> str:
 def bindable(ov: Overload, cls: ClassModel) -> bool:
     """Whether the runtime can bind (and the CPU suite compile-check) this overload: one-shot
     calls on a temporary, or constructors and methods of a parent object."""
-    from coopgen.spec import BINDABLE_ROLES, OPERATOR_KINDS
+    from coopgen.model.spec import BINDABLE_ROLES, OPERATOR_KINDS
 
     for p in ov.params:
         if p.role not in BINDABLE_ROLES:
@@ -125,7 +125,7 @@ def emit_class(entry: LockEntry, cls: ClassModel, model: ApiModel | None = None,
                       for o in bound_methods(cls, named))
     return (header_line(entry)
             + f'"""{cls.qualname}: {cls.brief}"""\n'
-            + "from coopgen.spec import ClassSpec, MSpec, PSpec, TParam\n\n"
+            + "from coopgen.model.spec import ClassSpec, MSpec, PSpec, TParam\n\n"
             + "SPEC = ClassSpec(\n"
             + f"    name={cls.name!r},\n    cpp={cls.qualname!r},\n    scope={cls.scope!r},\n"
             + f"    header={cls.file!r},\n    temp_storage={cls.temp_storage.form!r},\n"
@@ -324,7 +324,7 @@ def emit_init(entry: LockEntry, model: ApiModel, classes: list[ClassModel]) -> s
     bound_lines = "".join(f"    {k!r},\n" for k in bound)
     return (header_line(entry)
             + f'"""Bindings for CCCL {entry.cccl}: class specs, enums, the Pythonic table."""\n'
-            + "from coopgen.spec import EnumSpec, LimitSpec, PythonicSpec\n\n"
+            + "from coopgen.model.spec import EnumSpec, LimitSpec, PythonicSpec\n\n"
             + imports
             + f"\nCCCL = {entry.cccl!r}\nWHEEL = {entry.wheel!r}\n"
             + f"WHEEL_FILE = {entry.wheel_file!r}\nWHEEL_SHA256 = {entry.wheel_sha256!r}\n"

@@ -4,7 +4,8 @@ each architecture CI checks, on the CPU (numba-cuda -> LTO-IR, NVRTC shims -> LT
 import pytest
 from numba.cuda import types
 
-from coopgen import calls, nvrtc, registry
+from coopgen import calls, nvrtc
+from coopgen.model import registry
 from coopgen.linkcheck import compile_kernel_pieces, link_cubin, link_pieces, link_ptx
 
 from smoke import build_kernel

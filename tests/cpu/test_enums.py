@@ -6,7 +6,8 @@ from numba import cuda
 from numba.cuda import types
 
 import coopgen
-from coopgen import block, calls, enums, local, registry, warp
+from coopgen import block, calls, enums, local, warp
+from coopgen.model import registry
 from coopgen.arrays import SizedArray
 from coopgen.enums import BlockLoadAlgorithm, EnumMemberLiteral
 

@@ -16,7 +16,7 @@ def test_lock_entries():
 
 
 def test_runtime_default_is_the_locks_first_entry():
-    from coopgen import registry
+    from coopgen.model import registry
 
     assert registry.DEFAULT_CCCL == headers.load_lock()[0].cccl
 

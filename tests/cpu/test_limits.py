@@ -65,7 +65,7 @@ def rank_match(cls_name, radix_bits):
     return k
 
 
-NONDETERMINISTIC = coopgen.registry.enums()["BlockReduceAlgorithm"].values
+NONDETERMINISTIC = coopgen.model.registry.enums()["BlockReduceAlgorithm"].values
 HAS_NONDETERMINISTIC = any("NONDETERMINISTIC" in n for n, _ in NONDETERMINISTIC)
 
 

@@ -23,11 +23,12 @@ from numba import cuda
 from numba.cuda import types
 
 import smoke
-from coopgen import block, block_shape, layout, registry, warp
+from coopgen import block, block_shape, layout, warp
+from coopgen.model import registry
 from coopgen.calls import Primitive, PrimitiveClass
 from coopgen.resolve import OMITTABLE_OUTPUTS, template_keywords
 from coopgen.operators import ARITY
-from coopgen.spec import OPERATOR_KINDS
+from coopgen.model.spec import OPERATOR_KINDS
 
 SIG = (types.int32[::1], types.int32[::1], types.int32)
 THREADS = smoke.THREADS

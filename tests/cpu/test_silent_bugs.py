@@ -186,7 +186,7 @@ def test_the_fixed_calls_compile_for_sm90():
 
 
 def test_warp_scan_valid_items_uses_cubs_hidden_partial_scans():
-    from coopgen import registry
+    from coopgen.model import registry
     if registry.package().CCCL != "3.5.0":
         pytest.skip("CCCL 3.5.0 bindings only")
     r = resolved(warp.exclusive_scan, [types.int32, types.literal("+"), types.int32,
@@ -202,7 +202,8 @@ def test_warp_scan_valid_items_uses_cubs_hidden_partial_scans():
 
 
 def test_warp_scan_valid_items_names_the_cccl_it_needs(monkeypatch):
-    from coopgen import namespaces, registry
+    from coopgen import namespaces
+    from coopgen.model import registry
     monkeypatch.setenv("COOPGEN_CCCL", "3.0.1")
     registry.package.cache_clear()
     registry.enums.cache_clear()

@@ -135,7 +135,7 @@ extern "C" int mamba_fwd(const float* u, const float* delta, const float* A, con
 
 def build_apps_library(arch: str = "sm_90") -> ctypes.CDLL:
     """nvcc -O3 the C++ baselines into a shared library (ptxas' resource report beside it)."""
-    from coopgen import registry
+    from coopgen.model import registry
     d = tempfile.mkdtemp(prefix="coopgen-apps-")
     src, lib = os.path.join(d, "apps.cu"), os.path.join(d, "libapps.so")
     with open(src, "w") as f:

@@ -46,7 +46,7 @@ COMPILE_REPEATS = 3
 
 def build_native(kind: str = "cubin", arch: str = "sm_90") -> str:
     """nvcc -O3 the reference kernels; returns the output path."""
-    from coopgen import registry
+    from coopgen.model import registry
     d = tempfile.mkdtemp(prefix="coopgen-bench-")  # CuPy loads lazily: keep the file
     src = os.path.join(d, "native.cu")
     with open(src, "w") as f:
@@ -275,7 +275,8 @@ def resources(names) -> None:
 def environment() -> dict:
     import numba_cuda
     import numpy as np
-    from coopgen import nvrtc, registry
+    from coopgen import nvrtc
+    from coopgen.model import registry
     info = {"date": time.strftime("%Y-%m-%d"), "python": platform.python_version(),
             "numpy": np.__version__, "numba-cuda": numba_cuda.__version__,
             "nvrtc": ".".join(map(str, nvrtc.nvrtc_version())), "cccl": registry.package().CCCL}

@@ -1,6 +1,6 @@
 """Randomized differential testing of coopgen against numpy.
 
-Configurations are drawn from the generated specs (``coopgen.registry``): every bound overload
+Configurations are drawn from the generated specs (``coopgen.model.registry``): every bound overload
 of every class whose operation has a numpy reference (``tools.fuzz.families``), on both
 surfaces (faithful ``block.BlockScan.ExclusiveSum``, Pythonic ``block.exclusive_sum``), over
 dtypes, 1-/2-/3-D block shapes, items per thread, algorithm enums, operators, partial tiles and

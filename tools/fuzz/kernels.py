@@ -167,7 +167,7 @@ def _callee(cfg) -> tuple[str, list[str]]:
     name, _, sel = cfg.surface.partition(":")
     if not sel:
         return f"{scope}.{name}", []
-    from coopgen import registry
+    from coopgen.model import registry
     select = next(r.select for r in registry.package().PYTHONIC
                   if r.scope == scope and r.name == name)
     return f"{scope}.{name}", [f"{select}={sel!r}"]

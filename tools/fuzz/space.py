@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from coopgen import registry
+from coopgen.model import registry
 
 from . import families
 

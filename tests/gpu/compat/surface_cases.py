@@ -17,7 +17,8 @@ import numpy as np
 import pytest
 from numba import cuda
 
-from coopgen import block, local, registry, shared, warp
+from coopgen import block, local, shared, warp
+from coopgen.model import registry
 from coopgen.enums import BlockLoadAlgorithm, BlockStoreAlgorithm
 
 
