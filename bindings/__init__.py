@@ -2,20 +2,24 @@
 
     from coopgen import block, warp, local, shared
 
-The bindings are generated from CUB's headers (see ``coopgen generate``).
+The bindings are generated from CUB's headers (see ``coopgen generate``). The runtime is staged
+(docs/architecture.md): model -> types -> resolve -> codegen -> lower (numba-cuda) -> api.
 """
+import sys as _sys
+
 from . import versions
 
 versions.check()  # before numba is touched: an unsupported release fails here, in one message
 
-from . import launch_hook, local, numba_internals, rewrite, shared  # noqa: E402, F401
-from . import block, warp  # noqa: E402, F401
-from .calls import block_shape  # noqa: E402, F401
-from .storage import TempStorage, kernel_temp_storage  # noqa: E402, F401
-from . import coop  # noqa: E402, F401  (after block/warp: it re-exports them)
+from .lower import backend  # noqa: E402  (numba-cuda: typing, lowering, launch hooks)
+from .api import block, coop, local, shared, warp  # noqa: E402
+from .api.storage import TempStorage, kernel_temp_storage  # noqa: E402
+from .lower.typing import block_shape  # noqa: E402
 
-numba_internals.install_kernel_cache()
-launch_hook.install()
+# The modules users import by name: ``import coopgen.coop``, ``from coopgen.block import ...``
+for _module in (block, coop, local, shared, warp):
+    _sys.modules[f"{__name__}.{_module.__name__.rsplit('.', 1)[1]}"] = _module
+backend.install()
 
 __all__ = ["block", "warp", "local", "shared", "coop", "block_shape", "TempStorage",
            "kernel_temp_storage"]

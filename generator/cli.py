@@ -117,7 +117,7 @@ def cmd_doctor(args) -> int:
         except headers.HeaderError as e:
             print(f"CCCL {entry.cccl}: {str(e).splitlines()[0]}")
             ok = ok and entry is not headers.load_lock()[0]
-    from coopgen import toolchain
+    from coopgen.codegen import toolchain
     for name, (version, where) in toolchain.describe().items():
         print(f"{name}: {version} ({where})")
         ok = ok and version != "not found"

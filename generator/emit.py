@@ -143,7 +143,7 @@ def module_name(cls: ClassModel) -> str:
 _ROW_KEYS = frozenset({"method", "class", "select", "methods", "needs", "excludes", "object",
                        "bind", "enum", "args", "rename", "defaults", "inplace", "fixed", "host",
                        "instance", "deduced", "since", "identity", "method_args", "digits",
-                       "scalar_output"})
+                       "scalar_output", "only"})
 #: Keywords the runtime gives every function besides the class's own template keywords.
 _RUNTIME_KEYWORDS = frozenset({"dtype", "threads_per_block", "items_per_thread",
                                "threads_in_warp", "temp_storage"})
@@ -208,7 +208,9 @@ def load_pythonic(model: ApiModel) -> tuple[list[dict], tuple]:
                 identity=tuple(row.get("identity", ())),
                 method_args=tuple((k, tuple(v)) for k, v in row.get("method_args", {}).items()),
                 digits=tuple(row.get("digits", ())),
-                scalar_output=row.get("scalar_output"), with_hidden=with_hidden))
+                scalar_output=row.get("scalar_output"),
+                only=tuple((k, _frozen(v)) for k, v in row.get("only", {}).items()),
+                with_hidden=with_hidden))
     return rows, keywords
 
 
@@ -227,7 +229,8 @@ def _check_names(where: str, cls: ClassModel, methods, row: dict, rename, keywor
             raise ValueError(f"{where}: rename {name} -> {missing[0]!r}, which {cls.name} "
                              f"does not have")
     known = (targets | {n for n, _ in rename} | set(keywords) | set(row.get("deduced", ()))
-             | set(row.get("since", {})) | set(row.get("digits", ())[:2]))
+             | set(row.get("since", {})) | set(row.get("digits", ())[:2])
+             | set(row.get("only", {})))
     for alias, order in row.get("method_args", {}).items():
         if alias not in row.get("methods", {}):
             raise ValueError(f"{where}: method_args names {alias!r}, not one of its methods")
@@ -254,7 +257,7 @@ def _pythonic_spec(row: dict) -> str:
     rest = "".join(f",\n        {k}={row[k]!r}" for k in
                    ("object", "bind", "enum", "args", "rename", "defaults", "inplace", "fixed",
                     "host", "instance", "deduced", "since", "identity", "method_args",
-                    "digits", "scalar_output") if row[k])
+                    "digits", "scalar_output", "only") if row[k])
     return f"    PythonicSpec({head}{rest}),\n"
 
 

@@ -7,7 +7,8 @@ import cupy
 import numpy as np
 from numba import cuda
 
-from coopgen import block, local, nvrtc
+from coopgen import block, local
+from coopgen.codegen import nvrtc
 from coopgen.model import registry
 
 SRC = r"""

@@ -105,6 +105,7 @@ class PythonicSpec:
     method_args: tuple[tuple[str, tuple[str, ...]], ...] = ()  # object method -> its order
     digits: tuple[str, ...] = ()  # (begin bit, end bit, digit extractor, radix bits)
     scalar_output: str | None = None  # returned, and no positional slot, for a scalar input
+    only: tuple[tuple[str, object], ...] = ()  # (argument, its one value where CUB has none)
 
 
 @dataclass(frozen=True)

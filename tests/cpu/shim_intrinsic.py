@@ -12,7 +12,8 @@ from numba.cuda import cgutils, types
 from numba.cuda.core.errors import TypingError
 from numba.cuda.extending import intrinsic
 
-from coopgen.shimcall import Shim, bundle_for
+from coopgen.codegen.bundle import Shim
+from coopgen.lower.bundle import bundle_for
 
 
 @dataclass(frozen=True)

@@ -108,7 +108,7 @@ def test_help_shows_the_reference():
     assert block.histogram.__doc__.startswith("# block.histogram")
     undocumented = [n for ns in (block, warp) for n in ns.__all__
                     if hasattr(getattr(ns, n), "_methods") or hasattr(getattr(ns, n), "cls")
-                    if not (getattr(ns, n).__doc__ or "").startswith(f"# {ns.__name__[8:]}.{n}")]
+                    if not (getattr(ns, n).__doc__ or "").startswith(f"# {ns.__name__.rsplit('.', 1)[1]}.{n}")]
     assert undocumented == []
     # two-phase objects made on the host keep their reference
     import numpy as np

@@ -4,7 +4,8 @@ each architecture CI checks, on the CPU (numba-cuda -> LTO-IR, NVRTC shims -> LT
 import pytest
 from numba.cuda import types
 
-from coopgen import calls, nvrtc
+from coopgen.lower import typing as calls
+from coopgen.codegen import nvrtc
 from coopgen.model import registry
 from coopgen.linkcheck import compile_kernel_pieces, link_cubin, link_pieces, link_ptx
 
@@ -57,7 +58,7 @@ def test_an_arch_nvrtc_cannot_target_is_refused_by_name():
     from numba import cuda
 
     from coopgen import block, block_shape, local
-    from coopgen.errors import CoopgenTypeError
+    from coopgen.lower.errors import CoopgenTypeError
 
     def k(x):
         items = local.array(4, np.int32)

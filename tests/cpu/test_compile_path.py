@@ -11,8 +11,10 @@ from numba import cuda
 from numba.cuda import types
 
 import shim_intrinsic as sc
-from coopgen import linkcheck, nvrtc
-from coopgen.shimcall import Shim, ShimBundle
+from coopgen import linkcheck
+from coopgen.codegen import nvrtc
+from coopgen.codegen.bundle import Shim, ShimBundle
+from coopgen.lower.bundle import LinkedShimBundle
 
 SIG = (types.int32[::1], types.int32[::1])
 
@@ -205,7 +207,7 @@ def test_same_shim_in_two_bundles_links(warm):
     # via numba needs a GPU, since device functions are compiled for the
     # current device; here the second bundle is made by hand.)
     pieces = linkcheck.compile_kernel_pieces(two_shims, SIG)
-    extra = ShimBundle("compute_90", name="other-library")
+    extra = LinkedShimBundle("compute_90", name="other-library")
     extra.add(REDUCE)
     res = linkcheck.link_pieces(pieces + [extra])
     assert res.local_bytes == 0 and list(res.functions) == res.entries
@@ -280,9 +282,9 @@ def test_storage_barriers_follow_the_control_flow():
     func_ir = run_frontend(_storage_sites)
     cfg = func_ir.blocks
     labels = sorted(cfg)
-    from coopgen.lowering_context import runs_once
+    from coopgen.lower.lowering_context import runs_once
     loop_label = next(lbl for lbl in labels if not runs_once((func_ir, lbl)))
-    b = ShimBundle("sm_90")
+    b = LinkedShimBundle("sm_90")
 
     def use(name, storage, label):
         b.add(Shim(f"s_{name}", f"void s_{name}() {{}}", block_storage=storage),
@@ -298,6 +300,6 @@ def test_storage_barriers_follow_the_control_flow():
     assert "sizeof(Big) > 1 || sizeof(Empty) > 1" in lines["coopgen_barrier_s_branch"]
     assert "Big3" not in lines["coopgen_barrier_s_branch"]
     assert "sizeof(Big3) > 1" in lines["coopgen_barrier_s_loop"].split("&&")[1]
-    unknown = ShimBundle("sm_90")
+    unknown = LinkedShimBundle("sm_90")
     unknown.add(Shim("s_x", "void s_x() {}", block_storage="X"), site=None)
     assert "&& (sizeof(X) > 1)" in unknown._storage_barriers(unknown.shims)[0]

@@ -11,7 +11,7 @@ import coopgen
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "gpu" / "compat"))
 
-from coopgen import coop  # noqa: E402
+from coopgen import coop
 from conform_kernels import TILE_TOTAL  # noqa: E402
 
 

@@ -12,7 +12,7 @@ from numba.cuda import types
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "gpu" / "compat"))
 
 import coopgen  # noqa: E402
-from coopgen import block_shape, coop  # noqa: E402
+from coopgen import block_shape, coop
 from coopgen.linkcheck import link_cubin  # noqa: E402
 from coop_kernels import CASES  # noqa: E402
 from coop_util import link_as_launched  # noqa: E402
@@ -28,7 +28,7 @@ def test_kernel_links_as_launched(make_case):
 
 def test_sizes_from_arguments_specialise_the_kernel():
     """The dispatcher keys its kernels on the argument values the kernel was compiled with."""
-    from coopgen.rewrite import depends_on
+    from coopgen.lower.rewrite import depends_on
 
     class Dispatcher:
         _launch_config_key = staticmethod(lambda cfg: (cfg.blockdim,))

@@ -11,8 +11,10 @@ import numpy as np
 import pytest
 from numba.cuda import types
 
-from coopgen import calls, coop
-from coopgen.arrays import SizedArray
+from coopgen import coop
+from coopgen.api.primitives import Primitive
+from coopgen.lower import typing as calls
+from coopgen.lower.arrays import SizedArray
 
 I32 = np.int32
 # name: (kernel slots, host slots, (host args, host kws), object slots)
@@ -198,7 +200,7 @@ def test_every_cuda_coop_function_is_in_the_table():
         ns = getattr(coop, scope)
         for attr in dir(ns):
             prim = getattr(ns, attr)
-            if isinstance(prim, calls.Primitive) and prim.shape is not None \
+            if isinstance(prim, Primitive) and prim.shape is not None \
                     and prim.shape.slots is not None and prim.host is not None:
                 assert prim.name in CUDA_COOP, f"{prim.name} has no cuda.coop row here"
 
@@ -224,3 +226,31 @@ def test_warp_load_object_third_positional_is_the_valid_count():
     arr = SizedArray(types.int32, (4,), "local")
     r = binding_of(wl, (types.int32[::1], arr, types.int32, types.int32))
     assert [b.param.name for b in r.bindings][-2:] == ["valid_items", "oob_default"]
+
+
+def test_coop_scans_of_python_operators_start_from_zero_coopgen_block_keeps_cubs():
+    """cuda.coop seeds an exclusive scan with a Python operator and no initial value with 0;
+    coopgen.block and coopgen.warp leave CUB's first output as CUB does (no seed)."""
+    from numba import cuda as nbcuda
+
+    from coopgen import block, warp
+
+    @nbcuda.jit(device=True)
+    def larger(a, b):
+        return max(a, b)
+
+    op = types.Dispatcher(larger)
+    arr = SizedArray(types.int32, (4,), "local")
+    for prim, args in ((coop.block.exclusive_scan, (arr, arr)),
+                       (coop.block.exclusive_scan, (types.int32,)),
+                       (coop.warp.exclusive_scan, (types.int32,))):
+        constants = calls.split_call(prim, args, {"scan_op": op}).constants
+        assert [v for _, v in constants] == [np.int32(0)], prim
+    for prim, args in ((block.exclusive_scan, (arr, arr)), (warp.exclusive_scan, (types.int32,))):
+        assert not calls.split_call(prim, args, {"scan_op": op}).constants, prim
+    # inclusive scans need no seed, and built-in operators keep their identity
+    assert not calls.split_call(coop.block.inclusive_scan, (arr, arr),
+                                {"scan_op": op}).constants
+    constants = calls.split_call(coop.block.exclusive_scan, (arr, arr),
+                                 {"scan_op": types.literal("max")}).constants
+    assert [v for _, v in constants] == [np.iinfo(np.int32).min]

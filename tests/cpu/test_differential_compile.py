@@ -8,7 +8,8 @@ import numpy as np
 from numba import cuda, types
 
 import coopgen
-from coopgen import block, calls, local
+from coopgen import block, local
+from coopgen.lower import typing as calls
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root: tools/
 
@@ -19,7 +20,7 @@ I32 = types.int32[::1]
 
 def shim_source(kernel, threads, monkeypatch) -> str:
     """The C++ translation unit NVRTC compiles for ``kernel`` (the disk cache off)."""
-    from coopgen import nvrtc
+    from coopgen.codegen import nvrtc
     from coopgen.linkcheck import link_cubin
 
     sources = []

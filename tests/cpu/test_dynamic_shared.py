@@ -9,10 +9,11 @@ from numba import cuda
 from numba.cuda import types
 
 import coopgen
-from coopgen import block, block_shape, launch_hook, local, shared
+from coopgen import block, block_shape, local, shared
+from coopgen.lower import launch_hook
 from coopgen.linkcheck import link_cubin
-from coopgen.shared_placement import (STATIC_SHARED_LIMIT, dynamic_requirement, launch_bytes,
-                                      static_shared_bytes)
+from coopgen.codegen.placement import STATIC_SHARED_LIMIT, dynamic_requirement, launch_bytes
+from coopgen.lower.shared_memory import static_shared_bytes
 
 I64 = (types.int64[::1], types.int64[::1])
 big_ts = coopgen.TempStorage()

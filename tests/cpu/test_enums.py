@@ -6,9 +6,10 @@ from numba import cuda
 from numba.cuda import types
 
 import coopgen
-from coopgen import block, calls, enums, local, warp
+from coopgen import block, enums, local, warp
+from coopgen.lower import typing as calls
 from coopgen.model import registry
-from coopgen.arrays import SizedArray
+from coopgen.lower.arrays import SizedArray
 from coopgen.enums import BlockLoadAlgorithm, EnumMemberLiteral
 
 I32 = types.int32[::1]

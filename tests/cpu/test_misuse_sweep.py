@@ -23,11 +23,13 @@ from numba import cuda
 from numba.cuda import types
 
 import smoke
-from coopgen import block, block_shape, layout, warp
+from coopgen import block, block_shape, warp
+from coopgen.codegen import layout
 from coopgen.model import registry
-from coopgen.calls import Primitive, PrimitiveClass
-from coopgen.resolve import OMITTABLE_OUTPUTS, template_keywords
-from coopgen.operators import ARITY
+from coopgen.api.primitives import Primitive, PrimitiveClass
+from coopgen.resolve.plan import OMITTABLE_OUTPUTS
+from coopgen.resolve.templates import template_keywords
+from coopgen.resolve.operators import ARITY
 from coopgen.model.spec import OPERATOR_KINDS
 
 SIG = (types.int32[::1], types.int32[::1], types.int32)

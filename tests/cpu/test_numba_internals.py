@@ -8,7 +8,8 @@ from numba.cuda import types
 from numba.cuda.extending import intrinsic
 
 import coopgen
-from coopgen import block, local, numba_internals
+from coopgen import block, local
+from coopgen.lower import numba_internals
 
 
 def test_every_internal_is_where_coopgen_reads_it():

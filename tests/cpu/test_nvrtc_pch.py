@@ -2,7 +2,7 @@
 has the measurements behind the default)."""
 import pytest
 
-from coopgen import nvrtc
+from coopgen.codegen import nvrtc
 
 
 @pytest.mark.parametrize("value, before_first, later", [

@@ -4,9 +4,10 @@ each must keep its own code), while the same closure gets the same symbol every 
 NVRTC cache still hits)."""
 import numpy as np
 from numba import cuda
-from numba.cuda import types
 
-from coopgen.operators import Operator
+from coopgen.lower.describe import function
+from coopgen.resolve.operators import Operator
+from coopgen.types.desc import INT32
 
 
 @cuda.jit(device=True)
@@ -27,7 +28,7 @@ def combining(op, scale):
 
 
 def _symbol(disp):
-    return Operator("ScanOp", "scan_op", None, disp, None, 2).symbol((types.int32, types.int32))
+    return Operator("ScanOp", "scan_op", None, function(disp), None, 2).symbol((INT32, INT32))
 
 
 def test_closures_of_one_factory_get_their_own_symbols():

@@ -8,7 +8,12 @@ import numpy as np
 from numba import cuda
 
 from coopgen import block, block_shape, local
-from coopgen.ctypes_map import record_struct
+from coopgen.lower.describe import dtype_of
+from coopgen.types.cpp import struct_decl
+
+
+def record_struct(rec):
+    return struct_decl(dtype_of(rec))
 from coopgen.linkcheck import link_cubin, link_ptx
 
 PAIR = np.dtype([("a", np.float32), ("b", np.float32)], align=True)

@@ -8,7 +8,8 @@ from numba.core.errors import TypingError
 from numba.cuda.core.errors import TypingError as CudaTypingError
 from numba.cuda import types
 
-from coopgen import block, local, nvrtc, shared, warp
+from coopgen import block, local, shared, warp
+from coopgen.codegen import nvrtc
 from coopgen import block_shape as coopgen_block_shape
 from coopgen.linkcheck import link_cubin, link_ptx
 

@@ -8,9 +8,10 @@ from numba import cuda
 from numba.cuda import types
 
 import coopgen
-from coopgen import block, calls, local, warp
-from coopgen.arrays import SizedArray
-from coopgen.errors import CoopgenTypeError
+from coopgen import block, local, warp
+from coopgen.lower import typing as calls
+from coopgen.lower.arrays import SizedArray
+from coopgen.lower.errors import CoopgenTypeError
 
 I32 = types.int32[::1]
 DIMS = (128, 1, 1)
@@ -202,7 +203,7 @@ def test_warp_scan_valid_items_uses_cubs_hidden_partial_scans():
 
 
 def test_warp_scan_valid_items_names_the_cccl_it_needs(monkeypatch):
-    from coopgen import namespaces
+    from coopgen.api import namespaces
     from coopgen.model import registry
     monkeypatch.setenv("COOPGEN_CCCL", "3.0.1")
     registry.package.cache_clear()
@@ -247,7 +248,7 @@ def test_radix_rank_takes_a_key_bit_range():
     r = resolved(block.radix_rank, [keys, ranks, types.literal(4), types.literal(3),
                                     types.literal(8)], {"descending": types.literal(True)})
     assert template(r)["radix_bits"] == "5" and template(r)["is_descending"] == "true"
-    assert r.bindings[2].operator.function.py_func(np.uint32(0b1011000)) == 0b1011
+    assert r.bindings[2].operator.function.ref.py_func(np.uint32(0b1011000)) == 0b1011
     with pytest.raises(CoopgenTypeError, match="missing required argument 'end_bit'"):
         resolved(block.radix_rank, [keys, ranks, types.literal(4)])
     host = block.radix_rank(np.uint32, 128, 4, 2, 7, True)

@@ -4,8 +4,9 @@ import numpy as np
 import pytest
 from numba import cuda
 
-from coopgen import block, local, nvrtc
-from coopgen.shimcall import ShimBundle
+from coopgen import block, local
+from coopgen.codegen import nvrtc
+from coopgen.codegen.bundle import ShimBundle
 
 pytestmark = pytest.mark.gpu
 

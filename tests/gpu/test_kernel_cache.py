@@ -13,7 +13,8 @@ SCRIPT = textwrap.dedent('''
     import json, time
     import numpy as np
     from numba import cuda
-    from coopgen import block, local, nvrtc
+    from coopgen import block, local
+    from coopgen.codegen import nvrtc
 
     DTYPE, THREADS, ITEMS = np.{dtype}, {threads}, {items}
 

@@ -3,7 +3,8 @@ import numpy as np
 import pytest
 from numba import cuda
 
-from coopgen import block, local, nvrtc
+from coopgen import block, local
+from coopgen.codegen import nvrtc
 
 pytestmark = pytest.mark.gpu
 

@@ -169,7 +169,7 @@ def print_runtime(rows) -> str:
 def compile_one(name: str) -> dict:
     """First launch of one kernel in this fresh process."""
     import numpy as np
-    from coopgen import nvrtc
+    from coopgen.codegen import nvrtc
     from numba import cuda
 
     case = COMPILE_CASES[name]
@@ -275,7 +275,7 @@ def resources(names) -> None:
 def environment() -> dict:
     import numba_cuda
     import numpy as np
-    from coopgen import nvrtc
+    from coopgen.codegen import nvrtc
     from coopgen.model import registry
     info = {"date": time.strftime("%Y-%m-%d"), "python": platform.python_version(),
             "numpy": np.__version__, "numba-cuda": numba_cuda.__version__,

@@ -40,7 +40,7 @@ def one_process(policy: str, kernels: list[str]) -> list[dict]:
     from numba.cuda.np import numpy_support
 
     import coopgen
-    from coopgen import nvrtc
+    from coopgen.codegen import nvrtc
 
     choose = POLICIES[policy]
     nvrtc._use_pch = lambda kind: kind == "ltoir" and choose(nvrtc.compile_count())

@@ -240,8 +240,8 @@ def _shorter_overload_matches(cls, method, omit) -> bool:
 def refused_by_limits(cfg: Config) -> bool:
     """Whether coopgen refuses the call (a combination CUB does not handle, from the
     limits table in the generated package): such calls are a compile-time error, not drawn."""
-    from coopgen.ctypes_map import template_value
-    from coopgen.operators import BUILTINS
+    from coopgen.types.cpp import template_value
+    from coopgen.resolve.operators import BUILTINS
 
     m = cfg.method
     kws = dict(cfg.tkw)

@@ -487,3 +487,8 @@ CASES = [case_radix_rank_object_full_call, case_merge_sort_of_struct_items, case
          case_inclusive_scan_object_initial_value_again,
          case_warp_scan_object_initial_value_positional,
          case_warp_load_object_valid_count_positional]
+
+# cuda.coop's documented prefix callbacks (prefix_kernels.py)
+from prefix_kernels import CASES as _PREFIX_CASES  # noqa: E402
+
+CASES += _PREFIX_CASES

@@ -1,0 +1,168 @@
+"""cuda.coop's API on coopgen: existing cuda.coop kernels run after changing one import,
+
+    from coopgen import coop          # instead of: from cuda import coop
+
+``coop.block`` / ``coop.warp`` are coopgen's own namespaces (which follow cuda.coop's names,
+argument order and keywords) plus cuda.coop's ``make_*`` factories; the containers
+(``local``, ``shared``, ``ThreadData``, ``TempStorage``) and helpers are coopgen's, in
+cuda.coop's spelling. Nothing here has logic of its own beyond argument order: sizes read from
+kernel arguments, in-kernel objects and ``prim[temp_storage]`` are coopgen.rewrite's.
+"""
+from __future__ import annotations
+
+import dataclasses as _dataclasses
+import sys as _sys
+import types as _pytypes
+
+from . import block as _block
+from . import local, shared  # noqa: F401
+from . import warp as _warp
+from ..codegen.storage import TempStorage as _TempStorage
+from ..lower.host_objects import gpu_dataclass  # noqa: F401
+from ..lower.operators import StatefulFunction  # noqa: F401
+from ..lower.rewrite import host_constructed
+from ..types.enums import ALGORITHMS as _ALGORITHMS
+
+#: Positional order of cuda.coop's ``make_*`` factories, per scope: by function name, by name
+#: suffix (``*_pairs``), else the scope's default. The factory passes them on as keywords, so
+#: the function's own host order (``block.reduce(dtype, tpb, binary_op, ...)``) does not apply.
+FACTORY_POSITIONALS = {
+    "block": {
+        "histogram": ("item_dtype", "counter_dtype", "dim", "items_per_thread", "bins"),
+        "run_length": ("item_dtype", "dim", "runs_per_thread", "decoded_items_per_thread"),
+        "*_pairs": ("dtype", "value_dtype", "threads_per_block", "items_per_thread"),
+        "*_pairs_descending": ("dtype", "value_dtype", "threads_per_block", "items_per_thread"),
+        "*": ("dtype", "threads_per_block", "items_per_thread"),
+    },
+    "warp": {
+        "reduce": ("dtype", "binary_op", "threads_in_warp"),
+        "exclusive_scan": ("dtype", "scan_op", "threads_in_warp"),
+        "inclusive_scan": ("dtype", "scan_op", "threads_in_warp"),
+        "sum": ("dtype", "threads_in_warp"),
+        "max": ("dtype", "threads_in_warp"),
+        "min": ("dtype", "threads_in_warp"),
+        "exclusive_sum": ("dtype", "threads_in_warp"),
+        "inclusive_sum": ("dtype", "threads_in_warp"),
+        "merge_sort_keys": ("dtype", "items_per_thread", "compare_op", "value_dtype",
+                            "threads_in_warp"),
+        "merge_sort_pairs": ("dtype", "value_dtype", "items_per_thread", "compare_op",
+                             "threads_in_warp"),
+        "*_pairs": ("dtype", "value_dtype", "items_per_thread", "threads_in_warp"),
+        "*": ("dtype", "items_per_thread", "threads_in_warp"),
+    },
+}
+#: Factories that take no temp_storage= (cuda.coop raises NotImplementedError for them).
+NO_EXPLICIT_STORAGE = ("histogram",)
+
+
+def factory_positionals(scope: str, name: str) -> tuple[str, ...]:
+    table = FACTORY_POSITIONALS[scope]
+    if name in table:
+        return table[name]
+    suffixes = sorted((k[1:] for k in table if k.startswith("*") and k != "*"), key=len,
+                      reverse=True)
+    for suffix in suffixes:
+        if name.endswith(suffix):
+            return table["*" + suffix]
+    return table["*"]
+
+
+def _factory(scope: str, name: str, function):
+    # then the rest of the function's own host order (make_load(dtype, tpb, ipt, "striped"))
+    first = factory_positionals(scope, name)
+    positional = first + tuple(n for n in (getattr(function, "host", None) or ())
+                               if n not in first)
+
+    def make(*args, **kws):
+        if name in NO_EXPLICIT_STORAGE and "temp_storage" in kws:
+            raise NotImplementedError(f"Explicit temp_storage is not supported for {name}.")
+        if len(args) > len(positional):
+            raise TypeError(f"coop.{scope}.make_{name}: takes at most {len(positional)} "
+                            f"positional arguments ({', '.join(positional)}), got {len(args)}")
+        for key, value in zip(positional, args):
+            if key in kws:
+                raise TypeError(f"coop.{scope}.make_{name}: {key} given twice")
+            kws[key] = value
+        return function(**kws)
+
+    make.__name__ = make.__qualname__ = f"make_{name}"
+    make.__doc__ = (f"cuda.coop's factory ({', '.join(positional)}, then keywords): the "
+                    f"two-phase ``{scope}.{name}`` object (call it in kernels; ``.files`` "
+                    f"links nothing: each kernel links the code it uses).")
+    return make
+
+
+def _cuda_coop_semantics(value):
+    """A scan with cuda.coop's start of 0 for Python operators without an initial value (a
+    copy: coopgen.block's own keeps CUB's)."""
+    if not isinstance(value, Invocable) or value.shape is None or not value.shape.identity:
+        return value
+    return Invocable(value.name, value.cls, value.methods, select=value.select,
+                     shape=_dataclasses.replace(value.shape, python_zero=True),
+                     host=value.host, instance=value.instance)
+
+
+def _namespace(scope: str, module) -> _pytypes.ModuleType:
+    ns = _pytypes.ModuleType(f"coopgen.coop.{scope}", module.__doc__)
+    public = {k: _cuda_coop_semantics(v) for k, v in vars(module).items()
+              if not k.startswith("_")}
+    ns.__dict__.update(public)
+    for name, value in public.items():
+        if name[:1].islower() and callable(value):
+            setattr(ns, f"make_{name}", _factory(scope, name, value))
+    ns.__all__ = sorted(k for k in vars(ns) if not k.startswith("_"))
+    return ns
+
+
+#: cuda.coop's base class of two-phase objects (``isinstance(obj, Invocable)``).
+from .primitives import Primitive as Invocable  # noqa: E402
+
+block = _namespace("block", _block)
+warp = _namespace("warp", _warp)
+# cuda.coop's submodules, importable as such: ``from coopgen.coop.block import
+# BlockAdjacentDifferenceType``, ``from coopgen.coop._types import Invocable``
+_types = _pytypes.ModuleType("coopgen.coop._types", "cuda.coop's base class of two-phase objects")
+_types.Invocable = Invocable
+for _sub in (block, warp, _types):
+    _sys.modules[_sub.__name__] = _sub
+# cuda.coop's algorithm enums (coop.BlockLoadAlgorithm, ...); the *Type enums of the selectors
+# are in the namespaces (coop.block.BlockExchangeType).
+globals().update(_ALGORITHMS)
+
+
+@host_constructed
+def TempStorage(size_in_bytes=None, alignment=None, auto_sync=None, sharing="shared"):
+    """Shared temp storage for several primitive calls (cuda.coop's argument order), made
+    inside a kernel or on the host. Size and alignment are inferred from its uses; when given,
+    they are checked against them. See coopgen.TempStorage."""
+    return _TempStorage(sharing, size=size_in_bytes, alignment=alignment, auto_sync=auto_sync)
+
+
+def ThreadData(items_per_thread, dtype=None):
+    """A per-thread array of ``items_per_thread`` items, inside a kernel. Without ``dtype`` it
+    takes the dtype of the array its first primitive call uses with it."""
+    raise NotImplementedError("coop.ThreadData can only be called inside a kernel")
+
+
+ThreadData._coopgen_thread_data = True
+
+
+class Decomposer:
+    """cuda.coop declares decomposers but no primitive takes one; neither does this. (coopgen's
+    own radix sorts take a record key's field names as ``decomposer=("a", "b")``.)"""
+
+    def __init__(self, op, ret_dtype):
+        self.op = op
+        self.ret_dtype = ret_dtype
+
+    _coopgen_rejected = ("coop.Decomposer: radix sort does not take a decomposer object; "
+                         "pass the record key's field names instead, e.g. "
+                         "decomposer=(\"a\", \"b\")")
+
+
+class NoAlgorithm:
+    """cuda.coop's marker for primitives that have no algorithm choice."""
+
+
+__all__ = ["block", "warp", "local", "shared", "TempStorage", "ThreadData", "Decomposer",
+           "Invocable", "NoAlgorithm", "gpu_dataclass", "StatefulFunction", *sorted(_ALGORITHMS)]

@@ -1,0 +1,49 @@
+"""Build the ``block`` and ``warp`` namespaces from the generated specs and naming table."""
+from __future__ import annotations
+
+from ..model import registry
+from ..resolve.shape import CallShape
+from ..types import enums
+from .primitives import Primitive, PrimitiveClass
+
+
+def _filtered(cls, method: str, needs, excludes):
+    chosen = []
+    for m in cls.overloads(method):
+        names = {p.name for p in m.params}
+        if all(n in names for n in needs) and not any(n in names for n in excludes):
+            chosen.append(m)
+    return tuple(chosen)
+
+
+def build(scope: str) -> dict:
+    """{name: object} for one scope: faithful classes, then Pythonic functions, then the
+    enums of their selectors (``block.BlockExchangeType``)."""
+    out = dict(enums.SELECTORS[scope])
+    classes = registry.classes()
+    for cls in classes.values():
+        if cls.scope == scope:
+            out[cls.name] = PrimitiveClass(scope, cls)
+    pkg = registry.package()
+    keywords = getattr(pkg, "PYTHONIC_KEYWORDS", ())
+    for row in pkg.PYTHONIC:
+        if row.scope != scope:
+            continue
+        cls = classes[row.cls]
+        name = f"{scope}.{row.name}"
+        shape = CallShape.of_row(name, row, keywords)
+        if row.object:  # an object factory: a constructor call, or inferred from a method's
+            infer = None if row.object == "constructor" else row.object
+            out[row.name] = Primitive(name, cls, {"": cls.constructors}, constructor=True,
+                                      infer=infer, bind=row.bind, aliases=dict(row.methods),
+                                      shape=shape, host=row.host, instance=row.instance,
+                                      method_args=dict(row.method_args))
+            continue
+        methods: dict = {}  # selector value -> overloads (a value may name several methods)
+        for sel, m in row.methods:
+            methods[sel] = methods.get(sel, ()) + _filtered(cls, m, row.needs, row.excludes)
+        methods = {k: v for k, v in methods.items() if v}
+        if methods:
+            out[row.name] = Primitive(name, cls, methods, select=row.select, shape=shape,
+                                      host=row.host, instance=row.instance)
+    return out

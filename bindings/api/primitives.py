@@ -1,0 +1,142 @@
+"""The entry points users call: ``block.exclusive_sum``, ``block.BlockScan.ExclusiveSum``,
+``block.BlockRadixSort``. In kernels their calls are typed and lowered by coopgen.lower; on the
+host, called with a dtype and template arguments, they return two-phase objects with those
+fixed, which kernels call in turn."""
+from __future__ import annotations
+
+from numba.cuda.extending import typeof_impl
+
+from ..lower import host_objects, typing
+from ..lower.objects import PrimitiveClassType
+from ..model import registry
+from ..model.spec import ClassSpec, MSpec
+from ..resolve.entry import Entry
+from ..resolve.templates import check_host_keywords
+
+
+class NothingToLink(list):
+    """``obj.files`` of a two-phase object: empty, since ``cuda.jit(link=...)`` has nothing to
+    add (each kernel links the code it uses), yet true, as cuda.coop's objects' lists were and
+    as code written for them checks."""
+
+    def __bool__(self) -> bool:
+        return True
+
+
+class Primitive(Entry):
+    """A callable entry point (see coopgen.resolve.entry.Entry), registered with numba."""
+
+    def __init__(self, name: str, cls: ClassSpec, methods: dict[str, tuple[MSpec, ...]],
+                 **kws):
+        super().__init__(name, cls, methods, **kws)
+        self.__doc__ = registry.docstrings().get(name)  # help(): the reference's section
+        typing.register(self)
+
+    def __call__(self, *args, **kws):
+        """Two-phase use on the host: fix the dtype, template arguments and operators now,
+        call the returned object inside kernels. ``block.sum(np.int32, 128, 4)``,
+        ``block.load(np.int32, 128, 4, "warp_transpose")``: cuda.coop's positional order."""
+        from .twophase import host_arguments, object_shape
+
+        fixed, call_fixed = host_arguments(self, args, kws)
+        return Primitive(self.name, self.cls, self.methods, select=self.select, fixed=fixed,
+                         constructor=self.constructor, infer=self.infer, bind=self.bind,
+                         aliases=self.aliases, call_fixed=call_fixed,
+                         shape=object_shape(self, fixed, call_fixed, args, kws),
+                         method_args=self.method_args)
+
+    def __getattr__(self, name):
+        """An object factory's methods (``histo.init``, ``rld.decode``) exist on the host too, as
+        cuda.coop's objects have them; they are called on the object a kernel makes."""
+        aliases = self.__dict__.get("aliases") or {}
+        if name in aliases:
+            def method(*args, **kws):
+                raise TypeError(f"{self.name}.{name}: call it inside a kernel, on the object "
+                                f"{self.name}(...) returns there")
+            method.__name__ = name
+            return method
+        raise AttributeError(f"{self.__dict__.get('name', type(self).__name__)!r} has no "
+                             f"attribute {name!r}")
+
+    @property
+    def files(self) -> list:
+        """Nothing to link: kernels link their primitives themselves. (Old cuda.coop code passes
+        ``link=obj.files`` to ``cuda.jit``; it keeps working.)"""
+        return NothingToLink()
+
+    @property
+    def temp_storage_bytes(self) -> int:
+        from ..codegen.layout import temp_storage_layout
+        return temp_storage_layout(self.cls, self.class_template_kws())[0]
+
+    @property
+    def temp_storage_alignment(self) -> int:
+        from ..codegen.layout import temp_storage_layout
+        return temp_storage_layout(self.cls, self.class_template_kws())[1]
+
+
+class PrimitiveClass:
+    """``block.BlockRadixSort`` (faithful surface): methods as attributes; called on the host
+    with a dtype and template keywords it returns a two-phase object with those fixed."""
+
+    def __init__(self, scope: str, cls: ClassSpec, fixed: dict | None = None):
+        self._scope = scope
+        self._cls = cls
+        self._fixed = dict(fixed or {})
+        self.__doc__ = registry.docstrings().get(f"{scope}.{cls.name}")
+        self._methods = {name: Primitive(f"{scope}.{cls.name}.{name}", cls,
+                                         {"": cls.overloads(name)}, fixed=self._fixed)
+                         for name in cls.method_names}
+
+    def __getattr__(self, name):
+        methods = self.__dict__.get("_methods", {})
+        if name in methods:
+            return methods[name]
+        raise AttributeError(f"{self.__dict__.get('_cls').name} has no method {name!r}")
+
+    def __dir__(self):
+        return list(self._methods) + ["temp_storage_bytes", "temp_storage_alignment"]
+
+    @property
+    def constructor(self) -> Primitive:
+        """The in-kernel constructor (made once: each Primitive registers typing/lowering)."""
+        ctor = self.__dict__.get("_ctor")
+        if ctor is None:
+            ctor = self.__dict__["_ctor"] = Primitive(
+                f"{self._scope}.{self._cls.name}", self._cls, {"": self._cls.constructors},
+                fixed=self._fixed, constructor=True)
+        return ctor
+
+    def __repr__(self):
+        return f"<coopgen {self._scope}.{self._cls.name} {self._fixed or ''}>"
+
+    def __call__(self, dtype=None, **template_kws):
+        fixed = dict(self._fixed)
+        if dtype is not None:
+            fixed[self._cls.value_type.keyword] = dtype
+        fixed.update(template_kws)
+        check_host_keywords(f"{self._scope}.{self._cls.name}", self._cls, fixed, registry.enums())
+        return PrimitiveClass(self._scope, self._cls, fixed)
+
+    @property
+    def temp_storage_bytes(self) -> int:
+        from ..codegen.layout import temp_storage_layout
+        return temp_storage_layout(self._cls, self._fixed)[0]
+
+    @property
+    def temp_storage_alignment(self) -> int:
+        from ..codegen.layout import temp_storage_layout
+        return temp_storage_layout(self._cls, self._fixed)[1]
+
+
+@typeof_impl.register(Primitive)
+def _typeof_primitive(val, c):
+    return host_objects.as_argument(val, c) or val._nbtype
+
+
+@typeof_impl.register(PrimitiveClass)
+def _typeof_class(val, c):
+    return host_objects.as_argument(val, c) or PrimitiveClassType(val)
+
+
+host_objects.ENTRY_CLASSES += (Primitive, PrimitiveClass)

@@ -1,0 +1,111 @@
+"""Two-phase use on the host: ``block.load(np.int32, 128, 4, "direct")`` -> an object for kernels.
+
+The arguments follow the function's ``host`` order (cuda.coop's); template arguments become the
+object's fixed keywords and method arguments (operators, initial values, bit ranges) are passed
+by every call of the object. Bad values raise ``ValueError`` here, as cuda.coop does, rather
+than at the first kernel compile.
+"""
+from __future__ import annotations
+
+import re
+
+from ..lower.operators import StatefulFunction, device_function
+from ..model import registry
+from ..model.errors import CoopgenError
+from ..resolve.shape import CallShape, pick
+from ..resolve.templates import check_host_keywords
+from ..types import cpp
+
+#: Positional order of a function without a ``host`` row: cuda.coop's two leading arguments.
+DEFAULT_HOST = {"block": ("dtype", "threads_per_block"), "warp": ("dtype", "threads_in_warp")}
+
+
+def host_arguments(p, args: tuple, kws: dict) -> tuple[dict, dict]:
+    """(template keywords, fixed call arguments) of a two-phase constructor call of ``p``."""
+    shape = p.shape or CallShape(p.name, None)
+    slots = p.host or DEFAULT_HOST[p.cls.scope]
+    named = shape.with_slots(slots).name_arguments(tuple(args), dict(kws), error=TypeError)
+    template_names = p.template_keywords() - {"temp_storage"}
+    params = {x.name for ms in p.methods.values() for m in ms for x in m.params}
+    fixed, call = dict(p.fixed), {}
+    for name, value, _ in named:
+        name = name if isinstance(name, str) else name[0]
+        if name in template_names:
+            fixed[name] = value
+        elif isinstance(value, StatefulFunction):
+            continue  # it declares the prefix callback whose state each call passes
+        elif name in params or name in shape.bit_range_names():
+            call[name] = as_operator_value(value)
+        else:
+            raise TypeError(f"{p.name}: unexpected argument {name!r} on the host; template "
+                            f"keywords are {', '.join(sorted(template_names))}")
+    for k, v in shape.defaults_for(set(fixed) | set(call)).items():
+        fixed.setdefault(k, v)
+    bit_range = {k: call[k] for k in shape.bit_range_names() if k in call}
+    try:
+        if bit_range:  # the template arguments the key bit range implies (radix_bits)
+            fixed.update(shape.digit_arguments(bit_range)[0])
+        check_template_values(p, fixed)
+    except CoopgenError as e:  # numba's error text carries terminal colours
+        raise ValueError(re.sub(r"\x1b\[[0-9;]*m", "", str(e)).strip()) from None
+    return fixed, call
+
+
+def as_operator_value(value):
+    """A plain Python function (an operator) is compiled as a device function, as it is when a
+    kernel passes one (coopgen.rewrite); other values are kept."""
+    import types as pytypes
+
+    return device_function(value) if isinstance(value, pytypes.FunctionType) else value
+
+
+def check_template_values(p, fixed: dict) -> None:
+    """cuda.coop's host errors (raised as ValueError by host_arguments): items_per_thread < 1,
+    an unknown algorithm or type, an unsupported dtype."""
+    ipt = fixed.get("items_per_thread")
+    if ipt is not None and (isinstance(ipt, bool) or not isinstance(ipt, int) or ipt < 1):
+        raise CoopgenError(f"{p.name}: items_per_thread={ipt!r} must be an integer >= 1")
+    enums = registry.enums()
+    for t in p.cls.template_params:
+        if t.keyword in fixed and t.cpp_type in enums:
+            cpp.template_value(p.name, t, fixed[t.keyword], enums)
+    if p.select and p.select in fixed:
+        pick(p.name, p.select, list(p.methods), fixed[p.select])
+    if "dtype" in fixed:
+        cpp.as_dtype(fixed["dtype"], p.name, "dtype")
+    # the rest (block shape, logical warp size, per-thread counts, other dtypes, aliases)
+    check_host_keywords(p.name, p.cls, fixed, registry.enums(),
+                        also=(p.select,) if p.select else ())
+
+
+def object_shape(p, fixed: dict, call_fixed: dict, args: tuple, kws: dict):
+    """The call shape of the object a host call of ``p`` returns (None: CUB's order)."""
+    instance = p.instance
+    if instance is None and p.shape is not None and p.shape.slots is not None:
+        # cuda.coop's objects take the single-phase call less its template arguments and
+        # the operators the host call fixed; a value the host call gave (an initial value,
+        # a valid count) keeps its slot, so ws(x, 0) passes the initial value again
+        operators = {k for k, v in call_fixed.items() if callable(v) or isinstance(v, str)}
+        taken = set(fixed) | operators | p.template_keywords()
+        instance = tuple(n for n in p.shape.slots
+                         if p.shape.rename.get(n, n) not in taken and n not in taken)
+    if instance is not None and p.shape is not None:
+        instance = _declared_first(instance, p.host or (), args, kws)
+    if p.shape is None:
+        return None
+    return p.shape.with_slots(None) if instance is None else \
+        p.shape.for_objects(instance, fixed, call_fixed)
+
+
+def _declared_first(instance: tuple, host_slots: tuple, args: tuple, kws: dict) -> tuple:
+    """An argument the host call declared rather than gave (a ``StatefulFunction``: each call
+    passes its state) comes right after the leading two arrays in the object's calls, as in
+    cuda.coop's scan objects: ``scan(ts, items, out, state)``, ``scan(ts, item, state)``."""
+    declared = [k for k, v in kws.items() if isinstance(v, StatefulFunction)]
+    declared += [host_slots[i] for i, v in enumerate(args)
+                 if isinstance(v, StatefulFunction) and i < len(host_slots)]
+    moved = [n for n in instance if n in declared]
+    if not moved:
+        return instance
+    rest = [n for n in instance if n not in moved]
+    return tuple(rest[:2] + moved + rest[2:])

@@ -1,0 +1,406 @@
+"""Compile CUDA C++ shims to LTO-IR with NVRTC, behind a persistent disk cache.
+
+Environment variables:
+
+* ``COOPGEN_CACHE_DIR``     -- cache directory (default
+  ``$XDG_CACHE_HOME/coopgen/ltoir``, i.e. ``~/.cache/coopgen/ltoir``).
+* ``COOPGEN_DISABLE_CACHE=1`` -- never read or write the disk cache.
+* ``COOPGEN_DUMP_SHIMS=<dir>`` -- write every source handed to
+  :func:`compile_ltoir` to ``<dir>/<key>.cu`` (cache hits included).
+* ``COOPGEN_NVRTC_PCH``     -- when to build NVRTC's precompiled header: ``first``
+  (default), ``second`` or ``0`` (never); see _use_pch.
+
+Cache and env vars are read on every call, so tests can monkeypatch them.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import tempfile
+import threading
+from pathlib import Path
+
+from cuda.bindings import nvrtc as _nvrtc
+
+__all__ = [
+    "NvrtcError",
+    "compile_ltoir",
+    "compile_count",
+    "cache_hit_count",
+    "reset_counters",
+    "cache_dir",
+    "cccl_include_dir",
+    "nvrtc_version",
+    "supported_archs",
+    "default_arch",
+    "unsupported_arch",
+    "arch_number",
+    "base_options",
+]
+
+
+class NvrtcError(RuntimeError):
+    """NVRTC failed; ``.log`` holds the compiler log, ``.source`` the input."""
+
+    def __init__(self, message: str, log: str = "", source: str = ""):
+        super().__init__(f"{message}\n{log}" if log else message)
+        self.log = log
+        self.source = source
+
+
+# --------------------------------------------------------------------------
+# counters (process wide; tests assert on them)
+
+_lock = threading.Lock()
+#: (event, output kind) -> count; kinds: "ltoir" (kernels' shims), "ptx" (sizes read back).
+_counts = {(event, kind): 0 for event in ("compile", "hit") for kind in ("ltoir", "ptx")}
+
+
+def compile_count(kind: str = "ltoir") -> int:
+    """Number of real NVRTC compilations to ``kind`` done by this process."""
+    return _counts["compile", kind]
+
+
+def cache_hit_count(kind: str = "ltoir") -> int:
+    """Number of :func:`compile_ltoir` calls to ``kind`` answered from the disk cache."""
+    return _counts["hit", kind]
+
+
+def reset_counters() -> None:
+    with _lock:
+        for key in _counts:
+            _counts[key] = 0
+
+
+# --------------------------------------------------------------------------
+# environment discovery
+
+
+@functools.cache
+def nvrtc_version() -> tuple[int, int]:
+    err, major, minor = _nvrtc.nvrtcVersion()
+    _check(err, "nvrtcVersion")
+    return (major, minor)
+
+
+@functools.cache
+def supported_archs() -> tuple[int, ...]:
+    """The SM versions this NVRTC compiles for, e.g. (75, 80, 86, ..., 90, 100, 120)."""
+    err, archs = _nvrtc.nvrtcGetSupportedArchs()
+    _check(err, "nvrtcGetSupportedArchs")
+    return tuple(archs)
+
+
+@functools.cache
+def default_arch() -> str:
+    """The arch of compiles that no kernel compile chose (two-phase temp storage sizes): the
+    current CUDA device's, or sm_90 on a machine without one (CPU-only compile checks)."""
+    try:
+        cc = current_device_cc() if current_device_cc is not None else None
+        if cc:
+            return f"sm_{cc[0]}{cc[1]}"
+    except Exception:  # no driver or no device: compile for the default
+        pass
+    return "sm_90"
+
+
+#: () -> (major, minor) of the current GPU or None; the backend sets it (coopgen.lower).
+current_device_cc = None
+
+
+def unsupported_arch(arch) -> str | None:
+    """Why this NVRTC cannot compile for ``arch``, or None when it can."""
+    n = arch_number(arch)
+    if n in supported_archs():
+        return None
+    major, minor = nvrtc_version()
+    return (f"cannot compile for sm_{n}: NVRTC {major}.{minor} targets "
+            f"{', '.join(f'sm_{a}' for a in supported_archs())}")
+
+
+def arch_number(arch) -> int:
+    """'sm_90' / 'compute_90' / 'sm_90a' / '90' / (9, 0) -> 90."""
+    if isinstance(arch, tuple):
+        return arch[0] * 10 + arch[1]
+    return int(_normalize_arch(arch)[len("compute_"):].rstrip("af"))
+
+
+@functools.cache
+def _nvrtc_identity() -> str:
+    """Version plus the loaded libnvrtc's size, so patch releases (13.0.48 vs
+    13.0.88 both report 13.0) get separate cache entries. No paths or times: the
+    same pinned NVRTC gives the same key on every machine, so a cache warmed on one
+    machine serves another."""
+    ident = repr(nvrtc_version())
+    try:
+        from cuda import pathfinder
+
+        p = os.path.realpath(pathfinder.load_nvidia_dynamic_lib("nvrtc").abs_path)
+        ident += f":{os.stat(p).st_size}"
+    except Exception:  # identity is best effort; the version is enough to run
+        pass
+    return ident
+
+
+@functools.cache
+def cccl_include_dir() -> str:
+    """CCCL headers (cub/, cuda/std, nv/, thrust/) of the lock entry the bindings in use were
+    generated from, verified against its digest (see coopgen.model.registry.include_dir).
+
+    NVRTC ships builtin replacements for cuda_runtime.h & co, and CCCL/CUB
+    detect NVRTC and never include the toolkit's runtime headers, so CCCL is
+    the only include directory needed; adding the toolkit's include dir is not
+    required (and changes the emitted LTO-IR).
+    """
+    from ..model import registry
+
+    return os.path.realpath(registry.include_dir())
+
+
+@functools.cache
+def half_include_dir() -> str:
+    """cuda_fp16.h / cuda_bf16.h for NVRTC (which has none built in): the copies numba-cuda
+    ships for its own NVRTC compiles, for this NVRTC's major version (found without importing
+    it: codegen serves any backend)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("numba_cuda")
+    base = Path(spec.submodule_search_locations[0]) / "numba" / "cuda" / "include"
+    major = str(nvrtc_version()[0])
+    d = base / major if (base / major).is_dir() else max(base.iterdir())
+    return str(d)
+
+
+def _release_options() -> tuple[str, ...]:
+    """NVRTC options the bound CCCL release's headers need (its lock entry's nvrtc_options)."""
+    from ..model import registry
+
+    return registry.package().NVRTC_OPTIONS
+
+
+def cache_dir() -> Path | None:
+    """The LTO-IR cache directory, or None when caching is disabled."""
+    if os.environ.get("COOPGEN_DISABLE_CACHE", "") not in ("", "0"):
+        return None
+    override = os.environ.get("COOPGEN_CACHE_DIR")
+    if override:
+        return Path(override)
+    xdg = os.environ.get("XDG_CACHE_HOME") or os.path.join(
+        os.path.expanduser("~"), ".cache"
+    )
+    return Path(xdg) / "coopgen" / "ltoir"
+
+
+def _normalize_arch(arch: str) -> str:
+    """'sm_90' / 'compute_90' / '90' / 'sm_90a' -> 'compute_90' / 'compute_90a'.
+
+    LTO-IR is virtual-architecture code, so NVRTC wants ``compute_XX`` with
+    ``-dlto``; nvJitLink picks the real ``sm_XX`` at link time.
+    """
+    a = str(arch)
+    for prefix in ("sm_", "compute_", "lto_"):
+        if a.startswith(prefix):
+            a = a[len(prefix):]
+    return f"compute_{a}"
+
+
+def base_options(arch: str, include_dirs, extra=(), kind: str = "ltoir") -> list[str]:
+    """The exact NVRTC option list used for a compile (minus ``-pch``)."""
+    return [
+        "-std=c++17",
+        "--relocatable-device-code=true",  # keep extern "C" shims; link later
+        *(["-dlto"] if kind == "ltoir" else []),  # emit LTO-IR, not PTX
+        f"-arch={_normalize_arch(arch)}",
+        *(f"-I{d}" for d in include_dirs),
+        *extra,
+    ]
+
+
+def _dir_identity(d: str) -> str:
+    """Cheap identity of an include directory for the cache key.
+
+    Hashing every header would cost more than it saves; the real path plus the
+    directory's mtime changes when a wheel is reinstalled or upgraded, and the
+    CCCL version header pins the CCCL release.
+    """
+    p = os.path.realpath(d)
+    if p == cccl_include_dir():  # the locked headers: their digest says it all
+        from ..model import registry
+        return registry.package().HEADERS_DIGEST
+    if p == os.path.realpath(half_include_dir()):  # pinned with numba-cuda
+        from importlib.metadata import version
+        return f"numba-cuda-{version('numba-cuda')}-half-headers"
+    try:
+        ident = f"{p}:{os.stat(p).st_mtime_ns}"
+    except OSError:
+        ident = f"{p}:missing"
+    ver = os.path.join(p, "cuda", "std", "__cccl", "version.h")
+    if os.path.exists(ver):
+        with open(ver, "rb") as f:
+            ident += ":" + hashlib.sha256(f.read()).hexdigest()[:16]
+    return ident
+
+
+def _cache_key(source: str, opts: list[str], arch: str, include_dirs) -> str:
+    h = hashlib.sha256()
+    for part in (
+        "coopgen-ltoir-v1",
+        source,
+        _nvrtc_identity(),
+        "\0".join(o for o in opts if not o.startswith("-I")),  # dirs: by identity below
+        _normalize_arch(arch),
+        "\0".join(_dir_identity(d) for d in include_dirs),
+    ):
+        h.update(part.encode())
+        h.update(b"\0\1")  # unambiguous separator
+    return h.hexdigest()
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=path.suffix)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)  # atomic on POSIX: readers see old or new file
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+# --------------------------------------------------------------------------
+# NVRTC
+
+
+def _check(err, what: str, prog=None, source: str = ""):
+    if err != _nvrtc.nvrtcResult.NVRTC_SUCCESS:
+        log = _get_log(prog) if prog is not None else ""
+        raise NvrtcError(f"{what} failed: {err.name}", log, source)
+
+
+def _get_log(prog) -> str:
+    err, size = _nvrtc.nvrtcGetProgramLogSize(prog)
+    if err != _nvrtc.nvrtcResult.NVRTC_SUCCESS or size <= 1:
+        return ""
+    buf = b" " * size
+    _nvrtc.nvrtcGetProgramLog(prog, buf)
+    return buf.rstrip(b"\0").decode(errors="replace")
+
+
+_PCH_POLICIES = {"0": "off", "off": "off", "1": "second", "second": "second", "first": "first"}
+
+
+def _use_pch(kind: str) -> bool:
+    """NVRTC's automatic PCH: a compile made with -pch keeps its parsed leading #include block
+    in the process (files under /tmp, deleted at exit), and a later -pch compile whose source
+    starts with the same block and options skips parsing it (~0.55 s -> ~0.2 s for CUB here).
+    NVRTC keeps one PCH per option set, so kernels of several architectures each get theirs.
+    Every shim bundle starts with the same canonical block (ShimBundle.source), so one PCH
+    serves every later kernel of the process.
+
+    Making one costs about a quarter of a plain compile more on the GPU host
+    (tools/bench/RESULTS.md: 1.14 s against 0.93 s). The default (``first``) builds it on the
+    process's first compile: a one-kernel process waits ~0.2 s longer, every later new kernel
+    of the process compiles in ~0.2 s instead of ~0.9 s (the second saves ~0.9 s). ``second``
+    runs the first compile plain and builds the PCH on the second; ``0``: never. (Building the
+    PCH in a background thread instead was tried: a process exiting while NVRTC runs in a
+    daemon thread crashes.)"""
+    value = os.environ.get("COOPGEN_NVRTC_PCH", "first")
+    policy = _PCH_POLICIES.get(value.strip().lower())
+    if policy is None:
+        raise ValueError(f"COOPGEN_NVRTC_PCH={value!r}: use first (the default), second or 0")
+    if kind != "ltoir" or policy == "off":
+        return False
+    return policy == "first" or compile_count() > 0
+
+
+def _nvrtc_compile(source: str, opts: list[str], name: str, kind: str = "ltoir") -> bytes:
+    err, prog = _nvrtc.nvrtcCreateProgram(source.encode(), name.encode(), 0, [], [])
+    _check(err, "nvrtcCreateProgram")
+    try:
+        (err,) = _nvrtc.nvrtcCompileProgram(prog, len(opts), [o.encode() for o in opts])
+        with _lock:
+            _counts["compile", kind] += 1
+        _check(err, "nvrtcCompileProgram", prog, source)
+        get_size, get = ((_nvrtc.nvrtcGetLTOIRSize, _nvrtc.nvrtcGetLTOIR) if kind == "ltoir"
+                         else (_nvrtc.nvrtcGetPTXSize, _nvrtc.nvrtcGetPTX))
+        err, size = get_size(prog)
+        _check(err, get_size.__name__, prog, source)
+        buf = b" " * size
+        (err,) = get(prog, buf)
+        _check(err, get.__name__, prog, source)
+        return buf
+    finally:
+        _nvrtc.nvrtcDestroyProgram(prog)
+
+
+def compile_ptx(source: str, *, arch: str | None = None) -> str:
+    """Compile to PTX text (cached on disk); used to read sizes the compiler computes."""
+    arch = arch or default_arch()
+    return compile_ltoir(source, arch=arch, kind="ptx").rstrip(b"\0").decode()
+
+
+def compile_ltoir(
+    source: str,
+    *,
+    include_dirs: list[str] | None = None,
+    arch: str | None = None,
+    options: tuple = (),
+    kind: str = "ltoir",
+) -> bytes:
+    """Compile one CUDA C++ translation unit to LTO-IR (cached on disk).
+
+    ``include_dirs`` defaults to ``[cccl_include_dir()]``. ``arch`` accepts
+    ``sm_90``, ``compute_90``, ``90`` or the ``a`` variants. ``options`` are
+    appended verbatim; ``arch`` defaults to :func:`default_arch`. Raises :class:`NvrtcError`
+    carrying the NVRTC log.
+    """
+    arch = arch or default_arch()
+    refused = unsupported_arch(arch)
+    if refused:
+        raise NvrtcError(refused)
+    if include_dirs is None:
+        include_dirs = [cccl_include_dir()]
+    include_dirs = [str(d) for d in include_dirs] + [half_include_dir()]
+    # CCCL only enables its __half/__nv_bfloat16 code when these headers were seen first;
+    # without them CCCL 3.0.1's ThreadReduce picks a SIMD path for int/float min/max/plus
+    # that ends in assert(false) (CUDA_ERROR_ASSERT at run time). nvcc always includes them.
+    options = ("--pre-include=cuda_fp16.h", "--pre-include=cuda_bf16.h",
+               # libcu++'s type-list metaprograms unroll 10 deep under nvcc and 16 deep under
+               # any other compiler, NVRTC included; at 16, cuda/std/__type_traits/type_list.h
+               # alone takes ~0.4 s of NVRTC's front end (about 40% of a shim's compile). nvcc's
+               # depth changes no generated code.
+               "-D_CCCL_META_UNROLL_LIMIT=10",
+               *_release_options()) + tuple(options)
+    opts = base_options(arch, include_dirs, tuple(options), kind)
+    key = _cache_key(source, opts, arch, include_dirs)
+
+    dump = os.environ.get("COOPGEN_DUMP_SHIMS")
+    if dump:
+        _atomic_write(Path(dump) / f"{key}.cu", source.encode())
+
+    cdir = cache_dir()
+    path = cdir / f"{key}.{kind}" if cdir is not None else None
+    if path is not None:
+        try:
+            data = path.read_bytes()
+        except OSError:
+            data = None
+        if data:
+            with _lock:
+                _counts["hit", kind] += 1
+            return data
+
+    data = _nvrtc_compile(source, opts + (["-pch"] if _use_pch(kind) else []),
+                          f"coopgen_{key[:12]}.cu", kind)
+    if path is not None:
+        try:
+            _atomic_write(path, data)
+        except OSError:
+            pass  # read-only/full cache dir: still return the code
+    return data

@@ -1,0 +1,426 @@
+"""C++ shim text for one resolved call: small named templates, no typing logic.
+
+Layout of one shim (all names derive from a hash of what the shim is, never a counter):
+
+    namespace cub { struct coopgen_cfg_<h> {            // template arguments, named as in CUB,
+        using T = int; static constexpr int BLOCK_DIM_X = 128; ...   // so header defaults
+        using prim = BlockReduce<T, BLOCK_DIM_X, ...>; }; }           // that use them compile
+    <operator functors>
+    COOPGEN_SHIM void coopgen_BlockReduce_Sum_<h>(int* inputs, int* coopgen_ret) {
+        <temp storage>; prim p(storage); *coopgen_ret = p.Sum(*reinterpret_cast<int(*)[16]>(inputs));
+    }
+
+Implicit block temp storage is one union per translation unit (the bundle declares it, in the
+storage struct ``coopgen_storage()`` returns: static or dynamic shared memory), entered with a
+barrier so successive primitives may reuse it, as CUB requires. Warp primitives get per-warp
+slices of their own array there.
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+
+from ..resolve.operators import decomposer_fields, key_record
+from ..resolve.plan import RANGE_ROLES, Plan
+from ..types.cpp import CPP_OF, is_struct, struct_decl, struct_name
+from ..types.desc import VOID, Array, Pointer, Storage, Struct, item_type, unliteral
+
+#: Alignment of coopgen's shared arrays (coopgen.shared.array), enough for any TempStorage.
+SHARED_ALIGNMENT = 16
+
+#: The built-in functors (::cuda::std::less, ::cuda::minimum, ...); newer CUB headers no
+#: longer include them for us.
+OPERATOR_HEADERS = ("cuda/functional", "cuda/std/functional")
+# Members of the translation unit's storage struct (shimcall, shared_placement).
+STORAGE = "coopgen_storage()"
+BLOCK_MEMBER, WARP_MEMBER = "coopgen_block_storage", "coopgen_warp_storage"
+BLOCK_STORAGE = f"{STORAGE}.{BLOCK_MEMBER}"
+WARP_STORAGE = f"{STORAGE}.{WARP_MEMBER}"
+LINEAR_TID = "(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z))"
+
+
+@dataclass(frozen=True)
+class ShimText:
+    symbol: str
+    decls: str  # namespace-scope declarations: config struct, operator functors
+    source_fn: str  # the shim function
+    includes: tuple[str, ...]
+    block_storage: str | None  # C++ TempStorage type the bundle's union must hold
+    warp_storage: tuple | None  # (TempStorage type, logical warps, logical warp threads)
+    # A coopgen.TempStorage use: (the TempStorage object, member C++ type, member name).
+    ts_use: tuple | None
+    # (C type, name, source, index) in call order; source "arg": the call's argument
+    # ``index`` (its data pointer for arrays), "state": the state array of the operator
+    # argument ``index``, "ret": returned value ``index``.
+    c_params: tuple[tuple[str, str, str, int], ...]
+    op_symbols: tuple[tuple[int, str, tuple, object], ...]  # (binding index, symbol, argtypes, restype)
+
+
+def _h(*parts) -> str:
+    return hashlib.sha256(repr(parts).encode()).hexdigest()[:12]
+
+
+def cfg_struct(name: str, cls, template_args) -> str:
+    """``cub::<name>``: the template arguments named as CUB names them, and ``prim``."""
+    lines = [f"#ifndef COOPGEN_DEFINED_{name}", f"#define COOPGEN_DEFINED_{name}",
+             f"namespace cub {{ struct {name} {{"]
+    for t, value in template_args:
+        if t.kind == "type":
+            lines.append(f"  using {t.name} = {value};")
+        else:
+            lines.append(f"  static constexpr {t.cpp_type} {t.name} = {value};")
+    args = ", ".join(t.name for t, _ in template_args)
+    lines.append(f"  using prim = {cls.cpp.split('::')[-1]}<{args}>;")
+    lines.append("}; }")
+    lines.append("#endif")
+    return "\n".join(lines)
+
+
+def _extent(r: Plan, extent: str, cfg: str) -> str:
+    if extent in {t.name for t, _ in r.template_args}:
+        return f"{cfg}::{extent}"
+    for name, n in r.extents:
+        if name == extent:
+            return str(n)
+    return f"{cfg}::prim::{extent}"  # a class constant such as BINS_TRACKED_PER_THREAD
+
+
+def _op_functor(name: str, sym: str, op, argtypes, restype) -> str:
+    """A functor of the shape CUB expects, calling the numba-compiled ``sym`` (C ABI: numbers
+    by value, records and state by pointer; a record result comes back through an extra
+    output pointer)."""
+    def ctype(t):
+        t = unliteral(t)
+        return struct_name(t) if is_struct(t) else CPP_OF.get(getattr(t, "name", None), "void*")
+
+    def abi(t):
+        return "void*" if is_struct(t) else ctype(t)
+
+    stateful = op.state is not None
+    operands = list(argtypes[1:] if stateful else argtypes)
+    if restype != VOID:
+        # struct operands passed by pointer (a comparison of user-defined types): the C
+        # call is the same as for structs passed by value, a pointer to the item
+        operands = [t.to if isinstance(t, Pointer) and is_struct(t.to) else t
+                    for t in operands]
+    if operands and all(isinstance(t, Pointer) and is_struct(t.to) for t in operands):
+        # op(out, a, b) on pointers (cuda.coop's user-defined types): the result is written
+        # through the first pointer
+        rt = ctype(operands[0].to)
+        params = ", ".join(f"const {ctype(t.to)}& a{i}" for i, t in enumerate(operands[1:]))
+        args = (["state"] if stateful else []) + ["(void*)&r"] + [
+            f"(void*)&a{i}" for i in range(len(operands) - 1)]
+        decl = (f'extern "C" __device__ void {sym}('
+                f'{", ".join(["void*"] * (len(operands) + stateful))});')
+        member = "  void* state;\n" if stateful else ""
+        body = (f"  __device__ {rt} operator()({params}) const {{ {rt} r; "
+                f"{sym}({', '.join(args)}); return r; }}\n")
+        return (f"#ifndef COOPGEN_DEFINED_{name}\n#define COOPGEN_DEFINED_{name}\n{decl}\n"
+                f"struct {name} {{\n{member}{body}}};\n#endif")
+    out_record = restype == VOID and operands and is_struct(operands[-1]) \
+        and op.kind not in ("CountsCallback",)
+    result = operands.pop() if out_record else None
+    ret = "void" if restype == VOID else ctype(restype)
+    decl_args = (["void*"] if stateful else []) + [abi(t) for t in operands] + \
+        (["void*"] if out_record else [])
+    decl = f'extern "C" __device__ {ret} {sym}({", ".join(decl_args)});'
+    params = ", ".join(f"const {ctype(t)}& a{i}" for i, t in enumerate(operands))
+    args = (["state"] if stateful else []) + [
+        f"(void*)&a{i}" if is_struct(t) else f"a{i}"
+        for i, t in enumerate(operands)]
+    member = "  void* state;\n" if stateful else ""
+    if op.kind == "DigitExtractorT":
+        body = f"  __device__ {ret} Digit({params}) const {{ return {sym}({', '.join(args)}); }}\n"
+    elif op.kind == "CountsCallback":
+        body = (f"  template <int N> __device__ void operator()(int (&bins)[N]) const "
+                f"{{ {sym}({'state, ' if stateful else ''}bins); }}\n")
+    elif out_record:
+        rt = ctype(result)
+        body = (f"  __device__ {rt} operator()({params}) const {{ {rt} r; "
+                f"{sym}({', '.join(args + ['(void*)&r'])}); return r; }}\n")
+    else:
+        body = f"  __device__ {ret} operator()({params}) const {{ return {sym}({', '.join(args)}); }}\n"
+    # Several shims of a translation unit may use one operator: define it once.
+    return (f"#ifndef COOPGEN_DEFINED_{name}\n#define COOPGEN_DEFINED_{name}\n{decl}\n"
+            f"struct {name} {{\n{member}{body}}};\n#endif")
+
+
+def _temp_storage_object(r: Plan):
+    if r.temp_storage_arg is not None and isinstance(r.temp_storage_arg[1], Storage):
+        return r.temp_storage_arg[1].obj
+    return None
+
+
+def _decomposer_functor(name: str, r: Plan, op) -> str:
+    prim = f"{r.cls.scope}.{r.cls.name}.{r.method.name}"
+    fields = decomposer_fields(prim, r, op)
+    refs = [f"{ct}&" for ct, _ in fields]
+    exprs = [f"*reinterpret_cast<{ct}*>(reinterpret_cast<unsigned char*>(&key) + {offset})"
+             for ct, offset in fields]
+    key = struct_name(key_record(r))
+    return (f"struct {name} {{\n  __device__ ::cuda::std::tuple<{', '.join(refs)}> "
+            f"operator()({key}& key) const {{\n    return {{{', '.join(exprs)}}};\n  }}\n}};")
+
+
+def _records(r: Plan) -> list:
+    out = []
+    for b in r.bindings:
+        dt = item_type(b.type) if b.type is not None else None
+        if is_struct(dt) and dt not in out:
+            out.append(dt)
+    for _, t, _ in r.returns:
+        if is_struct(t) and t not in out:
+            out.append(t)
+    return out
+
+
+def _logical_warps(r: Plan) -> tuple[int, str, str]:
+    """(logical warps per block, the calling thread's logical warp index, logical warp
+    threads). CUB forms logical warps inside each hardware warp (lane / size), so a size that
+    does not divide 32 leaves a partial logical warp at the end of every hardware warp; for
+    sizes that divide 32 the index is the linear thread index / size."""
+    lwt = dict((t.keyword, v) for t, v in r.template_args).get("logical_warp_threads", "32")
+    threads = r.block_dims[0] * r.block_dims[1] * r.block_dims[2] if r.block_dims else 1024
+    per_hw_warp = -(-32 // int(lwt))
+    warps = max(1, -(-threads // 32) * per_hw_warp)
+    if 32 % int(lwt) == 0:
+        return warps, f"{LINEAR_TID} / {lwt}", lwt
+    return warps, f"({LINEAR_TID} / 32 * {per_hw_warp} + {LINEAR_TID} % 32 / {lwt})", lwt
+
+
+def _parent_storage_slots(r: Plan) -> tuple[int, str]:
+    if r.cls.scope == "block":
+        return 1, "0"
+    warps, index, _ = _logical_warps(r)
+    return warps, index
+
+
+def _explicit_template_args(r: Plan) -> list[str]:
+    """Values of the method's leading template parameters that C++ cannot deduce from the
+    arguments (BlockRadixRankMatch::CallBack<KEYS_PER_THREAD>)."""
+    out = []
+    extents = dict(r.extents)
+    for t in r.method.tparams:
+        if any(t in p.type for p in r.method.params):
+            break
+        out.append(str(extents[t]))
+    return out
+
+
+@dataclass
+class _Parts:
+    """What writing one shim collects: C parameters, call arguments, statements before the
+    call, declarations, the operators to compile."""
+    r: Plan
+    h: str
+    cfg: str
+    prim: str
+    object_mode: str | None
+    c_params: list = field(default_factory=list)
+    call_args: list = field(default_factory=list)
+    pre: list = field(default_factory=list)
+    decls: list = field(default_factory=list)
+    op_syms: list = field(default_factory=list)
+    ts_use: tuple | None = None
+    explicit_storage: str = ""
+
+
+def _shim_key(r: Plan, op_signatures, object_mode, object_bytes, use_index, ts_obj) -> str:
+    """A hash of everything that makes two shims different (so of their symbol)."""
+    return _h(r.cls.cpp, r.method.signature, r.template_args, r.extents, r.temp_storage,
+              str(r.temp_storage_arg[1]) if r.temp_storage_arg else None,
+              use_index if ts_obj is not None and ts_obj.sharing == "exclusive" else None,
+              tuple((b.param.name, b.source, b.ctype, b.operator.builtin if b.operator else None,
+                     b.operator.fields if b.operator else None,
+                     # two functions of one body are two functors, so two shims
+                     b.operator.function.identity if b.operator and b.operator.function
+                     else None) for b in r.bindings),
+              tuple((i, tuple(map(str, a)), str(t)) for i, (a, t) in sorted(op_signatures.items())),
+              tuple(str(t) for _, t, _ in r.returns), object_mode,
+              object_bytes if object_mode == "construct" else None)
+
+
+def _default_argument(s: _Parts, i: int, b) -> None:
+    """A parameter the call leaves out: the object's storage for a constructor, else the
+    header's default where a later argument is passed."""
+    r, p = s.r, b.param
+    if p.role == "temp_storage":
+        if s.object_mode == "construct" and r.temp_storage == "explicit":
+            s.call_args.append(s.explicit_storage)
+        elif s.object_mode == "construct":
+            # No temp_storage= and no storage-free constructor: the object gets its own
+            # __shared__ storage (per warp for warp primitives), which it keeps for its
+            # lifetime; objects of one type and call site share it.
+            slots, index = _parent_storage_slots(r)
+            s.pre.append(f"__shared__ typename {s.prim}::TempStorage "
+                         f"coopgen_object_storage[{slots}];")
+            s.call_args.append(f"coopgen_object_storage[{index}]")
+        return
+    if any(x.source != "default" for x in r.bindings[i + 1:] if x.param.role != "temp_storage"):
+        s.call_args.append(f"({p.default})")  # a later argument is passed
+
+
+def _operator_argument(s: _Parts, i: int, b, op_signatures) -> None:
+    op, p = b.operator, b.param
+    if op.fields:
+        fname = f"coopgen_decompose_{s.h}_{i}"
+        s.decls.append(_decomposer_functor(fname, s.r, op))
+        s.call_args.append(f"{fname}{{}}")
+        return
+    if op.builtin is not None:
+        s.call_args.append(op.builtin)
+        return
+    argtypes, restype = op_signatures[i]
+    sym = op.symbol(argtypes)
+    fname = f"{sym}_f"
+    s.decls.append(_op_functor(fname, sym, op, argtypes, restype))
+    s.op_syms.append((i, sym, argtypes, restype))
+    if op.state is not None:
+        s.c_params.append(("void*", p.name, "state", b.arg_index))
+        s.pre.append(f"{fname} {p.name}_op{{{p.name}}};")
+    else:
+        s.pre.append(f"{fname} {p.name}_op{{}};")
+    s.call_args.append(f"{p.name}_op")
+
+
+def _passed_argument(s: _Parts, b) -> None:
+    """An argument the call passes: a C parameter, spelled for CUB (arrays as references to
+    arrays of their extent, scalar outputs through their pointer)."""
+    r, p, cfg = s.r, b.param, "::cub::" + s.cfg
+    s.c_params.append((b.ctype, p.name, "arg", b.arg_index))
+    n = b.type.length if isinstance(b.type, Array) else None
+    if p.extent and n is not None and _extent(r, p.extent, cfg).endswith(f"prim::{p.extent}"):
+        s.pre.append(f'static_assert({_extent(r, p.extent, cfg)} == {n}, '
+                     f'"coopgen: {r.cls.name}.{r.method.name}: {p.name} must have {p.extent} '
+                     f'items, not {n}");')
+    if p.role in RANGE_ROLES:  # passed as T(&)[N]: C++ deduces the range type from it
+        s.call_args.append(f"*reinterpret_cast<{b.ctype[:-1]}(*)[{n}]>({p.name})")
+    elif p.extent:
+        s.call_args.append(f"*reinterpret_cast<{b.ctype[:-1]}(*)[{_extent(r, p.extent, cfg)}]>"
+                           f"({p.name})")
+    elif p.role in ("output_scalar", "inout_scalar") or b.ctype.endswith("*") and \
+            p.role == "input_scalar":
+        s.call_args.append(f"*{p.name}")
+    else:
+        s.call_args.append(p.name)
+
+
+def _arguments(s: _Parts, op_signatures) -> None:
+    for i, b in enumerate(s.r.bindings):
+        if b.source == "default":
+            _default_argument(s, i, b)
+        elif b.operator is not None:
+            _operator_argument(s, i, b, op_signatures)
+        elif b.source == "return":
+            s.pre.append(f"{b.ctype} {b.param.name};")
+            s.call_args.append(b.param.name)
+        elif b.param.role != "temp_storage":
+            _passed_argument(s, b)
+
+
+def _explicit_storage(s: _Parts, ts_obj) -> str | None:
+    """temp_storage= given: a coopgen.TempStorage's member, or the storage argument."""
+    r, prim = s.r, s.prim
+    if ts_obj is not None:
+        if ts_obj.auto_sync:  # the previous use of the shared storage may still read it
+            s.pre.insert(0, "__syncthreads();")
+        return s.explicit_storage
+    index, ty = r.temp_storage_arg
+    s.c_params.insert(0, ("void*", "coopgen_temp_storage", "arg", index))
+    n = ty.length if isinstance(ty, Array) else None
+    if n is not None:  # a coopgen.shared.array: its size is known here
+        s.pre.insert(0, f"static_assert(sizeof(typename {prim}::TempStorage) <= {n}, "
+                        f"\"coopgen: {r.cls.name}: temp_storage is too small: it needs "
+                        f"sizeof(TempStorage) bytes\");")
+        s.pre.insert(0, f"static_assert(alignof(typename {prim}::TempStorage) <= "
+                        f"{SHARED_ALIGNMENT}, \"coopgen: {r.cls.name}: temp_storage is "
+                        f"misaligned: TempStorage needs more than {SHARED_ALIGNMENT}-byte "
+                        f"alignment; use a coopgen.TempStorage\");")
+    return s.explicit_storage
+
+
+def _implicit_storage(s: _Parts, symbol: str) -> tuple[str, str | None, tuple | None]:
+    """(storage expression, block storage type, warp storage) of a call without temp_storage=:
+    the translation unit's block union, or its logical warp's slice."""
+    r, prim = s.r, s.prim
+    if r.cls.scope == "block":
+        # The bundle knows every use of the storage, so it decides whether this one waits
+        # (ShimBundle._storage_barriers).
+        s.pre.insert(0, f"if constexpr (coopgen_barrier_{symbol}) __syncthreads();  "
+                        f"// the storage may have just been used")
+        return (f"reinterpret_cast<typename {prim}::TempStorage&>({BLOCK_STORAGE})",
+                f"typename {prim}::TempStorage", None)
+    warps, index, lwt = _logical_warps(r)
+    # One slice per logical warp, shared by the warp primitives of the translation unit with
+    # this logical warp size: the logical warp syncs before reusing it. Each size has its own
+    # array of slices: slices of one size sit where another size's logical warps (other
+    # threads, which that sync does not wait for) would have theirs.
+    mask = ("0xffffffffu" if lwt == "32" else
+            f"((0xffffffffu >> (32 - {lwt})) << (({LINEAR_TID} % 32) / {lwt} * {lwt}))")
+    s.pre.insert(0, f"if constexpr (sizeof(typename {prim}::TempStorage) > 1) "
+                    f"__syncwarp({mask});")
+    return (f"reinterpret_cast<typename {prim}::TempStorage&>({WARP_STORAGE}_{lwt}[{index}])",
+            None, (f"typename {prim}::TempStorage", warps, int(lwt)))
+
+
+def _body(s: _Parts, storage: str | None, object_bytes: int) -> list[str]:
+    r, prim = s.r, s.prim
+    ctor = f"{prim} coopgen_p({storage});" if storage else f"{prim} coopgen_p;"
+    obj = "coopgen_p"
+    if s.object_mode == "method":
+        ctor = f"{prim}& coopgen_obj = *static_cast<{prim}*>(coopgen_self);"
+        obj = "coopgen_obj"
+    explicit = _explicit_template_args(r)
+    method = f"template {r.method.name}<{', '.join(explicit)}>" if explicit else r.method.name
+    call = f"{obj}.{method}({', '.join(s.call_args)})"
+    body = [*s.pre, ctor]
+    if s.object_mode == "construct":
+        body = [*s.pre,
+                f"static_assert(sizeof({prim}) <= {object_bytes} && alignof({prim}) <= 16, "
+                f"\"coopgen: {r.cls.name} does not fit the {object_bytes}-byte object slot\");"]
+        call = f"::new (coopgen_self) {prim}({', '.join(s.call_args)})"
+    body.append(f"*coopgen_ret_return = {call};" if r.method.returns not in ("void", "")
+                else f"{call};")
+    body += [f"*coopgen_ret_{what} = {what};" for what, _, _ in r.returns if what != "return"]
+    return body
+
+
+def build(r: Plan, op_signatures: dict[int, tuple], object_mode: str | None = None,
+          object_bytes: int = 64, use_index: int = 0) -> ShimText:
+    """The shim for ``r``. ``op_signatures[i]`` gives (argtypes, restype) of operator binding i.
+
+    ``object_mode``: None for a one-shot call on a temporary; "construct" to placement-new the
+    object into the caller's ``coopgen_self`` buffer; "method" to call a method on it."""
+    ts_obj = _temp_storage_object(r)
+    h = _shim_key(r, op_signatures, object_mode, object_bytes, use_index, ts_obj)
+    symbol = f"coopgen_{r.cls.name}_{r.method.name}_{h}"
+    # Named by the class and its template arguments only, so a constructor and the methods
+    # called on its object agree on the type.
+    cfg = f"coopgen_cfg_{_h(r.cls.cpp, r.template_args)}"
+    s = _Parts(r, h, cfg, f"::cub::{cfg}::prim", object_mode)
+    s.decls = [struct_decl(rec) for rec in _records(r)] + [cfg_struct(cfg, r.cls, r.template_args)]
+    s.explicit_storage = f"*reinterpret_cast<typename {s.prim}::TempStorage*>(coopgen_temp_storage)"
+    if ts_obj is not None:
+        member = f"m_{_h(r.cls.cpp, r.template_args)}"
+        if ts_obj.sharing == "exclusive":
+            member += f"_{use_index}"
+        s.ts_use = (ts_obj, f"typename {s.prim}::TempStorage", member)
+        s.explicit_storage = (f"reinterpret_cast<typename {s.prim}::TempStorage&>"
+                              f"({STORAGE}.{ts_obj.symbol}.{member})")
+    _arguments(s, op_signatures)
+    s.c_params += [(ctype + "*", f"coopgen_ret_{what}", "ret", k)
+                   for k, (what, _, ctype) in enumerate(r.returns)]
+    storage, block_storage, warp_storage = None, None, None
+    if object_mode is not None:  # the constructor takes CUB's own storage or temp_storage=
+        if r.temp_storage == "explicit" and ts_obj is None:
+            s.c_params.insert(0, ("void*", "coopgen_temp_storage", "arg", r.temp_storage_arg[0]))
+        s.c_params.insert(0, ("void*", "coopgen_self", "self", -1))
+    elif r.temp_storage == "explicit":
+        storage = _explicit_storage(s, ts_obj)
+    elif r.temp_storage == "implicit":
+        storage, block_storage, warp_storage = _implicit_storage(s, symbol)
+    params = ", ".join(f"{t} {n}" for t, n, _, _ in s.c_params) or "void"
+    fn = f"COOPGEN_SHIM void {symbol}({params})\n{{\n" + "".join(
+        f"  {line}\n" for line in _body(s, storage, object_bytes)) + "}"
+    return ShimText(symbol, "\n".join(s.decls), fn, (r.cls.header,) + OPERATOR_HEADERS,
+                    block_storage, warp_storage, s.ts_use, tuple(s.c_params), tuple(s.op_syms))

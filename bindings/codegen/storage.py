@@ -1,0 +1,87 @@
+"""``coopgen.TempStorage``: temp storage several primitives share, sized from all its uses.
+
+    ts = coopgen.TempStorage()                    # "shared": uses overlap, the largest wins
+    ex = coopgen.TempStorage(sharing="exclusive")  # each use gets its own aligned slice
+
+    @cuda.jit
+    def k(...):
+        block.load(src, items, temp_storage=ts)
+        block.radix_sort_keys(items, temp_storage=ts)  # waits for the load first (auto_sync)
+
+The object is created on the host and referenced by kernels, or created inside the kernel
+(``coopgen.coop.TempStorage(...)``, cuda.coop's spelling; see coopgen.launch_values). While a kernel is lowered, each
+primitive call that passes it records the TempStorage type it needs; the kernel's translation
+unit then defines one ``__shared__`` object for it: a union of those types ("shared"), or a
+struct with one member per call site ("exclusive"). ``size=``/``alignment=`` state what the
+storage must fit in; a use that does not fit is a compile-time error.
+"""
+from __future__ import annotations
+
+import hashlib
+import itertools
+
+
+SHARING = ("shared", "exclusive")
+_ids = itertools.count()
+
+
+class TempStorage:
+    """Shared memory several primitive calls use, sized and aligned for all of them.
+
+    ``sharing``: "shared" (the uses overlap) or "exclusive" (each use gets its own slice).
+    ``size``/``alignment``: what the storage must fit in (checked when the kernel compiles).
+    ``auto_sync``: a "shared" storage waits (``__syncthreads()``) before each use, so a use
+    never overwrites what the previous one still reads; ``auto_sync=False`` leaves that to the
+    kernel, as in CUB. Exclusive slices never overlap, so they need no barrier.
+    """
+
+    def __init__(self, sharing: str = "shared", *, size: int | None = None,
+                 alignment: int | None = None, auto_sync: bool | None = None):
+        sharing = sharing.strip().lower() if isinstance(sharing, str) else sharing
+        if sharing not in SHARING:
+            raise ValueError(f"coopgen.TempStorage: sharing must be 'shared' or 'exclusive', "
+                             f"got sharing={sharing!r}")
+        if size is not None and (not isinstance(size, int) or size < 1):
+            raise ValueError(f"coopgen.TempStorage: size_in_bytes={size!r} must be a positive "
+                             f"int")
+        if alignment is not None and (not isinstance(alignment, int) or alignment <= 0
+                                      or alignment & (alignment - 1)):
+            raise ValueError(f"coopgen.TempStorage: alignment={alignment} must be a power of two")
+        if sharing == "exclusive" and auto_sync:
+            raise ValueError("coopgen.TempStorage: auto_sync=True needs sharing='shared': "
+                             "exclusive slices never overlap, so there is nothing to wait for")
+        self.sharing = sharing
+        self.size = size
+        self.alignment = alignment
+        self.auto_sync = sharing == "shared" if auto_sync is None else bool(auto_sync)
+        # A name for the kernel's __shared__ object: stable for this object's lifetime and
+        # distinct between objects (so two TempStorage objects never alias).
+        self.symbol = "coopgen_ts_" + hashlib.sha256(
+            f"{next(_ids)}:{id(self)}".encode()).hexdigest()[:12]
+
+    def __repr__(self):
+        extra = "".join(f", {k}={v}" for k, v in (("size", self.size),
+                                                  ("alignment", self.alignment)) if v)
+        sync = "" if self.auto_sync == (self.sharing == "shared") else \
+            f", auto_sync={self.auto_sync}"
+        return f"coopgen.TempStorage({self.sharing!r}{extra}{sync})"
+
+    #: Called inside a kernel with constant arguments, it is made on the host (coopgen.rewrite).
+    _coopgen_host_call = True
+
+
+def definition(obj: TempStorage, members: list[tuple[str, str]]) -> str:
+    """The C++ type ``<symbol>_t`` of ``obj``'s storage: ``members`` are (C++ type, member
+    name). The translation unit's storage struct holds one of it (shared_placement)."""
+    kind = "union" if obj.sharing == "shared" else "struct"
+    body = "".join(f"  {t} {n};\n" for t, n in members)
+    checks = ""
+    if obj.size is not None:
+        checks += (f"static_assert(sizeof({obj.symbol}_t) <= {obj.size}, \"coopgen.TempStorage: "
+                   f"size_in_bytes is smaller than required: size_in_bytes={obj.size} is too "
+                   f"small for its uses\");\n")
+    if obj.alignment is not None:
+        checks += (f"static_assert(alignof({obj.symbol}_t) <= {obj.alignment}, "
+                   f"\"coopgen.TempStorage: alignment is smaller than required: "
+                   f"alignment={obj.alignment} is too weak for its uses\");\n")
+    return f"{kind} {obj.symbol}_t {{\n{body}}};\n{checks}"

@@ -1,0 +1,200 @@
+"""``coopgen.local.array`` / ``coopgen.shared.array``: numba arrays whose shape is in the type.
+
+numba's ``cuda.local.array`` types carry no shape, so a primitive could not infer
+``items_per_thread`` from them. These arrays are the same data model and lowering as numba's,
+with the static shape and memory space added to the type (and dropped by slicing, as it should).
+"""
+from __future__ import annotations
+
+import inspect
+
+from numba.cuda import types
+from numba.cuda.cudaimpl import _generic_array, _get_unique_smem_id
+from numba.cuda.cudadrv import nvvm
+from numba.cuda.datamodel.models import ArrayModel
+from numba.cuda.extending import lower_builtin, register_model, typeof_impl  # noqa: F401
+from numba.cuda.typing.npydecl import parse_dtype
+from numba.cuda.typing.templates import AbstractTemplate, infer_global, signature
+
+from .errors import CoopgenTypeError
+
+
+from ..codegen.shims import SHARED_ALIGNMENT  # noqa: E402
+#: A coopgen.shared.array this large joins the kernel's coopgen storage (shared_placement), so
+#: that it moves to dynamic shared memory with it past the static limit; smaller ones stay
+#: numba's static arrays (and count toward the limit).
+STORAGE_ARRAY_BYTES = 16 * 1024
+
+
+class SizedArray(types.Array):
+    """A C-contiguous array in local or shared memory with a compile-time shape."""
+
+    def __init__(self, dtype, shape: tuple[int, ...], space: str, alignment: int | None = None):
+        self.shape = tuple(shape)
+        self.space = space
+        self.alignment = alignment  # requested at allocation (alignment=); None: the default
+        super().__init__(dtype, len(shape), "C")
+        align = f", alignment={alignment}" if alignment else ""
+        self.name = f"{space}.array({dtype}, {self.shape}{align})"
+
+    @property
+    def key(self):
+        return super().key + (self.shape, self.space, self.alignment)
+
+    @property
+    def size(self) -> int:
+        n = 1
+        for s in self.shape:
+            n *= s
+        return n
+
+
+register_model(SizedArray)(ArrayModel)
+
+
+def static_length(aryty) -> int | None:
+    """Items in an array type whose shape the type knows (None for plain numba arrays)."""
+    return aryty.size if isinstance(aryty, SizedArray) else None
+
+
+def _literal_shape(shape) -> tuple[int, ...] | None:
+    if isinstance(shape, types.IntegerLiteral):
+        return (shape.literal_value,)
+    if isinstance(shape, types.BaseTuple) and all(
+            isinstance(s, types.IntegerLiteral) for s in shape):
+        return tuple(s.literal_value for s in shape)
+    return None
+
+
+ARRAY_PARAMETERS = ("shape", "dtype", "alignment")
+
+
+def _array_arguments(space: str, args, kws) -> dict:
+    """{shape, dtype, alignment} of an array call, by position or keyword (numba types)."""
+    where = f"coopgen.{space}.array"
+    if len(args) > len(ARRAY_PARAMETERS):
+        raise CoopgenTypeError(f"{where}: takes (shape, dtype, alignment=None), got "
+                               f"{len(args)} positional arguments")
+    given = dict(zip(ARRAY_PARAMETERS, args))
+    for k, v in kws.items():
+        if k not in ARRAY_PARAMETERS:
+            raise CoopgenTypeError(f"{where}: unknown keyword {k!r}; parameters are shape, "
+                                   f"dtype, alignment")
+        if k in given:
+            raise CoopgenTypeError(f"{where}: {k} given twice (by position and keyword)")
+        given[k] = v
+    for k in ("shape", "dtype"):
+        if k not in given:
+            raise CoopgenTypeError(f"{where}: missing required argument {k!r}")
+    return given
+
+
+def _alignment(space: str, ty) -> int | None:
+    if ty is None or isinstance(ty, (types.NoneType, types.Omitted)):
+        return None
+    value = ty.literal_value if isinstance(ty, types.IntegerLiteral) else None
+    if value is None or value <= 0 or value & (value - 1):
+        raise CoopgenTypeError(f"coopgen.{space}.array: alignment={ty} must be a compile-time "
+                               f"power of two")
+    return value
+
+
+def _make_array_function(space: str):
+    def array(shape, dtype, alignment=None):
+        """Allocate a per-thread (local) or per-block (shared) array inside a kernel."""
+        raise NotImplementedError(f"coopgen.{space}.array can only be called inside a kernel")
+
+    array.__qualname__ = f"{space}.array"
+
+    class Template(AbstractTemplate):
+        key = array
+        prefer_literal = True
+
+        def generic(self, args, kws):
+            given = _array_arguments(space, args, kws)
+            shape = _literal_shape(given["shape"])
+            dtype = parse_dtype(given["dtype"])
+            if shape is None:
+                raise CoopgenTypeError(
+                    f"coopgen.{space}.array: shape={given['shape']} must be a compile-time "
+                    f"constant: an int or a tuple of ints, a kernel argument or an array's "
+                    f".shape (read from the launch's arguments when a launch compiles the "
+                    f"kernel)")
+            if dtype is None:
+                raise CoopgenTypeError(f"coopgen.{space}.array: dtype={given['dtype']} is not a "
+                                       f"dtype (a numpy/numba type or an array's .dtype)")
+            if any(n < 1 for n in shape):
+                raise CoopgenTypeError(f"coopgen.{space}.array: shape={shape} must be positive")
+            ret = SizedArray(dtype, shape, space, _alignment(space, given.get("alignment")))
+            names = list(ARRAY_PARAMETERS[:len(args)]) + list(kws)
+            pysig = inspect.Signature([inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+                                       for n in names])
+            return signature(ret, *(tuple(args) + tuple(kws.values()))).replace(pysig=pysig)
+
+    infer_global(array, types.Function(Template))
+
+    @lower_builtin(array, types.VarArg(types.Any))
+    def lower(context, builder, sig, args):
+        ret = sig.return_type
+        if space == "local":
+            # Records are reached by typed field offsets in C++: give them room to be aligned.
+            align = SHARED_ALIGNMENT if isinstance(ret.dtype, types.Record) else None
+            name, addrspace = "_coopgen_lmem", nvvm.ADDRSPACE_LOCAL
+        else:
+            # 16-byte aligned, so a uint8 array can hold any CUB TempStorage.
+            name, addrspace, align = (_get_unique_smem_id("_coopgen_smem"),
+                                      nvvm.ADDRSPACE_SHARED, SHARED_ALIGNMENT)
+        if ret.alignment is not None:
+            align = max(align or 1, ret.alignment)
+        if space == "shared":
+            nbytes = ret.size * context.get_abi_sizeof(context.get_data_type(ret.dtype))
+            if nbytes >= STORAGE_ARRAY_BYTES:
+                return _storage_array(context, builder, ret, nbytes, align)
+        return _generic_array(context, builder, shape=ret.shape, dtype=ret.dtype,
+                              symbol_name=name, addrspace=addrspace, alignment=align)
+
+    return array
+
+
+def _storage_array(context, builder, aryty, nbytes: int, align: int):
+    """A shared array kept in the translation unit's storage struct: its address comes from an
+    accessor shim, which LTO inlines to the same constant address a numba global would have
+    (or to the dynamic shared memory base)."""
+    import hashlib
+
+    from llvmlite import ir
+    from numba.cuda import cgutils
+
+    from .lowering_context import lowering_function
+    from ..codegen.bundle import Shim
+    from ..codegen.shims import STORAGE
+    from .bundle import bundle_for
+
+    bundle = bundle_for(context.active_code_library, module=builder.module)
+    site = lowering_function()
+    where = (site[0].func_id.modname, site[0].func_id.func_qualname) if site else bundle.name
+    # Named from what it is (the function, its how-many-th array, shape, dtype): the same
+    # kernel gives the same translation unit (so NVRTC's cache) in every process.
+    key = (where, bundle.shared_array_count(), aryty.shape, str(aryty.dtype), align)
+    symbol = "coopgen_array_" + hashlib.sha256(repr(key).encode()).hexdigest()[:12]
+    bundle.add(Shim(symbol, f"COOPGEN_SHIM void* {symbol}()\n{{\n  return {STORAGE}.{symbol};\n}}",
+                    shared_array=(nbytes, align)))
+    i8p = ir.IntType(8).as_pointer()
+    data = builder.call(cgutils.get_or_insert_function(builder.module, ir.FunctionType(i8p, []),
+                                                       symbol), [])
+    lldtype = context.get_data_type(aryty.dtype)
+    itemsize = context.get_abi_sizeof(lldtype)
+    strides, stride = [], itemsize
+    for extent in reversed(aryty.shape):
+        strides.insert(0, stride)
+        stride *= extent
+    ary = context.make_array(aryty)(context, builder)
+    intp = lambda v: context.get_constant(types.intp, v)  # noqa: E731
+    context.populate_array(ary, data=builder.bitcast(data, lldtype.as_pointer()),
+                           shape=[intp(n) for n in aryty.shape], strides=[intp(n) for n in strides],
+                           itemsize=intp(itemsize), meminfo=None)
+    return ary._getvalue()
+
+
+local_array = _make_array_function("local")
+shared_array = _make_array_function("shared")

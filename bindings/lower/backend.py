@@ -1,0 +1,23 @@
+"""The numba-cuda backend, wired up: importing it registers coopgen's types, typing and lowering
+with numba-cuda and answers what the numba-free stages ask of a backend."""
+from __future__ import annotations
+
+from ..codegen import nvrtc
+from ..types import desc
+from . import enums, launch_hook, numba_internals, rewrite, storage, typing  # noqa: F401
+from .describe import host_dtype
+
+
+def _current_device_cc():
+    from numba import cuda
+    return cuda.get_current_device().compute_capability if cuda.is_available() else None
+
+
+desc.HOST_DTYPES.append(host_dtype)
+nvrtc.current_device_cc = _current_device_cc
+
+
+def install() -> None:
+    """Hooks into numba-cuda's kernel cache and launches (once the package is imported)."""
+    numba_internals.install_kernel_cache()
+    launch_hook.install()

@@ -1,0 +1,212 @@
+"""numba-cuda's types <-> coopgen's descriptions (coopgen.types.desc).
+
+The numba-free stages see a call's arguments only as descriptions made here; what they hand
+back (returned dtypes, operator signatures) becomes numba types again here.
+"""
+from __future__ import annotations
+
+import hashlib
+
+from numba.cuda import types
+from numba.cuda.np import numpy_support
+from numba.cuda.typing.typeof import Purpose, typeof
+
+from ..resolve.operators import FUNCTION_NAMES
+from ..types import desc
+from .arrays import SizedArray
+from .storage import TempStorageType
+
+#: numba type (its name) of a stateful operator's state -> the device function (cuda.coop's
+#: StatefulFunction; coopgen.lower.operators fills it).
+STATEFUL_FUNCTIONS: dict = {}
+
+
+def record_alignment(rec) -> int:
+    """Natural alignment of a record whose fields sit at multiples of their sizes, else 1."""
+    align = 1
+    for f in rec.fields.values():
+        size = f.type.bitwidth // 8 if hasattr(f.type, "bitwidth") else 1
+        if size & (size - 1) or f.offset % size:
+            return 1
+        align = max(align, size)
+    return align if rec.size % align == 0 else 1
+
+
+def udt_layout(dt) -> tuple[int, int] | None:
+    """(size, alignment) of a user-defined numba type whose data model is a struct (a numba
+    extension type such as ``Complex`` or ``Float2``), else None."""
+    if not isinstance(dt, types.Type) or (type(dt).__module__ or "").split(".")[0] in (
+            "numba", "numba_cuda", "coopgen"):
+        return None  # numba's own types (strings, tuples, ...) are no user's structs
+    from numba.cuda.datamodel.models import StructModel
+    from numba.cuda.descriptor import cuda_target
+
+    ctx = cuda_target.target_context
+    try:
+        model = ctx.data_model_manager[dt]
+    except KeyError:
+        return None
+    if not isinstance(model, StructModel) and type(model).__name__ != "StructModel":
+        return None
+    ll = ctx.get_data_type(dt)
+    return ctx.get_abi_sizeof(ll), ctx.get_abi_alignment(ll)
+
+
+def dtype_of(dt):
+    """A numba dtype -> Scalar / Struct (a record or a user's struct type) / Other."""
+    dt = types.unliteral(dt)
+    if isinstance(dt, (types.Number, types.Boolean)):
+        return desc.Scalar("bool" if isinstance(dt, types.Boolean) else str(dt))
+    if isinstance(dt, types.Record):
+        fields = tuple(desc.Field(n, dtype_of(f.type) if isinstance(
+            f.type, (types.Number, types.Boolean)) else None, f.offset,
+            f.type.bitwidth // 8 if hasattr(f.type, "bitwidth") else 1)
+            for n, f in dt.fields.items())
+        return desc.Struct(str(dt.dtype.descr), dt.size, record_alignment(dt), fields, True,
+                           text=str(dt), ref=dt)
+    layout = udt_layout(dt)
+    if layout is not None:
+        return desc.Struct(f"{dt!r}:{layout}", layout[0], layout[1], text=str(dt), ref=dt)
+    return desc.Other(str(dt))
+
+
+def stateful_function(dtype):
+    """The prefix callback an array of ``dtype`` stands for: a registered ``StatefulFunction``,
+    else the ``__call__`` of the Python class numba types as ``dtype`` (cuda.coop's documented
+    ``BlockPrefixCallbackOp``: a class made a numba extension type with a struct model, whose
+    ``__call__(self_ptr, block_aggregate)`` updates ``self_ptr[0]`` and returns the prefix)."""
+    key = str(dtype)
+    if key not in STATEFUL_FUNCTIONS and udt_layout(dtype) is not None:
+        cls = _class_typed_as(dtype)
+        if cls is not None:
+            from numba import cuda
+            cls = cuda.jit(device=True)(cls.__call__)
+        STATEFUL_FUNCTIONS[key] = cls
+    return STATEFUL_FUNCTIONS.get(key)
+
+
+def _own_call(cls) -> bool:
+    call = cls.__dict__.get("__call__") if isinstance(cls, type) else None
+    return call is not None and hasattr(call, "__code__")
+
+
+def _class_typed_as(dtype):
+    """The Python class with a ``__call__`` of its own whose numba type is ``dtype``: the one
+    ``typeof`` types so, else one made constructible in kernels (``type_callable``) that the
+    type is named after (``BlockPrefixCallbackOp`` for ``BlockPrefixCallbackOpType``)."""
+    from numba.cuda.typing.templates import builtin_registry
+    from numba.cuda.typing.typeof import typeof_impl
+    for cls, typer in list(typeof_impl.registry.items()):
+        try:
+            if _own_call(cls) and typer(object.__new__(cls), None) == dtype:
+                return cls
+        except Exception:  # a typer that needs a real value or a context: not this one
+            continue
+    names = {str(dtype), type(dtype).__name__, type(dtype).__name__.removesuffix("Type")}
+    named = [f for f, _ in builtin_registry.globals if _own_call(f) and f.__name__ in names]
+    return named[0] if len(named) == 1 else None
+
+
+def function_identity(fn, depth: int = 0) -> tuple:
+    """What a Python function compiles to: its code and what its closure captured (device
+    functions by their own identity). Two closures made by one factory share their code; the
+    captured values tell them apart, so one kernel may use both."""
+    code = fn.__code__
+    captured = []
+    for cell in fn.__closure__ or ():
+        try:
+            value = cell.cell_contents
+        except ValueError:  # an empty cell
+            value = None
+        inner = getattr(value, "py_func", None)
+        captured.append(function_identity(inner, depth + 1) if inner is not None and depth < 8
+                        else repr(value))
+    return (fn.__module__, fn.__qualname__, code.co_code, code.co_consts, tuple(captured))
+
+
+def function(disp, text: str = "") -> desc.Function:
+    """A numba dispatcher (a device function) as an operator."""
+    fn = disp.py_func
+    identity = hashlib.sha256(repr(function_identity(fn)).encode()).hexdigest()
+    return desc.Function(fn.__name__, fn.__code__.co_argcount, None, identity,
+                         text=text or str(fn.__name__), ref=disp)
+
+
+def _builtin_name(ty) -> str | None:
+    key = getattr(ty, "typing_key", None)
+    try:
+        return FUNCTION_NAMES.get(key)
+    except TypeError:  # an unhashable key names no built-in
+        return None
+
+
+def describe(ty):
+    """The description of a numba argument type."""
+    text = str(ty)
+    if isinstance(ty, TempStorageType):
+        return desc.Storage(ty.obj, ty.obj.symbol)
+    if isinstance(ty, types.Array):
+        state = stateful_function(ty.dtype)
+        return desc.Array(dtype_of(ty.dtype), ty.ndim, ty.layout in ("C", "F"),
+                          ty.size if isinstance(ty, SizedArray) else None,
+                          ty.space if isinstance(ty, SizedArray) else None,
+                          function(state) if state is not None else None, text=text)
+    if isinstance(ty, types.StringLiteral):
+        return desc.Literal(ty.literal_value, None, text=text)
+    if isinstance(ty, types.Literal):
+        return desc.Literal(ty.literal_value, dtype_of(ty.literal_type), text=text)
+    if isinstance(ty, (types.NumberClass, types.DType)):
+        return desc.DtypeValue(dtype_of(ty.dtype), ref=ty)
+    if isinstance(ty, (types.Omitted, types.NoneType)):
+        return desc.Omitted(getattr(ty, "value", None))
+    disp = getattr(ty, "dispatcher", None)
+    if disp is not None:
+        return function(disp, text)
+    named = _builtin_name(ty)
+    if named is not None:
+        return desc.Function(text, builtin=named, text=text)
+    if isinstance(ty, types.BaseTuple):
+        return desc.Tuple(tuple(describe(t) for t in ty))
+    if isinstance(ty, (types.Function, types.FunctionType)):
+        return desc.Other(text, callable=True)
+    return dtype_of(ty)
+
+
+def constant_type(value) -> types.Type:
+    """The numba type of a Python value a call passes as a compile-time constant."""
+    import numpy as np
+    if isinstance(value, (str, bool, int)) and not isinstance(value, np.integer):
+        return types.literal(value)
+    if isinstance(value, tuple):
+        return types.Tuple([constant_type(v) for v in value])
+    return typeof(value, Purpose.constant)
+
+
+def describe_constant(value):
+    return describe(constant_type(value))
+
+
+def to_numba(d) -> types.Type:
+    """A dtype or operator signature part the stages computed -> its numba type."""
+    if isinstance(d, desc.Scalar):
+        return types.boolean if d.name == "bool" else getattr(types, d.name)
+    if isinstance(d, desc.Struct):
+        return d.ref
+    if isinstance(d, desc.Pointer):
+        return types.CPointer(to_numba(d.to))
+    if d == desc.VOID:
+        return types.none
+    raise TypeError(f"no numba type for {d}")
+
+
+def host_dtype(value):
+    """A dtype given on the host: numba types (scalars, records, user structs), numpy dtypes
+    and their names (registered as coopgen.types.desc's way of reading them)."""
+    if isinstance(value, types.Type):
+        dt = value.dtype if isinstance(value, (types.NumberClass, types.DType)) else value
+    else:
+        try:
+            dt = numpy_support.from_dtype(__import__("numpy").dtype(value))
+        except TypeError:
+            return None
+    return dtype_of(dt)

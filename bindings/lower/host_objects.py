@@ -1,0 +1,163 @@
+"""Host objects passed as kernel arguments: two-phase primitives (``k[g, b](d_in, block_load)``)
+and ``coop.gpu_dataclass`` instances holding them (``kp.block_load(...)``, ``kp.items_per_thread``).
+
+Such an argument carries nothing to the GPU: its type holds the object itself, so calling it
+is calling the primitive, and its fields are compile-time constants (a primitive, an int used
+as a size, a dtype). The kernel gets one unused pointer-sized parameter for it, which
+:data:`ARGUMENTS` (a numba-cuda argument extension, added to each kernel that takes one)
+fills with 0 at launch.
+"""
+from __future__ import annotations
+
+import dataclasses
+import sys
+
+from numba.cuda import types
+from numba.cuda.core.imputils import lower_getattr_generic
+from numba.cuda.datamodel.models import OpaqueModel
+from numba.cuda.extending import register_model, typeof_impl
+from numba.cuda.typing.templates import AttributeTemplate, infer_getattr
+from numba.cuda.typing.typeof import Purpose, typeof
+
+from .errors import CoopgenTypeError
+
+
+class HostObject(types.Callable, types.Opaque):
+    """A host object passed as a kernel argument (keyed by identity: its fields are constants
+    of the compiled kernel)."""
+
+    def __init__(self, obj):
+        self.obj = obj
+        super().__init__(f"coopgen.host<{type(obj).__name__}@{id(obj):x}>")
+
+    @property
+    def key(self):
+        return id(self.obj)
+
+    def _target(self):
+        target = typeof(self.obj, Purpose.constant)
+        if not isinstance(target, types.Callable):
+            raise CoopgenTypeError(f"{type(self.obj).__name__} object passed as a kernel "
+                                   f"argument is not callable in kernels")
+        return target
+
+    def get_call_type(self, context, args, kws):
+        return self._target().get_call_type(context, args, kws)
+
+    def get_call_signatures(self):
+        return [], True
+
+    def get_impl_key(self, sig):
+        return self._target().get_impl_key(sig)
+
+
+register_model(HostObject)(OpaqueModel)
+
+
+def field_type(owner, attr, value):
+    """The numba type of a field read in a kernel: a literal for ints, bools and strings (so it
+    can size arrays), else the value's type as a constant."""
+    if isinstance(value, (bool, int, str)):
+        return types.literal(value)
+    try:
+        return typeof(value, Purpose.constant)
+    except ValueError:
+        raise CoopgenTypeError(f"{type(owner).__name__}.{attr} = {value!r} cannot be used in a "
+                               f"kernel") from None
+
+
+@infer_getattr
+class _HostObjectAttributes(AttributeTemplate):
+    key = HostObject
+
+    def generic_resolve(self, typ, attr):
+        if attr.startswith("__"):  # numba asks for __call__ before calling the type itself
+            return None
+        value = getattr(typ.obj, attr, _MISSING)
+        if value is _MISSING:
+            raise CoopgenTypeError(f"{type(typ.obj).__name__} object has no field {attr!r}")
+        return field_type(typ.obj, attr, value)
+
+
+_MISSING = object()
+
+
+@lower_getattr_generic(HostObject)
+def _lower_field(context, builder, typ, value, attr):
+    ty = field_type(typ.obj, attr, getattr(typ.obj, attr))
+    v = getattr(typ.obj, attr)
+    if isinstance(ty, types.Literal) and not isinstance(ty, types.StringLiteral):
+        return context.get_constant_generic(builder, ty.literal_type, v)
+    return context.get_constant_generic(builder, ty, v) if isinstance(ty, types.Number) \
+        else context.get_dummy_value()
+
+
+class HostObjectArguments:
+    """numba-cuda argument extension: a HostObject parameter is passed as a null pointer."""
+
+    def prepare_args(self, ty, val, stream=0, retr=None):
+        if isinstance(ty, HostObject):
+            return types.uintp, 0
+        return ty, val
+
+
+ARGUMENTS = HostObjectArguments()
+
+
+def pass_host_objects(kernel) -> None:
+    """Let ``kernel`` (a numba _Kernel being compiled) be launched with host-object arguments."""
+    if kernel is not None and ARGUMENTS not in kernel.extensions:
+        kernel.extensions.append(ARGUMENTS)
+
+
+def compiling_kernel():
+    """The numba-cuda ``_Kernel`` whose compile is running (its constructor compiles it)."""
+    from numba.cuda.dispatcher import _Kernel
+
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code.co_name == "__init__" and isinstance(frame.f_locals.get("self"), _Kernel):
+            return frame.f_locals["self"]
+        frame = frame.f_back
+    return None
+
+
+def as_argument(obj, c):
+    """typeof for objects that may be kernel arguments: a HostObject when one is."""
+    if c.purpose == Purpose.argument:
+        return HostObject(obj)
+    return None
+
+
+#: The user-facing entry point classes (coopgen.api.primitives registers them).
+ENTRY_CLASSES: tuple = ()
+
+
+def is_host_object(obj) -> bool:
+    """Whether ``obj`` passed as a kernel argument is a HostObject."""
+    return isinstance(obj, ENTRY_CLASSES) or type(obj) in _REGISTERED
+
+
+def gpu_dataclass(instance, *, compute_temp_storage: bool = True):
+    """Make a dataclass *instance* usable as a kernel argument and return it. Its primitive
+    fields are callable in kernels; its int, bool, str and dtype fields are compile-time
+    constants there. With ``compute_temp_storage``, it gains ``temp_storage_bytes_sum`` /
+    ``temp_storage_bytes_max`` / ``temp_storage_alignment`` over its primitive fields."""
+    if not dataclasses.is_dataclass(instance) or isinstance(instance, type):
+        raise TypeError(f"gpu_dataclass: expected a dataclass instance, got {instance!r}")
+    cls = type(instance)
+    if cls not in _REGISTERED:
+        typeof_impl.register(cls)(lambda val, c: HostObject(val))
+        _REGISTERED.add(cls)
+    if compute_temp_storage:
+        layouts = [(v.temp_storage_bytes, v.temp_storage_alignment)
+                   for v in (getattr(instance, f.name) for f in dataclasses.fields(instance))
+                   if hasattr(v, "temp_storage_bytes")]
+        for name, value in (("temp_storage_bytes_sum", sum(s for s, _ in layouts)),
+                            ("temp_storage_bytes_max", max((s for s, _ in layouts), default=0)),
+                            ("temp_storage_alignment", max((a for _, a in layouts), default=1))):
+            object.__setattr__(instance, name, value)
+    return instance
+
+
+_REGISTERED: set = set()

@@ -1,0 +1,85 @@
+"""Python operators compiled for the shims: a ``@cuda.jit(device=True)`` function is compiled
+to LTO-IR with a C ABI under the name coopgen.resolve.operators.Operator.symbol gives, with
+the signature the functor needs (coopgen.resolve.operators.operator_signatures)."""
+from __future__ import annotations
+
+import functools
+
+from numba.cuda.cudadrv.linkable_code import LTOIR
+
+from .bundle import current_arch
+from .describe import STATEFUL_FUNCTIONS, to_numba
+from .errors import CoopgenTypeError
+
+
+class StatefulFunction:
+    """cuda.coop's stateful operator: ``op_class.__call__(state_ptr, value)`` is the function
+    and ``numba_type`` its state's type. In a kernel the state is an array of one
+    ``numba_type`` (``coop.local.array(1, dtype=numba_type)``) passed as the operator
+    (``prefix_op=state``); the function gets a pointer to it, updates ``state_ptr[0]`` and
+    returns its result. Registering a second function for the same state type replaces the
+    first."""
+
+    def __init__(self, op_class, numba_type, name=None):
+        from numba import cuda
+
+        call = getattr(op_class, "__call__", None)
+        if call is None or not hasattr(call, "__code__"):
+            raise TypeError(f"StatefulFunction: {op_class!r} has no Python __call__")
+        self.op_class = op_class
+        self.numba_type = numba_type
+        self.name = name or getattr(op_class, "__name__", "stateful_function")
+        self.function = cuda.jit(device=True)(call)
+        STATEFUL_FUNCTIONS[str(numba_type)] = self.function
+
+
+def device_function(fn):
+    """A plain Python function used as an operator, compiled as a device function (once)."""
+    from numba import cuda
+
+    disp = _DEVICE_FUNCTIONS.get(fn)
+    if disp is None:
+        disp = _DEVICE_FUNCTIONS[fn] = cuda.jit(device=True)(fn)
+    return disp
+
+
+_DEVICE_FUNCTIONS: dict = {}
+
+
+@functools.lru_cache(maxsize=None)
+def bit_field_digits(begin: int, bits: int):
+    """A digit extractor of the key bits [begin, begin + bits), as a device function."""
+    import numpy as np
+    from numba import cuda
+
+    mask = (1 << bits) - 1
+
+    @cuda.jit(device=True)
+    def key_bits(key):
+        return np.uint32((key >> np.uint32(begin)) & np.uint32(mask))
+
+    return key_bits
+
+
+def compile_operator(context, sym: str, op, argtypes, restype, prim: str = "") -> None:
+    """Compile a Python operator to LTO-IR with a C ABI and link it into this library."""
+    from numba import cuda
+    from numba.core.errors import TypingError
+
+    library = context.active_code_library
+    done = library.__dict__.setdefault("_coopgen_ops", set())
+    if sym in done:
+        return
+    arch = current_arch()
+    cc = (int(arch.split("_")[1][:-1]), int(arch.split("_")[1][-1]))
+    argtypes, restype = tuple(to_numba(a) for a in argtypes), to_numba(restype)
+    py_func = op.function.ref.py_func
+    try:
+        code, _ = cuda.compile(py_func, restype(*argtypes), device=True, abi="c",
+                               abi_info={"abi_name": sym}, output="ltoir", cc=cc)
+    except TypingError as e:  # the function's body does not fit what CUB calls it with
+        wants = f"({', '.join(map(str, argtypes))}) -> {restype}"
+        raise CoopgenTypeError(f"{prim}: {op.param}={py_func.__name__} must work as "
+                               f"a {op.kind} {wants}; compiling it so failed:\n{e}") from None
+    library.add_linking_file(LTOIR(code, name=sym))
+    done.add(sym)

@@ -1,0 +1,450 @@
+"""The rewrite layer: a pass over a kernel's IR, before type inference, for what numba's typing
+cannot see on its own. It touches calls of coopgen objects only:
+
+* **Kernel arguments as constants.** ``local.array(n, d_in.dtype)`` with ``n`` a kernel
+  argument, ``block.load(src, dst, items_per_thread)``, ``local.array(d_out.shape, ...)``: a size
+  must be known when the kernel compiles, and when a launch compiles it the argument values are
+  known. Each argument of a coopgen call computed from kernel arguments (their values,
+  ``.shape``, ``.size``, ``.ndim``, fields of host objects, indexing and integer arithmetic on
+  those) becomes a constant, and the kernel is specialised on those values: the dispatcher keys
+  its compiled kernels on them as it does on the block shape, so a launch with other values
+  compiles (once) another kernel. Without a launch (``cuda.compile_all``) nothing is known and
+  such sizes are reported as not being compile-time constants.
+* **Objects made inside a kernel from constants** (``coop.TempStorage(nbytes, align)``): the
+  call runs on the host while the kernel compiles; the kernel then refers to the object.
+* **``prim[temp_storage](...)``** means ``prim(..., temp_storage=temp_storage)``.
+* **Plain Python functions passed to a primitive** (operators) are compiled as device
+  functions.
+* **``coop.ThreadData(n)``** is ``local.array(n, dtype)`` with the dtype of the array its first
+  primitive call uses with it.
+* **numba's ``cuda.local.array`` / ``cuda.shared.array`` passed to a primitive** are coopgen's
+  arrays of the same shape, whose type carries it (cuda.coop code infers items per thread and
+  bins from them).
+"""
+from __future__ import annotations
+
+import operator
+import types as pytypes
+
+import numpy as np
+from numba import cuda as _cuda
+from numba.cuda.core import ir
+from numba.cuda.core.ir_utils import get_definition, guard
+from numba.cuda.core.rewrites import Rewrite, register_rewrite
+
+from .errors import CoopgenTypeError
+from .host_objects import compiling_kernel, is_host_object, pass_host_objects
+from .operators import device_function
+
+#: Attributes of an array argument known on the host; other objects' public attributes are too.
+ARRAY_ATTRIBUTES = ("shape", "size", "ndim")
+_BINOPS = (operator.add, operator.sub, operator.mul, operator.floordiv, operator.mod,
+           operator.lshift, operator.rshift)
+_UNKNOWN = object()
+
+
+def _launch_config():
+    from .lowering_context import launch_config
+    return launch_config()
+
+
+def _is_int(v) -> bool:
+    return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+
+
+def _is_host_constant(v) -> bool:
+    """Values a kernel may be specialised on: integers, booleans, strings and tuples of them."""
+    if isinstance(v, tuple):
+        return all(_is_host_constant(x) for x in v)
+    return isinstance(v, (int, bool, str, np.integer, np.bool_))
+
+
+def _plain(v):
+    """numpy scalars as Python ones (IR constants type as literals only then)."""
+    if isinstance(v, tuple):
+        return tuple(_plain(x) for x in v)
+    return v.item() if isinstance(v, np.generic) else v
+
+
+class _Trace:
+    """Values of IR variables that the host knows: constants, globals and, during a launch,
+    what is computed from the kernel's arguments."""
+
+    def __init__(self, func_ir, launch_args):
+        self.func_ir = func_ir
+        self.args = launch_args  # None: no launch (or not the launched kernel)
+        self.keys: list = []  # (argument index, attribute path) the values depend on
+
+    def definition(self, var):
+        return guard(get_definition, self.func_ir, var)
+
+    def value(self, var):
+        """(value, computed from a kernel argument) or (_UNKNOWN, False)."""
+        d = self.definition(var)
+        if isinstance(d, ir.const_types + ir.global_types + ir.freevar_types):
+            return d.value, False
+        if isinstance(d, ir.arg_types):
+            return self._argument(d.index, ())
+        if not isinstance(d, ir.expr_types):
+            return _UNKNOWN, False
+        if d.op == "getattr":
+            return self._attribute(d)
+        if d.op in ("static_getitem", "getitem"):
+            base, dep = self.value(d.value)
+            idx, dep2 = (d.index, False) if d.op == "static_getitem" else self.value(d.index)
+            if base is _UNKNOWN or idx is _UNKNOWN or not isinstance(base, tuple):
+                return _UNKNOWN, False
+            try:
+                return base[idx], dep or dep2
+            except (IndexError, TypeError):
+                return _UNKNOWN, False
+        if d.op == "build_tuple":
+            items = [self.value(x) for x in d.items]
+            if any(v is _UNKNOWN for v, _ in items):
+                return _UNKNOWN, False
+            return tuple(v for v, _ in items), any(dep for _, dep in items)
+        if d.op == "binop" and d.fn in _BINOPS:
+            (a, da), (b, db) = self.value(d.lhs), self.value(d.rhs)
+            if not (_is_int(a) and _is_int(b)):
+                return _UNKNOWN, False
+            try:
+                return d.fn(a, b), da or db
+            except ArithmeticError:
+                return _UNKNOWN, False
+        if d.op == "unary" and d.fn == operator.neg:
+            a, da = self.value(d.value)
+            return (-a, da) if _is_int(a) else (_UNKNOWN, False)
+        return _UNKNOWN, False
+
+    def _attribute(self, expr):
+        path = [expr.attr]
+        d = self.definition(expr.value)
+        while isinstance(d, ir.expr_types) and d.op == "getattr":
+            path.insert(0, d.attr)
+            d = self.definition(d.value)
+        if isinstance(d, ir.arg_types):
+            return self._argument(d.index, tuple(path))
+        base, dep = self.value(expr.value)
+        value = getattr(base, expr.attr, _UNKNOWN) if base is not _UNKNOWN else _UNKNOWN
+        return (value, dep) if value is not _UNKNOWN else (_UNKNOWN, False)
+
+    def _argument(self, index: int, path: tuple):
+        if self.args is None or index >= len(self.args):
+            return _UNKNOWN, False
+        v = self.args[index]
+        for attr in path:
+            if attr.startswith("_") or (hasattr(v, "__cuda_array_interface__") or
+                                        isinstance(v, np.ndarray)) and \
+                    attr not in ARRAY_ATTRIBUTES:
+                return _UNKNOWN, False
+            v = getattr(v, attr, _UNKNOWN)
+            if v is _UNKNOWN:
+                return _UNKNOWN, False
+        if not (_is_host_constant(v) or _is_coopgen(v)):
+            return _UNKNOWN, False
+        self.keys.append((index, path))
+        return v, True
+
+    def callee(self, var):
+        """The Python object a call calls, when the host knows it."""
+        value, _ = self.value(var)
+        return None if value is _UNKNOWN else value
+
+
+def _is_coopgen(obj) -> bool:
+    from .host_objects import ENTRY_CLASSES
+    if isinstance(obj, ENTRY_CLASSES):
+        return True
+    module = getattr(obj, "__module__", "") or ""
+    return callable(obj) and (module == "coopgen" or module.startswith("coopgen."))
+
+
+def takes_constants(obj) -> bool:
+    """Calls whose sizes, dtypes and template arguments may come from kernel arguments:
+    coopgen's primitives and containers, and numba's own local/shared arrays."""
+    return _is_coopgen(obj) or obj in (_cuda.local.array, _cuda.shared.array)
+
+
+_NUMBA_ARRAYS = (_cuda.local.array, _cuda.shared.array)
+
+
+def host_constructed(fn):
+    """Mark ``fn`` as called on the host when a kernel calls it with constant arguments."""
+    fn._coopgen_host_call = True
+    return fn
+
+
+def _is_call(stmt) -> bool:
+    return (isinstance(stmt, ir.assign_types) and isinstance(stmt.value, ir.expr_types)
+            and stmt.value.op == "call")
+
+
+@register_rewrite("before-inference")
+class CoopgenRewrite(Rewrite):
+    def match(self, func_ir, block, typemap, calltypes):
+        cfg = _launch_config()
+        launched = cfg is not None and func_ir.func_id.func is getattr(cfg.dispatcher,
+                                                                       "py_func", None)
+        launch_args = (getattr(cfg, "args", None) or ()) if launched else None
+        self.func_ir = func_ir
+        self.trace = _Trace(func_ir, launch_args)
+        self.block = block
+        self.changed = False
+        new = block.copy()
+        new.clear()
+        for index, stmt in enumerate(block.body):
+            if _is_call(stmt):
+                self._call(new, stmt, index)
+            new.append(stmt)
+        if self.trace.keys:
+            depends_on(cfg.dispatcher, self.trace.keys)
+        if launched and any(is_host_object(a) for a in launch_args):
+            pass_host_objects(compiling_kernel())
+        self.new_block = new
+        return self.changed
+
+    def apply(self):
+        return self.new_block
+
+    # --- helpers --------------------------------------------------------------------------
+
+    def _define(self, new, value, loc, name="$coopgen"):
+        var = self.block.scope.redefine(name, loc)
+        new.append(ir.Assign(value, var, loc))
+        self.func_ir._definitions[var.name] = [value]
+        return var
+
+    def _constant(self, new, value, loc):
+        """A variable holding ``value``; a tuple is built from its items, so that it types as
+        a tuple of literals (a constant tuple types as a plain UniTuple)."""
+        if isinstance(value, tuple):
+            items = [self._constant(new, v, loc) for v in value]
+            return self._define(new, ir.Expr.build_tuple(items, loc), loc, "$coopgen_launch")
+        return self._define(new, ir.Const(value, loc), loc, "$coopgen_launch")
+
+    def _drop_callee(self, func):
+        """The lookup of a function the rewrite replaced (``coop.TempStorage``) would be typed
+        although nothing uses it any more: make it a plain constant."""
+        if not func.name.startswith("$"):
+            return
+        for stmt in self.block.body:
+            if isinstance(stmt, ir.assign_types) and stmt.target.name == func.name:
+                self._replace_value(stmt, ir.Const(None, stmt.loc))
+
+    def _replace_value(self, stmt, value):
+        stmt.value = value
+        self.func_ir._definitions[stmt.target.name] = [value]
+        self.changed = True
+
+    def _call(self, new, stmt, index):
+        expr = stmt.value
+        fdef = self.trace.definition(expr.func)
+        if isinstance(fdef, ir.expr_types) and fdef.op in ("getitem", "static_getitem") \
+                and takes_constants(self.trace.callee(fdef.value)):
+            self._temp_storage_subscript(new, expr, fdef)
+        callee = self.trace.callee(expr.func)
+        if not takes_constants(callee):
+            return
+        if callee in _NUMBA_ARRAYS:
+            self._sized_numba_array(new, stmt, callee)
+        if getattr(callee, "_coopgen_thread_data", False):
+            self._thread_data(new, stmt, index)
+            return
+        if getattr(callee, "_coopgen_host_call", False):
+            self._host_call(stmt, callee)
+            return
+        consts = {}
+        for var in list(expr.args) + [v for _, v in expr.kws]:
+            value, from_launch = self.trace.value(var)
+            rejected = getattr(value, "_coopgen_rejected", None)
+            if isinstance(rejected, str):
+                raise ValueError(rejected)
+            if isinstance(value, pytypes.FunctionType) and not _is_coopgen(value):
+                self._compile_operator(var, value)
+            if from_launch and _is_host_constant(value):
+                consts[var.name] = self._constant(new, _plain(value), var.loc)
+        if consts:
+            expr.args = [consts.get(v.name, v) for v in expr.args]
+            expr.kws = [(k, consts.get(v.name, v)) for k, v in expr.kws]
+            self.changed = True
+
+    def _sized_numba_array(self, new, stmt, callee):
+        """numba's ``cuda.local.array(n, dtype)`` / ``cuda.shared.array(n, dtype)`` passed to a
+        primitive becomes coopgen's array of that shape, so that the primitive can read its
+        size (``items_per_thread``, a histogram's bins) as it does from ``coop.local.array``.
+        Arrays no primitive sees, and dynamic shared memory (shape 0), stay numba's."""
+        from .arrays import local_array, shared_array
+
+        expr = stmt.value
+        shape = expr.args[0] if expr.args else dict(expr.kws).get("shape")
+        value, _ = self.trace.value(shape) if shape is not None else (_UNKNOWN, False)
+        local = callee is _cuda.local.array
+        # a thread's own array as temp storage would give each thread its own copy: as
+        # coopgen's local array the primitive can see that and refuse it
+        if value is _UNKNOWN or value == 0 or not self._passed_to_primitive(
+                stmt.target, as_storage=local):
+            return
+        func = self._define(new, ir.Global("coopgen_local_array" if local else
+                                           "coopgen_shared_array",
+                                           local_array if local else shared_array, stmt.loc),
+                            stmt.loc)
+        self._drop_callee(expr.func)
+        expr.func = func
+        self.changed = True
+
+    def _passed_to_primitive(self, var, as_storage: bool = False) -> bool:
+        """Whether ``var`` is an argument of a call of a coopgen primitive (or of a method of an
+        object a primitive returned: ``histo.composite(items)``) other than its temp storage
+        (``temp_storage=``, or the first argument of a two-phase object), whose size no
+        primitive infers."""
+        from ..resolve.entry import Entry
+
+        for block in self.func_ir.blocks.values():
+            for stmt in block.body:
+                if not _is_call(stmt):
+                    continue
+                expr = stmt.value
+                callee = self.trace.callee(expr.func)
+                args = list(expr.args)
+                if isinstance(callee, Entry) and callee.fixed and not as_storage:
+                    args = args[1:]  # maybe its storage: cuda.coop passes that first
+                if var.name not in [v.name for v in args] + \
+                        [v.name for k, v in expr.kws if k != "temp_storage" or as_storage]:
+                    continue
+                if _is_coopgen(callee):
+                    return True
+                fdef = self.trace.definition(expr.func)
+                if isinstance(fdef, ir.expr_types) and fdef.op == "getattr":
+                    made = self.trace.definition(fdef.value)
+                    if isinstance(made, ir.expr_types) and made.op == "call" and \
+                            _is_coopgen(self.trace.callee(made.func)):
+                        return True
+        return False
+
+    def _compile_operator(self, var, fn):
+        """A plain Python function passed to a primitive (an operator) is compiled as a device
+        function: its global now names that."""
+        d = self.trace.definition(var)
+        for stmt in self.block.body:
+            if isinstance(stmt, ir.assign_types) and stmt.value is d:
+                self._replace_value(stmt, ir.Global(fn.__name__, device_function(fn), d.loc))
+                return
+
+    def _temp_storage_subscript(self, new, expr, fdef):
+        """``prim[ts](...)`` -> ``prim(..., temp_storage=ts)``."""
+        if any(k == "temp_storage" for k, _ in expr.kws):
+            raise CoopgenTypeError(f"{self.trace.callee(fdef.value)!r}: cannot use both getitem "
+                                   f"temp_storage syntax and temp_storage keyword")
+        ts = fdef.index if fdef.op == "getitem" else fdef.index_var
+        if ts is None:
+            ts = self._define(new, ir.Const(fdef.index, expr.loc), expr.loc)
+        expr.kws = list(expr.kws) + [("temp_storage", ts)]
+        # the subscript itself now just names the primitive
+        for stmt in self.block.body:
+            if isinstance(stmt, ir.assign_types) and stmt.value is fdef:
+                self._replace_value(stmt, fdef.value)
+                break
+        expr.func = fdef.value
+        self.changed = True
+
+    def _host_call(self, stmt, callee):
+        expr = stmt.value
+        values = {}
+        for k, var in list(enumerate(expr.args)) + list(expr.kws):
+            value, _ = self.trace.value(var)
+            if value is _UNKNOWN:
+                which = f"argument {k + 1}" if isinstance(k, int) else f"{k}="
+                raise CoopgenTypeError(
+                    f"{getattr(callee, '__qualname__', callee)}: {which} must be known when "
+                    f"the kernel compiles (a constant, a global, or a kernel argument of the "
+                    f"launch)")
+            values[k] = _plain(value)
+        args = [values[i] for i in range(len(expr.args))]
+        kws = {k: v for k, v in values.items() if not isinstance(k, int)}
+        obj = callee(*args, **kws)
+        self._drop_callee(expr.func)
+        self._replace_value(stmt, ir.Global(f"coopgen_{type(obj).__name__}", obj, expr.loc))
+
+    def _thread_data(self, new, stmt, index):
+        """``ThreadData(n, dtype=None)`` -> ``local.array(n, dtype)``."""
+        from .arrays import local_array
+
+        expr = stmt.value
+        kws = dict(expr.kws)
+        args = list(expr.args)
+        shape = args[0] if args else kws.pop("items_per_thread", None)
+        dtype = args[1] if len(args) > 1 else kws.pop("dtype", None)
+        if shape is None or len(args) > 2 or kws:
+            raise CoopgenTypeError("coop.ThreadData: takes (items_per_thread, dtype=None)")
+        if dtype is None or isinstance(self.trace.definition(dtype), ir.const_types) and \
+                self.trace.definition(dtype).value is None:
+            root = self._first_use_source(stmt.target, index)
+            dtype = self._define(new, ir.Expr.getattr(root, "dtype", stmt.loc), stmt.loc)
+        func = self._define(new, ir.Global("coopgen_local_array", local_array, stmt.loc),
+                            stmt.loc)
+        self._drop_callee(expr.func)
+        self._replace_value(stmt, ir.Expr.call(func, [shape, dtype], (), stmt.loc))
+
+    def _first_use_source(self, target, index):
+        """An array variable, defined before ``target``, whose dtype ThreadData ``target``
+        takes: another array of the first coopgen call that uses ``target``."""
+        for label in sorted(self.func_ir.blocks):
+            for stmt in self.func_ir.blocks[label].body:
+                if not _is_call(stmt) or not takes_constants(self.trace.callee(stmt.value.func)):
+                    continue
+                used = list(stmt.value.args) + [v for _, v in stmt.value.kws]
+                if not any(v.name == target.name for v in used):
+                    continue
+                for v in used:
+                    root = self._root(v)
+                    if root is not None and root.name != target.name and \
+                            self._defined_before(root, index):
+                        return root
+                raise CoopgenTypeError(
+                    f"coop.ThreadData: cannot infer the dtype of {target.name!r} from its first "
+                    f"use (line {stmt.loc.line}): no other array there is defined before it. "
+                    f"Pass dtype=, e.g. coop.ThreadData(4, dtype=d_in.dtype)")
+        raise CoopgenTypeError(f"coop.ThreadData: {target.name!r} is never passed to a "
+                               f"primitive, so its dtype cannot be inferred; pass dtype=")
+
+    def _root(self, var):
+        """The array a slice or element expression reads (``d_in`` of ``d_in[base:]``)."""
+        d = self.trace.definition(var)
+        while isinstance(d, ir.expr_types) and d.op in ("getitem", "static_getitem"):
+            var = d.value
+            d = self.trace.definition(var)
+        if isinstance(d, ir.arg_types) or isinstance(d, ir.expr_types) and d.op == "call":
+            return var
+        return None
+
+    def _defined_before(self, var, index) -> bool:
+        d = self.trace.definition(var)
+        if isinstance(d, ir.arg_types):
+            return True
+        return any(isinstance(s, ir.assign_types) and s.target.name == var.name
+                   for s in self.block.body[:index])
+
+
+def depends_on(dispatcher, keys) -> None:
+    """Specialise ``dispatcher`` on the launch-argument values at ``keys``: its launch key
+    (grid, block, dynamic shared memory) gains those values."""
+    dispatcher.mark_launch_config_sensitive()
+    known = dispatcher.__dict__.setdefault("_coopgen_value_keys", [])
+    for k in keys:
+        if k not in known:
+            known.append(k)
+    if "_launch_config_key" in dispatcher.__dict__:
+        return
+    base = type(dispatcher)._launch_config_key
+
+    def launch_key(cfg):
+        args = getattr(cfg, "args", None) or ()
+        values = []
+        for index, path in known:
+            v = args[index] if index < len(args) else None
+            for attr in path:
+                v = getattr(v, attr, None)
+            values.append(v if _is_host_constant(v) else id(v))
+        return base(cfg) + tuple(values)
+
+    dispatcher._launch_config_key = launch_key

@@ -1,0 +1,31 @@
+"""``coopgen.TempStorage`` objects in kernels: a type whose value is nothing at run time (the
+shims reach the storage by its symbol)."""
+from numba.cuda import types
+from numba.cuda.core.imputils import lower_constant
+from numba.cuda.datamodel.models import OpaqueModel
+from numba.cuda.extending import register_model, typeof_impl
+
+from ..codegen.storage import TempStorage
+
+
+class TempStorageType(types.Opaque):
+    def __init__(self, obj: TempStorage):
+        self.obj = obj
+        super().__init__(f"coopgen.TempStorage<{obj.symbol}>")
+
+    @property
+    def key(self):
+        return self.obj.symbol
+
+
+register_model(TempStorageType)(OpaqueModel)
+
+
+@typeof_impl.register(TempStorage)
+def _typeof(val, c):
+    return TempStorageType(val)
+
+
+@lower_constant(TempStorageType)
+def _lower(context, builder, ty, pyval):
+    return context.get_dummy_value()

@@ -1,0 +1,313 @@
+"""numba typing and lowering of primitive calls: the backend side of a call's plan.
+
+A call's numba argument types are described (coopgen.lower.describe), resolved to a plan
+(coopgen.resolve), written as a C++ shim (coopgen.codegen.shims) that joins the kernel's
+bundle, and lowered to a call of that shim. One template class types every entry point, one
+lowering function emits every call.
+"""
+from __future__ import annotations
+
+import collections
+import contextlib
+import contextvars
+import inspect
+
+from llvmlite import ir
+from numba.cuda import cgutils, types
+from numba.cuda.extending import lower_builtin
+from numba.cuda.typing.templates import AbstractTemplate, signature
+
+from ..codegen import shims
+from ..codegen.bundle import Shim
+from ..codegen.layout import check_storage_fits
+from ..resolve import call as calls
+from ..resolve import hooks
+from ..resolve.operators import operator_signatures
+from ..types import desc
+from .bundle import bundle_for
+from .describe import constant_type, describe, describe_constant, to_numba, udt_layout
+from .errors import CoopgenTypeError, as_typing_errors
+from .lowering_context import (bound_kernel_threads, check_not_in_device_function,
+                               kernel_lowering_site, launch_config, use_short_shared_pointers)
+from .operators import compile_operator
+from .parent import PARENT_ALIGN, PARENT_BYTES, ParentType
+from .shared_memory import align_numba_shared_bytes
+from .storage import TempStorageType
+
+_POS = "coopgen_pos_"  # names of positional parameters in the folded pysig
+#: "Class::Signature" of recent resolutions, so tests can see which overload a call chose.
+RESOLVED = collections.deque(maxlen=10000)
+_assumed_block = contextvars.ContextVar("coopgen_assumed_block", default=None)
+
+
+@contextlib.contextmanager
+def block_shape(threads_per_block):
+    """Compile ahead of time (``cuda.compile_all``, ``cuda.jit(sig)``) as if launched with
+    ``threads_per_block`` threads: there is no launch to infer the block shape from."""
+    dims = (threads_per_block,) if isinstance(threads_per_block, int) else tuple(threads_per_block)
+    token = _assumed_block.set(tuple(dims) + (1,) * (3 - len(dims)))
+    try:
+        yield
+    finally:
+        _assumed_block.reset(token)
+
+
+def _launch_dims(needed: bool):
+    """The launching block shape (and mark the kernel as specialised on it)."""
+    cfg = launch_config()
+    if cfg is None:
+        return _assumed_block.get()
+    if needed:
+        cfg.dispatcher.mark_launch_config_sensitive()
+    return tuple(cfg.blockdim)
+
+
+def _described(args, kws):
+    return tuple(describe(a) for a in args), {k: describe(v) for k, v in kws.items()}
+
+
+def resolve_call(p, args: tuple, kws: dict, block_dims=None):
+    """The plan of a call of entry ``p`` with numba argument types ``args``/``kws``."""
+    with as_typing_errors():
+        r = calls.resolve_call(p, *_described(args, kws), block_dims=block_dims)
+        if r.temp_storage_arg is not None:
+            check_storage_fits(p.name, r)
+        return r
+
+
+def resolve_object(p, args: tuple, kws: dict):
+    with as_typing_errors():
+        r, bound = calls.resolve_object(p, *_described(args, kws))
+        if r.temp_storage_arg is not None:
+            check_storage_fits(p.name, r)
+        return r, bound
+
+
+def split_call(p, args: tuple, kws: dict):
+    with as_typing_errors():
+        return calls.split_call(p, *_described(args, kws))
+
+
+def return_type(r) -> types.Type:
+    vals = [to_numba(t) for _, t, _ in r.returns]
+    if not vals:
+        return types.none
+    return vals[0] if len(vals) == 1 else types.Tuple(vals)
+
+
+def _call_type(p, args: tuple, kws: dict):
+    """The return type of a call of ``p`` (it resolves the overload, or raises)."""
+    bound = ()
+    if p.infer:
+        r, bound = resolve_object(p, args, kws)
+    else:
+        r = resolve_call(p, args, kws)
+    RESOLVED.append(f"{r.cls.name}::{r.method.signature}")
+    ret = return_type(r)
+    if p.constructor:
+        tk = split_call(p, args, kws).tkws
+        kept = tuple((n, _numba_arg(args, kws, i)) for n, _, i in bound)
+        parent = ParentType(p, r, tuple(tk.items()), bound=kept, aliases=p.aliases)
+        outs = [to_numba(t) for _, t, _ in r.returns]
+        ret = types.Tuple([parent] + outs) if outs else parent
+    return ret
+
+
+def _numba_arg(args, kws, index):
+    folded = tuple(args) + tuple(kws.values())
+    return folded[index]
+
+
+def _storage_first(p, args: tuple, kws: dict) -> bool:
+    """Whether ``args[0]`` may be the storage of a two-phase object's call, which cuda.coop
+    passes first (``block_load(temp_storage, d_in, items)``): a TempStorage or a uint8 array."""
+    if not p.fixed or p.constructor or p.infer or p.parent is not None or not args \
+            or "temp_storage" in kws:
+        return False
+    ts = args[0]
+    return isinstance(ts, TempStorageType) or (
+        isinstance(ts, types.Array) and ts.ndim == 1 and ts.dtype == types.uint8)
+
+
+def positional_signature(ret, args, kws, names=None, recvr=None):
+    """numba's signature of a call with its keywords folded after the positionals."""
+    names = names or [f"{_POS}{i}" for i in range(len(args))] + list(kws)
+    pysig = inspect.Signature([inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+                               for n in names])
+    return signature(ret, *(tuple(args) + tuple(kws.values())), recvr=recvr).replace(
+        pysig=pysig)
+
+
+def make_template(p):
+    class CoopgenCall(AbstractTemplate):
+        key = p
+        prefer_literal = True
+
+        def generic(self, args, kws):
+            try:
+                return positional_signature(_call_type(p, args, kws), args, kws)
+            except CoopgenTypeError as first:
+                if not _storage_first(p, args, kws):
+                    raise
+                # cuda.coop's two-phase objects take their storage first: obj(ts, src, dst)
+                try:
+                    ret = _call_type(p, args[1:], {"temp_storage": args[0], **kws})
+                except CoopgenTypeError:
+                    if isinstance(args[0], TempStorageType):
+                        raise
+                    raise first from None
+                names = (["temp_storage"] + [f"{_POS}{i}" for i in range(len(args) - 1)]
+                         + list(kws))
+                return positional_signature(ret, args, kws, names)
+
+    CoopgenCall.__name__ = f"CoopgenCall_{p.name.replace('.', '_')}"
+    return CoopgenCall
+
+
+def register(p) -> None:
+    """Give entry point ``p`` numba typing and lowering (a user-reachable call)."""
+    p._template = make_template(p)
+    p._nbtype = types.Function(p._template)
+    lower_builtin(p, types.VarArg(types.Any))(
+        lambda context, builder, sig, args: lower_call(p, context, builder, sig, args))
+
+
+def _split_sig(sig):
+    """(positional types, keyword types, the order of ``sig.args`` that puts positionals
+    first): a storage passed first (:func:`_storage_first`) is a keyword."""
+    if sig.pysig is None:  # numba drops it from bound-method signatures: all positional
+        return sig.args, {}, list(range(len(sig.args)))
+    names = list(sig.pysig.parameters)
+    pos = [i for i, n in enumerate(names) if n.startswith(_POS)]
+    kw = [i for i, n in enumerate(names) if not n.startswith(_POS)]
+    return tuple(sig.args[i] for i in pos), {names[i]: sig.args[i] for i in kw}, pos + kw
+
+
+def _shim_text(p, context, builder, r, self_ptr, n_bound):
+    """Write the call's shim, add it to the kernel's bundle and compile its operators."""
+    bundle = bundle_for(context.active_code_library, p.name, module=builder.module)
+    ts = r.temp_storage_arg[1] if r.temp_storage_arg else None
+    if isinstance(ts, desc.Array) and ts.space is None:
+        align_numba_shared_bytes(builder.module)  # numba's cuda.shared.array(n, uint8)
+    use_index = bundle.next_use_index(ts.symbol) if isinstance(ts, desc.Storage) else 0
+    op_sigs = operator_signatures(p.name, r)
+    text = shims.build(r, op_sigs, object_mode="construct" if p.constructor else
+                       "method" if p.parent is not None else None,
+                       object_bytes=PARENT_BYTES - 8 * n_bound, use_index=use_index)
+    site = kernel_lowering_site()
+    bundle.add(Shim(text.symbol, text.source_fn, text.includes, decls=text.decls,
+                    block_storage=text.block_storage, temp_storage=text.ts_use,
+                    warp_storage=text.warp_storage), site=site)
+    use_short_shared_pointers(builder.module)
+    cfg = launch_config()
+    if cfg is not None:
+        bound_kernel_threads(builder, site, tuple(cfg.blockdim))
+    for i, sym, argtypes, restype in text.op_symbols:
+        compile_operator(context, sym, r.bindings[i].operator, argtypes, restype, p.name)
+    return text
+
+
+def _pass(context, builder, ty, val, source, target):
+    """An argument as the shim takes it: data pointers for arrays, records and structs, bytes
+    for booleans, numbers converted to the bound C type."""
+    i8p = ir.IntType(8).as_pointer()
+    if source == "state" and isinstance(ty, types.BaseTuple):  # (function, state array)
+        ty, val = ty[1], builder.extract_value(val, 1)
+    if isinstance(ty, types.Array):
+        return builder.bitcast(context.make_array(ty)(context, builder, val).data, i8p)
+    if isinstance(ty, types.Record):  # a record value is a pointer to its data
+        return builder.bitcast(val, i8p)
+    if udt_layout(types.unliteral(ty)) is not None:  # a user's struct value: a copy by pointer
+        return builder.bitcast(cgutils.alloca_once_value(builder, val), i8p)
+    if isinstance(ty, types.Boolean) or types.unliteral(ty) == types.boolean:
+        return builder.zext(val, ir.IntType(8))
+    return context.cast(builder, val, ty, target or types.unliteral(ty))
+
+
+def lower_call(p, context, builder, sig, args, self_ptr=None, extra=None):
+    pos, kws, order = _split_sig(sig)
+    sig_args, args = [sig.args[i] for i in order], [args[i] for i in order]
+    extra = extra or {}
+    bound = ()
+    with as_typing_errors():
+        if p.infer:
+            r, bound = resolve_object(p, pos, kws)
+        else:
+            r = resolve_call(p, pos, dict(kws, **{k: t for k, (t, _) in extra.items()}),
+                             block_dims=p.parent.block_dims if p.parent else None)
+        # Arguments a constructed object keeps are appended after the call's own, then the
+        # constants the call passes without the user (SplitCall.constants).
+        constants = split_call(p, pos, kws).constants if p.parent is None and not p.infer \
+            else []
+        if p.parent is None:
+            check_not_in_device_function(p, r, "threads_per_block" in kws or
+                                         "threads_per_block" in p.fixed)
+        if p.constructor:
+            slot = cgutils.alloca_once(builder, ir.ArrayType(ir.IntType(8), PARENT_BYTES),
+                                       name="coopgen_parent")
+            slot.align = PARENT_ALIGN
+            self_ptr = builder.bitcast(slot, ir.IntType(8).as_pointer())
+        text = _shim_text(p, context, builder, r, self_ptr, len(bound))
+    arg_types = (sig_args + [t for t, _ in extra.values()]
+                 + [_constant_type_at_run_time(constant_type(v)) for _, v in constants])
+    arg_vals = (list(args) + [v for _, v in extra.values()]
+                + [_constant_value(context, builder, constant_type(v), v) for _, v in constants])
+    n_call, n_kept = len(sig_args), len(extra)
+    target = {b.arg_index: to_numba(b.type) for b in r.bindings
+              if b.source == "arg" and isinstance(b.type, desc.Scalar)}
+    llargs, slots = [], []
+    for ctype, name, source, index in text.c_params:
+        if source == "self":
+            llargs.append(self_ptr)
+        elif source == "ret":
+            nbty = to_numba(r.returns[index][1])
+            slot = cgutils.alloca_once(builder, context.get_data_type(nbty))
+            slots.append((slot, nbty))
+            llargs.append(slot)
+        elif n_call <= index < n_call + n_kept:  # a kept argument: already a data pointer
+            llargs.append(builder.bitcast(arg_vals[index], ir.IntType(8).as_pointer()))
+        else:
+            llargs.append(_pass(context, builder, arg_types[index], arg_vals[index], source,
+                                target.get(index)))
+    fnty = ir.FunctionType(ir.VoidType(), [a.type for a in llargs])
+    builder.call(cgutils.get_or_insert_function(builder.module, fnty, text.symbol), llargs)
+    vals = [context.data_model_manager[t].load_from_data_pointer(builder, s) for s, t in slots]
+    if p.constructor:
+        _keep_bound_arrays(context, builder, self_ptr, bound, sig_args, args)
+        vals = [self_ptr] + vals
+    if not vals:
+        return context.get_dummy_value()
+    return vals[0] if len(vals) == 1 else context.make_tuple(builder, sig.return_type, vals)
+
+
+def _keep_bound_arrays(context, builder, self_ptr, bound, sig_args, args) -> None:
+    """Store the data pointers of the arrays an object keeps at the tail of its slot."""
+    i8p = ir.IntType(8).as_pointer()
+    for k, (_, _, index) in enumerate(bound):
+        data = context.make_array(sig_args[index])(context, builder, args[index]).data
+        slot = builder.gep(self_ptr, [ir.Constant(ir.IntType(32), PARENT_BYTES - 8 * (k + 1))])
+        builder.store(builder.bitcast(data, i8p), builder.bitcast(slot, i8p.as_pointer()))
+
+
+def _constant_type_at_run_time(ty):
+    plain = types.unliteral(ty)
+    return plain if isinstance(plain, (types.Number, types.Boolean)) else ty
+
+
+def _constant_value(context, builder, ty, value):
+    """The LLVM value of a fixed call argument: numbers as constants; operators (names,
+    functions) carry no run-time value."""
+    plain = types.unliteral(ty)
+    if isinstance(plain, (types.Number, types.Boolean)):
+        return context.get_constant(plain, value)
+    return context.get_dummy_value()
+
+
+def _bit_field_digits(begin: int, bits: int):
+    from .operators import bit_field_digits
+    return bit_field_digits(begin, bits)
+
+
+hooks.describe_constant = describe_constant
+hooks.launch_dims = _launch_dims
+hooks.bit_field_digits = _bit_field_digits

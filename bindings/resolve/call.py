@@ -1,0 +1,243 @@
+"""A call of an entry point -> its plan: cuda.coop's call shape names the arguments, template
+keywords are read as constants, constants the call passes by itself are added (fixed operators,
+an identity initial value, a digit extractor), and the overload is resolved.
+
+Argument types are descriptions (coopgen.types.desc); the backend describes its own and maps
+``origins`` (indices into the call's folded arguments, then the added constants) back.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from ..model import registry
+from ..model.errors import CoopgenError
+from ..types.desc import (Array, DtypeValue, Function, Literal, Omitted, Scalar, Tuple,
+                          item_type)
+from . import hooks
+from .entry import Entry
+from .operators import identity_of
+from .overloads import resolve
+from .plan import Plan
+from .templates import class_template_args, same_value
+
+
+def _literal(prim: str, key: str, ty):
+    """The Python value of a template keyword argument, which must be a compile-time constant."""
+    if isinstance(ty, Literal):
+        return ty.value
+    if isinstance(ty, Tuple) and all(isinstance(t, Literal) for t in ty):
+        return tuple(t.value for t in ty)
+    if isinstance(ty, DtypeValue):
+        return ty.dtype
+    if isinstance(ty, Omitted):
+        return ty.value
+    raise CoopgenError(f"{prim}: {key}= must be a compile-time constant, got {ty}")
+
+
+@dataclasses.dataclass
+class SplitCall:
+    """A call's arguments sorted for the resolver: positionals (faithful surface only),
+    method keywords under CUB's names, template keyword values, explicit temp storage; and
+    where each resolver argument sits in the call's folded arguments."""
+    args: tuple
+    mkws: dict
+    alternatives: dict  # keyword -> CUB spellings when the overloads differ
+    origins: list
+    tkws: dict
+    storage: tuple | None
+    # Constants the call passes without the user (fixed arguments, an injected identity):
+    # (description, value), following the call's own arguments in the folded list.
+    constants: list = dataclasses.field(default_factory=list)
+
+    def add_constant(self, name: str, value, n_folded: int) -> None:
+        ty = hooks.describe_constant(value)
+        self.mkws[name] = ty
+        self.origins.append(n_folded + len(self.constants))
+        self.constants.append((ty, value))
+
+
+def split_call(p: Entry, args: tuple, kws: dict) -> SplitCall:
+    n_folded = len(args) + len(kws)
+    if p.shape is not None and p.shape.slots is not None:
+        named = p.shape.name_arguments(tuple(args), dict(kws))
+        pos = ()
+    else:
+        named = [(k, v, len(args) + j) for j, (k, v) in enumerate(kws.items())]
+        pos = tuple(args)
+    tkw_names = p.template_keywords() - {"temp_storage"}
+    split = SplitCall(pos, {}, {}, list(range(len(pos))), dict(p.fixed), None)
+    bit_range = p.shape.bit_range_names() if p.shape is not None else ()
+    bits = {}  # begin_bit / end_bit of a digit range (CallShape.digits)
+    for name, ty, origin in named:
+        spellings = (name,) if isinstance(name, str) else tuple(name)
+        name = spellings[0]
+        if name == "temp_storage":
+            split.storage = (origin, ty)
+        elif name in tkw_names or name in bit_range:
+            value = _literal(p.name, name, ty)
+            if name in p.fixed and not same_value(p.fixed[name], value):
+                raise CoopgenError(f"{p.name}: {name}={value!r}, but this object was made "
+                                       f"with {name}={p.fixed[name]!r}")
+            (bits if name in bit_range else split.tkws)[name] = value
+        else:
+            split.mkws[name] = ty
+            split.origins.append(origin)
+            if len(spellings) > 1:
+                split.alternatives[name] = spellings
+    fixed = dict(p.shape.fixed) if p.shape is not None else {}
+    for name in set(fixed) & (set(split.mkws) | set(split.tkws)):
+        raise CoopgenError(f"{p.name}: {name}= is not an argument of {p.name}, which always "
+                               f"passes {name}={fixed[name]!r}")
+    # what a two-phase constructor fixed, unless the call passes it again (cuda.coop's
+    # scan objects take the initial value in the call as well): the call's value is used
+    fixed.update({k: v for k, v in p.call_fixed.items() if k not in split.mkws})
+    for name, value in fixed.items():
+        if name in bit_range:
+            bits[name] = value
+        else:
+            split.add_constant(name, value, n_folded)
+    if bits or (bit_range and p.shape.digits[2] not in split.mkws):
+        template, (first, count) = p.shape.digit_arguments(bits)
+        split.tkws.update(template)
+        split.add_constant(p.shape.digits[2], hooks.bit_field_digits(first, count), n_folded)
+    if p.shape is not None:
+        for k, v in p.shape.defaults_for(set(split.tkws) | set(split.mkws)).items():
+            split.tkws.setdefault(k, v)
+        _check_since(p, split.mkws)
+        _drop_only(p, split)
+        _inject_identity(p, split, n_folded)
+    return split
+
+
+def _drop_only(p: Entry, split: SplitCall) -> None:
+    """An argument cuda.coop passes where the chosen methods have no such parameter (the
+    table's ``only``): dropped at its one value, else an error saying why."""
+    for name, value in p.shape.only.items():
+        ty = split.mkws.get(name)
+        methods = p.pick_methods(split.tkws.get(p.select) if p.select else None)
+        if ty is None or any(x.name == name for m in methods for x in m.params):
+            continue
+        given = ty.value if isinstance(ty, Literal) else ty
+        if given != value:
+            names = ", ".join(sorted({m.name for m in methods}))
+            raise CoopgenError(f"{p.name}: {name}={given} is not supported by CUB's "
+                               f"{p.cls.name}::{names}, which takes no {name} ({name}={value!r} "
+                               f"only)")
+        del split.origins[len(split.args) + list(split.mkws).index(name)]
+        del split.mkws[name]
+
+
+def _inject_identity(p: Entry, split: SplitCall, n_folded: int) -> None:
+    """cuda.coop's scans without an initial value start from the operator's identity (CUB
+    has no public exclusive scan of arrays without one): the table's ``identity`` row names
+    (the argument to fill, the operator[, the argument that makes it unnecessary]). In
+    coopgen.coop (``CallShape.python_zero``) a Python operator's scans start from 0, as in
+    cuda.coop, and so do scans of one item per thread."""
+    if not p.shape.identity:
+        return
+    target, op_name, unless = (p.shape.rename.get(n, n) for n in (*p.shape.identity, "")[:3])
+    if target in split.mkws or unless in split.mkws or op_name not in split.mkws:
+        return
+    # Arrays only: CUB's scans of one scalar take no initial value where it is not needed
+    value_type = p.cls.value_type.name if p.cls.value_type else None
+    items = next((split.mkws[x.name] for ms in p.methods.values() for m in ms
+                  for x in m.params if x.base == value_type and x.name in split.mkws), None)
+    if not isinstance(items, Array) and not p.shape.python_zero:
+        return
+    # Only where CUB's documented API needs it: an inclusive scan of arrays takes the operator
+    # alone, and an injected value there is no identity for float items (+inf min the dtype's
+    # max is not +inf). (CUB's undocumented exclusive scans without one leave thread 0's first
+    # output undefined: they serve operators without a known identity.)
+    methods = p.pick_methods(split.tkws.get(p.select) if p.select else None)
+    if any(op_name in names and target not in names and unless not in names
+           for names in ({x.name for x in m.params} for m in methods if not m.hidden
+                         if any(x.extent and x.base == value_type for x in m.params))):
+        return
+    op, dtype = split.mkws[op_name], item_type(items)
+    value = identity_of(op, dtype)
+    if value is None and p.shape.python_zero and isinstance(op, Function) \
+            and op.builtin is None and isinstance(dtype, Scalar):
+        value = np.dtype(dtype.name).type(0)
+    if value is not None:
+        split.add_constant(target, value, n_folded)
+
+
+def _check_since(p: Entry, mkws: dict) -> None:
+    """An argument only newer CUB has: say which CCCL to select, rather than 'unknown'."""
+    have = {x.name for ms in p.methods.values() for m in ms for x in m.params}
+    for name, version in p.shape.since.items():
+        cub = p.shape.rename.get(name, name)
+        if cub in mkws and cub not in have:
+            raise CoopgenError(
+                f"{p.name}: {name}= needs CCCL {version} or newer (this is CCCL "
+                f"{registry.package().CCCL}); set COOPGEN_CCCL={version} to use it")
+
+
+def _remapped(r: Plan, origins: list) -> Plan:
+    """Argument indices of ``r`` (into the resolver's arguments) as indices into the call's
+    folded arguments, which lowering reads."""
+    bindings = tuple(dataclasses.replace(b, arg_index=origins[b.arg_index])
+                     if b.arg_index is not None else b for b in r.bindings)
+    return dataclasses.replace(r, bindings=bindings)
+
+
+def resolve_call(p: Entry, args: tuple, kws: dict, block_dims=None) -> Plan:
+    if p.parent is not None:  # a method of a constructed object: its template args are fixed
+        split = split_call(p, args, kws) if p.shape is not None else \
+            SplitCall(tuple(args), dict(kws), {}, list(range(len(args) + len(kws))), {}, None)
+        r = resolve(p.name, p.cls, p.pick_methods(None), split.args, split.mkws,
+                    template_kws={}, block_dims=p.parent.block_dims, enums=registry.enums(),
+                    pinned={t.name: v for t, v in p.parent.template_args},
+                    alternatives=split.alternatives)
+        return _remapped(r, split.origins)
+    return _resolve_split(p, split_call(p, args, kws), block_dims)
+
+
+def _resolve_split(p: Entry, split: SplitCall, block_dims=None) -> Plan:
+    tkws = dict(split.tkws)
+    selector = tkws.pop(p.select, None) if p.select else None
+    methods = p.pick_methods(selector)
+    needs_block = p.cls.scope == "block" or p.cls.temp_storage != "none"
+    dims = block_dims or hooks.launch_dims(needs_block and "threads_per_block" not in tkws)
+    if p.constructor:  # TempStorage& overloads when temp_storage= is given (or no other)
+        with_ts = tuple(m for m in methods if any(x.role == "temp_storage" for x in m.params))
+        without = tuple(m for m in methods if m not in with_ts)
+        methods = with_ts if split.storage is not None else (without or with_ts)
+    r = resolve(p.name, p.cls, methods, split.args, split.mkws, template_kws=tkws,
+                block_dims=dims, enums=registry.enums(), temp_storage=split.storage,
+                alternatives=split.alternatives)
+    return _remapped(r, split.origins)
+
+
+def resolve_object(p: Entry, args: tuple, kws: dict):
+    """An object factory call (``block.histogram(items, bins)``): infer the class's template
+    arguments from a call of ``p.infer`` with these arguments, then pick the constructor.
+    Returns (constructor resolution, bound arguments as (name, type, argument index))."""
+    inf = Entry(p.name, p.cls, {"": p.cls.overloads(p.infer)}, fixed=p.fixed, shape=p.shape)
+    split = split_call(inf, args, kws)
+    storage = split.storage
+    split.storage = None
+    if not split.mkws and p.fixed:
+        # a two-phase object called with nothing to infer from (cuda.coop's h() before
+        # h.init(hist)): the host fixed the template arguments; methods take every argument
+        tkws = {k: v for k, v in split.tkws.items() if k != p.select}
+        template_args = class_template_args(p.name, p.cls, tkws, registry.enums())
+        by_keyword = {t.keyword: v for t, v in template_args}
+        dims = tuple(int(by_keyword.get(f"block_dim_{a}", 1)) for a in "xyz")
+        pinned, bindings = {t.name: v for t, v in template_args}, ()
+    else:
+        r_inf = _resolve_split(inf, split)
+        pinned, dims, bindings = ({t.name: v for t, v in r_inf.template_args},
+                                  r_inf.block_dims, r_inf.bindings)
+    methods = tuple(m for m in p.cls.constructors
+                    if any(x.role == "temp_storage" for x in m.params) == (storage is not None))
+    r = resolve(p.name, p.cls, methods, (), {}, template_kws={},
+                block_dims=dims, enums=registry.enums(), temp_storage=storage,
+                pinned=pinned)
+    bound = tuple((b.param.name, b.type, b.arg_index) for b in bindings
+                  if b.param.name in p.bind and b.source == "arg")
+    return r, bound
+
+

@@ -1,0 +1,59 @@
+"""An entry point a kernel calls, as data: one class's overloads (optionally several methods
+picked by a ``select`` keyword), its call shape and what a two-phase constructor fixed. The
+user-facing object (coopgen.api.primitives.Primitive) is one of these with host behaviour."""
+from __future__ import annotations
+
+from ..model.errors import CoopgenError
+from ..model.spec import ClassSpec, MSpec
+from .shape import CallShape, pick
+from .templates import template_keywords
+
+
+class Entry:
+    def __init__(self, name: str, cls: ClassSpec, methods: dict[str, tuple[MSpec, ...]],
+                 *, select: str | None = None, fixed: dict | None = None,
+                 constructor: bool = False, parent=None, infer: str | None = None,
+                 bind: tuple = (), aliases: dict | None = None, shape: CallShape | None = None,
+                 host: tuple | None = None, instance: tuple | None = None,
+                 call_fixed: dict | None = None, method_args: dict | None = None):
+        self.name = name
+        self.cls = cls
+        self.methods = methods
+        self.select = select
+        self.fixed = dict(fixed or {})  # template keywords a two-phase constructor fixed
+        self.constructor = constructor  # calls build a parent object
+        self.parent = parent  # calls are methods of this constructed object (a backend type)
+        self.infer = infer  # object factory: the method whose call infers the template args
+        self.bind = tuple(bind)  # ... the arguments the object keeps
+        self.aliases = aliases  # ... and its snake_case method names
+        # cuda.coop's call shape (Pythonic functions; None for the faithful surface), the
+        # positional order of the two-phase host call and of the objects it returns, and
+        # call arguments a two-phase constructor fixed (an operator, an initial value)
+        self.shape = shape
+        self.host = host
+        self.instance = instance
+        self.call_fixed = dict(call_fixed or {})
+        self.method_args = dict(method_args or {})  # object methods' positional order
+
+    def __repr__(self):
+        fixed = ", ".join(f"{k}={v!r}" for k, v in self.fixed.items())
+        return f"<coopgen {self.name}({fixed})>"
+
+    def class_template_kws(self) -> dict:
+        """The fixed template keywords that are the class's (not the method selector)."""
+        return {k: v for k, v in self.fixed.items() if k != self.select}
+
+    def template_keywords(self) -> set[str]:
+        kws = template_keywords(self.cls)
+        if self.select:
+            kws.add(self.select)
+        return kws
+
+    def pick_methods(self, selector) -> tuple[MSpec, ...]:
+        if self.select is None:
+            return self.methods[""]
+        if selector is None:
+            raise CoopgenError(f"{self.name}: missing required argument {self.select}=; "
+                               f"allowed: {', '.join(map(repr, self.methods))}")
+        chosen = pick(self.name, self.select, list(self.methods), selector)
+        return tuple(m for key in chosen for m in self.methods[key])

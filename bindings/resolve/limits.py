@@ -1,0 +1,61 @@
+"""Combinations CUB accepts but does not handle (generator/data/limits.toml, found by the
+differential suite): refused at compile time with the reason."""
+from __future__ import annotations
+
+from ..model import registry
+from ..types.cpp import CPP_OF
+from .operators import BUILTINS
+from .plan import Mismatch
+
+
+def check_limits(prim, cls, method, template_args, block, operators) -> None:
+    """Refuse a combination the limits table (generator/data/limits.toml) says CUB does not
+    handle: every condition of a limit must hold."""
+    args = {t.keyword: v.removeprefix("cub::") for t, v in template_args}
+    names = {p.name for p in method.params}
+    for lim in getattr(registry.package(), "LIMITS", ()):
+        if lim.cls != cls.name or (lim.methods and method.name not in lim.methods):
+            continue
+        why = []
+        for kw, value in lim.template:
+            if args.get(kw) != value:
+                break
+            why.append(f"{kw}={value}")
+        else:
+            for kw, least in lim.below:
+                if kw not in args or int(args[kw]) >= least:
+                    break
+                why.append(f"{kw}={args[kw]} (< {least})")
+            else:
+                if lim.params:
+                    given = sorted(names & set(lim.params))
+                    if not given:
+                        continue
+                    why.append(f"with {given[0]}")
+                if lim.operators:
+                    odd = [op for op in operators if op.builtin not in {
+                        BUILTINS.get(op.kind, {}).get(n) for n in lim.operators}]
+                    if not odd:
+                        continue
+                    why.append(f"{odd[0].param}=" + ("a Python function" if odd[0].function
+                                                     else odd[0].builtin))
+                if lim.multi_dim_block:
+                    if block is None or (block[1], block[2]) == (1, 1):
+                        continue
+                    why.append(f"threads_per_block={block}")
+                if lim.lone_odd_warp:
+                    lwt = args.get("logical_warp_threads", "")
+                    lwt = int(lwt) if lwt.isdigit() else 32  # CUB's default: a whole warp
+                    threads = block[0] * block[1] * block[2] if block else 1024
+                    if not lwt & (lwt - 1) or threads <= lwt:
+                        continue
+                    why.append(f"logical_warp_threads={lwt} in a block of {threads} threads")
+                if lim.struct_items:
+                    items = dict((t.name, v) for t, v in template_args).get(
+                        cls.value_type.name if cls.value_type else "")
+                    if items is None or items in CPP_OF.values():
+                        continue
+                    why.append(f"items of {items}")
+                raise Mismatch(f"{prim}: {', '.join(why)} is not supported: {lim.reason}")
+
+

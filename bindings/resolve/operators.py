@@ -1,0 +1,284 @@
+"""Operators: CUB's built-in functors by name, or Python functions wrapped in a C++ functor.
+
+A Python operator reaches the resolver as a ``Function`` description; the backend compiles it
+(coopgen.lower.operators) with the C signature :func:`operator_signatures` gives, under the
+name :meth:`Operator.symbol` gives, and the shim wraps it in a functor of the shape CUB expects
+for that parameter kind. Stateful operators are ``(function, state_array)`` pairs: the functor
+holds a pointer to the state, which the function receives first.
+"""
+from __future__ import annotations
+
+import hashlib
+import operator
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..model.errors import CoopgenError
+from ..types.cpp import CPP_OF, is_struct
+from ..types.desc import (BOOL, INT32, UINT32, VOID, Array, Function, Literal, Pointer, Scalar,
+                          Struct, Tuple, item_type)
+
+#: Built-in functor names per parameter kind -> C++ functor expression (cuda.coop's names too).
+_PLUS, _TIMES = "::cuda::std::plus<>{}", "::cuda::std::multiplies<>{}"
+_MIN, _MAX = "::cuda::minimum<>{}", "::cuda::maximum<>{}"
+_AND, _OR, _XOR = "::cuda::std::bit_and<>{}", "::cuda::std::bit_or<>{}", "::cuda::std::bit_xor<>{}"
+_ARITH = {"+": _PLUS, "add": _PLUS, "sum": _PLUS, "plus": _PLUS,
+          "*": _TIMES, "mul": _TIMES, "multiplies": _TIMES,
+          "min": _MIN, "minimum": _MIN, "max": _MAX, "maximum": _MAX,
+          "&": _AND, "bit_and": _AND, "|": _OR, "bit_or": _OR, "^": _XOR, "bit_xor": _XOR}
+#: numpy's and the operator module's functions that name a built-in.
+FUNCTION_NAMES = {np.add: "+", np.multiply: "*", np.minimum: "min", np.maximum: "max",
+                  np.bitwise_and: "&", np.bitwise_or: "|", np.bitwise_xor: "^",
+                  operator.add: "+", operator.mul: "*", operator.and_: "&", operator.or_: "|",
+                  operator.xor: "^", min: "min", max: "max"}
+_COMPARE = {"<": "::cuda::std::less<>{}", "less": "::cuda::std::less<>{}",
+            ">": "::cuda::std::greater<>{}", "greater": "::cuda::std::greater<>{}"}
+_EQUALITY = {"!=": "::cuda::std::not_equal_to<>{}", "==": "::cuda::std::equal_to<>{}"}
+BUILTINS = {
+    "ReductionOp": _ARITH, "ScanOp": _ARITH, "CompareOp": _COMPARE, "FlagOp": _EQUALITY,
+    "DifferenceOpT": {"-": "::cuda::std::minus<>{}", **_ARITH},
+}
+#: Python arities accepted per kind (the state pointer of a stateful operator not counted).
+#: (For record dtypes, operators that return a value take one more argument: the output.)
+ARITY = {"ReductionOp": (2, 3), "ScanOp": (2, 3), "CompareOp": (2,), "FlagOp": (2, 3),
+         "DifferenceOpT": (2, 3), "DigitExtractorT": (1,), "CountsCallback": (1,),
+         "BlockPrefixCallbackOp": (1, 2)}
+
+
+@dataclass(frozen=True)
+class Operator:
+    kind: str  # the C++ parameter type: ReductionOp, ScanOp, ..., BlockPrefixCallbackOp
+    param: str  # the parameter name, for messages
+    builtin: str | None  # C++ functor expression for built-ins
+    function: Function | None  # a Python function
+    state: Array | None  # the state array of a stateful operator
+    arity: int
+    fields: tuple[str, ...] = ()  # a decomposer: the key's fields, most significant first
+
+    @property
+    def state_ctype(self) -> str:
+        return "void*" if self.state is not None else ""
+
+    def symbol(self, argtypes: tuple) -> str:
+        """C ABI name of the compiled function: from what it is (its code and what its
+        closure captured, the backend's ``Function.identity``) and its signature."""
+        h = hashlib.sha256(repr((self.function.identity, tuple(map(str, argtypes))))
+                           .encode()).hexdigest()[:16]
+        name = re.sub(r"\W", "_", self.function.name)  # a lambda's name is "<lambda>"
+        return f"coopgen_op_{name}_{h}"
+
+
+def _name_of(ty) -> str | None:
+    """The built-in an argument names: a string, or np.add / operator.mul / ..."""
+    if isinstance(ty, Literal) and isinstance(ty.value, str):
+        return ty.value
+    return ty.builtin if isinstance(ty, Function) else None
+
+
+def identity_of(op_ty, dtype) -> object | None:
+    """The identity of a built-in operator for ``dtype`` as a numpy scalar (0 for + | ^, 1 for
+    *, the dtype's max for min and min for max, all ones for &); None where there is none to
+    give. cuda.coop seeds scans with Python functions from 0, which is wrong for any function
+    whose identity is not 0 (a product, a max of negatives): those need initial_value=."""
+    if not isinstance(dtype, Scalar) or dtype.kind not in ("int", "uint", "float"):
+        return None
+    np_type = np.dtype(dtype.name).type
+    info = np.finfo(np_type) if dtype.kind == "float" else np.iinfo(np_type)
+    named = _name_of(op_ty)
+    functor = _ARITH.get(named) if named is not None else None
+    if functor is None or (functor == _AND and dtype.kind == "float"):
+        return None
+    table = {_PLUS: 0, _OR: 0, _XOR: 0, _TIMES: 1, _MIN: info.max, _MAX: info.min,
+             _AND: -1 if dtype.kind == "int" else info.max}
+    return np_type(table[functor])
+
+
+def as_operator(prim: str, p, ty) -> Operator | None:
+    """The Operator a call passes for parameter ``p`` (None when ``ty`` is not an operator)."""
+    kind = p.base
+    if kind == "DecomposerT":
+        return _decomposer(prim, p, ty)
+    state = None
+    if isinstance(ty, Tuple) and len(ty) == 2 and isinstance(ty[0], Function) \
+            and ty[0].builtin is None and isinstance(ty[1], Array):
+        fn, state = ty[0], ty[1]
+    elif p.role == "prefix_callback" and isinstance(ty, Array) and ty.stateful is not None:
+        # cuda.coop's spelling: the state array alone; its dtype names the function (for
+        # prefix callbacks only: any other operator given an array is a wrong call)
+        return Operator(kind, p.name, None, ty.stateful, ty, ty.stateful.argcount - 1)
+    else:
+        fn = ty
+    name = _name_of(fn)
+    if name is not None:
+        table = BUILTINS.get(kind, {})
+        if name not in table:
+            allowed = ", ".join(repr(k) for k in table) or "none (pass a device function)"
+            raise CoopgenError(f"{prim}: unknown {p.name}={name!r}; built-ins: {allowed}, or "
+                               f"a @cuda.jit(device=True) function")
+        return Operator(kind, p.name, table[name], None, None, 0)
+    if not isinstance(fn, Function):
+        return None
+    n = fn.argcount - (1 if state is not None else 0)
+    allowed = ARITY.get(kind, (2,))
+    if n not in allowed:
+        want = " or ".join(str(a) for a in allowed)
+        extra = " plus the state pointer" if state is not None else ""
+        raise CoopgenError(f"{prim}: {p.name}={fn.name} takes {n} argument(s){extra}; a {kind} "
+                           f"takes {want}")
+    return Operator(kind, p.name, None, fn, state, n)
+
+
+def _decomposer(prim: str, p, ty) -> Operator | None:
+    """CUB's decomposer returns a tuple of references to the key's members. From Python it is
+    the tuple of field names of the record key to sort by, most significant first."""
+    names = []
+    for t in (list(ty) if isinstance(ty, Tuple) else [ty]):
+        if isinstance(t, Literal) and isinstance(t.value, str):
+            names.append(t.value)
+        elif isinstance(t, Function):
+            raise CoopgenError(
+                f"{prim}: {p.name} must name the key's fields, e.g. ('a', 'b'): a decomposer "
+                f"returns references to the key's members, and a device function returns "
+                f"values, not references")
+        else:
+            return None
+    if not names:
+        return None
+    return Operator("DecomposerT", p.name, None, None, None, 0, tuple(names))
+
+
+def _functor_signature(kind: str, op: Operator, dtypes: dict, t) -> tuple:
+    """(argument types, result type) of the functor CUB calls for an operator ``kind``."""
+    if kind in ("ReductionOp", "ScanOp"):
+        return (t, t), t
+    if kind == "CompareOp":
+        k = dtypes.get("KeyT", t)
+        return (k, k), BOOL
+    if kind == "FlagOp":
+        return (t, t, INT32)[:op.arity], BOOL
+    if kind == "DifferenceOpT":
+        return (t, t), dtypes.get("OutputType", dtypes.get("OutputT", t))
+    if kind == "DigitExtractorT":
+        return (dtypes.get("UnsignedBits"),), UINT32
+    if kind == "CountsCallback":
+        return (Pointer(INT32),), VOID
+    return (t,), t  # BlockPrefixCallbackOp
+
+
+def _user_struct(t) -> bool:
+    return isinstance(t, Struct) and not t.record
+
+
+def operator_signatures(prim: str, r) -> dict[int, tuple]:
+    """(argtypes, restype) of each Python operator, from the kind of functor CUB expects.
+    Raises CoopgenError for an operator whose arity does not fit the dtypes."""
+    first_type = r.cls.value_type.name if r.cls.value_type else None
+    dtypes = argument_dtypes(r)
+    out = {}
+    for i, b in enumerate(r.bindings):
+        op = b.operator
+        if op is None or op.function is None:
+            continue
+        args, res = _functor_signature(op.kind, op, dtypes, dtypes.get(first_type))
+        fn = op.function.name
+        if _user_struct(res):
+            # a user-defined struct type: cuda.coop's op(out, a, b) on pointers, writing out[0]
+            if op.arity != len(args) + 1:
+                raise CoopgenError(
+                    f"{prim}: {op.param}={fn} works on {res}: it must take {len(args) + 1} "
+                    f"pointers, op(out, a, b), and write its result to out[0]")
+            args, res = (Pointer(res),) + tuple(Pointer(a) for a in args), VOID
+        elif any(_user_struct(a) for a in args):
+            # struct operands of an operator with another result (a comparison, a flag):
+            # cuda.coop passes them as pointers too, op(a_ptr, b_ptr) reading a_ptr[0]
+            args = tuple(Pointer(a) if _user_struct(a) else a for a in args)
+        elif isinstance(res, Struct):
+            # a record cannot be returned by value: the operator writes its result into a
+            # last argument, op(a, b, out), like an out-parameter in C
+            if op.arity != len(args) + 1:
+                raise CoopgenError(
+                    f"{prim}: {op.param}={fn} works on records ({res}): it must take "
+                    f"{len(args) + 1} arguments, the last one the record to write the result to")
+            args, res = args + (res,), VOID
+        elif op.arity == len(args) + 1 and op.kind != "FlagOp":
+            raise CoopgenError(f"{prim}: {op.param}={fn} takes {op.arity} arguments; an output "
+                               f"argument is only for record dtypes")
+        if op.state is not None:
+            args = (Pointer(op.state.dtype),) + args
+        out[i] = (args, res)
+    return out
+
+
+def key_record(r):
+    """The record dtype of the call's keys (None when they are not records)."""
+    for b in r.bindings:
+        t = b.type
+        if b.param.base == "KeyT" and isinstance(t, Array) and isinstance(t.dtype, Struct) \
+                and t.dtype.record:
+            return t.dtype
+    return None
+
+
+def decomposer_fields(prim: str, r, op) -> list[tuple[str, int]]:
+    """(C++ type, byte offset) of each key field a decomposer names, most significant first."""
+    rec = key_record(r)
+    if rec is None:
+        raise CoopgenError(f"{prim}: {op.param}= needs keys of a record dtype (numpy "
+                           f"structured dtype)")
+    fields = {f.name: f for f in rec.fields}
+    out = []
+    for name in op.fields:
+        if name not in fields:
+            raise CoopgenError(f"{prim}: {op.param}: the key record has no field {name!r}; "
+                               f"fields: {', '.join(fields)}")
+        f = fields[name]
+        ct = CPP_OF.get(f.type.name) if f.type is not None else None
+        if ct is None or ct == "bool":
+            raise CoopgenError(f"{prim}: {op.param}: field {name!r} has type {f.type}, which "
+                               f"radix sort cannot order")
+        out.append((ct, f.offset))
+    return out
+
+
+def check_operators(prim: str, r) -> None:
+    """Everything about the call's operators that can be known before lowering."""
+    operator_signatures(prim, r)
+    for b in r.bindings:
+        if b.operator is not None and b.operator.fields:
+            decomposer_fields(prim, r, b.operator)
+    _check_struct_arithmetic(prim, r)
+
+
+def _check_struct_arithmetic(prim: str, r) -> None:
+    """Items of a struct type (records, numba struct types, complex numbers) are opaque bytes to
+    C++: CUB's built-in operators, and its sums (which add with +), cannot work on them."""
+    dtypes = argument_dtypes(r)
+    item = dtypes.get(r.cls.value_type.name if r.cls.value_type else None, dtypes.get("KeyT"))
+    if item is None or not is_struct(item):
+        return
+    for b in r.bindings:
+        op = b.operator
+        if op is not None and op.builtin is not None:
+            raise CoopgenError(f"{prim}: {b.param.name}= is a C++ built-in, which items of "
+                               f"{item} (a struct to C++) do not have; pass a Python function, "
+                               f"op(out, a, b) on pointers")
+    if "Sum" in r.method.name:
+        raise CoopgenError(f"{prim}: items of {item} are a struct to C++, which CUB's "
+                           f"{r.method.name} cannot add; use the reduce/scan form with a Python "
+                           f"function op(out, a, b) on pointers")
+
+
+def argument_dtypes(r) -> dict:
+    """C++ type name -> dtype, from the bound arguments and template arguments."""
+    by_cpp = {v: Scalar(k) for k, v in CPP_OF.items()}
+    out = {}
+    for t, v in r.template_args:
+        if t.kind == "type" and v in by_cpp:
+            out[t.name] = by_cpp[v]
+    for b in r.bindings:
+        if b.type is None or b.operator is not None:
+            continue
+        out.setdefault(b.param.base.split("[")[0].strip(), item_type(b.type))
+    return out

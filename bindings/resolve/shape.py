@@ -1,0 +1,218 @@
+"""cuda.coop's call shape for the Pythonic surface: positional order, names, defaults.
+
+One rule serves every function, driven by its ``PythonicSpec`` (generator/data/pythonic.toml
+says what each field means): positional arguments take the names of ``args`` (kernels),
+``host`` (two-phase constructors) or ``instance`` (two-phase objects) in order; a positional
+without a name is an error, never dropped; names are then spelled as CUB spells them, omitted
+in-place outputs get their input again and defaults fill the rest. The resolver then sees
+keywords only, so ``block.load(src, dst, 4)`` means items_per_thread=4, as in cuda.coop.
+Values are type descriptions in kernels (coopgen.types.desc) and Python values on the host.
+"""
+from __future__ import annotations
+
+import dataclasses
+import enum
+from dataclasses import dataclass, field
+
+from ..model.errors import CoopgenError
+from ..types.desc import Function, Literal, Omitted, Other, Scalar, Struct
+
+#: A bound argument: (name, value, where it came from). In kernels the value is a type
+#: description and ``origin`` its index in the call's folded arguments (positionals, then
+#: keywords).
+Named = tuple
+
+
+def is_omitted(ty) -> bool:
+    """``dst=None`` (or an omitted optional) means the argument is not given; so does a Python
+    ``None`` passed to a two-phase constructor (``make_inclusive_scan(..., initial_value=None)``)."""
+    return ty is None or (isinstance(ty, Omitted) and ty.value is None)
+
+
+def is_int_constant(ty) -> bool:
+    """An integer known when the kernel compiles (a literal, or a Python int on the host)."""
+    if isinstance(ty, Literal):
+        ty = ty.value if isinstance(ty.value, int) and ty.type is not None else None
+    return isinstance(ty, int) and not isinstance(ty, bool)
+
+
+def is_operator(ty) -> bool:
+    """An operator argument: a function, a device function, a name."""
+    return isinstance(ty, Function) or (isinstance(ty, Literal) and isinstance(ty.value, str)) \
+        or (isinstance(ty, Other) and ty.callable)
+
+
+def is_scalar(ty) -> bool:
+    """One item (a number, a record, a struct), not an array or a tuple."""
+    return isinstance(ty, (Scalar, Struct, Literal, Other)) and not is_operator(ty)
+
+
+#: Slots of a per-thread count, which an operator passed positionally skips (a newcomer's
+#: ``block.reduce(items, op)`` where cuda.coop's order has items_per_thread second).
+COUNT_SLOTS = frozenset({"items_per_thread"})
+
+#: Accepted by every function for cuda.coop's sake and not needed: ``methods=`` gives a user
+#: type's C++ construct/assign code, but C++ only copies coopgen's opaque struct of its bytes.
+NOT_NEEDED = frozenset({"methods"})
+
+
+@dataclass(frozen=True)
+class CallShape:
+    """How one Pythonic function names its arguments (see the module docstring)."""
+    prim: str
+    slots: tuple[str, ...] | None  # positional names; None: CUB's parameter order
+    rename: dict = field(default_factory=dict)  # name -> CUB name(s)
+    defaults: dict = field(default_factory=dict)
+    inplace: dict = field(default_factory=dict)  # omitted output -> the input passed instead
+    fixed: dict = field(default_factory=dict)  # arguments always passed (warp.max's operator)
+    since: dict = field(default_factory=dict)  # argument -> the first CCCL that has it
+    deduced: frozenset = frozenset()  # accepted for cuda.coop; C++ deduces them
+    identity: tuple = ()  # (argument to fill, operator, argument that makes it unnecessary)
+    digits: tuple = ()  # (begin bit, end bit, digit extractor, radix bits): a key bit range
+    # A two-phase object's call (cuda.coop's released objects): an output CUB returns when the
+    # first argument is a scalar (a scan of one item per thread) has no positional slot then,
+    # so what follows the scalar moves up one; the row's value, active in ``for_objects``
+    object_scalar_output: str | None = None
+    scalar_output: str | None = None
+    # ... and slots of what the object fixed, which cuda.coop's calls may pass again or leave
+    # out: a template argument (items_per_thread), passed by for a value that is not an
+    # integer constant (sort(keys, begin_bit, end_bit)), and an operator, passed by for a
+    # value that is no operator (merge_sort(keys, ipt, op) or merge_sort(keys, values))
+    fixed_slots: frozenset = frozenset()
+    operator_slots: frozenset = frozenset()
+    # coopgen.coop's scans: a Python operator's scans start from 0 when no initial value is
+    # given, as cuda.coop's do (coopgen.block/warp keep CUB's undefined first output)
+    python_zero: bool = False
+    only: dict = field(default_factory=dict)  # argument -> its one value where CUB has none
+
+    @classmethod
+    def of_row(cls, prim: str, row, keywords) -> "CallShape":
+        rename = dict(keywords)
+        rename.update({k: v[0] if len(v) == 1 else v for k, v in row.rename})
+        return cls(prim, row.args, rename, dict(row.defaults), dict(row.inplace),
+                   dict(row.fixed), dict(row.since), frozenset(row.deduced) | NOT_NEEDED,
+                   row.identity, row.digits, row.scalar_output,
+                   only=dict(getattr(row, "only", ())))
+
+    def with_slots(self, slots) -> "CallShape":
+        return dataclasses.replace(self, slots=None if slots is None else tuple(slots))
+
+    def for_objects(self, slots, fixed, call_fixed) -> "CallShape":
+        """The shape of a two-phase object's calls: positional ``slots``; ``fixed`` the
+        template arguments its constructor fixed, ``call_fixed`` its call arguments."""
+        operators = {k for k, v in call_fixed.items() if callable(v) or isinstance(v, str)}
+        return dataclasses.replace(
+            self, slots=tuple(slots), scalar_output=self.object_scalar_output,
+            fixed_slots=frozenset(n for n in slots if n in fixed),
+            operator_slots=frozenset(n for n in slots if self.rename.get(n, n) in operators))
+
+    def name_arguments(self, args: tuple, kws: dict, *, error=CoopgenError) -> list[Named]:
+        """The call's arguments as (name, value, origin), spelled as CUB spells them; a name
+        with several CUB spellings keeps its tuple of candidates (the resolver picks the one
+        the overload has). ``error`` is raised for a call Python itself would refuse."""
+        if self.slots is None:
+            raise ValueError("name_arguments needs positional slots")
+        slots = list(self.slots)
+        if self.scalar_output in slots and args and is_scalar(args[0]):
+            slots.remove(self.scalar_output)
+        for i, a in enumerate(args):
+            # a value that cannot fill a slot goes to the next one: an operator is no count
+            # (block.reduce(items, op)), and an object's fixed slots take only their kind
+            while i < len(slots) and (
+                    slots[i] in self.fixed_slots and not is_int_constant(a)
+                    or slots[i] in self.operator_slots and not is_operator(a)
+                    or slots[i] in COUNT_SLOTS and is_operator(a)):
+                del slots[i]
+        if len(args) > len(slots):
+            raise error(f"{self.prim}: takes at most {len(slots)} positional arguments "
+                        f"({', '.join(slots)}), got {len(args)}; pass the others by "
+                        f"keyword")
+        given = [(slots[i], a, i) for i, a in enumerate(args)]
+        given += [(k, v, len(args) + j) for j, (k, v) in enumerate(kws.items())]
+        out: list[Named] = []
+        seen: dict = {}
+        for name, value, origin in given:
+            if is_omitted(value) or name in self.deduced:
+                continue
+            spelled = self.rename.get(name, name)
+            key = spelled if isinstance(spelled, str) else spelled[0]
+            if key in seen:
+                first, by_position = seen[key]
+                if by_position:
+                    raise error(f"{self.prim}: argument {name!r} is given both positionally "
+                                f"and by keyword (the positional {first!r})")
+                raise error(f"{self.prim}: argument {name!r} is given twice (also as {first!r})")
+            seen[key] = (name, origin < len(args))
+            out.append((spelled, value, origin))
+        names = {n if isinstance(n, str) else n[0] for n, _, _ in out}
+        for missing, source in self.inplace.items():
+            src = self.rename.get(source, source)
+            key = src if isinstance(src, str) else src[0]
+            if self.rename.get(missing, missing) not in names and key in names:
+                _, value, origin = next(x for x in out if (x[0] if isinstance(x[0], str)
+                                                          else x[0][0]) == key)
+                out.append((self.rename.get(missing, missing), value, origin))
+        return out
+
+    def bit_range_names(self) -> tuple:
+        return tuple(self.digits[:2])
+
+    def digit_arguments(self, bits: dict) -> tuple[dict, object]:
+        """cuda.coop ranks the key bits [begin_bit, end_bit): CUB's radix bits (a template
+        argument) and the (first bit, bit count) a digit extractor takes."""
+        begin_name, end_name, _, radix_bits = self.digits
+        begin, end = bits.get(begin_name, 0), bits.get(end_name)
+        if end is None:
+            raise CoopgenError(f"{self.prim}: missing required argument {end_name!r} (the "
+                                   f"key bits [{begin_name}, {end_name}) to rank)")
+        for name, v in ((begin_name, begin), (end_name, end)):
+            if isinstance(v, bool) or not isinstance(v, int):
+                raise CoopgenError(f"{self.prim}: {name}={v!r} must be an integer constant")
+        if not 0 <= begin < end:
+            raise CoopgenError(f"{self.prim}: {begin_name}={begin}, {end_name}={end} is not "
+                                   f"a bit range (0 <= {begin_name} < {end_name})")
+        return {radix_bits: end - begin}, (begin, end - begin)
+
+    def defaults_for(self, names) -> dict:
+        """Defaults of the arguments not in ``names``, under CUB's spelling."""
+        return {self.rename.get(k, k): v for k, v in self.defaults.items()
+                if self.rename.get(k, k) not in names}
+
+
+def spelled_for(method, named: dict, alternatives: dict) -> dict:
+    """``named`` keyword types with each several-spellings name replaced by the spelling this
+    overload has (``src`` is BlockReduce.Sum's ``input`` or ``inputs``)."""
+    if not alternatives:
+        return named
+    have = {p.name for p in method.params}
+    return {next((c for c in alternatives.get(k, (k,)) if c in have),
+                 alternatives.get(k, (k,))[0]): v for k, v in named.items()}
+
+
+def selector_value(value):
+    """A selector's Python value as a key to match: enum members by name, booleans as
+    ``"true"``/``"false"``, strings in any case with or without underscores."""
+    if isinstance(value, enum.Enum):
+        value = value.name
+    if isinstance(value, bool):
+        value = "true" if value else "false"
+    if isinstance(value, str):
+        return value.strip().replace("_", "").lower()
+    return value
+
+
+def pick(prim: str, keyword: str, choices: list[str], value) -> list[str]:
+    """The choices (the table's selector keys) ``value`` names: a key, an enum member, an int
+    (1-based, in table order, as cuda.coop's IntEnums count), or a tuple of them (all)."""
+    if isinstance(value, (tuple, list)):
+        return [c for v in value for c in pick(prim, keyword, choices, v)]
+    key = selector_value(value)
+    if isinstance(key, str):
+        for c in choices:
+            if selector_value(c) == key:
+                return [c]
+    elif isinstance(key, int) and 1 <= key <= len(choices):
+        return [choices[key - 1]]
+    allowed = ", ".join(repr(c) for c in choices)
+    raise CoopgenError(f"{prim}: unknown {keyword}={value!r}; allowed: {allowed} (or "
+                           f"their 1-based numbers)")

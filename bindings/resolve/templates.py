@@ -1,0 +1,246 @@
+"""Template arguments of a call: dtypes and extents the arguments gave, the block shape and
+logical warp size, and the keywords' values (enums, booleans, counts), each checked."""
+from __future__ import annotations
+
+import enum
+import re
+
+import numpy as np
+
+from ..model.errors import CoopgenError
+from ..model.spec import ClassSpec, MSpec
+from ..types import cpp
+from .shape import selector_value
+from .plan import BLOCK_DIM_KEYWORDS, PER_THREAD_KEYWORDS, Attempt, Mismatch
+
+
+def whole_number(prim: str, keyword: str, value, low: int, high: int | None = None) -> int:
+    """A template keyword's integer value, checked against [low, high]."""
+    ok = isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+    if not ok or value < low or (high is not None and value > high):
+        allowed = f"from {low} to {high}" if high is not None else f"of at least {low}"
+        raise Mismatch(f"{prim}: {keyword}={value!r} is not allowed; it takes an integer "
+                        f"{allowed}")
+    return int(value)
+
+
+def template_keywords(cls: ClassSpec) -> set[str]:
+    kws = {t.keyword for t in cls.template_params}
+    if {"block_dim_x", "block_dim_y", "block_dim_z"} & kws:
+        kws |= {"threads_per_block"}
+    kws |= {"items_per_thread", "temp_storage", "threads_per_block"}
+    if cls.value_type is not None:
+        kws.add("dtype")
+    if "logical_warp_threads" in kws:
+        kws.add("threads_in_warp")
+    return kws
+
+
+def template_args(att: Attempt, cls: ClassSpec, kw: dict, block_dims, enums, warp_default,
+                   pinned: dict | None = None):
+    """C++ template arguments, in order. ``pinned`` holds those of a constructed object whose
+    method is being called: they are fixed, and arguments that imply others are an error."""
+    prim = att.prim
+    if pinned:
+        return _pinned_args(att, cls, pinned), block_dims
+    out = []
+    given = dict(kw)
+    first_type = cls.value_type
+    use_alias(prim, given, "threads_in_warp", "logical_warp_threads")
+    if first_type is not None:
+        use_alias(prim, given, "dtype", first_type.keyword)
+    dims = {k: given.pop(k) for k in BLOCK_DIM_KEYWORDS if k in given}
+    if dims:  # CUB's spelling of the block shape
+        if "threads_per_block" in given:
+            raise Mismatch(f"{prim}: threads_per_block= and {'= and '.join(dims)}= both give "
+                            f"the block shape; pass one")
+        if "block_dim_x" not in dims:
+            raise Mismatch(f"{prim}: {'= and '.join(dims)}= without block_dim_x=; pass "
+                            f"threads_per_block=(x, y, z)")
+        given["threads_per_block"] = tuple(dims.get(k, 1) for k in BLOCK_DIM_KEYWORDS)
+    block = None
+    if any(t.keyword == "block_dim_x" for t in cls.template_params) or cls.scope == "block":
+        block = block_dims_of(prim, given.pop("threads_per_block", None), block_dims)
+    else:
+        tpb = given.pop("threads_per_block", None)
+        block = block_dims_of(prim, tpb, block_dims) if (tpb or block_dims) else None
+    _apply_items_per_thread(att, cls, given.pop("items_per_thread", None))
+    for t in cls.template_params:
+        kwv = given.pop(t.keyword, None)
+        if t.keyword in BLOCK_DIM_KEYWORDS and block is not None:
+            out.append((t, str(block["xyz".index(t.keyword[-1])])))
+            continue
+        if t.kind == "type":
+            if kwv is not None:
+                dt = cpp.as_dtype(kwv, prim, t.keyword)
+                att.need_dtype(t.name, dt, t.keyword)
+            if t.name in att.dtypes:
+                out.append((t, cpp.ctype(att.dtypes[t.name], prim, t.keyword)))
+            elif t.default is not None:
+                out.append((t, t.default))
+            else:
+                raise Mismatch(f"{prim}: missing required argument: cannot infer template "
+                                f"parameter {t.name} (pass {t.keyword}=)")
+            continue
+        if t.name in att.extents:
+            out.append((t, str(att.extents[t.name][0])))
+            if kwv is not None and whole_number(prim, t.keyword, kwv, 1) != \
+                    att.extents[t.name][0]:
+                raise Mismatch(f"{prim}: {t.keyword}={kwv} disagrees with "
+                                f"{att.extents[t.name][1]} ({att.extents[t.name][0]} items)")
+            continue
+        if t.keyword == "logical_warp_threads":
+            n = warp_default if kwv is None else whole_number(prim, "logical_warp_threads",
+                                                                kwv, 1, 32)
+            if t.constraint == "power_of_two" and n & (n - 1):
+                raise Mismatch(f"{prim}: logical_warp_threads={n} is not allowed; "
+                                f"{cls.name} needs a power of two (1, 2, 4, 8, 16 or 32)")
+            if block is not None and (block[0] * block[1] * block[2]) % n:
+                raise Mismatch(f"{prim}: logical_warp_threads={n} does not divide the "
+                                f"{block[0] * block[1] * block[2]} threads of the block")
+            out.append((t, str(n)))
+            continue
+        if kwv is not None:
+            out.append((t, cpp.template_value(prim, t, kwv, enums)))
+        elif t.default is not None:
+            out.append((t, t.default))
+        else:
+            raise Mismatch(f"{prim}: missing required argument {t.keyword}= (template "
+                            f"parameter {t.name})")
+    if given:
+        k = sorted(given)[0]
+        raise Mismatch(f"{prim}: unknown keyword {k!r}; template keywords are "
+                        f"{', '.join(sorted(template_keywords(cls)))}")
+    return tuple(out), block
+
+
+def use_alias(prim: str, given: dict, alias: str, keyword: str) -> None:
+    """``alias=`` stands for ``keyword=``; both at once is an error, not a silent choice."""
+    if alias in given:
+        if keyword in given and not same_value(given[alias], given[keyword]):
+            raise Mismatch(f"{prim}: {alias}={given[alias]!r} and {keyword}={given[keyword]!r} "
+                            f"name the same template parameter; pass one")
+        given[keyword] = given.pop(alias)
+
+
+def same_value(a, b) -> bool:
+    """Template keyword values that mean the same (np.int32 and numba's int32 are one dtype)."""
+    try:
+        if bool(a == b):
+            return True
+    except (TypeError, ValueError):  # values that do not compare (arrays, odd types)
+        pass
+    if isinstance(a, (str, enum.Enum)) and isinstance(b, (str, enum.Enum)):
+        return selector_value(a) == selector_value(b)  # an enum member and its name
+    try:
+        return cpp.as_dtype(a, "", "") == cpp.as_dtype(b, "", "")
+    except (CoopgenError, TypeError, ValueError):
+        return False
+
+
+def _pinned_args(att: Attempt, cls: ClassSpec, pinned: dict):
+    out = []
+    for t in cls.template_params:
+        value = pinned[t.name]
+        if t.kind == "type" and t.name in att.dtypes:
+            mine = cpp.ctype(att.dtypes[t.name], att.prim, t.name)
+        elif t.name in att.extents:
+            mine = str(att.extents[t.name][0])
+        else:
+            mine = value
+        if mine != value:
+            raise Mismatch(f"{att.prim}: the arguments give {t.name} = {mine}, but the "
+                            f"{cls.name} object was built with {t.name} = {value}")
+        out.append((t, value))
+    return tuple(out)
+
+
+def _apply_items_per_thread(att: Attempt, cls: ClassSpec, ipt) -> None:
+    """items_per_thread= fills the per-thread extents arrays cannot tell (numba arrays have
+    no static shape), and must agree with those they can."""
+    method_extents = {p.extent for p in att.method.params
+                      if p.extent and p.extent in att.method.tparams}
+    # A per-thread count C++ cannot deduce (no parameter mentions it) is passed explicitly.
+    method_extents |= {t for t in att.method.tparams if t.endswith(("PER_THREAD", "PerThread"))
+                       and not any(t in p.type for p in att.method.params)}
+    targets = method_extents | {t.name for t in cls.template_params
+                                if t.keyword in PER_THREAD_KEYWORDS}
+    if ipt is not None:
+        ipt = whole_number(att.prim, "items_per_thread", ipt, 1)
+        for e in sorted(targets):
+            if e in att.extents and att.extents[e][0] != ipt:
+                # ... and cuda.coop's words for it, which its users' tests match
+                raise Mismatch(f"{att.prim}: items_per_thread={ipt} disagrees with "
+                                f"{att.extents[e][1]} ({att.extents[e][0]} items): "
+                                f"coop.{att.prim} items_per_thread must match the array shape")
+            att.extents.setdefault(e, (ipt, "items_per_thread="))
+    for e in sorted(method_extents):
+        if e not in att.extents:
+            raise Mismatch(f"{att.prim}: cannot infer items_per_thread ({e}): allocate the "
+                            f"array with coopgen.local.array(n, dtype) or pass items_per_thread=")
+    # Extents of class constants (BINS_TRACKED_PER_THREAD) are checked by the shim.
+
+
+def block_dims_of(prim: str, tpb, launch_dims):
+    dims = tpb if tpb is not None else launch_dims
+    if dims is None:
+        raise Mismatch(f"{prim}: threads_per_block is unknown: launch the kernel "
+                        f"(kernel[grid, block](...)) or pass threads_per_block=")
+    given = dims if isinstance(dims, tuple) else (dims,)
+    if not 1 <= len(given) <= 3 or not all(
+            isinstance(d, (int, np.integer)) and not isinstance(d, (bool, np.bool_)) and d >= 1
+            for d in given):
+        raise Mismatch(f"{prim}: threads_per_block={dims!r} is not allowed; it takes a positive "
+                        f"int or a 2- or 3-tuple of positive ints")
+    dims = tuple(int(d) for d in given) + (1,) * (3 - len(given))
+    if dims[0] * dims[1] * dims[2] > 1024:
+        raise Mismatch(f"{prim}: threads_per_block={dims} has {dims[0] * dims[1] * dims[2]} "
+                        f"threads; CUDA allows at most 1024 per block")
+    return dims
+
+
+def check_host_keywords(prim: str, cls: ClassSpec, template_kws: dict, enums: dict,
+                        also: tuple = ()) -> None:
+    """Template keywords given to a two-phase object on the host, checked there: a wrong one
+    is a ValueError now (as in cuda.coop), not a compile error in some later kernel. Those not
+    given are inferred when the object is called."""
+    allowed = template_keywords(cls) | set(also)
+    for k in template_kws:
+        if k not in allowed:
+            raise ValueError(f"{prim}: unknown keyword {k!r}; template keywords are "
+                             f"{', '.join(sorted(allowed))}")
+    given = {k: v for k, v in template_kws.items() if k not in also}
+    try:
+        use_alias(prim, given, "threads_in_warp", "logical_warp_threads")
+        if cls.value_type is not None:
+            use_alias(prim, given, "dtype", cls.value_type.keyword)
+        if "threads_per_block" in given:
+            block_dims_of(prim, given.pop("threads_per_block"), None)
+        if "items_per_thread" in given:
+            whole_number(prim, "items_per_thread", given.pop("items_per_thread"), 1)
+        for t in cls.template_params:
+            if t.keyword not in given:
+                continue
+            value = given.pop(t.keyword)
+            if t.kind == "type":
+                cpp.as_dtype(value, prim, t.keyword)
+            elif t.keyword == "logical_warp_threads":
+                n = whole_number(prim, t.keyword, value, 1, 32)
+                if t.constraint == "power_of_two" and n & (n - 1):
+                    raise Mismatch(f"{prim}: logical_warp_threads={n} is not allowed; "
+                                    f"{cls.name} needs a power of two (1, 2, 4, 8, 16 or 32)")
+            elif t.keyword in PER_THREAD_KEYWORDS or t.keyword.endswith("per_thread"):
+                whole_number(prim, t.keyword, value, 1)
+            else:
+                cpp.template_value(prim, t, value, enums)
+    except (Mismatch, CoopgenError) as e:
+        raise ValueError(re.sub(r"\x1b\[[0-9;]*m", "", str(e))) from None  # no terminal colours
+
+
+def class_template_args(prim: str, cls: ClassSpec, template_kws: dict, enums: dict):
+    """Template arguments of ``cls`` from keywords alone (two-phase objects on the host)."""
+    att = Attempt(prim, cls, MSpec("", "", "method", "void", ()))
+    try:
+        return template_args(att, cls, dict(template_kws), None, enums, 32)[0]
+    except Mismatch as e:
+        raise CoopgenError(str(e)) from None

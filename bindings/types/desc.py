@@ -1,0 +1,200 @@
+"""What a primitive call passes, described without the backend's type objects.
+
+A backend turns each argument type into one of these (coopgen.lower.describe for numba-cuda).
+They compare by what matters to C++ (a dtype, a shape, a literal value); ``text`` is the
+backend's own spelling, kept for messages; ``ref`` is the backend's object, carried through the
+plan untouched so the backend can find it again (a user's struct type, a compiled function).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+_KINDS = {"b": "bool", "i": "int", "u": "uint", "f": "float"}
+
+
+def _hidden(default=None):
+    return field(default=default, compare=False, hash=False, repr=False)
+
+
+@dataclass(frozen=True)
+class Scalar:
+    """A number or bool, by numpy's name (int32, uint8, float64, bool, float16, ...)."""
+    name: str
+
+    @property
+    def kind(self) -> str:
+        return "bool" if self.name == "bool" else _KINDS.get(self.name[0], self.name.rstrip(
+            "0123456789"))
+
+    @property
+    def bits(self) -> int:
+        return 8 if self.name == "bool" else int("".join(c for c in self.name if c.isdigit()) or 0)
+
+    @property
+    def signed(self) -> bool:
+        return self.kind in ("int", "float")
+
+    def __str__(self):
+        return self.name
+
+
+@dataclass(frozen=True)
+class Field:
+    name: str
+    type: Scalar | None  # None: a member C++ cannot spell as a number (nested, sub-array)
+    offset: int
+    size: int
+
+
+@dataclass(frozen=True)
+class Struct:
+    """A numpy record or a user's struct type: bytes to C++, fields to the user's operators."""
+    key: str  # what makes two of them the same C++ type
+    size: int
+    align: int
+    fields: tuple[Field, ...] = ()
+    record: bool = False  # a numpy structured dtype (else an opaque user type)
+    text: str = _hidden("")
+    ref: object = _hidden()
+
+    def __str__(self):
+        return self.text or self.key
+
+
+@dataclass(frozen=True)
+class Other:
+    """A type coopgen has no use for (it names it in errors); ``callable``: a function value
+    the backend cannot compile as an operator (a first-class function type)."""
+    text: str
+    callable: bool = False
+
+    def __str__(self):
+        return self.text
+
+
+Dtype = Scalar | Struct | Other
+
+
+@dataclass(frozen=True)
+class Function:
+    """A Python operator: ``builtin`` when it names one of CUB's (np.add, operator.mul)."""
+    name: str
+    argcount: int = 0
+    builtin: str | None = None
+    identity: str = ""  # what it compiles to (its code and closure), from the backend
+    text: str = _hidden("")
+    ref: object = _hidden()  # the backend's compiled function
+
+    def __str__(self):
+        return self.text or self.name
+
+
+@dataclass(frozen=True)
+class Array:
+    dtype: Dtype
+    ndim: int = 1
+    contiguous: bool = True
+    length: int | None = None  # items, when the type knows its shape
+    space: str | None = None  # "local" / "shared" where the type says
+    stateful: Function | None = None  # the prefix callback registered for this dtype
+    text: str = _hidden("")
+
+    def __str__(self):
+        return self.text or f"array({self.dtype}, {self.ndim}d)"
+
+
+@dataclass(frozen=True)
+class Literal:
+    """A compile-time constant: a number or bool (``type`` its dtype) or a string."""
+    value: object
+    type: Scalar | None = None
+    text: str = _hidden("")
+
+    def __str__(self):
+        return self.text or repr(self.value)
+
+
+@dataclass(frozen=True)
+class Tuple:
+    items: tuple
+
+    def __iter__(self):
+        return iter(self.items)
+
+    def __len__(self):
+        return len(self.items)
+
+    def __getitem__(self, i):
+        return self.items[i]
+
+    def __str__(self):
+        return f"({', '.join(map(str, self.items))})"
+
+
+@dataclass(frozen=True)
+class DtypeValue:
+    """A dtype passed as a value (``dtype=np.int32`` in a kernel)."""
+    dtype: Dtype
+    ref: object = _hidden()
+
+    def __str__(self):
+        return f"dtype({self.dtype})"
+
+
+@dataclass(frozen=True)
+class Storage:
+    """A coopgen.TempStorage object (compared by its symbol)."""
+    obj: object = _hidden()
+    symbol: str = ""
+
+    def __str__(self):
+        return f"coopgen.TempStorage<{self.symbol}>"
+
+
+@dataclass(frozen=True)
+class Omitted:
+    """An argument left out (None, or an omitted optional's default)."""
+    value: object = None
+
+    def __str__(self):
+        return "omitted"
+
+
+@dataclass(frozen=True)
+class Pointer:
+    to: object
+
+    def __str__(self):
+        return f"{self.to}*"
+
+
+VOID = Other("none")
+BOOL, INT32, UINT32, UINT8 = Scalar("bool"), Scalar("int32"), Scalar("uint32"), Scalar("uint8")
+
+
+def unliteral(t):
+    """The type of a value: a literal's dtype, anything else as it is."""
+    return t.type if isinstance(t, Literal) and t.type is not None else t
+
+
+def item_type(t):
+    """An array's dtype, else the value's own type."""
+    return t.dtype if isinstance(t, Array) else unliteral(t)
+
+
+#: How values given on the host (``dtype=``) become dtypes: the backend registers its way
+#: first (numba types, records, user types); numpy's names are the fallback.
+HOST_DTYPES: list = []
+
+
+def host_dtype(value) -> Dtype | None:
+    """The dtype a host value names (np.int32, "float32", numba's int32, a record dtype)."""
+    for describe in HOST_DTYPES:
+        dt = describe(value)
+        if dt is not None:
+            return dt
+    import numpy as np
+    try:
+        return Scalar(np.dtype(value).name)
+    except TypeError:
+        return None

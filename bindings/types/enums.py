@@ -1,0 +1,68 @@
+"""cuda.coop's enums, built from the generated bindings (no hand-kept lists).
+
+- ``BlockLoadAlgorithm``, ``BlockScanAlgorithm``, ... come from CUB's own enums in the API model
+  (``ENUMS``): members are CUB's names without the shared prefix (``DIRECT``), values count from
+  1 in CUB's order, as cuda.coop's IntEnums do, and ``str(member)`` is CUB's spelling
+  (``::cub::BLOCK_LOAD_DIRECT``).
+- ``BlockExchangeType``, ``BlockShuffleType``, ... come from the Pythonic table: the keys of a
+  row's selector (``block.exchange``'s ``block_exchange_type``), in table order.
+
+coopgen maps every member BY NAME, never by value (cuda.coop's values are CUB's + 1). Inside
+kernels a member is a compile-time constant: ``algorithm=BlockLoadAlgorithm.WARP_TRANSPOSE``
+works as a global, a closure variable or an attribute chain (``coop.BlockLoadAlgorithm.X``).
+"""
+from __future__ import annotations
+
+import enum
+
+from ..model import registry
+from .cpp import short_name
+
+
+class CoopEnumMeta(type(enum.IntEnum)):
+    """The metaclass of coopgen's enums, so numba can type their classes specially."""
+
+
+class CoopEnum(enum.IntEnum, metaclass=CoopEnumMeta):
+    """Base of coopgen's enums: an IntEnum whose members kernels see as constants."""
+
+
+class AlgorithmEnum(CoopEnum):
+    """An enum of CUB's: ``str()`` gives CUB's spelling."""
+
+    def __str__(self):
+        return f"::cub::{self.cub_name}"
+
+
+def _algorithm_enum(spec) -> type:
+    names = [n for n, _ in sorted(spec.values, key=lambda nv: nv[1])]
+    members = [(short_name(n, names), i + 1) for i, n in enumerate(names)]
+    cls = AlgorithmEnum(spec.name, members, module="coopgen.enums", qualname=spec.name)
+    for member, cub in zip(cls, names):
+        member.cub_name = cub
+    return cls
+
+
+def _selector_enum(name: str, keys) -> type:
+    return CoopEnum(name, [(k, i + 1) for i, k in enumerate(keys)], module="coopgen.enums",
+                    qualname=name)
+
+
+def _build() -> tuple[dict, dict]:
+    """({name: enum} of CUB's enums, {scope: {name: enum}} of the selector enums)."""
+    pkg = registry.package()
+    algorithms = {e.name: _algorithm_enum(e) for e in pkg.ENUMS}
+    selectors: dict = {"block": {}, "warp": {}}
+    for row in pkg.PYTHONIC:
+        if getattr(row, "enum", None):
+            keys = list(dict.fromkeys(sel for sel, _ in row.methods))
+            selectors[row.scope][row.enum] = _selector_enum(row.enum, keys)
+    return algorithms, selectors
+
+
+ALGORITHMS, SELECTORS = _build()
+globals().update(ALGORITHMS)
+for _scope in SELECTORS.values():
+    globals().update(_scope)
+
+__all__ = sorted(list(ALGORITHMS) + [n for s in SELECTORS.values() for n in s])

@@ -1,0 +1,117 @@
+"""The runtime's shape (docs/architecture.md): stage subpackages that import only the stages
+below them, no import circles, nothing of numba below the backend, and pieces small enough to
+read. Read from the source with ``ast``, so a lazy import inside a function counts too."""
+import ast
+from pathlib import Path
+
+import pytest
+
+RUNTIME = Path(__file__).resolve().parents[2] / "bindings"
+#: Stages, bottom up: a module may import its own stage and those below it.
+STAGES = ("model", "types", "resolve", "codegen", "lower", "api")
+NUMBA_FREE = ("model", "types", "resolve", "codegen")
+BACKEND_PACKAGES = ("numba", "numba_cuda", "llvmlite")
+MAX_MODULE_LINES, MAX_FUNCTION_LINES = 500, 80
+
+
+def modules() -> dict[str, Path]:
+    """{dotted name under coopgen: path} of the hand-written runtime."""
+    out = {}
+    for path in sorted(RUNTIME.rglob("*.py")):
+        rel = path.relative_to(RUNTIME)
+        if rel.parts[0] == "_generated":
+            continue
+        parts = rel.with_suffix("").parts
+        out[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return out
+
+
+def imports(name: str, path: Path) -> tuple[set[str], set[str]]:
+    """(runtime modules imported, outside top-level packages imported) by one module."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    runtime, outside = set(), set()
+    known = modules()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.startswith("coopgen."):
+                    runtime.add(alias.name[len("coopgen."):])
+                else:
+                    outside.add(alias.name.split(".")[0])
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".") if package else []
+                base = base[:len(base) - (node.level - 1)]
+                target = ".".join(base + ([node.module] if node.module else []))
+            elif (node.module or "").startswith("coopgen"):
+                target = node.module[len("coopgen"):].lstrip(".")
+            else:
+                outside.add((node.module or "").split(".")[0])
+                continue
+            for alias in node.names:  # "from . import x" may name a module
+                sub = f"{target}.{alias.name}" if target else alias.name
+                runtime.add(sub if sub in known else target)
+    return {m for m in runtime if m in known and m != name and not m.startswith("_generated")}, \
+        outside
+
+
+def stage_of(name: str) -> int:
+    top = name.split(".")[0]
+    return STAGES.index(top) if top in STAGES else len(STAGES)
+
+
+def test_lower_stages_never_import_upper_ones():
+    wrong = [f"{name} imports {dep}" for name, path in modules().items()
+             for dep in imports(name, path)[0] if stage_of(dep) > stage_of(name)]
+    assert not wrong, "\n".join(wrong)
+
+
+@pytest.mark.parametrize("stage", NUMBA_FREE)
+def test_middle_stages_import_nothing_of_numba(stage):
+    wrong = [f"{name} imports {pkg}" for name, path in modules().items()
+             if name.split(".")[0] == stage for pkg in imports(name, path)[1]
+             if pkg in BACKEND_PACKAGES]
+    assert not wrong, "\n".join(wrong)
+
+
+def test_top_level_modules_leave_numba_to_the_backend():
+    wrong = [f"{name} imports {pkg}" for name, path in modules().items()
+             if "." not in name and name and stage_of(name) == len(STAGES)
+             for pkg in imports(name, path)[1] if pkg in BACKEND_PACKAGES]
+    assert not wrong, "\n".join(wrong)
+
+
+def test_no_import_circles():
+    graph = {name: imports(name, path)[0] for name, path in modules().items()}
+    # a package's __init__ importing its own modules is no circle through them
+    graph = {n: {d for d in deps if not (n == "" or d.startswith(n + "."))}
+             for n, deps in graph.items()}
+    cycles, state = [], {}
+
+    def visit(node, stack):
+        state[node] = "open"
+        for dep in sorted(graph.get(node, ())):
+            if state.get(dep) == "open":
+                cycles.append(stack[stack.index(dep):] + [dep])
+            elif dep not in state:
+                visit(dep, stack + [dep])
+        state[node] = "done"
+
+    for node in sorted(graph):
+        if node not in state:
+            visit(node, [node])
+    assert not cycles, "\n".join(" -> ".join(c) for c in cycles)
+
+
+def test_modules_and_functions_are_small():
+    long = []
+    for name, path in modules().items():
+        text = path.read_text()
+        if len(text.splitlines()) > MAX_MODULE_LINES:
+            long.append(f"module {name}: {len(text.splitlines())} lines")
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                n = node.end_lineno - node.lineno + 1
+                if n > MAX_FUNCTION_LINES:
+                    long.append(f"function {name}.{node.name}: {n} lines")
+    assert not long, "\n".join(long)
