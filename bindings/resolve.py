@@ -228,7 +228,8 @@ def resolve(prim: str, cls: ClassSpec, methods: tuple[MSpec, ...], args: tuple,
     mismatches, reasons, lacks_keyword = [], [], []
     unassignable = {"missing": [], "twice": [], "too_many": []}
     # Fewest C++ parameters first: ExclusiveSum(x) means (T, T&), not (T, T&, T&).
-    for method in sorted(methods, key=lambda m: len(m.params)):
+    # Excluded overloads (overrides.toml) last: a call that only they take is told why.
+    for method in sorted(methods, key=lambda m: (bool(m.excluded), len(m.params))):
         kws = spelled_for(method, call_kws, alternatives)
         kw_names = set(kws)
         foreign = sorted(kw_names - {p.name for p in method.params})
@@ -243,6 +244,8 @@ def resolve(prim: str, cls: ClassSpec, methods: tuple[MSpec, ...], args: tuple,
             try:
                 r = _bind(prim, cls, method, args, kws, positional, skipped, template_kws,
                           block_dims, enums, warp_default, pinned)
+                if method.excluded:
+                    raise CoopgenTypeError(f"{prim}: {method.signature} is not bound: {method.excluded}")
                 if temp_storage is not None:
                     r = dataclasses.replace(r, temp_storage="explicit",
                                             temp_storage_arg=temp_storage)
@@ -327,7 +330,7 @@ def _check_storage_fits(prim: str, r: Resolved) -> None:
 
 
 def template_keywords(cls: ClassSpec) -> set[str]:
-    kws = {t.keyword for t in cls.template_params}
+    kws = {t.keyword for t in cls.template_params if t.keyword}  # "": internal
     if {"block_dim_x", "block_dim_y", "block_dim_z"} & kws:
         kws |= {"threads_per_block"}
     kws |= {"items_per_thread", "temp_storage", "threads_per_block"}
