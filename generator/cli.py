@@ -1,4 +1,4 @@
-"""The ``coopgen`` command: generate, coverage, diff, doctor, lock-digest."""
+"""The ``coopgen`` command: generate, coverage, diff, doctor, lock-digest, lock-add."""
 from __future__ import annotations
 
 import argparse
@@ -67,26 +67,78 @@ def _entries(args) -> tuple[headers.LockEntry, ...]:
     return (headers.find_entry(args.cccl, entries),) if args.cccl else entries
 
 
-def cmd_generate(args) -> int:
-    out_dir = generated_dir()
+def generate_entries(entries: tuple[headers.LockEntry, ...]) -> None:
+    """Parse and write each of ``entries``; then the pages that list every lock entry."""
     if importlib.util.find_spec("clang") is None:
         raise headers.HeaderError("generate needs libclang: pip install -e '.[generate]' in "
                                   "the coopgen checkout")
     from .pipeline import build_model
-    from .write import write_docs, write_lock_copy, write_outputs
+    from .write import write_docs, write_outputs
 
-    for entry in _entries(args):
+    out_dir = generated_dir()
+    for entry in entries:
         t0 = time.perf_counter()
         model, warnings = build_model(entry)
         written = write_outputs(entry, model, out_dir)
-        written += write_docs(entry, model, docs_api_dir(), headers.load_lock())
+        written += write_docs(entry, model, docs_api_dir())
         for w in warnings:
             print(f"warning: {w}", file=sys.stderr)
         n = sum(len(c.methods) + len(c.constructors) for c in model.classes)
         print(f"CCCL {entry.cccl}: {len(model.classes)} classes, {n} overloads, "
               f"{len(model.enums)} enums, {len(model.diagnostics)} parse errors; wrote "
               f"{len(written)} files in {time.perf_counter() - t0:.2f} s")
-    write_lock_copy(headers.lock_path(), out_dir)
+    write_release_files()
+
+
+def write_release_files() -> None:
+    """The files every lock entry appears in: the API index, the release matrix, the docs nav,
+    the generated package's release list and its copy of the lock."""
+    from .emit import bound_keys
+    from .write import write_lock_copy, write_release_pages
+
+    entries = headers.load_lock()
+    models = [load_model(e) for e in entries]
+    bound = [frozenset(bound_keys(m)) for m in models]
+    write_release_pages(entries, models, bound, docs_api_dir(), _checkout() / "mkdocs.yml",
+                        generated_dir())
+    write_lock_copy(headers.lock_path(), generated_dir())
+
+
+def cmd_generate(args) -> int:
+    generated_dir()  # a checkout, or a clear error
+    generate_entries(_entries(args))
+    return 0
+
+
+def cmd_lock_add(args) -> int:
+    from . import lock_add
+
+    root = _checkout()
+    t0 = time.perf_counter()
+    entry, include_root = lock_add.find_release(args.version)
+    print(f"CCCL {entry.cccl}: {entry.wheel_file} (sha256 {entry.wheel_sha256}), "
+          f"{entry.header_files} header files, {entry.headers_digest}")
+    print(f"cub_headers.lock: {lock_add.add_to_lock(headers.lock_path(), entry, default=False)}")
+    entry = headers.find_entry(entry.cccl)
+    generate_entries((entry,))
+    nearest = lock_add.nearest_entry(entry, headers.load_lock())
+    if nearest is not None:
+        print(lock_add.format_summary(diff(load_model(nearest), load_model(entry))))
+    failures = lock_add.compile_check(root, entry, args.arch)
+    print(f"CCCL {entry.cccl}: {len(failures)} overload(s) fail to compile for {args.arch}")
+    for f in failures:
+        print(f"  {f['class']}::{f['signature']}: {f['error']}")
+    if failures:
+        print("Settle each in generator/data/overrides.toml: a [[release]] entry for this "
+              "release (an exclusion with its reason, or the NVRTC option it needs); then run "
+              "lock-add again.", file=sys.stderr)
+        return 1
+    if args.default:
+        print(f"cub_headers.lock: {lock_add.add_to_lock(headers.lock_path(), entry, default=True)}")
+        if lock_add.pin_default_wheel(root / "pyproject.toml", entry):
+            print(f"pyproject.toml: the default wheel is now {entry.wheel}")
+        write_release_files()
+    print(f"lock-add {entry.cccl}: done in {time.perf_counter() - t0:.0f} s")
     return 0
 
 
@@ -155,6 +207,12 @@ def main(argv=None) -> int:
     ld = sub.add_parser("lock-digest", help="print the lock digest of a CCCL include root")
     ld.add_argument("include_root")
     ld.set_defaults(func=cmd_lock_digest)
+    la = sub.add_parser("lock-add", help="add a CCCL release to the lock, generate and check it")
+    la.add_argument("version", help="a CCCL version (3.4.3) or an nvidia-cuda-cccl one")
+    la.add_argument("--default", action="store_true",
+                    help="make it the default entry (the first), after the same checks")
+    la.add_argument("--arch", default="sm_90", help="the architecture to compile-check")
+    la.set_defaults(func=cmd_lock_add)
     args = p.parse_args(argv)
     try:
         return args.func(args)

@@ -14,6 +14,7 @@ from pathlib import Path
 from .headers import LockEntry
 from .model import ApiModel, ClassModel, Overload, Param, replace, snake_case
 from .report import overload_key
+from .roles import load_overrides
 
 GENERATOR_VERSION = "1"
 PYTHONIC_PATH = Path(__file__).parent / "data" / "pythonic.toml"
@@ -84,7 +85,8 @@ def _mspec(ov: Overload, indent: str) -> str:
             f"{effective_return(ov.return_type)!r},"
             f" (\n{params}{indent}    ), static={ov.static!r}, "
             f"tparams={tuple(t.name for t in ov.template_params)!r}"
-            + (", hidden=True" if ov.hidden else "") + "),\n")
+            + (", hidden=True" if ov.hidden else "")
+            + (f", excluded={ov.excluded!r}" if ov.excluded else "") + "),\n")
 
 
 def _in_class_names(ov: Overload, cls: ClassModel, model: ApiModel | None) -> Overload:
@@ -117,12 +119,20 @@ def bound_methods(cls: ClassModel, named: frozenset[str] = frozenset()) -> tuple
                   or o.name + "*" in named))
 
 
+def excluded_methods(cls: ClassModel) -> tuple[Overload, ...]:
+    """Public methods overrides.toml excludes that the runtime could otherwise bind: the specs
+    keep them, with the reason, so that a call names it."""
+    return tuple(o for o in cls.methods if o.excluded and not o.hidden and bindable(o, cls))
+
+
 def emit_class(entry: LockEntry, cls: ClassModel, model: ApiModel | None = None,
                named: frozenset[str] = frozenset()) -> str:
     tps = "".join(f"        {_tparam(t)},\n" for t in cls.template_params)
     ctors = "".join(_mspec(o, "        ") for o in cls.constructors if bindable(o, cls))
     methods = "".join(_mspec(_in_class_names(o, cls, model), "        ")
                       for o in bound_methods(cls, named))
+    excluded = "".join(_mspec(_in_class_names(o, cls, model), "        ")
+                       for o in excluded_methods(cls))
     return (header_line(entry)
             + f'"""{cls.qualname}: {cls.brief}"""\n'
             + "from coopgen.model.spec import ClassSpec, MSpec, PSpec, TParam\n\n"
@@ -132,7 +142,8 @@ def emit_class(entry: LockEntry, cls: ClassModel, model: ApiModel | None = None,
             + f"    template_params=(\n{tps}    ),\n"
             + f"    constructors=(\n{ctors}    ),\n"
             + f"    methods=(\n{methods}    ),\n"
-            + f"    brief={cls.brief!r},\n)\n")
+            + f"    brief={cls.brief!r},\n"
+            + (f"    excluded=(\n{excluded}    ),\n" if excluded else "") + ")\n")
 
 
 def module_name(cls: ClassModel) -> str:
@@ -320,11 +331,8 @@ def emit_init(entry: LockEntry, model: ApiModel, classes: list[ClassModel]) -> s
         for e in model.enums)
     rows, keywords = load_pythonic(model)
     pythonic = "".join(_pythonic_spec(row) for row in rows)
-    named = table_methods(rows)
-    bound = [overload_key(c, o) for c in classes
-             for o in tuple(o for o in c.constructors if bindable(o, c))
-             + bound_methods(c, named.get(c.name, frozenset()))]
-    bound_lines = "".join(f"    {k!r},\n" for k in bound)
+    bound_lines = "".join(f"    {k!r},\n" for k in bound_keys(model, rows))
+    options = tuple(entry.nvrtc_options) + load_overrides().nvrtc_options(entry.cccl)
     return (header_line(entry)
             + f'"""Bindings for CCCL {entry.cccl}: class specs, enums, the Pythonic table."""\n'
             + "from coopgen.model.spec import EnumSpec, LimitSpec, PythonicSpec\n\n"
@@ -332,7 +340,7 @@ def emit_init(entry: LockEntry, model: ApiModel, classes: list[ClassModel]) -> s
             + f"\nCCCL = {entry.cccl!r}\nWHEEL = {entry.wheel!r}\n"
             + f"WHEEL_FILE = {entry.wheel_file!r}\nWHEEL_SHA256 = {entry.wheel_sha256!r}\n"
             + f"HEADERS_DIGEST = {entry.headers_digest!r}\n"
-            + f"NVRTC_OPTIONS = {tuple(entry.nvrtc_options)!r}\n\n"
+            + f"NVRTC_OPTIONS = {options!r}\n\n"
             + f"CLASSES = (\n{cls_list})\n\n"
             + f"ENUMS = (\n{enums})\n\n"
             + f"PYTHONIC = (\n{pythonic})\n\n"
@@ -343,6 +351,15 @@ def emit_init(entry: LockEntry, model: ApiModel, classes: list[ClassModel]) -> s
             + "# Class::Signature of every overload bound here; tests/cpu compiles each of them\n"
             + "# into a kernel and links it to an sm_90 cubin.\n"
             + f"BOUND_AND_CHECKED = (\n{bound_lines})\n")
+
+
+def bound_keys(model: ApiModel, rows: list[dict] | None = None) -> list[str]:
+    """``Class::Signature`` of every overload the generated package binds (and the CPU suite
+    compile-checks), in emission order."""
+    named = table_methods(load_pythonic(model)[0] if rows is None else rows)
+    return [overload_key(c, o) for c in model.classes if c.user_facing
+            for o in tuple(o for o in c.constructors if bindable(o, c))
+            + bound_methods(c, named.get(c.name, frozenset()))]
 
 
 def emit_package(entry: LockEntry, model: ApiModel) -> list[tuple[str, str]]:

@@ -5,9 +5,11 @@ directory of the lock entry its bindings were generated from.
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import importlib.metadata
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -77,23 +79,76 @@ def lock_path() -> Path:
     return root / LOCK_FILENAME if root is not None else packaged_lock_path()
 
 
+#: What each lock entry field must hold, as a maintainer reads it in an error.
+_FIELD_RULES = {
+    "cccl": (re.compile(r"\d+\.\d+\.\d+"), "a CCCL version such as \"3.5.0\""),
+    "wheel": (re.compile(r"nvidia-cuda-cccl==[\w.]+"), "\"nvidia-cuda-cccl==VERSION\""),
+    "wheel_file": (re.compile(r"nvidia_cuda_cccl-[\w.]+-py3-none-[\w.]+\.whl"),
+                   "the wheel's file name, \"nvidia_cuda_cccl-VERSION-py3-none-PLATFORM.whl\""),
+    "wheel_sha256": (re.compile(r"[0-9a-f]{64}"), "64 lower-case hex digits"),
+    "headers_digest": (re.compile(r"sha256:[0-9a-f]{64}"),
+                       "\"sha256:\" and 64 lower-case hex digits (coopgen lock-digest prints it)"),
+}
+
+
+def _entry_error(path: Path, index: int, raw: dict, field: str, problem: str) -> HeaderError:
+    name = f"CCCL {raw['cccl']}" if isinstance(raw.get("cccl"), str) else f"number {index + 1}"
+    return HeaderError(f"{path}: entry {name}, field {field}: {problem}")
+
+
+def parse_entry(path: Path, index: int, raw: dict) -> LockEntry:
+    """One ``[[entry]]`` table, checked field by field: a malformed entry is one error naming
+    the entry and the field."""
+    fields = LockEntry.__dataclass_fields__
+    for key in raw:
+        if key not in fields:
+            raise _entry_error(path, index, raw, key, f"unknown field; fields are "
+                                                      f"{', '.join(fields)}")
+    for key, f in fields.items():
+        if key not in raw and f.default is dataclasses.MISSING:
+            raise _entry_error(path, index, raw, key, "missing")
+    for key, (pattern, allowed) in _FIELD_RULES.items():
+        value = raw[key]
+        if not isinstance(value, str) or not pattern.fullmatch(value):
+            raise _entry_error(path, index, raw, key, f"{value!r} is not {allowed}")
+    count = raw["header_files"]
+    if not isinstance(count, int) or isinstance(count, bool) or count < 1:
+        raise _entry_error(path, index, raw, "header_files",
+                           f"{count!r} is not a positive integer")
+    options = raw.get("nvrtc_options", [])
+    if not isinstance(options, list) or not all(isinstance(o, str) for o in options):
+        raise _entry_error(path, index, raw, "nvrtc_options",
+                           f"{options!r} is not a list of strings")
+    entry = LockEntry(**dict(raw, nvrtc_options=tuple(options)))
+    if f"-{entry.wheel_version}-" not in entry.wheel_file:
+        raise _entry_error(path, index, raw, "wheel_file", f"{entry.wheel_file!r} is not a file "
+                           f"of {entry.wheel} (its version is not in the name)")
+    return entry
+
+
 def load_lock(path: Path | None = None) -> tuple[LockEntry, ...]:
     path = path or lock_path()
     if not path.is_file():
         raise HeaderError(f"{path}: lock file not found (set COOPGEN_LOCK to a lock file, or "
                           f"reinstall coopgen: its package ships one)")
-    with open(path, "rb") as f:
-        data = tomllib.load(f)
-    allowed = {f for f in LockEntry.__dataclass_fields__}
-    entries = []
-    for raw in data.get("entry", []):
-        unknown = set(raw) - allowed
-        if unknown:
-            raise HeaderError(f"{path}: unknown keys {sorted(unknown)} in entry {raw.get('cccl')}")
-        raw["nvrtc_options"] = tuple(raw.get("nvrtc_options", ()))
-        entries.append(LockEntry(**raw))
+    try:
+        with open(path, "rb") as f:
+            data = tomllib.load(f)
+    except tomllib.TOMLDecodeError as e:
+        raise HeaderError(f"{path}: not valid TOML: {e}") from None
+    unknown = sorted(set(data) - {"entry"})
+    if unknown:
+        raise HeaderError(f"{path}: unknown table {unknown[0]!r}; the lock holds [[entry]] "
+                          f"tables only")
+    entries = [parse_entry(path, i, raw) for i, raw in enumerate(data.get("entry", []))]
     if not entries:
         raise HeaderError(f"{path}: no [[entry]] tables")
+    seen = set()
+    for i, e in enumerate(entries):
+        if e.cccl in seen:
+            raise HeaderError(f"{path}: entry CCCL {e.cccl}, field cccl: a second entry for the "
+                              f"same release; keep one")
+        seen.add(e.cccl)
     return tuple(entries)
 
 
@@ -107,8 +162,26 @@ def find_entry(cccl: str | None, entries: tuple[LockEntry, ...] | None = None) -
     raise HeaderError(f"CCCL {cccl!r} is not in the lock; known: {', '.join(e.cccl for e in entries)}")
 
 
+def cccl_version_of(include_root: Path) -> str | None:
+    """The CCCL release a header tree says it is (``CCCL_VERSION`` in libcu++'s version.h)."""
+    header = include_root / "cuda" / "std" / "__cccl" / "version.h"
+    if not header.is_file():
+        return None
+    m = re.search(r"#define\s+CCCL_VERSION\s+(\d+)", header.read_text())
+    if not m:
+        return None
+    n = int(m.group(1))
+    return f"{n // 1000000}.{n // 1000 % 1000}.{n % 1000}"
+
+
 def digest_headers(include_root: Path) -> tuple[str, int]:
-    """sha256 over the digested trees: one "path\\0sha256\\n" line per file, sorted by path."""
+    """sha256 over the digested trees: one "path\\0sha256\\n" line per file, sorted by path.
+
+    A folder without CUB's headers is refused: its digest would lock nothing."""
+    if not (include_root / "cub" / "block").is_dir():
+        raise HeaderError(f"{include_root}: no CUB headers here (no cub/block/ folder); give a "
+                          f"CCCL include root, the folder holding cub/, cuda/, nv/ and thrust/ "
+                          f"(in the nvidia-cuda-cccl wheel: {WHEEL_INCLUDE_DIR})")
     lines = []
     for tree in DIGESTED_TREES:
         base = include_root / tree
@@ -167,35 +240,75 @@ def _toolkit_roots() -> list[Path]:
     return roots
 
 
-def download_wheel(entry: LockEntry) -> Path:
-    """Download the entry's wheel once into the user cache, check its sha256, extract headers."""
-    target = _cached_wheel_root(entry)
-    if target.is_dir():
-        return target
+def wheels_dir() -> Path:
+    """Downloaded nvidia-cuda-cccl wheels, kept as files: a machine without network access
+    finds a lock entry's headers from its wheel placed here."""
+    return cache_dir() / "wheels"
+
+
+def fetch_wheel(requirement: str) -> Path:
+    """Download the manylinux x86_64 wheel of ``requirement`` ("nvidia-cuda-cccl==V") into
+    :func:`wheels_dir` with pip, and return its path."""
     with tempfile.TemporaryDirectory() as tmp:
         cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
-               "--platform", "manylinux2014_x86_64", "-d", tmp, entry.wheel]
+               "--platform", "manylinux2014_x86_64", "-d", tmp, requirement]
         proc = subprocess.run(cmd, capture_output=True, text=True)
-        wheel = Path(tmp) / entry.wheel_file
-        if proc.returncode != 0 or not wheel.is_file():
-            raise HeaderError(f"could not download {entry.wheel} for CCCL {entry.cccl}:\n"
-                              f"{proc.stderr[-2000:]}")
-        sha = hashlib.sha256(wheel.read_bytes()).hexdigest()
-        if sha != entry.wheel_sha256:
-            raise HeaderError(f"{entry.wheel_file}: sha256 {sha} does not match the lock's "
-                              f"{entry.wheel_sha256}; refusing it")
+        found = sorted(Path(tmp).glob("*.whl"))
+        if proc.returncode != 0 or len(found) != 1:
+            raise HeaderError(f"could not download {requirement}:\n{proc.stderr[-2000:]}")
+        wheels_dir().mkdir(parents=True, exist_ok=True)
+        target = wheels_dir() / found[0].name
+        os.replace(shutil.copy(found[0], wheels_dir() / (found[0].name + ".part")), target)
+    return target
+
+
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def extract_headers(wheel: Path, wheel_version: str) -> Path:
+    """The wheel's CCCL include tree, extracted once into the user cache; its include root."""
+    final = cache_dir() / "cccl" / wheel_version
+    if not final.is_dir():
         cache_dir().mkdir(parents=True, exist_ok=True)
         stage = Path(tempfile.mkdtemp(dir=cache_dir()))
         with zipfile.ZipFile(wheel) as zf:
             members = [m for m in zf.namelist() if m.startswith(WHEEL_INCLUDE_DIR + "/")]
+            if not members:
+                shutil.rmtree(stage)
+                raise HeaderError(f"{wheel.name}: no {WHEEL_INCLUDE_DIR}/ in this wheel")
             zf.extractall(stage, members)
-        final = cache_dir() / "cccl" / entry.wheel_version
         final.parent.mkdir(parents=True, exist_ok=True)
         if final.exists():  # another process won the race
             shutil.rmtree(stage)
         else:
             os.replace(stage, final)
-    return target
+    return final / WHEEL_INCLUDE_DIR
+
+
+def download_wheel(entry: LockEntry, *, download: bool = True) -> Path:
+    """The entry's headers from its wheel: the file in :func:`wheels_dir`, else downloaded
+    there once (when ``download``); its sha256 is checked against the lock before extracting."""
+    target = _cached_wheel_root(entry)
+    if target.is_dir():
+        return target
+    wheel = wheels_dir() / entry.wheel_file
+    if not wheel.is_file():
+        if not download:
+            raise HeaderError(f"{wheel}: not there, and downloading is off")
+        wheel = fetch_wheel(entry.wheel)
+        if wheel.name != entry.wheel_file:
+            raise HeaderError(f"lock entry CCCL {entry.cccl}, field wheel_file: pip gave "
+                              f"{wheel.name}, the lock says {entry.wheel_file}")
+    sha = sha256_file(wheel)
+    if sha != entry.wheel_sha256:
+        raise HeaderError(f"lock entry CCCL {entry.cccl}, field wheel_sha256: {wheel} has "
+                          f"sha256 {sha}, the lock says {entry.wheel_sha256}; refusing it")
+    return extract_headers(wheel, entry.wheel_version)
 
 
 def locate(entry: LockEntry, *, download: bool = True, verify: bool = True) -> LocatedHeaders:
@@ -214,12 +327,17 @@ def locate(entry: LockEntry, *, download: bool = True, verify: bool = True) -> L
     for source, root in candidates:
         if not verify:
             return LocatedHeaders(entry, root, source)
-        digest, count = digest_headers(root)
+        try:
+            digest, count = digest_headers(root)
+        except HeaderError as e:
+            refused.append(f"  {source} at {root}: {str(e).split(': ', 1)[1]}")
+            continue
         if digest == entry.headers_digest:
             return LocatedHeaders(entry, root, source)
         refused.append(f"  {source} at {root}: digest {digest} ({count} files)")
-    if download and not os.environ.get("COOPGEN_NO_DOWNLOAD"):
-        root = download_wheel(entry)
+    download = download and not os.environ.get("COOPGEN_NO_DOWNLOAD")
+    if download or (wheels_dir() / entry.wheel_file).is_file():
+        root = download_wheel(entry, download=download)
         digest, count = digest_headers(root)
         if digest == entry.headers_digest:
             return LocatedHeaders(entry, root, "cached wheel")
@@ -229,5 +347,6 @@ def locate(entry: LockEntry, *, download: bool = True, verify: bool = True) -> L
         lines.append("Refused (headers differ from the lock):")
         lines += refused
     lines.append(f"Fix: `pip install {entry.wheel}`, or let coopgen download it (unset "
-                 f"COOPGEN_NO_DOWNLOAD), or delete altered files under {cache_dir() / 'cccl'}.")
+                 f"COOPGEN_NO_DOWNLOAD), or place {entry.wheel_file} in {wheels_dir()}, or "
+                 f"delete altered files under {cache_dir() / 'cccl'}.")
     raise HeaderError("\n".join(lines))

@@ -16,7 +16,9 @@ def overload_key(cls: ClassModel, ov: Overload) -> str:
 
 
 def coverage(model: ApiModel, bound: frozenset[str] | set[str]) -> dict:
-    """Per user-facing class: public/hidden/bound counts and the missing signatures.
+    """Per user-facing class: public/hidden/bound counts, the missing signatures, and the
+    excluded ones with their reasons. Every documented overload is public (bound or missing)
+    or excluded.
 
     ``bound`` holds ``Class::Signature`` keys of overloads that have a binding *and* a
     compile check (see coopgen.bindings' generated specs).
@@ -28,17 +30,20 @@ def coverage(model: ApiModel, bound: frozenset[str] | set[str]) -> dict:
         if not cls.user_facing:
             continue
         public = api_methods(cls)
+        excluded = [m for m in cls.methods if m.excluded and not m.hidden]
         row = {
             "scope": cls.scope,
             "user_facing": True,
             "public": len(public),
             "hidden": sum(m.hidden for m in cls.methods),
-            "excluded": sum(bool(m.excluded) and not m.hidden for m in cls.methods),
+            "excluded": len(excluded),
             "bound": sum(overload_key(cls, m) in bound for m in public),
             "constructors": len(cls.constructors),
             "constructors_bound": sum(overload_key(cls, c) in bound for c in cls.constructors),
             "missing": [m.signature for m in public + cls.constructors
                         if overload_key(cls, m) not in bound],
+            "excluded_overloads": [{"signature": m.signature, "reason": m.excluded}
+                                   for m in excluded],
         }
         classes[cls.name] = row
         for k in totals:
@@ -47,25 +52,32 @@ def coverage(model: ApiModel, bound: frozenset[str] | set[str]) -> dict:
 
 
 def format_coverage(report: dict) -> str:
-    head = f"{'class':34} {'public':>6} {'hidden':>6} {'bound':>6} {'missing':>7} {'ctors':>5} {'ctors bound':>11}"
+    head = (f"{'class':34} {'public':>6} {'hidden':>6} {'bound':>6} {'missing':>7} "
+            f"{'excluded':>8} {'ctors':>5} {'ctors bound':>11}")
     lines = [f"CCCL {report['cccl']}: user-facing classes", head, "-" * len(head)]
     for name, r in report["classes"].items():
         lines.append(f"{name:34} {r['public']:>6} {r['hidden']:>6} {r['bound']:>6} "
-                     f"{r['public'] - r['bound']:>7} {r['constructors']:>5} "
+                     f"{r['public'] - r['bound']:>7} {r['excluded']:>8} {r['constructors']:>5} "
                      f"{r['constructors_bound']:>11}")
     t = report["totals"]
     lines.append("-" * len(head))
     lines.append(f"{'total (' + str(len(report['classes'])) + ' classes)':34} {t['public']:>6} "
                  f"{t['hidden']:>6} {t['bound']:>6} {t['public'] - t['bound']:>7} "
-                 f"{t['constructors']:>5} {t['constructors_bound']:>11}")
+                 f"{t['excluded']:>8} {t['constructors']:>5} {t['constructors_bound']:>11}")
     by_scope = {}
     for r in report["classes"].values():
         by_scope[r["scope"]] = by_scope.get(r["scope"], 0) + r["public"]
-    lines.append("public by scope: " + ", ".join(f"{k} {v}" for k, v in sorted(by_scope.items()))
-                 + f"; excluded accessors: {t['excluded']}")
+    lines.append("public by scope: " + ", ".join(f"{k} {v}" for k, v in sorted(by_scope.items())))
     pct = 100.0 * (t["bound"] + t["constructors_bound"]) / max(1, t["public"] + t["constructors"])
     lines.append(f"bound: {t['bound']}/{t['public']} methods, {t['constructors_bound']}/"
                  f"{t['constructors']} constructors ({pct:.1f}%)")
+    missing = [f"  {name}::{sig}" for name, r in report["classes"].items() for sig in r["missing"]]
+    if missing:
+        lines += ["missing (public, not bound):"] + missing
+    excluded = [f"  {name}::{x['signature']}: {x['reason']}"
+                for name, r in report["classes"].items() for x in r["excluded_overloads"]]
+    if excluded:
+        lines += ["excluded:"] + excluded
     return "\n".join(lines)
 
 
@@ -75,59 +87,192 @@ def normalized_signature(cls: ClassModel, ov: Overload, model: ApiModel) -> str:
     sig = ov.signature
     owner = model.cls(ov.inherited_from) if ov.inherited_from else cls
     for t in owner.template_params + ov.template_params:
-        sig = re.sub(rf"\b{re.escape(t.name)}\b", "{" + t.keyword + "}", sig)
+        sig = re.sub(rf"\b{re.escape(t.name)}\b", "{" + (t.keyword or t.name) + "}", sig)
     return sig
 
 
+def visibility(cls: ClassModel, ov: Overload | None = None) -> str:
+    """Who a change touches: "public" (documented API of a class users call), "hidden" (an
+    undocumented overload, ``_CCCL_DOXYGEN_INVOKED``) or "internal" (a class users do not call)."""
+    if not cls.user_facing:
+        return "internal"
+    return "hidden" if ov is not None and ov.hidden else "public"
+
+
+def _param_types(cls: ClassModel, ov: Overload, model: ApiModel) -> list[str]:
+    """Parameter types with template names as stable keywords (what a rename leaves alone)."""
+    owner = model.cls(ov.inherited_from) if ov.inherited_from else cls
+    names = owner.template_params + ov.template_params
+    out = []
+    for p in ov.params:
+        t = p.type
+        for tp in names:
+            t = re.sub(rf"\b{re.escape(tp.name)}\b", "{" + (tp.keyword or tp.name) + "}", t)
+        out.append(t)
+    return out
+
+
+def positional_change(old: Overload, new: Overload) -> str | None:
+    """How ``new`` (the same method in the next release) moves the positional slots of
+    ``old``'s callers, or None when every old call still binds the same way."""
+    was, now = [p.name for p in old.params], [p.name for p in new.params]
+    if sorted(was) == sorted(now) and was != now:
+        return f"parameters reordered: ({', '.join(was)}) -> ({', '.join(now)})"
+    kept = [n for n in now if n in was]
+    if kept != [n for n in was if n in now]:
+        return f"parameters reordered: ({', '.join(was)}) -> ({', '.join(now)})"
+    inserted = [(i, n) for i, n in enumerate(now) if n not in was]
+    last_kept = max((i for i, n in enumerate(now) if n in was), default=-1)
+    before = [n for i, n in inserted if i < last_kept]
+    if before:
+        moved = [n for i, n in enumerate(now) if n in was and i > now.index(before[0])]
+        return (f"parameter {before[0]!r} inserted before {', '.join(map(repr, moved))}: their "
+                f"positions move")
+    removed = [n for n in was if n not in now]
+    if removed and was.index(removed[0]) < len(was) - 1:
+        return f"parameter {removed[0]!r} removed: the parameters after it move"
+    required = [n for i, n in inserted if new.params[i].default is None]
+    if required:
+        return f"required parameter {required[0]!r} appended: old calls lack it"
+    return None
+
+
+def _match_changed(x: ClassModel, a: ApiModel, olds: list[Overload], y: ClassModel, b: ApiModel,
+                   news: list[Overload]) -> list[tuple[Overload, Overload]]:
+    """Pairs (old, new) of unmatched overloads of one method that are the same overload changed:
+    one parameter list holds the other's names (inserted, removed or reordered parameters)."""
+    pairs, free = [], list(news)
+    for o in olds:
+        names = {p.name for p in o.params}
+        fits = [n for n in free if n.name == o.name and o.params and (
+            names <= {p.name for p in n.params} or {p.name for p in n.params} <= names)]
+        if fits:
+            best = min(fits, key=lambda n: abs(len(n.params) - len(o.params)))
+            free.remove(best)
+            pairs.append((o, best))
+    return pairs
+
+
 def diff(a: ApiModel, b: ApiModel) -> dict:
-    """Classes, overloads, template parameters and enum values added/removed/changed."""
+    """Classes, overloads, template parameters and enum values added/removed/changed; each
+    change marked public/hidden/internal, and the ones that move positional slots listed."""
     out = {"from": a.cccl, "to": b.cccl, "classes_added": [], "classes_removed": [],
            "overloads_added": [], "overloads_removed": [], "signatures_changed": [],
            "template_params_added": [], "template_params_removed": [],
-           "template_params_renamed": [], "enum_values_added": [], "enum_values_removed": []}
+           "template_params_renamed": [], "keywords_renamed": [], "enum_values_added": [],
+           "enum_values_removed": [], "positional_breaking": [], "changes": []}
+    changes = out["changes"]
+
+    def note(kind: str, vis: str, item: str, breaking: str | None = None) -> None:
+        changes.append({"kind": kind, "visibility": vis, "item": item,
+                        "breaks_positional": breaking or ""})
+        if breaking:
+            out["positional_breaking"].append(f"[{vis}] {item}: {breaking}")
+
     ca = {c.qualname: c for c in a.classes}
     cb = {c.qualname: c for c in b.classes}
     out["classes_added"] = [q for q in cb if q not in ca]
     out["classes_removed"] = [q for q in ca if q not in cb]
+    for q in out["classes_added"]:
+        note("class added", visibility(cb[q]), q)
+    for q in out["classes_removed"]:
+        note("class removed", visibility(ca[q]), q)
     for q in (q for q in ca if q in cb):
         x, y = ca[q], cb[q]
         sx = {normalized_signature(x, o, a): o for o in x.constructors + x.methods}
         sy = {normalized_signature(y, o, b): o for o in y.constructors + y.methods}
-        out["overloads_added"] += [f"{x.name}::{o.signature}" for s, o in sy.items() if s not in sx]
-        out["overloads_removed"] += [f"{x.name}::{o.signature}" for s, o in sx.items()
-                                     if s not in sy]
+        gone = [o for s, o in sx.items() if s not in sy]
+        new = [o for s, o in sy.items() if s not in sx]
+        for old_ov, new_ov in _match_changed(x, a, gone, y, b, new):
+            gone.remove(old_ov)
+            new.remove(new_ov)
+            item = f"{x.name}::{old_ov.signature} -> {new_ov.signature}"
+            out["signatures_changed"].append(item)
+            note("signature changed", visibility(y, new_ov), item,
+                 positional_change(old_ov, new_ov))
+        for o in new:
+            out["overloads_added"].append(f"{x.name}::{o.signature}")
+            note("overload added", visibility(y, o), f"{x.name}::{o.signature}")
+        for o in gone:
+            out["overloads_removed"].append(f"{x.name}::{o.signature}")
+            note("overload removed", visibility(x, o), f"{x.name}::{o.signature}",
+                 "removed: its callers break" if not o.hidden else None)
         for s in sx.keys() & sy.keys():
             ox, oy = sx[s], sy[s]
-            if (ox.return_type, [p.default for p in ox.params], ox.hidden) != (
-                    oy.return_type, [p.default for p in oy.params], oy.hidden):
-                out["signatures_changed"].append(
-                    f"{x.name}::{oy.signature}: returns {ox.return_type!r} -> {oy.return_type!r}, defaults "
-                    f"{[p.default for p in ox.params]} -> {[p.default for p in oy.params]}, "
-                    f"hidden {ox.hidden} -> {oy.hidden}")
-        kx = {t.keyword: t for t in x.template_params}
-        ky = {t.keyword: t for t in y.template_params}
-        out["template_params_added"] += [f"{x.name}<{k}>" for k in ky if k not in kx]
-        out["template_params_removed"] += [f"{x.name}<{k}>" for k in kx if k not in ky]
-        out["template_params_renamed"] += [f"{x.name}<{kx[k].name} -> {ky[k].name}> (keyword {k})"
-                                           for k in kx if k in ky and kx[k].name != ky[k].name]
+            vis = visibility(y, oy)
+            key = f"{x.name}::{oy.signature}"
+            if ox.return_type != oy.return_type or ox.hidden != oy.hidden:
+                item = (f"{key}: returns {ox.return_type!r} -> {oy.return_type!r}, hidden "
+                        f"{ox.hidden} -> {oy.hidden}")
+                out["signatures_changed"].append(item)
+                note("signature changed", vis, item)
+            for px, py in zip(ox.params, oy.params):
+                if px.default != py.default:
+                    item = f"{key}: default of {py.name!r} {px.default!r} -> {py.default!r}"
+                    out["signatures_changed"].append(item)
+                    note("default changed", vis, item, "default removed: calls that omitted it "
+                         "break" if py.default is None else None)
+                if px.name != py.name:
+                    item = (f"{key}: parameter {px.name!r} renamed {py.name!r}; coopgen keeps no "
+                            f"other name for it, so {px.name}= callers break")
+                    if vis != "internal":
+                        out["keywords_renamed"].append(item)
+                    note("keyword renamed", vis, item)
+        kx = {t.keyword or t.name: t for t in x.template_params}
+        ky = {t.keyword or t.name: t for t in y.template_params}
+        for k in ky:
+            if k not in kx:
+                t = ky[k]
+                internal = not t.keyword
+                item = f"{x.name}<{t.name}>" + ("" if internal else f" (keyword {t.keyword})")
+                out["template_params_added"].append(item)
+                note("template parameter added", "internal" if internal else visibility(y), item)
+        for k in kx:
+            if k not in ky:
+                item = f"{x.name}<{kx[k].name}>"
+                out["template_params_removed"].append(item)
+                note("template parameter removed", visibility(x) if kx[k].keyword else
+                     "internal", item)
+        for k in kx:
+            if k in ky and kx[k].name != ky[k].name:
+                item = f"{x.name}<{kx[k].name} -> {ky[k].name}> (keyword {k})"
+                out["template_params_renamed"].append(item)
+                if y.user_facing:
+                    out["keywords_renamed"].append(f"{item}: coopgen keeps the keyword {k}=")
+                note("template parameter renamed", visibility(y), item)
     ea = {e.qualname: {v.name for v in e.values} for e in a.enums}
     eb = {e.qualname: {v.name for v in e.values} for e in b.enums}
     for q in sorted(ea.keys() | eb.keys()):
         va, vb = ea.get(q, set()), eb.get(q, set())
         out["enum_values_added"] += [f"{q}::{v}" for v in sorted(vb - va)]
         out["enum_values_removed"] += [f"{q}::{v}" for v in sorted(va - vb)]
+        for v in sorted(vb - va):
+            note("enum value added", "public", f"{q}::{v}")
+        for v in sorted(va - vb):
+            note("enum value removed", "public", f"{q}::{v}")
     for k, v in out.items():
-        if isinstance(v, list):
+        if isinstance(v, list) and k != "changes":
             out[k] = sorted(v)
+    out["changes"] = sorted(changes, key=lambda c: (("public", "hidden", "internal").index(
+        c["visibility"]), c["kind"], c["item"]))
     return out
 
 
 def format_diff(d: dict) -> str:
-    lines = [f"CUB API diff: CCCL {d['from']} -> {d['to']}"]
-    for key, items in d.items():
-        if not isinstance(items, list):
-            continue
-        lines.append(f"{key.replace('_', ' ')}: {len(items)}")
-        lines += [f"  {'+' if 'added' in key else '-' if 'removed' in key else '~'} {i}"
-                  for i in items]
+    """Every change marked [public], [hidden] or [internal]; then the ones that break
+    positional callers, then renamed keywords with the name coopgen keeps."""
+    counts = {v: sum(c["visibility"] == v for c in d["changes"])
+              for v in ("public", "hidden", "internal")}
+    lines = [f"CUB API diff: CCCL {d['from']} -> {d['to']} ("
+             + ", ".join(f"{n} {v}" for v, n in counts.items()) + " changes)"]
+    kind = None
+    for c in d["changes"]:
+        if c["kind"] != kind:
+            kind = c["kind"]
+        lines.append(f"  [{c['visibility']}] {kind}: {c['item']}"
+                     + (" (BREAKS POSITIONAL CALLERS)" if c["breaks_positional"] else ""))
+    lines.append(f"Breaks positional callers: {len(d['positional_breaking'])}")
+    lines += [f"  {i}" for i in d["positional_breaking"]]
+    lines.append(f"Renamed keywords: {len(d['keywords_renamed'])}")
+    lines += [f"  {i}" for i in d["keywords_renamed"]]
     return "\n".join(lines)

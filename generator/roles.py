@@ -11,7 +11,7 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .model import ApiModel, ClassModel, Overload, Param, replace
+from .model import ApiModel, ClassModel, Overload, Param, TemplateParam, replace
 
 ROLES = (
     "input_array",    # T (&)[N] read by the primitive
@@ -45,27 +45,95 @@ class OverridesError(ValueError):
 
 
 @dataclass(frozen=True)
+class ReleaseOverride:
+    """An override for some CCCL releases only (``[[release]]`` in overrides.toml)."""
+    cccl: str  # a version range, PEP 440 specifiers: ">=3.1.4,<3.3"
+    reason: str
+    exclude: tuple[str, ...] = ()  # "Class::Signature" overloads CUB cannot compile there
+    nvrtc_options: tuple[str, ...] = ()
+    roles: tuple[tuple[str, str], ...] = ()  # ("Class.method.param", role)
+
+    def applies_to(self, cccl: str) -> bool:
+        from packaging.specifiers import SpecifierSet
+
+        return SpecifierSet(self.cccl).contains(cccl)
+
+
+@dataclass(frozen=True)
 class Overrides:
     roles: dict = field(default_factory=dict)  # class -> method -> param -> role
     helpers: dict = field(default_factory=dict)  # class -> reason
     user_facing: dict = field(default_factory=dict)  # class -> reason
     exclude: dict = field(default_factory=dict)  # "Class.method" -> reason
     keywords: dict = field(default_factory=dict)  # template parameter spelling -> keyword
+    release: tuple[ReleaseOverride, ...] = ()
+
+    def for_release(self, cccl: str) -> tuple[ReleaseOverride, ...]:
+        return tuple(r for r in self.release if r.applies_to(cccl))
+
+    def nvrtc_options(self, cccl: str) -> tuple[str, ...]:
+        return tuple(o for r in self.for_release(cccl) for o in r.nvrtc_options)
+
+
+_RELEASE_ACTIONS = ("exclude", "nvrtc_options", "roles")
+
+
+def _check_role(path: Path, where: str, role) -> None:
+    if role not in ROLES:
+        raise OverridesError(f"{path}: {where} = {role!r} is not one of {', '.join(ROLES)}")
+
+
+def _release_override(path: Path, i: int, raw: dict) -> ReleaseOverride:
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+    where = f"{path}: release {i + 1}"
+    unknown = sorted(set(raw) - {"cccl", "reason", *_RELEASE_ACTIONS})
+    if unknown:
+        raise OverridesError(f"{where}: unknown key {unknown[0]!r}; keys are cccl, reason, "
+                             f"{', '.join(_RELEASE_ACTIONS)}")
+    if not isinstance(raw.get("cccl"), str):
+        raise OverridesError(f"{where}: cccl is required: the releases it applies to, e.g. "
+                             f"\">=3.1.4,<3.3\"")
+    try:
+        SpecifierSet(raw["cccl"])
+    except InvalidSpecifier:
+        raise OverridesError(f"{where}: cccl = {raw['cccl']!r} is not a version range such as "
+                             f"\">=3.1.4,<3.3\" or \"==3.4.3\"") from None
+    if not isinstance(raw.get("reason"), str) or not raw["reason"].strip():
+        raise OverridesError(f"{where} (cccl {raw['cccl']}): reason is required: why these "
+                             f"releases need it")
+    if not any(k in raw for k in _RELEASE_ACTIONS):
+        raise OverridesError(f"{where} (cccl {raw['cccl']}): it does nothing; give one of "
+                             f"{', '.join(_RELEASE_ACTIONS)}")
+    for key in ("exclude", "nvrtc_options"):
+        value = raw.get(key, [])
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise OverridesError(f"{where}: {key} = {value!r} is not a list of strings")
+    for sig in raw.get("exclude", []):
+        if "::" not in sig:
+            raise OverridesError(f"{where}: exclude {sig!r} is not \"Class::Signature\" (as "
+                                 f"`coopgen coverage` spells overloads)")
+    roles = raw.get("roles", {})
+    for key, role in roles.items():
+        if key.count(".") != 2:
+            raise OverridesError(f"{where}: roles key {key!r} is not \"Class.method.param\"")
+        _check_role(path, f"release {i + 1} roles.{key}", role)
+    return ReleaseOverride(raw["cccl"], raw["reason"].strip(), tuple(raw.get("exclude", ())),
+                           tuple(raw.get("nvrtc_options", ())), tuple(roles.items()))
 
 
 def load_overrides(path: Path = OVERRIDES_PATH) -> Overrides:
     with open(path, "rb") as f:
         data = tomllib.load(f)
-    unknown = set(data) - {"roles", "helpers", "user_facing", "exclude", "keywords"}
+    unknown = set(data) - {"roles", "helpers", "user_facing", "exclude", "keywords", "release"}
     if unknown:
         raise OverridesError(f"{path}: unknown sections {sorted(unknown)}")
     for cls, methods in data.get("roles", {}).items():
         for method, params in methods.items():
             for param, role in params.items():
-                if role not in ROLES:
-                    raise OverridesError(f"{path}: roles.{cls}.{method}.{param} = {role!r} is not "
-                                         f"one of {', '.join(ROLES)}")
-    return Overrides(**data)
+                _check_role(path, f"roles.{cls}.{method}.{param}", role)
+    release = tuple(_release_override(path, i, r) for i, r in enumerate(data.get("release", [])))
+    return Overrides(**dict(data, release=release))
 
 
 def _doc_params(doc: str) -> dict[str, tuple[str | None, str]]:
@@ -158,15 +226,29 @@ def _used_override_keys(cls: ClassModel) -> set[tuple[str, str]]:
     return {(o.name, p.name) for o in cls.constructors + cls.methods for p in o.params}
 
 
+def _with_release_roles(roles: dict, releases: tuple[ReleaseOverride, ...]) -> dict:
+    merged = {c: {m: dict(p) for m, p in ms.items()} for c, ms in roles.items()}
+    for r in releases:
+        for key, role in r.roles:
+            cls, method, param = key.split(".")
+            merged.setdefault(cls, {}).setdefault(method, {})[param] = role
+    return merged
+
+
 def apply_overrides(model: ApiModel, overrides: Overrides) -> tuple[ApiModel, list[str]]:
-    """Roles, user-facing flags and exclusions. Returns the new model and unmatched entries."""
+    """Roles, user-facing flags and exclusions, with the ``[[release]]`` entries whose range
+    holds the model's release. Returns the new model and unmatched entries."""
     unmatched: list[str] = []
+    releases = overrides.for_release(model.cccl)
+    roles = _with_release_roles(overrides.roles, releases)
+    excluded_here = {sig: f"excluded in this release: {r.reason}"
+                     for r in releases for sig in r.exclude}
     names = {c.name for c in model.classes}
     for section in ("roles", "helpers", "user_facing"):
         unmatched += [f"{section}.{c}" for c in getattr(overrides, section) if c not in names]
     classes = []
     for cls in model.classes:
-        class_roles = overrides.roles.get(cls.name, {})
+        class_roles = roles.get(cls.name, {})
         used = _used_override_keys(cls)
         for method, params in class_roles.items():
             unmatched += [f"roles.{cls.name}.{method}.{p}" for p in params
@@ -179,18 +261,34 @@ def apply_overrides(model: ApiModel, overrides: Overrides) -> tuple[ApiModel, li
             key = f"{ov.inherited_from or cls.name}.{ov.name}"
             if key in overrides.exclude:
                 ov = replace(ov, excluded=overrides.exclude[key])
+            elif f"{cls.name}::{ov.signature}" in excluded_here:
+                ov = replace(ov, excluded=excluded_here[f"{cls.name}::{ov.signature}"])
             return ov
 
         classes.append(replace(
             cls, user_facing=_is_user_facing(cls, overrides),
-            template_params=tuple(replace(t, keyword=overrides.keywords.get(t.name, t.keyword))
+            template_params=tuple(replace(t, keyword=public_keyword(t, overrides))
                                   for t in cls.template_params),
             constructors=tuple(fix(o) for o in cls.constructors),
             methods=tuple(fix(o) for o in cls.methods)))
     # keywords entries are not reported: each names one CUB version's spelling.
     all_methods = {f"{o.inherited_from or c.name}.{o.name}" for c in model.classes for o in c.methods}
     unmatched += [f"exclude.{k}" for k in overrides.exclude if k not in all_methods]
+    overloads = {f"{c.name}::{o.signature}" for c in model.classes for o in c.constructors + c.methods}
+    unmatched += [f"release {r.cccl}: exclude {sig}" for r in releases for sig in r.exclude
+                  if sig not in overloads]
     return replace(model, classes=tuple(classes)), unmatched
+
+
+def is_internal(t: TemplateParam) -> bool:
+    """A template parameter CUB marks as its own: an underscore name (``_Unroll``) or a type
+    from a detail namespace. It keeps its default and is never a Python keyword."""
+    return t.name.startswith("_") or re.search(r"\bdetail::", t.cpp_type) is not None
+
+
+def public_keyword(t: TemplateParam, overrides: Overrides) -> str:
+    """The stable Python keyword of a class template parameter; "" for an internal one."""
+    return "" if is_internal(t) else overrides.keywords.get(t.name, t.keyword)
 
 
 def _is_user_facing(cls: ClassModel, overrides: Overrides) -> bool:

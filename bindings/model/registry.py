@@ -1,11 +1,12 @@
-"""The generated bindings in use: one lock entry's package (CCCL 3.5.0 unless COOPGEN_CCCL says)."""
+"""The generated bindings in use: one lock entry's package (the lock's default unless COOPGEN_CCCL
+says)."""
 from __future__ import annotations
 
 import functools
 import importlib
 import os
 
-DEFAULT_CCCL = "3.5.0"  # the lock's first entry (tests/cpu/test_headers.py checks)
+from coopgen._generated import DEFAULT_CCCL  # the lock's first entry
 
 
 @functools.lru_cache(maxsize=None)

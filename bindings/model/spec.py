@@ -38,6 +38,9 @@ class MSpec:
     static: bool = False
     tparams: tuple[str, ...] = ()  # the method's own template parameters (deduced by C++)
     hidden: bool = False  # undocumented in CUB (bound where the Pythonic table asks for it)
+    # Why this release does not bind it (overrides.toml); a call that resolves to it is an
+    # error giving this text. Only in ClassSpec.excluded.
+    excluded: str = ""
 
 
 @dataclass(frozen=True)
@@ -51,6 +54,9 @@ class ClassSpec:
     constructors: tuple[MSpec, ...]
     methods: tuple[MSpec, ...]
     brief: str = ""
+    # Public overloads this release does not bind, each with its reason (MSpec.excluded): not
+    # compiled or checked, but found by name so that calling one says why.
+    excluded: tuple[MSpec, ...] = ()
 
     @property
     def value_type(self) -> TParam | None:
@@ -58,12 +64,13 @@ class ClassSpec:
         return next((t for t in self.template_params if t.kind == "type"), None)
 
     def overloads(self, name: str) -> tuple[MSpec, ...]:
-        return tuple(m for m in self.methods if m.name == name)
+        """The overloads of ``name``, the excluded ones last."""
+        return tuple(m for m in self.methods + self.excluded if m.name == name)
 
     @property
     def method_names(self) -> tuple[str, ...]:
         seen = []
-        for m in self.methods:
+        for m in self.methods + self.excluded:
             if m.name not in seen:
                 seen.append(m.name)
         return tuple(seen)

@@ -133,8 +133,9 @@ def resolve(prim: str, cls: ClassSpec, methods: tuple[MSpec, ...], args: tuple,
             f"{', '.join(sorted(known)) or '(none)'}{templates}")
     mismatches, reasons, lacks_keyword = [], [], []
     unassignable = {"missing": [], "twice": [], "too_many": []}
-    # Fewest C++ parameters first: ExclusiveSum(x) means (T, T&), not (T, T&, T&).
-    for method in sorted(methods, key=lambda m: len(m.params)):
+    # Fewest C++ parameters first: ExclusiveSum(x) means (T, T&), not (T, T&, T&). Excluded
+    # overloads (overrides.toml) last: a call that only they take is told why.
+    for method in sorted(methods, key=lambda m: (bool(m.excluded), len(m.params))):
         kws = spelled_for(method, call_kws, alternatives)
         kw_names = set(kws)
         foreign = sorted(kw_names - {p.name for p in method.params})
@@ -149,6 +150,9 @@ def resolve(prim: str, cls: ClassSpec, methods: tuple[MSpec, ...], args: tuple,
             try:
                 r = _bind(prim, cls, method, args, kws, positional, skipped, template_kws,
                           block_dims, enums, warp_default, pinned)
+                if method.excluded:
+                    raise CoopgenError(f"{prim}: {method.signature} is not bound: "
+                                       f"{method.excluded}")
                 if temp_storage is not None:
                     r = dataclasses.replace(r, temp_storage="explicit",
                                             temp_storage_arg=temp_storage)

@@ -25,7 +25,7 @@ def whole_number(prim: str, keyword: str, value, low: int, high: int | None = No
 
 
 def template_keywords(cls: ClassSpec) -> set[str]:
-    kws = {t.keyword for t in cls.template_params}
+    kws = {t.keyword for t in cls.template_params if t.keyword}  # "": internal
     if {"block_dim_x", "block_dim_y", "block_dim_z"} & kws:
         kws |= {"threads_per_block"}
     kws |= {"items_per_thread", "temp_storage", "threads_per_block"}

@@ -68,4 +68,8 @@ SPEC = ClassSpec(
             ), static=False, tparams=('CompareOp', 'IS_LAST_TILE')),
     ),
     brief='The WarpMergeSort class provides methods for sorting items partitioned across a CUDA warp using a merge sorting method.',
+    excluded=(
+        MSpec('get_linear_tid', 'get_linear_tid()', 'method', 'unsigned int', (
+            ), static=False, tparams=(), excluded="returns the calling thread's linear id; an implementation accessor of the CRTP base"),
+    ),
 )

@@ -15,7 +15,7 @@ SPEC = ClassSpec(
         TParam('ValueT', 'type', '', 'NullType', 'value'),
         TParam('BlockDimY', 'value', 'int', '1', 'block_dim_y'),
         TParam('BlockDimZ', 'value', 'int', '1', 'block_dim_z'),
-        TParam('_Unroll', 'value', 'bool', 'true', '_unroll'),
+        TParam('_Unroll', 'value', 'bool', 'true', ''),
     ),
     constructors=(
         MSpec('BlockMergeSort', 'BlockMergeSort()', 'constructor', 'void', (
@@ -71,4 +71,8 @@ SPEC = ClassSpec(
             ), static=False, tparams=('CompareOp', 'IS_LAST_TILE')),
     ),
     brief='The BlockMergeSort class provides methods for sorting items partitioned across a CUDA thread block using a merge sorting method.',
+    excluded=(
+        MSpec('get_linear_tid', 'get_linear_tid()', 'method', 'unsigned int', (
+            ), static=False, tparams=(), excluded="returns the calling thread's linear id; an implementation accessor of the CRTP base"),
+    ),
 )
