@@ -93,13 +93,20 @@ def _factory(scope: str, name: str, function):
 
 
 def _cuda_coop_semantics(value):
-    """A scan with cuda.coop's start of 0 for Python operators without an initial value (a
-    copy: coopgen.block's own keeps CUB's)."""
-    if not isinstance(value, Invocable) or value.shape is None or not value.shape.identity:
+    """cuda.coop's semantics where they differ from CUB's, in a copy (coopgen.block's own keeps
+    CUB's): scans of Python operators without an initial value start from 0; a histogram takes
+    no explicit temp storage."""
+    if not isinstance(value, Invocable) or value.shape is None:
+        return value
+    refused = {"temp_storage": f"Explicit temp_storage is not supported for {name}."
+               for name in NO_EXPLICIT_STORAGE if value.name.endswith(f".{name}")}
+    if not value.shape.identity and not refused:
         return value
     return Invocable(value.name, value.cls, value.methods, select=value.select,
                      shape=_dataclasses.replace(value.shape, python_zero=True),
-                     host=value.host, instance=value.instance)
+                     host=value.host, instance=value.instance, constructor=value.constructor,
+                     infer=value.infer, bind=value.bind, aliases=value.aliases,
+                     method_args=value.method_args, refused=refused)
 
 
 def _namespace(scope: str, module) -> _pytypes.ModuleType:

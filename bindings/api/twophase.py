@@ -27,20 +27,24 @@ def host_arguments(p, args: tuple, kws: dict) -> tuple[dict, dict]:
     named = shape.with_slots(slots).name_arguments(tuple(args), dict(kws), error=TypeError)
     template_names = p.template_keywords() - {"temp_storage"}
     params = {x.name for ms in p.methods.values() for m in ms for x in m.params}
-    fixed, call = dict(p.fixed), {}
+    fixed, call, given = dict(p.fixed), {}, []
     for name, value, _ in named:
-        name = name if isinstance(name, str) else name[0]
+        spellings = (name,) if isinstance(name, str) else name
+        name = spellings[0]
         if name in template_names:
             fixed[name] = value
-        elif isinstance(value, StatefulFunction):
-            continue  # it declares the prefix callback whose state each call passes
-        elif name in params or name in shape.bit_range_names():
-            call[name] = as_operator_value(value)
+            continue
+        if name in params or name in shape.bit_range_names():
+            if not isinstance(value, StatefulFunction):  # it declares the prefix callback
+                call[name] = as_operator_value(value)  # ... whose state each call passes
         else:
-            raise TypeError(f"{p.name}: unexpected argument {name!r} on the host; template "
-                            f"keywords are {', '.join(sorted(template_names))}")
+            raise HostArgumentError(f"{p.name}: unexpected argument {name!r} on the host; "
+                                    f"template keywords are {', '.join(sorted(template_names))}")
+        if name not in shape.bit_range_names() and name not in shape.only:
+            given.append(spellings)
     for k, v in shape.defaults_for(set(fixed) | set(call)).items():
         fixed.setdefault(k, v)
+    _check_together(p, fixed, given)
     bit_range = {k: call[k] for k in shape.bit_range_names() if k in call}
     try:
         if bit_range:  # the template arguments the key bit range implies (radix_bits)
@@ -49,6 +53,25 @@ def host_arguments(p, args: tuple, kws: dict) -> tuple[dict, dict]:
     except CoopgenError as e:  # numba's error text carries terminal colours
         raise ValueError(re.sub(r"\x1b\[[0-9;]*m", "", str(e)).strip()) from None
     return fixed, call
+
+
+class HostArgumentError(TypeError, ValueError):
+    """A two-phase constructor's arguments that no CUB overload takes (cuda.coop raises
+    ValueError for such combinations; Python raises TypeError for an unknown argument)."""
+
+
+def _check_together(p, fixed: dict, given: list) -> None:
+    """The call arguments a host call fixes must be ones a single overload takes together
+    (no CUB scan takes an initial value and a prefix callback)."""
+    selector = fixed.get(p.select) if p.select else None
+    methods = p.pick_methods(selector) if selector is not None or not p.select else \
+        tuple(m for ms in p.methods.values() for m in ms)
+    if given and not any(all(set(names) & {x.name for x in m.params} for names in given)
+                         for m in methods):
+        together = ", ".join(names[0] for names in given)
+        names = ", ".join(sorted({m.name for m in methods}))
+        raise HostArgumentError(f"{p.name}: no CUB overload ({names}) takes {together} "
+                                f"together")
 
 
 def as_operator_value(value):

@@ -159,6 +159,33 @@ def _is_coopgen(obj) -> bool:
     return callable(obj) and (module == "coopgen" or module.startswith("coopgen."))
 
 
+def _device_function_calling_primitives(obj) -> bool:
+    """A ``@cuda.jit(device=True)`` function whose code calls coopgen (a name it reads is
+    coopgen's, in its globals or closure)."""
+    options = getattr(obj, "targetoptions", None)
+    fn = getattr(obj, "py_func", None)
+    if not isinstance(options, dict) or not options.get("device") or fn is None \
+            or options.get("inline") == "always":
+        return False
+    names, codes = set(), [fn.__code__]
+    while codes:
+        code = codes.pop()
+        names |= set(code.co_names) | set(code.co_freevars)
+        codes += [c for c in code.co_consts if isinstance(c, pytypes.CodeType)]
+    values = [fn.__globals__.get(n) for n in names]
+    values += [c.cell_contents for c in fn.__closure__ or () if _filled(c)]
+    return any(_is_coopgen(v) or isinstance(v, pytypes.ModuleType) and
+               (v.__name__ == "coopgen" or v.__name__.startswith("coopgen.")) for v in values)
+
+
+def _filled(cell) -> bool:
+    try:
+        cell.cell_contents
+        return True
+    except ValueError:
+        return False
+
+
 def takes_constants(obj) -> bool:
     """Calls whose sizes, dtypes and template arguments may come from kernel arguments:
     coopgen's primitives and containers, and numba's own local/shared arrays."""
@@ -243,6 +270,10 @@ class CoopgenRewrite(Rewrite):
                 and takes_constants(self.trace.callee(fdef.value)):
             self._temp_storage_subscript(new, expr, fdef)
         callee = self.trace.callee(expr.func)
+        if _device_function_calling_primitives(callee):
+            # compiled once per signature, it would keep the first launch's block shape:
+            # inlined (numba's inline pass runs next), its primitives are the kernel's
+            callee.targetoptions["inline"] = "always"
         if not takes_constants(callee):
             return
         if callee in _NUMBA_ARRAYS:

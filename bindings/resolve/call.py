@@ -73,6 +73,8 @@ def split_call(p: Entry, args: tuple, kws: dict) -> SplitCall:
     for name, ty, origin in named:
         spellings = (name,) if isinstance(name, str) else tuple(name)
         name = spellings[0]
+        if name in p.refused:
+            raise CoopgenError(f"{p.name}: {p.refused[name]}")
         if name == "temp_storage":
             split.storage = (origin, ty)
         elif name in tkw_names or name in bit_range:

@@ -15,7 +15,8 @@ class Entry:
                  constructor: bool = False, parent=None, infer: str | None = None,
                  bind: tuple = (), aliases: dict | None = None, shape: CallShape | None = None,
                  host: tuple | None = None, instance: tuple | None = None,
-                 call_fixed: dict | None = None, method_args: dict | None = None):
+                 call_fixed: dict | None = None, method_args: dict | None = None,
+                 refused: dict | None = None):
         self.name = name
         self.cls = cls
         self.methods = methods
@@ -34,6 +35,7 @@ class Entry:
         self.instance = instance
         self.call_fixed = dict(call_fixed or {})
         self.method_args = dict(method_args or {})  # object methods' positional order
+        self.refused = dict(refused or {})  # argument -> why this entry takes none (cuda.coop)
 
     def __repr__(self):
         fixed = ", ".join(f"{k}={v!r}" for k, v in self.fixed.items())

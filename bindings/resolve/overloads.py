@@ -245,7 +245,7 @@ def _bind(prim, cls, method, args, kws, positional, skipped, template_kws, block
     final = []
     for b in bindings:
         if b.source == "return":
-            dt = _dtype_of(att, b.param.base, cls, targs)
+            dt = _dtype_of(att, b.param.base, cls, targs, b.param.name)
             final.append(Binding(b.param, "return", None, dt, cpp.ctype(dt, prim, b.param.name)))
             returns.append((b.param.name, dt, cpp.ctype(dt, prim, b.param.name)))
         else:
@@ -339,14 +339,16 @@ def _bind_param(att: Attempt, p: PSpec, ty, index: int) -> Binding:
     raise NoMatch(f"role {role} of {p.name!r} is not bound")
 
 
-def _dtype_of(att: Attempt, spelled: str, cls: ClassSpec, targs):
+def _dtype_of(att: Attempt, spelled: str, cls: ClassSpec, targs, param: str = ""):
     name = spelled.replace("const ", "").replace("&", "").strip()
     if name in att.dtypes:
         return att.dtypes[name]
     fixed = cpp.FIXED_CPP_TYPES.get(name)
     if fixed is not None:
         return fixed
-    raise CoopgenError(f"{att.prim}: cannot infer the C++ type {name!r}; pass arrays whose "
-                           f"dtype determines it")
+    given = (f": pass {param}= (a 1-element array of the dtype wanted)" if param
+             else "; pass arrays whose dtype determines it")
+    raise CoopgenError(f"{att.prim}: cannot infer the C++ type {name!r} of {param or 'the result'}"
+                       f"{given}")
 
 
