@@ -6,6 +6,7 @@ The bindings are generated from CUB's headers (see ``coopgen generate``).
 """
 from . import versions
 
+__version__ = versions.VERSION
 versions.check()  # before numba is touched: an unsupported release fails here, in one message
 
 from . import launch_hook, local, numba_internals, rewrite, shared  # noqa: E402, F401

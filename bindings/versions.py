@@ -15,6 +15,18 @@ import importlib.metadata
 CHECKED = ("numba-cuda", "numba", "numpy")
 
 
+def _own_version() -> str:
+    try:
+        return importlib.metadata.version("coopgen")
+    except importlib.metadata.PackageNotFoundError:  # imported from a source tree: no metadata
+        return "0+unknown"
+
+
+#: coopgen's version, from its package metadata (pyproject.toml): ``coopgen.__version__``,
+#: ``coopgen --version`` and part of every shim cache key.
+VERSION = _own_version()
+
+
 def _declared() -> list[str]:
     try:
         return importlib.metadata.requires("coopgen") or []

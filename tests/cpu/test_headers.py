@@ -41,7 +41,7 @@ def test_missing_headers_say_what_to_do(monkeypatch, tmp_path):
     with pytest.raises(HeaderError) as e:
         locate(bogus)
     assert "no headers match lock entry CCCL 3.0.1" in str(e.value)
-    assert "pip install nvidia-cuda-cccl==0.0.1" in str(e.value)
+    assert "download nvidia-cuda-cccl==0.0.1 into its cache" in str(e.value)
 
 
 def test_altered_headers_are_refused(monkeypatch, tmp_path):
@@ -53,7 +53,8 @@ def test_altered_headers_are_refused(monkeypatch, tmp_path):
     target.write_text(target.read_text() + "\n// edited\n")
     monkeypatch.setenv("COOPGEN_CACHE_DIR", str(tmp_path))
     monkeypatch.setenv("COOPGEN_NO_DOWNLOAD", "1")
-    monkeypatch.setattr(headers, "installed_wheel_root", lambda e: None)
+    monkeypatch.setattr(headers, "wheel_root", lambda e: None)
+    monkeypatch.setattr(headers, "shipped_root", lambda e: None)
     monkeypatch.setattr(headers, "_toolkit_roots", lambda: [])
     with pytest.raises(HeaderError) as e:
         locate(entry)

@@ -3,10 +3,12 @@ import json
 import os
 import subprocess
 import sys
-import tomllib
+from coopgen.generator.headers import tomllib  # tomli on Python 3.10
 from pathlib import Path
 
 import pytest
+
+import coopgen
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -45,6 +47,25 @@ def test_plain_install_imports(plain_install, tmp_path):
     assert int(out.stdout) > 20
 
 
+def test_the_build_ships_the_default_entrys_headers():
+    """setup.py copies the default lock entry's headers into the package from the wheel that
+    [build-system] requires; a runtime dependency on that wheel would fight the toolkit's CCCL."""
+    from coopgen.generator.headers import load_lock
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    default = load_lock()[0]
+    assert default.wheel in pyproject["build-system"]["requires"]
+    assert not any(r.startswith("nvidia-cuda-cccl") for r in pyproject["project"]["dependencies"])
+
+
+def test_plain_install_ships_headers_and_types(plain_install):
+    from coopgen.generator.headers import load_lock
+    entry = load_lock()[0]
+    shipped = plain_install / "coopgen" / "_cccl" / entry.cccl
+    assert (shipped / "DIGEST").read_text().strip() == entry.headers_digest
+    assert (shipped / "cub" / "block" / "block_reduce.cuh").is_file()
+    assert (plain_install / "coopgen" / "py.typed").is_file()
+
+
 def test_packaged_lock_is_the_checkouts():
     assert (ROOT / "bindings" / "_generated" / "cub_headers.lock").read_text() == \
         (ROOT / "cub_headers.lock").read_text()
@@ -63,7 +84,9 @@ def test_cli_works_from_a_plain_install(plain_install, tmp_path):
     out = _run(plain_install, *cli, "doctor", cwd=tmp_path)
     assert out.returncode == 0, out.stdout + out.stderr
     from coopgen.generator.headers import load_lock
-    assert f"CCCL {load_lock()[0].cccl}: headers OK" in out.stdout  # the default entry
+    assert f"CCCL {load_lock()[0].cccl}: headers OK (shipped with coopgen" in out.stdout
+    out = _run(plain_install, *cli, "--version", cwd=tmp_path)
+    assert out.returncode == 0 and out.stdout.strip() == f"coopgen {coopgen.__version__}"
     out = _run(plain_install, *cli, "generate", cwd=tmp_path)
     assert out.returncode == 2
     lines = out.stderr.strip().splitlines()
