@@ -50,7 +50,7 @@ def load_model(entry: headers.LockEntry) -> ApiModel:
             raise headers.HeaderError(f"{path}: no model of CCCL {entry.cccl} in this install")
         from .pipeline import build_model
         return build_model(entry)[0]
-    return from_json(path.read_text())
+    return from_json(path.read_text(encoding="utf-8"))
 
 
 def bound_overloads(entry: headers.LockEntry) -> frozenset[str]:
