@@ -9,6 +9,7 @@ import sys as _sys
 
 from . import versions
 
+__version__ = versions.VERSION
 versions.check()  # before numba is touched: an unsupported release fails here, in one message
 
 from .lower import backend  # noqa: E402  (numba-cuda: typing, lowering, launch hooks)

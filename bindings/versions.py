@@ -15,6 +15,13 @@ import importlib.metadata
 CHECKED = ("numba-cuda", "numba", "numpy")
 
 
+#: coopgen's version, from its package metadata (pyproject.toml): ``coopgen.__version__``,
+#: ``coopgen --version`` and part of every shim cache key (coopgen.codegen.cache).
+from .codegen.cache import own_version  # noqa: E402
+
+VERSION = own_version()
+
+
 def _declared() -> list[str]:
     try:
         return importlib.metadata.requires("coopgen") or []

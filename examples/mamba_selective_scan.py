@@ -26,6 +26,7 @@ import math
 
 import numpy as np
 from numba import cuda
+from numba.cuda import libdevice
 
 from coopgen import block, local, shared
 
@@ -104,7 +105,7 @@ def make_kernel(has_z: bool, delta_softplus: bool):
                            np.float32(0))
                 for i in range(ITEMS):
                     if np.int32(i) < in_range:
-                        records[i].a = math.exp2(dt_vals[i] * a_n)
+                        records[i].a = libdevice.exp2f(dt_vals[i] * a_n)  # math.exp2: 3.11+
                         records[i].b = dt_vals[i] * u_vals[i] * b_vals[i]
                     else:  # past the end: the identity, so the state passes unchanged
                         records[i].a = np.float32(1)

@@ -1,4 +1,4 @@
-"""The ``coopgen`` command: generate, coverage, diff, doctor, lock-digest, lock-add."""
+"""The ``coopgen`` command: generate, coverage, diff, doctor, cache, lock-digest, lock-add."""
 from __future__ import annotations
 
 import argparse
@@ -50,7 +50,7 @@ def load_model(entry: headers.LockEntry) -> ApiModel:
             raise headers.HeaderError(f"{path}: no model of CCCL {entry.cccl} in this install")
         from .pipeline import build_model
         return build_model(entry)[0]
-    return from_json(path.read_text())
+    return from_json(path.read_text(encoding="utf-8"))
 
 
 def bound_overloads(entry: headers.LockEntry) -> frozenset[str]:
@@ -160,24 +160,95 @@ def cmd_diff(args) -> int:
     return 0
 
 
-def cmd_doctor(args) -> int:
-    ok = True
-    for entry in headers.load_lock():
+def _doctor_headers() -> list[str]:
+    """Check every lock entry's headers; print what was found; return the problems. The
+    default entry's must be present (an install ships them); others are fetched on first use,
+    so only altered copies of them are problems."""
+    problems = []
+    entries = headers.load_lock()
+    for entry in entries:
         try:
             found = headers.locate(entry, download=False)
             print(f"CCCL {entry.cccl}: headers OK ({found.source}: {found.include_root})")
         except headers.HeaderError as e:
-            print(f"CCCL {entry.cccl}: {str(e).splitlines()[0]}")
-            ok = ok and entry is not headers.load_lock()[0]
+            lines = str(e).splitlines()
+            own = [line.strip() for line in lines if line.strip().startswith(
+                ("shipped with coopgen", "installed wheel", "cached wheel"))]
+            if entry is entries[0] or own:
+                print(f"CCCL {entry.cccl}: PROBLEM: {lines[0]}")
+                for line in lines[1:]:
+                    print(f"  {line.strip()}")
+                problems.append(f"CCCL {entry.cccl}'s headers do not match the lock" if own
+                                else f"CCCL {entry.cccl}'s headers are missing")
+            else:
+                print(f"CCCL {entry.cccl}: not fetched yet (downloaded into the cache on first "
+                      f"use with COOPGEN_CCCL={entry.cccl})")
+    return problems
+
+
+def cmd_doctor(args) -> int:
+    """What coopgen found, and exit status 1 when anything needed is missing or inconsistent:
+    headers against the lock, the toolchain's majors, the toolchain against the driver, a GPU
+    the toolchain cannot target."""
+    from coopgen import __version__
     from coopgen.codegen import toolchain
-    for name, (version, where) in toolchain.describe().items():
-        print(f"{name}: {version} ({where})")
-        ok = ok and version != "not found"
+    print(f"coopgen {__version__}")
+    problems = _doctor_headers()
+    for part in toolchain.parts():
+        print(f"{part.name}: {part.version} ({part.where})")
+    try:
+        print(f"cuda-bindings: {importlib.metadata.version('cuda-bindings')}")
+    except importlib.metadata.PackageNotFoundError:
+        print("cuda-bindings: not installed")
+    driver = toolchain.driver_version()
+    print(f"driver: CUDA {driver[0]}.{driver[1]}" if driver else "driver: none (no GPU: "
+          "kernels compile and link, launches need one)")
+    gpus = toolchain.gpu_archs()
+    if gpus and toolchain.parts()[0].major is not None:  # NVRTC loads: check its targets
+        from coopgen.codegen import nvrtc
+        for index, name, sm in gpus:
+            refused = nvrtc.unsupported_arch(sm)
+            print(f"GPU {index}: {name}, sm_{sm}" + (f": PROBLEM: {refused}" if refused else ""))
+            if refused:
+                problems.append(f"GPU {index} (sm_{sm}) cannot be targeted")
+    problems += toolchain.problems()
     try:
         print(f"libclang: libclang-ng {importlib.metadata.version('libclang-ng')}")
     except importlib.metadata.PackageNotFoundError:  # only needed to generate
         print("libclang: not installed; install coopgen[generate] to regenerate")
-    return 0 if ok else 1
+    from coopgen.codegen import cache
+    print(f"cache: {cache.root()} (coopgen cache shows it)")
+    for problem in problems:
+        print(f"PROBLEM: {problem}")
+    print("healthy" if not problems else f"{len(problems)} problem(s)")
+    return 1 if problems else 0
+
+
+def _size(n: int) -> str:
+    for unit in ("B", "KiB", "MiB"):
+        if n < 1024:
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} GiB"
+
+
+def cmd_cache(args) -> int:
+    from coopgen.codegen import cache
+    if args.action == "clear":
+        removed, freed = cache.clear(headers=args.headers)
+        print(f"removed {removed} entries from {cache.root() / 'ltoir'}"
+              + (f" and the fetched headers in {cache.headers_dir()}" if args.headers else "")
+              + f" ({_size(freed)})")
+        return 0
+    u = cache.usage()
+    cap = _size(u["max_bytes"]) if u["max_bytes"] else "no cap"
+    print(f"cache folder: {u['root']} (COOPGEN_CACHE_DIR, else $XDG_CACHE_HOME/coopgen)")
+    print(f"compiled shims: {u['shim_dir']}: {u['entries']} entries, {_size(u['bytes'])} of "
+          f"{cap} (COOPGEN_CACHE_MAX_SIZE; least recently used go first)"
+          + (" [disabled: COOPGEN_DISABLE_CACHE]" if u["disabled"] else ""))
+    fetched = ", ".join(f"{name} ({_size(size)})" for name, size in u["headers"]) or "none"
+    print(f"fetched CCCL headers: {cache.headers_dir()}: {fetched}")
+    return 0
 
 
 def cmd_lock_digest(args) -> int:
@@ -189,6 +260,8 @@ def cmd_lock_digest(args) -> int:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="coopgen", description=__doc__)
+    from coopgen import __version__
+    p.add_argument("--version", action="version", version=f"coopgen {__version__}")
     sub = p.add_subparsers(dest="cmd", required=True)
     g = sub.add_parser("generate", help="parse CUB and write the model, bindings and API docs")
     g.add_argument("--cccl", help="one lock entry (default: all)")
@@ -202,8 +275,13 @@ def main(argv=None) -> int:
     d.add_argument("b")
     d.add_argument("--json", action="store_true")
     d.set_defaults(func=cmd_diff)
-    sub.add_parser("doctor", help="which headers and CUDA libraries were found").set_defaults(
-        func=cmd_doctor)
+    sub.add_parser("doctor", help="which headers, CUDA libraries, driver and GPUs were found; "
+                   "exit status 1 on a problem").set_defaults(func=cmd_doctor)
+    ca = sub.add_parser("cache", help="show coopgen's cache folder, or clear it")
+    ca.add_argument("action", nargs="?", choices=("show", "clear"), default="show")
+    ca.add_argument("--headers", action="store_true",
+                    help="with clear: also remove the CCCL headers fetched into the cache")
+    ca.set_defaults(func=cmd_cache)
     ld = sub.add_parser("lock-digest", help="print the lock digest of a CCCL include root")
     ld.add_argument("include_root")
     ld.set_defaults(func=cmd_lock_digest)

@@ -8,10 +8,9 @@ the runtime; these modules are data.
 from __future__ import annotations
 
 import re
-import tomllib
 from pathlib import Path
 
-from .headers import LockEntry
+from .headers import LockEntry, tomllib  # tomllib: tomli on Python 3.10
 from .model import ApiModel, ClassModel, Overload, Param, replace, snake_case
 from .report import overload_key
 from .roles import load_overrides

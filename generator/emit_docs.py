@@ -15,13 +15,12 @@ from __future__ import annotations
 import os
 import re
 import textwrap
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
 from .emit import (GENERATOR_VERSION, bindable, bound_methods, effective_return, load_pythonic,
                    module_name, table_methods)
-from .headers import LockEntry
+from .headers import LockEntry, tomllib  # tomllib: tomli on Python 3.10
 from .model import ApiModel, ClassModel, Overload, Param
 from .report import api_methods
 

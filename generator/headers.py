@@ -2,6 +2,19 @@
 
 This module never imports libclang, so the runtime can use it to find the NVRTC include
 directory of the lock entry its bindings were generated from.
+
+Where headers come from, in order (each checked against the lock):
+
+1. shipped with coopgen: the build copies the default entry's headers into the package
+   (``coopgen/_cccl/<cccl>/``, see setup.py), so an installed coopgen compiles with no network
+   and pins no ``nvidia-cuda-cccl`` version that would fight the CUDA toolkit's own;
+2. the installed ``nvidia-cuda-cccl`` wheel, when it is the entry's version;
+3. the entry's wheel fetched once into coopgen's cache folder (``<cache>/cccl/<version>/``);
+4. a CUDA toolkit whose headers match the entry's digest;
+5. else (unless ``COOPGEN_NO_DOWNLOAD`` is set) the entry's wheel is downloaded with pip into
+   the cache, its sha256 checked against the lock.
+
+It imports nothing of coopgen but the cache's folder (lazily), so setup.py can load it alone.
 """
 from __future__ import annotations
 
@@ -14,16 +27,24 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import tomllib
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # Python 3.10
+    import tomli as tomllib
 
 #: Subtrees of the CCCL include root that the parse reads (CUB includes libcu++, nv/ and thrust/).
 DIGESTED_TREES = ("cub", "cuda", "nv", "thrust")
 #: Where a CCCL include root sits inside the nvidia-cuda-cccl wheel.
 WHEEL_INCLUDE_DIR = "nvidia/cu13/include/cccl"
 LOCK_FILENAME = "cub_headers.lock"
+#: The folder of coopgen's package holding shipped header sets, one per CCCL version.
+SHIPPED_DIR = "_cccl"
+#: The file in a shipped header set holding the lock digest it was verified against at build time.
+SHIPPED_DIGEST_FILE = "DIGEST"
 
 
 class HeaderError(RuntimeError):
@@ -205,7 +226,36 @@ class LocatedHeaders:
     source: str  # "installed wheel", "cached wheel", "CUDA toolkit"
 
 
+def shipped_folder(entry: LockEntry, package_dir: Path | None = None) -> Path | None:
+    """Where the build put the entry's headers inside coopgen's package, if it did."""
+    if package_dir is None:
+        import importlib.util
+        spec = importlib.util.find_spec("coopgen")
+        if spec is None or not spec.submodule_search_locations:
+            return None
+        package_dir = Path(list(spec.submodule_search_locations)[0])
+    root = package_dir / SHIPPED_DIR / entry.cccl
+    return root if root.is_dir() else None
+
+
+def shipped_root(entry: LockEntry, package_dir: Path | None = None) -> Path | None:
+    """The entry's headers shipped inside coopgen's package, when the build recorded the
+    entry's digest beside them (it checked them then; ``coopgen doctor`` hashes them again)."""
+    root = shipped_folder(entry, package_dir)
+    try:
+        recorded = (root / SHIPPED_DIGEST_FILE).read_text().strip() if root else None
+    except OSError:
+        return None
+    return root if recorded == entry.headers_digest else None
+
+
 def installed_wheel_root(entry: LockEntry) -> Path | None:
+    """The entry's headers installed with coopgen (shipped in its package), else those of the
+    installed nvidia-cuda-cccl wheel when it is the entry's version."""
+    return shipped_root(entry) or wheel_root(entry)
+
+
+def wheel_root(entry: LockEntry) -> Path | None:
     """The include root of the installed nvidia-cuda-cccl wheel when it is the entry's version."""
     try:
         dist = importlib.metadata.distribution("nvidia-cuda-cccl")
@@ -218,11 +268,9 @@ def installed_wheel_root(entry: LockEntry) -> Path | None:
 
 
 def cache_dir() -> Path:
-    base = os.environ.get("COOPGEN_CACHE_DIR")
-    if base:
-        return Path(base)
-    xdg = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(xdg) / "coopgen"
+    """coopgen's cache folder (``coopgen.codegen.cache`` computes it)."""
+    from coopgen.codegen import cache
+    return cache.root()
 
 
 def _cached_wheel_root(entry: LockEntry) -> Path:
@@ -317,7 +365,10 @@ def locate(entry: LockEntry, *, download: bool = True, verify: bool = True) -> L
     Every candidate is checked against the lock's digest; one that differs is refused.
     """
     candidates: list[tuple[str, Path]] = []
-    root = installed_wheel_root(entry)
+    root = shipped_folder(entry) if verify else shipped_root(entry)
+    if root:
+        candidates.append(("shipped with coopgen", root))
+    root = wheel_root(entry)
     if root:
         candidates.append(("installed wheel", root))
     if _cached_wheel_root(entry).is_dir():
@@ -346,7 +397,8 @@ def locate(entry: LockEntry, *, download: bool = True, verify: bool = True) -> L
     if refused:
         lines.append("Refused (headers differ from the lock):")
         lines += refused
-    lines.append(f"Fix: `pip install {entry.wheel}`, or let coopgen download it (unset "
-                 f"COOPGEN_NO_DOWNLOAD), or place {entry.wheel_file} in {wheels_dir()}, or "
+    lines.append(f"Fix: let coopgen download {entry.wheel} into its cache (with a network, "
+                 f"COOPGEN_NO_DOWNLOAD unset), or place {entry.wheel_file} in {wheels_dir()}, "
+                 f"or reinstall coopgen (its package ships the default entry's headers), or "
                  f"delete altered files under {cache_dir() / 'cccl'}.")
     raise HeaderError("\n".join(lines))

@@ -127,10 +127,10 @@ def add_to_lock(path: Path, entry: LockEntry, *, default: bool) -> str:
 
 
 def pin_default_wheel(pyproject: Path, entry: LockEntry) -> bool:
-    """The dependency on the default entry's wheel follows the lock's first entry."""
+    """The build's pin of the default entry's wheel (whose headers it ships, setup.py) follows
+    the lock's first entry."""
     text = pyproject.read_text()
-    new = re.sub(r'"nvidia-cuda-cccl==[^"]+",(\s*# the lock\'s default entry) \(CCCL [^)]+\)',
-                 f'"{entry.wheel}",\\1 (CCCL {entry.cccl})', text)
+    new = re.sub(r'"nvidia-cuda-cccl==[^"]+"', f'"{entry.wheel}"', text)
     if new == text:
         return False
     pyproject.write_text(new)

@@ -7,10 +7,10 @@ strict schema: unknown keys are errors, and entries that match nothing are repor
 from __future__ import annotations
 
 import re
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .headers import tomllib  # tomli on Python 3.10
 from .model import ApiModel, ClassModel, Overload, Param, TemplateParam, replace
 
 ROLES = (

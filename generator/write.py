@@ -9,8 +9,8 @@ from .model import ApiModel, to_json
 
 def _write_if_changed(path: Path, text: str, written: list[Path]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    if not path.is_file() or path.read_text() != text:
-        path.write_text(text)
+    if not path.is_file() or path.read_text(encoding="utf-8") != text:
+        path.write_text(text, encoding="utf-8")
     written.append(path)
 
 
@@ -80,5 +80,5 @@ def write_lock_copy(lock: Path, out_dir: Path) -> Path:
     from .headers import LOCK_FILENAME
 
     written: list[Path] = []
-    _write_if_changed(out_dir / LOCK_FILENAME, lock.read_text(), written)
+    _write_if_changed(out_dir / LOCK_FILENAME, lock.read_text(encoding="utf-8"), written)
     return written[0]

@@ -2,9 +2,8 @@
 
 Environment variables:
 
-* ``COOPGEN_CACHE_DIR``     -- cache directory (default
-  ``$XDG_CACHE_HOME/coopgen/ltoir``, i.e. ``~/.cache/coopgen/ltoir``).
-* ``COOPGEN_DISABLE_CACHE=1`` -- never read or write the disk cache.
+* ``COOPGEN_CACHE_DIR``, ``COOPGEN_DISABLE_CACHE``, ``COOPGEN_CACHE_MAX_SIZE`` -- the disk
+  cache (its ``ltoir/`` folder); see ``coopgen.codegen.cache``, which owns it.
 * ``COOPGEN_DUMP_SHIMS=<dir>`` -- write every source handed to
   :func:`compile_ltoir` to ``<dir>/<key>.cu`` (cache hits included).
 * ``COOPGEN_NVRTC_PCH``     -- when to build NVRTC's precompiled header: ``first``
@@ -18,11 +17,16 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
-import tempfile
 import threading
 from pathlib import Path
 
 from cuda.bindings import nvrtc as _nvrtc
+
+from . import toolchain
+from . import cache as _cache
+
+#: coopgen's version, in the cache key: a new coopgen may emit other code for one source
+VERSION = _cache.own_version()
 
 __all__ = [
     "NvrtcError",
@@ -116,8 +120,18 @@ def unsupported_arch(arch) -> str | None:
     if n in supported_archs():
         return None
     major, minor = nvrtc_version()
+    archs = supported_archs()
+    if n > max(archs):
+        hint = (f"sm_{n} needs a newer CUDA 13 toolkit: pip install -U 'coopgen[cu13]'"
+                if major >= 13 else
+                f"sm_{n} needs a newer toolkit: pip install -U 'coopgen[cu12]' (or "
+                f"'coopgen[cu13]' under a CUDA 13 driver)")
+    elif n < min(archs):
+        hint = f"CUDA {major} dropped sm_{n}: pip install 'coopgen[cu{major - 1}]'"
+    else:
+        hint = f"sm_{n} is not among them"
     return (f"cannot compile for sm_{n}: NVRTC {major}.{minor} targets "
-            f"{', '.join(f'sm_{a}' for a in supported_archs())}")
+            f"{', '.join(f'sm_{a}' for a in archs)}; {hint}")
 
 
 def arch_number(arch) -> int:
@@ -182,15 +196,7 @@ def _release_options() -> tuple[str, ...]:
 
 def cache_dir() -> Path | None:
     """The LTO-IR cache directory, or None when caching is disabled."""
-    if os.environ.get("COOPGEN_DISABLE_CACHE", "") not in ("", "0"):
-        return None
-    override = os.environ.get("COOPGEN_CACHE_DIR")
-    if override:
-        return Path(override)
-    xdg = os.environ.get("XDG_CACHE_HOME") or os.path.join(
-        os.path.expanduser("~"), ".cache"
-    )
-    return Path(xdg) / "coopgen" / "ltoir"
+    return _cache.shim_dir()
 
 
 def _normalize_arch(arch: str) -> str:
@@ -246,9 +252,10 @@ def _dir_identity(d: str) -> str:
 def _cache_key(source: str, opts: list[str], arch: str, include_dirs) -> str:
     h = hashlib.sha256()
     for part in (
-        "coopgen-ltoir-v1",
+        "coopgen-ltoir-v2",
+        VERSION,  # a new coopgen may emit other code for the same source (its headers, options)
         source,
-        _nvrtc_identity(),
+        _nvrtc_identity(),  # the toolchain: NVRTC's major decides the LTO-IR format
         "\0".join(o for o in opts if not o.startswith("-I")),  # dirs: by identity below
         _normalize_arch(arch),
         "\0".join(_dir_identity(d) for d in include_dirs),
@@ -256,21 +263,6 @@ def _cache_key(source: str, opts: list[str], arch: str, include_dirs) -> str:
         h.update(part.encode())
         h.update(b"\0\1")  # unambiguous separator
     return h.hexdigest()
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=path.suffix)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)  # atomic on POSIX: readers see old or new file
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
 
 
 # --------------------------------------------------------------------------
@@ -309,12 +301,14 @@ def _use_pch(kind: str) -> bool:
     of the process compiles in ~0.2 s instead of ~0.9 s (the second saves ~0.9 s). ``second``
     runs the first compile plain and builds the PCH on the second; ``0``: never. (Building the
     PCH in a background thread instead was tried: a process exiting while NVRTC runs in a
-    daemon thread crashes.)"""
+    daemon thread crashes.) A PCH lives in the process that built it, made by the one NVRTC the
+    process loaded, and NVRTC keys it by the options (the architecture among them): it is keyed by
+    toolchain by construction."""
     value = os.environ.get("COOPGEN_NVRTC_PCH", "first")
     policy = _PCH_POLICIES.get(value.strip().lower())
     if policy is None:
         raise ValueError(f"COOPGEN_NVRTC_PCH={value!r}: use first (the default), second or 0")
-    if kind != "ltoir" or policy == "off":
+    if kind != "ltoir" or policy == "off" or nvrtc_version() < (12, 4):  # -pch: NVRTC 12.4+
         return False
     return policy == "first" or compile_count() > 0
 
@@ -360,6 +354,7 @@ def compile_ltoir(
     appended verbatim; ``arch`` defaults to :func:`default_arch`. Raises :class:`NvrtcError`
     carrying the NVRTC log.
     """
+    toolchain.require_consistent()  # a mixed stack: one error here, not a linker's
     arch = arch or default_arch()
     refused = unsupported_arch(arch)
     if refused:
@@ -382,15 +377,12 @@ def compile_ltoir(
 
     dump = os.environ.get("COOPGEN_DUMP_SHIMS")
     if dump:
-        _atomic_write(Path(dump) / f"{key}.cu", source.encode())
+        _cache.atomic_write(Path(dump) / f"{key}.cu", source.encode())
 
     cdir = cache_dir()
     path = cdir / f"{key}.{kind}" if cdir is not None else None
     if path is not None:
-        try:
-            data = path.read_bytes()
-        except OSError:
-            data = None
+        data = _cache.read(path)  # None when absent or damaged (warned): compiled again below
         if data:
             with _lock:
                 _counts["hit", kind] += 1
@@ -399,8 +391,5 @@ def compile_ltoir(
     data = _nvrtc_compile(source, opts + (["-pch"] if _use_pch(kind) else []),
                           f"coopgen_{key[:12]}.cu", kind)
     if path is not None:
-        try:
-            _atomic_write(path, data)
-        except OSError:
-            pass  # read-only/full cache dir: still return the code
+        _cache.write(path, data)  # framed with its length and checksum; evicts past the cap
     return data

@@ -1,5 +1,48 @@
-"""Where the CUDA compiler libraries come from and which versions they are (for `coopgen doctor`)."""
+"""Which CUDA toolchain coopgen compiles with, and whether its parts belong together.
+
+coopgen's shims are compiled by NVRTC to LTO-IR; numba-cuda compiles the kernel with NVVM to
+LTO-IR; nvJitLink links both into a cubin the driver loads. LTO-IR is per CUDA major, so the
+three must be one major (CUDA 12: ``pip install 'coopgen[cu12]'``; CUDA 13: a bare install or
+``'coopgen[cu13]'``), and a driver, where there is one, must be of that major or newer (a CUDA
+13 cubin does not load under a CUDA 12 driver; newer minors of the driver's major do, through
+CUDA's minor-version compatibility).
+
+* :func:`require_consistent` runs before the first compile of a process and raises one
+  :class:`ToolchainError` naming each part, its version and where it was loaded from, and the
+  extra that installs a matching set, instead of an nvJitLink error wall at link time.
+* :func:`problems` says the same to ``coopgen doctor``, which exits 1 on any.
+
+NVRTC and nvJitLink come through cuda-bindings, whose major picks their major (it loads
+``libnvrtc.so.12`` or ``.13``). NVVM is found by numba-cuda's own search, and every NVVM is
+``libnvvm.so.4`` reporting version 2.0, so its CUDA major is read from the package or toolkit
+that holds the library. Nothing here imports numba at module level.
+"""
 from __future__ import annotations
+
+import functools
+import importlib.metadata
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+#: Distributions that ship libNVVM, by CUDA major (numba-cuda looks in this order).
+NVVM_DISTRIBUTIONS = ("nvidia-cuda-nvcc-cu12", "nvidia-nvvm", "nvidia-cuda-nvcc")
+
+
+class ToolchainError(RuntimeError):
+    """The CUDA compiler libraries found do not form one toolchain."""
+
+
+@dataclass(frozen=True)
+class Part:
+    name: str  # "NVRTC", "nvJitLink", "NVVM"
+    version: str  # "13.0", "12.9.86", "not found"
+    major: int | None  # its CUDA major; None when unknown or not found
+    where: str  # the library's path, or why it was not found
+
+    def __str__(self) -> str:
+        return f"{self.name} {self.version} ({self.where})"
 
 
 def _lib_path(name: str) -> str:
@@ -10,25 +53,169 @@ def _lib_path(name: str) -> str:
         return f"not found: {e}"
 
 
-def describe() -> dict[str, tuple[str, str]]:
-    """{library: (version, path)}; version is "not found" when the library cannot be loaded."""
-    out = {}
+def _nvrtc() -> Part:
     try:
         from cuda.bindings import nvrtc
         err, major, minor = nvrtc.nvrtcVersion()
-        out["NVRTC"] = (f"{major}.{minor}", _lib_path("nvrtc"))
+        if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+            raise RuntimeError(err.name)
+        return Part("NVRTC", f"{major}.{minor}", major, _lib_path("nvrtc"))
     except Exception as e:
-        out["NVRTC"] = ("not found", str(e))
+        return Part("NVRTC", "not found", None, str(e))
+
+
+def _nvjitlink() -> Part:
     try:
         from cuda.bindings import nvjitlink
         v = nvjitlink.version()
-        out["nvJitLink"] = (".".join(map(str, v)), _lib_path("nvJitLink"))
+        return Part("nvJitLink", ".".join(map(str, v)), v[0], _lib_path("nvJitLink"))
     except Exception as e:
-        out["nvJitLink"] = ("not found", str(e))
+        return Part("nvJitLink", "not found", None, str(e))
+
+
+#: () -> the libNVVM path the backend compiles kernels with (coopgen.lower sets it), or None.
+backend_nvvm_path = None
+
+
+def _nvvm_path() -> str:
+    """The libNVVM the backend compiles kernels with (its own search), else pathfinder's."""
     try:
-        from cuda.bindings import nvvm
-        v = nvvm.version()
-        out["NVVM"] = (".".join(map(str, v)), _lib_path("nvvm"))
-    except Exception as e:
-        out["NVVM"] = ("not found", str(e))
+        found = backend_nvvm_path() if backend_nvvm_path is not None else None
+        if found and os.path.isfile(found):
+            return found
+    except Exception:  # an older or newer backend layout: fall back
+        pass
+    return _lib_path("nvvm")
+
+
+def cuda_major_of(path: str) -> tuple[int | None, str]:
+    """(CUDA major, version) of the pip package or toolkit holding the library at ``path``."""
+    real = os.path.realpath(path)
+    for dist_name in NVVM_DISTRIBUTIONS:
+        try:
+            dist = importlib.metadata.distribution(dist_name)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+        base = os.path.realpath(dist.locate_file(""))
+        if not real.startswith(base + os.sep):
+            continue
+        rel = Path(os.path.relpath(real, base)).as_posix()
+        if any(str(f) == rel for f in dist.files or ()):
+            return int(dist.version.split(".")[0]), dist.version
+    for parent in Path(real).parents:  # a CUDA toolkit: its version.json or its dist-info
+        meta = parent / "version.json"
+        if meta.is_file():
+            try:
+                version = json.loads(meta.read_text())["cuda"]["version"]
+                return int(version.split(".")[0]), version
+            except (ValueError, KeyError, OSError):
+                pass
+        infos = sorted((parent / "dist-info").glob("nvidia_nvvm-*.dist-info"))
+        if infos:
+            version = infos[-1].name[len("nvidia_nvvm-"):-len(".dist-info")]
+            return int(version.split(".")[0]), version
+    return None, "?"
+
+
+def _nvvm() -> Part:
+    path = _nvvm_path()
+    if path.startswith("not found"):
+        return Part("NVVM", "not found", None, path)
+    major, version = cuda_major_of(path)
+    return Part("NVVM", version, major, path)
+
+
+@functools.lru_cache(maxsize=None)
+def parts() -> tuple[Part, ...]:
+    """NVRTC, nvJitLink and NVVM as this process loads them."""
+    return (_nvrtc(), _nvjitlink(), _nvvm())
+
+
+def bindings_major() -> int | None:
+    try:
+        return int(importlib.metadata.version("cuda-bindings").split(".")[0])
+    except (importlib.metadata.PackageNotFoundError, ValueError):
+        return None
+
+
+@functools.lru_cache(maxsize=None)
+def driver_version() -> tuple[int, int] | None:
+    """The CUDA version of the installed driver, e.g. (13, 0); None without a driver."""
+    try:
+        from cuda.bindings import driver
+        err, v = driver.cuDriverGetVersion()
+        if err != driver.CUresult.CUDA_SUCCESS or not v:
+            return None
+        return (v // 1000, v % 1000 // 10)
+    except Exception:  # no libcuda: a machine without a GPU
+        return None
+
+
+def gpu_archs() -> list[tuple[int, str, int]]:
+    """(index, name, sm number) of each GPU the driver sees; empty without one."""
+    try:
+        from cuda.bindings import driver
+        if driver.cuInit(0)[0] != driver.CUresult.CUDA_SUCCESS:
+            return []
+        err, count = driver.cuDeviceGetCount()
+        out = []
+        attr = driver.CUdevice_attribute
+        for i in range(count if err == driver.CUresult.CUDA_SUCCESS else 0):
+            _, dev = driver.cuDeviceGet(i)
+            _, major = driver.cuDeviceGetAttribute(
+                attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev)
+            _, minor = driver.cuDeviceGetAttribute(
+                attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev)
+            _, name = driver.cuDeviceGetName(64, dev)
+            out.append((i, name.split(b"\0")[0].decode(errors="replace"), major * 10 + minor))
+        return out
+    except Exception:
+        return []
+
+
+def problems(found: tuple[Part, ...] | None = None,
+             driver: tuple[int, int] | None | str = "probe") -> list[str]:
+    """What keeps the toolchain from working, one sentence each naming the parts and the fix;
+    empty when NVRTC, nvJitLink and NVVM are one CUDA major that the driver (if any) runs."""
+    found = parts() if found is None else found
+    driver = driver_version() if driver == "probe" else driver
+    out = []
+    missing = [p for p in found if p.version == "not found"]
+    majors = {p.major for p in found if p.major is not None}
+    want = (max(majors) if majors else None) or bindings_major() or 13
+    extra = f"coopgen[cu{want}]"
+    if missing:
+        out.append(f"missing: {'; '.join(map(str, missing))}. Fix: pip install '{extra}'")
+    if len(majors) > 1:
+        listed = ", ".join(f"{p.name} {p.version} from {p.where}" for p in found
+                           if p.major is not None)
+        out.append(f"mixed CUDA majors: {listed}. LTO-IR of one major does not link with "
+                   f"another: install one toolchain, 'coopgen[cu12]' or 'coopgen[cu13]', in a "
+                   f"fresh environment (or uninstall the other major's packages)")
+    if driver is not None and majors and max(majors) > driver[0]:
+        out.append(f"the driver runs CUDA {driver[0]}.{driver[1]}, older than the CUDA "
+                   f"{max(majors)} toolchain ({', '.join(f'{p.name} {p.version}' for p in found)})"
+                   f": its cubins do not load. Fix: pip install 'coopgen[cu{driver[0]}]', or "
+                   f"update the driver")
     return out
+
+
+_sound = False  # set once require_consistent found nothing wrong
+
+
+def require_consistent() -> None:
+    """Raise :class:`ToolchainError` unless :func:`problems` finds none (checked until it
+    passes once in the process)."""
+    global _sound
+    if _sound:
+        return
+    found = problems()
+    if found:
+        raise ToolchainError("coopgen: the CUDA toolchain cannot compile and link kernels:\n  "
+                             + "\n  ".join(found))
+    _sound = True
+
+
+def describe() -> dict[str, tuple[str, str]]:
+    """{library: (version, path)}; version is "not found" when the library cannot be loaded."""
+    return {p.name: (p.version, p.where) for p in parts()}

@@ -2,7 +2,7 @@
 with numba-cuda and answers what the numba-free stages ask of a backend."""
 from __future__ import annotations
 
-from ..codegen import nvrtc
+from ..codegen import nvrtc, toolchain
 from ..types import desc
 from . import enums, launch_hook, numba_internals, rewrite, storage, typing  # noqa: F401
 from .describe import host_dtype
@@ -13,8 +13,14 @@ def _current_device_cc():
     return cuda.get_current_device().compute_capability if cuda.is_available() else None
 
 
+def _numba_nvvm_path():
+    from numba.cuda.cuda_paths import get_cuda_paths
+    return get_cuda_paths()["nvvm"].info
+
+
 desc.HOST_DTYPES.append(host_dtype)
 nvrtc.current_device_cc = _current_device_cc
+toolchain.backend_nvvm_path = _numba_nvvm_path
 
 
 def install() -> None:

@@ -120,14 +120,14 @@ def test_compile_ltoir_cache_and_dump(tmp_path, monkeypatch):
     b = nvrtc.compile_ltoir(TINY, include_dirs=[], arch="sm_90")
     assert b == a and nvrtc.compile_count() == 1 and nvrtc.cache_hit_count() == 1
 
-    cached = list((tmp_path / "c").glob("*.ltoir"))
+    cached = list((tmp_path / "c" / "ltoir").glob("*.ltoir"))
     dumped = list((tmp_path / "dump").glob("*.cu"))
     assert len(cached) == 1 and [p.stem for p in dumped] == [cached[0].stem]
     assert dumped[0].read_text() == TINY
-    assert not list((tmp_path / "c").glob(".tmp-*"))  # atomic write cleaned up
+    assert not list((tmp_path / "c" / "ltoir").glob(".tmp-*"))  # atomic write cleaned up
 
     # different arch / options -> different key
-    nvrtc.compile_ltoir(TINY, include_dirs=[], arch="sm_100")
+    nvrtc.compile_ltoir(TINY, include_dirs=[], arch="sm_80")
     assert nvrtc.compile_count() == 2
 
     monkeypatch.setenv("COOPGEN_DISABLE_CACHE", "1")

@@ -22,7 +22,7 @@ PAGES = sorted((ROOT / "docs").glob("*.md"))  # hand-written; docs/api/ is gener
 
 def python_examples():
     for page in PAGES:
-        blocks = re.findall(r"```python\n(.*?)```", page.read_text(), re.S)
+        blocks = re.findall(r"```python\n(.*?)```", page.read_text(encoding="utf-8"), re.S)
         for i, code in enumerate(blocks):
             yield pytest.param(code, id=f"{page.stem}-{i}")
 

@@ -21,12 +21,14 @@ def test_lock_entries():
                for e in entries)
 
 
-def test_default_wheel_is_the_dependency():
-    import tomllib
+def test_default_wheel_is_the_builds():
+    """The build ships the default entry's headers from that wheel (setup.py); a runtime
+    dependency on it would fight the CUDA toolkit's own CCCL pin."""
     from pathlib import Path
 
-    pyproject = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())
-    assert headers.load_lock()[0].wheel in pyproject["project"]["dependencies"]
+    pyproject = headers.tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())
+    assert headers.load_lock()[0].wheel in pyproject["build-system"]["requires"]
+    assert not any(r.startswith("nvidia-cuda-cccl") for r in pyproject["project"]["dependencies"])
 
 
 def test_runtime_default_is_the_locks_first_entry():
@@ -106,7 +108,7 @@ def test_missing_headers_say_what_to_do(monkeypatch, tmp_path):
     with pytest.raises(HeaderError) as e:
         locate(bogus)
     assert "no headers match lock entry CCCL 3.0.1" in str(e.value)
-    assert "pip install nvidia-cuda-cccl==0.0.1" in str(e.value)
+    assert "download nvidia-cuda-cccl==0.0.1 into its cache" in str(e.value)
 
 
 def test_altered_headers_are_refused(monkeypatch, tmp_path):
@@ -118,7 +120,8 @@ def test_altered_headers_are_refused(monkeypatch, tmp_path):
     target.write_text(target.read_text() + "\n// edited\n")
     monkeypatch.setenv("COOPGEN_CACHE_DIR", str(tmp_path))
     monkeypatch.setenv("COOPGEN_NO_DOWNLOAD", "1")
-    monkeypatch.setattr(headers, "installed_wheel_root", lambda e: None)
+    monkeypatch.setattr(headers, "wheel_root", lambda e: None)
+    monkeypatch.setattr(headers, "shipped_root", lambda e: None)
     monkeypatch.setattr(headers, "_toolkit_roots", lambda: [])
     with pytest.raises(HeaderError) as e:
         locate(entry)

@@ -3,10 +3,12 @@ import json
 import os
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
 
 import pytest
+
+import coopgen
+from coopgen.generator.headers import tomllib  # tomli on Python 3.10
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -21,9 +23,18 @@ def test_layout():
 @pytest.fixture(scope="module")
 def plain_install(tmp_path_factory):
     """coopgen installed with a plain (non-editable) `pip install`, outside any checkout."""
+    import fcntl
+    import tempfile
+
     target = tmp_path_factory.mktemp("site")
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps",
-                    "--target", str(target), str(ROOT)], check=True, capture_output=True)
+    # pip builds in the checkout (build/, *.egg-info, the shipped headers): one build at a
+    # time, whichever test worker gets here first
+    with open(Path(tempfile.gettempdir()) / "coopgen-plain-install.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        out = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps",
+                              "--target", str(target), str(ROOT)], capture_output=True,
+                             text=True)
+    assert out.returncode == 0, out.stderr[-3000:]
     return target
 
 
@@ -51,6 +62,25 @@ def test_plain_install_ships_every_lock_entry(plain_install):
         assert (pkg / "block_reduce.py").is_file()
 
 
+def test_the_build_ships_the_default_entrys_headers():
+    """setup.py copies the default lock entry's headers into the package from the wheel that
+    [build-system] requires; a runtime dependency on that wheel would fight the toolkit's CCCL."""
+    from coopgen.generator.headers import load_lock
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    default = load_lock()[0]
+    assert default.wheel in pyproject["build-system"]["requires"]
+    assert not any(r.startswith("nvidia-cuda-cccl") for r in pyproject["project"]["dependencies"])
+
+
+def test_plain_install_ships_headers_and_types(plain_install):
+    from coopgen.generator.headers import load_lock
+    entry = load_lock()[0]
+    shipped = plain_install / "coopgen" / "_cccl" / entry.cccl
+    assert (shipped / "DIGEST").read_text().strip() == entry.headers_digest
+    assert (shipped / "cub" / "block" / "block_reduce.cuh").is_file()
+    assert (plain_install / "coopgen" / "py.typed").is_file()
+
+
 def test_packaged_lock_is_the_checkouts():
     assert (ROOT / "bindings" / "_generated" / "cub_headers.lock").read_text() == \
         (ROOT / "cub_headers.lock").read_text()
@@ -69,7 +99,9 @@ def test_cli_works_from_a_plain_install(plain_install, tmp_path):
     out = _run(plain_install, *cli, "doctor", cwd=tmp_path)
     assert out.returncode == 0, out.stdout + out.stderr
     from coopgen.generator.headers import load_lock
-    assert f"CCCL {load_lock()[0].cccl}: headers OK" in out.stdout  # the default entry
+    assert f"CCCL {load_lock()[0].cccl}: headers OK (shipped with coopgen" in out.stdout
+    out = _run(plain_install, *cli, "--version", cwd=tmp_path)
+    assert out.returncode == 0 and out.stdout.strip() == f"coopgen {coopgen.__version__}"
     out = _run(plain_install, *cli, "generate", cwd=tmp_path)
     assert out.returncode == 2
     lines = out.stderr.strip().splitlines()

@@ -1,7 +1,7 @@
 """The supported numba-cuda / numba / numpy ranges: declared once (pyproject.toml), checked at
 ``import coopgen``, and their lowest ends are what CI's lowest-versions job installs."""
 import importlib.metadata
-import tomllib
+from coopgen.generator.headers import tomllib  # tomli on Python 3.10
 from pathlib import Path
 
 import pytest
@@ -39,15 +39,45 @@ def test_check_raises_one_import_error_naming_each(monkeypatch):
         versions.check()
 
 
-def test_ci_lowest_versions_are_the_declared_lower_bounds():
-    lowest = {}
-    for line in (ROOT / ".ci" / "lowest.txt").read_text().splitlines():
+PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+
+
+def _pins(name: str) -> dict[str, str]:
+    pins = {}
+    for line in (ROOT / ".ci" / name).read_text().splitlines():
         if line.strip() and not line.startswith("#"):
-            name, version = line.split("==")
-            lowest[name.strip()] = version.strip()
-    for line in DECLARED:
+            package, version = line.split("==")
+            pins[package.strip()] = version.strip()
+    return pins
+
+
+@pytest.mark.parametrize("lowest, extra", [("lowest.txt", "cu13"), ("lowest-cu12.txt", "cu12")])
+def test_ci_lowest_versions_are_the_declared_lower_bounds(lowest, extra):
+    """Each toolchain's lowest file pins every range's floor: the highest floor that the base
+    requirements and the toolchain's extra declare for a package."""
+    floors: dict[str, Version] = {}
+    for line in DECLARED + PROJECT["optional-dependencies"][extra]:
         req = Requirement(line)
-        floors = [s.version for s in req.specifier if s.operator == ">="]
-        if floors:
-            assert req.name in lowest, f"{req.name}: no lowest version in .ci/lowest.txt"
-            assert Version(lowest[req.name]) == Version(floors[0]), (req.name, lowest, floors)
+        for spec in req.specifier:
+            if spec.operator == ">=":
+                floors[req.name] = max(floors.get(req.name, Version(spec.version)),
+                                       Version(spec.version))
+    pins = _pins(lowest)
+    for name, floor in floors.items():
+        assert name in pins, f"{name}: no lowest version in .ci/{lowest}"
+        assert Version(pins[name]) == floor, (lowest, name, pins[name], str(floor))
+
+
+def test_the_toolchain_extras_narrow_the_bare_install():
+    """A bare install's toolchain range spans both majors and each extra narrows it to one, so
+    that [cu12] never meets a CUDA 13 pin of the base (pip would find no solution)."""
+    base = {Requirement(r).name: Requirement(r) for r in DECLARED}
+    for extra, major in (("cu12", 12), ("cu13", 13)):
+        for line in PROJECT["optional-dependencies"][extra]:
+            req = Requirement(line)
+            if req.name in ("cuda-toolkit", "cuda-bindings"):
+                assert all(v.major == major for v in map(Version, (
+                    s.version for s in req.specifier if s.operator == ">="))), line
+                floor = next(Version(s.version) for s in req.specifier if s.operator == ">=")
+                assert base[req.name].specifier.contains(floor), (line, base[req.name])
+        assert f"numba-cuda[{extra}]" in PROJECT["optional-dependencies"][extra]

@@ -9,7 +9,7 @@ pytestmark = pytest.mark.gpu
 
 PAGES = sorted((Path(__file__).resolve().parents[2] / "docs").glob("*.md"))
 EXAMPLES = [pytest.param(code, id=f"{page.stem}-{i}") for page in PAGES
-            for i, code in enumerate(re.findall(r"```python\n(.*?)```", page.read_text(), re.S))]
+            for i, code in enumerate(re.findall(r"```python\n(.*?)```", page.read_text(encoding="utf-8"), re.S))]
 
 
 @pytest.mark.parametrize("code", EXAMPLES)

@@ -24,7 +24,7 @@ sys.path.insert(0, HERE)
 from cases import COMPILE_CASES  # noqa: E402
 
 STAGES = {  # label -> (module, qualified attribute) wrapped with a timer
-    "nvrtc": ("coopgen.nvrtc", "_nvrtc_compile"),
+    "nvrtc": ("coopgen.codegen.nvrtc", "_nvrtc_compile"),
     "nvvm": ("numba.cuda.cudadrv.nvvm", "compile_ir"),
     "nvjitlink": ("numba.cuda.cudadrv.driver", "_Linker.complete"),
     "module load": ("numba.cuda.cudadrv.driver", "Context.create_module_image"),

@@ -1,0 +1,87 @@
+"""`coopgen doctor` and the toolchain check: exit status 1 naming the problem when the headers
+do not match the lock, the toolchain mixes CUDA majors or is newer than the driver; 0 when
+healthy. A mixed stack is also one error at the first compile."""
+import shutil
+
+import pytest
+
+from coopgen.codegen import toolchain
+from coopgen.codegen import nvrtc
+from coopgen.generator import cli, headers
+from coopgen.codegen.toolchain import Part
+
+
+def _parts(nvrtc_v="13.0", nvjitlink_v="13.0", nvvm_v="13.0.88"):
+    def part(name, version):
+        return Part(name, version, int(version.split(".")[0]), f"/lib/{name}/{version}")
+    return (part("NVRTC", nvrtc_v), part("nvJitLink", nvjitlink_v), part("NVVM", nvvm_v))
+
+
+@pytest.fixture
+def no_driver(monkeypatch):
+    monkeypatch.setattr(toolchain, "driver_version", lambda: None)
+    monkeypatch.setattr(toolchain, "gpu_archs", lambda: [])
+
+
+def test_healthy_install_exits_0(capsys, no_driver):
+    assert cli.main(["doctor"]) == 0
+    out = capsys.readouterr().out
+    assert "healthy" in out and "PROBLEM" not in out
+    assert f"NVRTC: {'.'.join(map(str, nvrtc.nvrtc_version()))}" in out
+    assert "driver: none" in out
+
+
+def test_headers_that_do_not_match_the_lock_exit_1(monkeypatch, tmp_path, capsys, no_driver):
+    entry = headers.load_lock()[0]
+    altered = tmp_path / "shipped"
+    shutil.copytree(headers.locate(entry, download=False).include_root, altered)
+    target = altered / "cub" / "block" / "block_reduce.cuh"
+    target.write_text(target.read_text() + "\n// edited\n")
+    monkeypatch.setattr(headers, "shipped_folder", lambda e, package_dir=None: altered)
+    monkeypatch.setattr(headers, "wheel_root", lambda e: None)
+    monkeypatch.setattr(headers, "_toolkit_roots", lambda: [])
+    monkeypatch.setenv("COOPGEN_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("COOPGEN_NO_DOWNLOAD", "1")
+    assert cli.main(["doctor"]) == 1
+    out = capsys.readouterr().out
+    assert f"PROBLEM: CCCL {entry.cccl}'s headers do not match the lock" in out
+    assert f"shipped with coopgen at {altered}" in out
+
+
+def test_mixed_majors_exit_1_naming_the_parts(monkeypatch, capsys, no_driver):
+    monkeypatch.setattr(toolchain, "parts", lambda: _parts(nvjitlink_v="12.9"))
+    assert cli.main(["doctor"]) == 1
+    out = capsys.readouterr().out
+    assert "PROBLEM: mixed CUDA majors: NVRTC 13.0 from /lib/NVRTC/13.0, nvJitLink 12.9" in out
+    assert "'coopgen[cu12]' or 'coopgen[cu13]'" in out
+
+
+def test_a_mixed_stack_is_one_error_at_the_first_compile(monkeypatch):
+    monkeypatch.setattr(toolchain, "parts", lambda: _parts(nvvm_v="12.9.86"))
+    monkeypatch.setattr(toolchain, "driver_version", lambda: None)
+    monkeypatch.setattr(toolchain, "_sound", False)
+    with pytest.raises(toolchain.ToolchainError) as e:
+        nvrtc.compile_ltoir('extern "C" __device__ void f() {}', include_dirs=[])
+    assert str(e.value).count("\n") == 1  # one problem, one line naming every part
+    assert "NVVM 12.9.86 from /lib/NVVM/12.9.86" in str(e.value)
+
+
+def test_a_toolchain_newer_than_the_driver_names_the_extra(monkeypatch):
+    found = toolchain.problems(_parts(), driver=(12, 8))
+    assert len(found) == 1
+    assert "driver runs CUDA 12.8, older than the CUDA 13 toolchain" in found[0]
+    assert "pip install 'coopgen[cu12]'" in found[0]
+    assert toolchain.problems(_parts("13.5", "13.5", "13.5.37"), driver=(13, 0)) == []
+    assert toolchain.problems(_parts("12.3", "12.3", "12.3.52"), driver=(13, 0)) == []
+
+
+def test_a_missing_part_names_the_extra():
+    parts = _parts()[:2] + (Part("NVVM", "not found", None, "libnvvm.so.4: no such file"),)
+    (found,) = toolchain.problems(parts, driver=None)
+    assert found.startswith("missing: NVVM not found (libnvvm.so.4")
+    assert "pip install 'coopgen[cu13]'" in found
+
+
+def test_this_environments_nvvm_is_its_toolchains_major():
+    nvrtc_part, _, nvvm_part = toolchain.parts()
+    assert nvvm_part.major == nvrtc_part.major == nvrtc.nvrtc_version()[0]
