@@ -29,7 +29,7 @@ WHEEL = 'nvidia-cuda-cccl==13.2.86'
 WHEEL_FILE = 'nvidia_cuda_cccl-13.2.86-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64.whl'
 WHEEL_SHA256 = '35da671cf0cecd3539da214a11bb8e7634366c9e950da9c5feecf6c490a65b20'
 HEADERS_DIGEST = 'sha256:ac7bf200003fc3c9390537ecccfb54b89e7e27ae2276b53cbe816c96abd110a8'
-NVRTC_OPTIONS = ()
+NVRTC_OPTIONS = ('-default-device',)
 
 CLASSES = (
     BlockAdjacentDifference,

@@ -29,7 +29,7 @@ WHEEL = 'nvidia-cuda-cccl==13.3.3.4.1'
 WHEEL_FILE = 'nvidia_cuda_cccl-13.3.3.4.1-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64.whl'
 WHEEL_SHA256 = 'cc0adc188d570b09f4d606c7dc05a42aa3d8aa082e0d60f7bbfc5b6435f627c6'
 HEADERS_DIGEST = 'sha256:305e30c678ea156c0d6df6f5460216dac5c87d3bc1351285131961dc0b0622dc'
-NVRTC_OPTIONS = ()
+NVRTC_OPTIONS = ('-default-device',)
 
 CLASSES = (
     BlockAdjacentDifference,
