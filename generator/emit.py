@@ -19,7 +19,7 @@ GENERATOR_VERSION = "1"
 PYTHONIC_PATH = Path(__file__).parent / "data" / "pythonic.toml"
 LIMITS_PATH = Path(__file__).parent / "data" / "limits.toml"
 LIMIT_KEYS = {"class", "methods", "reason", "template", "below", "params", "operators",
-              "multi_dim_block", "lone_odd_warp", "struct_items"}
+              "multi_dim_block", "lone_odd_warp", "item_kinds"}
 
 
 def header_line(entry: LockEntry) -> str:
@@ -318,7 +318,8 @@ def load_limits(model: ApiModel) -> list[str]:
                    f"operators={tuple(row.get('operators', ()))!r}, "
                    f"multi_dim_block={bool(row.get('multi_dim_block', False))!r}, "
                    f"lone_odd_warp={bool(row.get('lone_odd_warp', False))!r}"
-                   + (", struct_items=True" if row.get("struct_items") else "") + "),\n")
+                   + (f", item_kinds={tuple(row['item_kinds'])!r}" if row.get("item_kinds")
+                      else "") + "),\n")
     return out
 
 

@@ -225,6 +225,8 @@ def canonical_includes() -> tuple[str, ...]:
     kernel (see nvrtc._use_pch). Parsing headers a kernel does not use costs nothing measurable:
     they share their dependencies with the ones it does."""
     from ..model import registry
+    from ..types.cpp import TYPE_HEADERS
     from .shims import OPERATOR_HEADERS
 
-    return tuple(sorted({c.header for c in registry.package().CLASSES} | set(OPERATOR_HEADERS)))
+    return tuple(sorted({c.header for c in registry.package().CLASSES} | set(OPERATOR_HEADERS)
+                        | set(TYPE_HEADERS)))

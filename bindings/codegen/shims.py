@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 from ..resolve.operators import decomposer_fields, key_record
 from ..resolve.plan import RANGE_ROLES, Plan
-from ..types.cpp import CPP_OF, is_struct, struct_decl, struct_name
+from ..types.cpp import CPP_OF, by_pointer, is_struct, struct_decl, struct_name
 from ..types.desc import VOID, Array, Pointer, Storage, Struct, item_type, unliteral
 
 #: Alignment of coopgen's shared arrays (coopgen.shared.array), enough for any TempStorage.
@@ -94,7 +94,7 @@ def _op_functor(name: str, sym: str, op, argtypes, restype) -> str:
         return struct_name(t) if is_struct(t) else CPP_OF.get(getattr(t, "name", None), "void*")
 
     def abi(t):
-        return "void*" if is_struct(t) else ctype(t)
+        return "void*" if by_pointer(t) else ctype(t)
 
     stateful = op.state is not None
     operands = list(argtypes[1:] if stateful else argtypes)
@@ -120,13 +120,15 @@ def _op_functor(name: str, sym: str, op, argtypes, restype) -> str:
     out_record = restype == VOID and operands and is_struct(operands[-1]) \
         and op.kind not in ("CountsCallback",)
     result = operands.pop() if out_record else None
+    if restype != VOID and by_pointer(restype):  # half, complex, vector: through a pointer too
+        out_record, result, restype = True, restype, VOID
     ret = "void" if restype == VOID else ctype(restype)
     decl_args = (["void*"] if stateful else []) + [abi(t) for t in operands] + \
         (["void*"] if out_record else [])
     decl = f'extern "C" __device__ {ret} {sym}({", ".join(decl_args)});'
     params = ", ".join(f"const {ctype(t)}& a{i}" for i, t in enumerate(operands))
     args = (["state"] if stateful else []) + [
-        f"(void*)&a{i}" if is_struct(t) else f"a{i}"
+        f"(void*)&a{i}" if by_pointer(t) else f"a{i}"
         for i, t in enumerate(operands)]
     member = "  void* state;\n" if stateful else ""
     if op.kind == "DigitExtractorT":

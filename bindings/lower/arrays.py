@@ -15,6 +15,7 @@ from numba.cuda.datamodel.models import ArrayModel
 from numba.cuda.extending import lower_builtin, register_model, typeof_impl  # noqa: F401
 from numba.cuda.typing.npydecl import parse_dtype
 from numba.cuda.typing.templates import AbstractTemplate, infer_global, signature
+from numba.cuda.vector_types import VectorType, vector_types
 
 from .errors import CoopgenTypeError
 
@@ -99,6 +100,12 @@ def _alignment(space: str, ty) -> int | None:
     return value
 
 
+def vector_type(value):
+    """numba-cuda's vector type of ``numba.cuda.float32x2`` and the like, else None."""
+    vector = vector_types.get(getattr(value, "__name__", None))
+    return vector if vector is not None and vector.user_facing_object is value else None
+
+
 def _make_array_function(space: str):
     def array(shape, dtype, alignment=None):
         """Allocate a per-thread (local) or per-block (shared) array inside a kernel."""
@@ -113,7 +120,8 @@ def _make_array_function(space: str):
         def generic(self, args, kws):
             given = _array_arguments(space, args, kws)
             shape = _literal_shape(given["shape"])
-            dtype = parse_dtype(given["dtype"])
+            dtype = parse_dtype(given["dtype"]) or vector_type(
+                getattr(given["dtype"], "typing_key", None))
             if shape is None:
                 raise CoopgenTypeError(
                     f"coopgen.{space}.array: shape={given['shape']} must be a compile-time "
@@ -137,8 +145,10 @@ def _make_array_function(space: str):
     def lower(context, builder, sig, args):
         ret = sig.return_type
         if space == "local":
-            # Records are reached by typed field offsets in C++: give them room to be aligned.
-            align = SHARED_ALIGNMENT if isinstance(ret.dtype, types.Record) else None
+            # Records are reached by typed field offsets in C++, complex and vector types are
+            # more aligned there than in numba: give them room to be aligned.
+            align = SHARED_ALIGNMENT if isinstance(ret.dtype, (types.Record, types.Complex,
+                                                               VectorType)) else None
             name, addrspace = "_coopgen_lmem", nvvm.ADDRSPACE_LOCAL
         else:
             # 16-byte aligned, so a uint8 array can hold any CUB TempStorage.
@@ -150,7 +160,9 @@ def _make_array_function(space: str):
             nbytes = ret.size * context.get_abi_sizeof(context.get_data_type(ret.dtype))
             if nbytes >= STORAGE_ARRAY_BYTES:
                 return _storage_array(context, builder, ret, nbytes, align)
-        return _generic_array(context, builder, shape=ret.shape, dtype=ret.dtype,
+        # numba allocates no bfloat16 arrays; its data is an i16, and so is the array's
+        dtype = types.int16 if ret.dtype == types.bfloat16 else ret.dtype
+        return _generic_array(context, builder, shape=ret.shape, dtype=dtype,
                               symbol_name=name, addrspace=addrspace, alignment=align)
 
     return array

@@ -10,10 +10,11 @@ import hashlib
 from numba.cuda import types
 from numba.cuda.np import numpy_support
 from numba.cuda.typing.typeof import Purpose, typeof
+from numba.cuda.vector_types import VectorType, vector_types
 
 from ..resolve.operators import FUNCTION_NAMES
 from ..types import desc
-from .arrays import SizedArray
+from .arrays import SizedArray, vector_type
 from .storage import TempStorageType
 
 #: numba type (its name) of a stateful operator's state -> the device function (cuda.coop's
@@ -55,8 +56,9 @@ def udt_layout(dt) -> tuple[int, int] | None:
 def dtype_of(dt):
     """A numba dtype -> Scalar / Struct (a record or a user's struct type) / Other."""
     dt = types.unliteral(dt)
-    if isinstance(dt, (types.Number, types.Boolean)):
-        return desc.Scalar("bool" if isinstance(dt, types.Boolean) else str(dt))
+    if isinstance(dt, (types.Number, types.Boolean, VectorType)):
+        return desc.Scalar("bool" if isinstance(dt, types.Boolean) else "bfloat16"
+                           if dt == types.bfloat16 else str(dt))
     if isinstance(dt, types.Record):
         fields = tuple(desc.Field(n, dtype_of(f.type) if isinstance(
             f.type, (types.Number, types.Boolean)) else None, f.offset,
@@ -189,7 +191,8 @@ def describe_constant(value):
 def to_numba(d) -> types.Type:
     """A dtype or operator signature part the stages computed -> its numba type."""
     if isinstance(d, desc.Scalar):
-        return types.boolean if d.name == "bool" else getattr(types, d.name)
+        return {"bool": types.boolean, "bfloat16": types.bfloat16}.get(d.name) or getattr(
+            types, d.name, None) or vector_types[d.name]
     if isinstance(d, desc.Struct):
         return d.ref
     if isinstance(d, desc.Pointer):
@@ -202,6 +205,7 @@ def to_numba(d) -> types.Type:
 def host_dtype(value):
     """A dtype given on the host: numba types (scalars, records, user structs), numpy dtypes
     and their names (registered as coopgen.types.desc's way of reading them)."""
+    value = vector_type(value) or value  # numba.cuda.float32x2 -> its numba type
     if isinstance(value, types.Type):
         dt = value.dtype if isinstance(value, (types.NumberClass, types.DType)) else value
     else:

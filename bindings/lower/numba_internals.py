@@ -43,7 +43,16 @@ EXPECTED = (
     "numba.cuda.dispatcher._Kernel.launch(self, args, griddim, blockdim, stream, sharedmem)",
     "numba.cuda.dispatcher.get_current_device (linkcheck compiles a kernel's device functions "
     "for the checked arch on a machine without a GPU)",
+    "numba.cuda._internal.cuda_fp16/cuda_bf16.shim_obj: the CUDA sources of numba-cuda's "
+    "float16/bfloat16 operator shims, which an operator compiled apart from its kernel links",
 )
+
+
+def half_shims() -> tuple:
+    """The CUDA sources numba-cuda's float16 and bfloat16 operators call into (its lowering adds
+    them to the library of a kernel using them; a library keeps one of each linking file)."""
+    from numba.cuda._internal import cuda_bf16, cuda_fp16
+    return cuda_fp16.shim_obj, cuda_bf16.shim_obj
 
 
 # --- where a lowering call sits ---------------------------------------------------------------
@@ -211,6 +220,12 @@ def problems() -> list[str]:
         check_internals()
     except (ImportError, RuntimeError) as e:
         out.append(f"_Kernel.launch: {e}")
+    try:
+        from numba.cuda.cudadrv.linkable_code import LinkableCode
+        if not all(isinstance(s, LinkableCode) for s in half_shims()):
+            out.append("cuda_fp16/cuda_bf16.shim_obj is no linkable code")
+    except (ImportError, AttributeError) as e:
+        out.append(f"cuda_fp16/cuda_bf16.shim_obj: {e}")
     from numba.cuda import dispatcher
     if not callable(getattr(dispatcher, "get_current_device", None)):
         out.append("numba.cuda.dispatcher.get_current_device is gone")

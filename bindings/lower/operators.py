@@ -7,9 +7,12 @@ import functools
 
 from numba.cuda.cudadrv.linkable_code import LTOIR
 
+from ..types import desc
+from ..types.cpp import by_pointer
 from .bundle import current_arch
 from .describe import STATEFUL_FUNCTIONS, to_numba
 from .errors import CoopgenTypeError
+from .numba_internals import half_shims
 
 
 class StatefulFunction:
@@ -72,8 +75,10 @@ def compile_operator(context, sym: str, op, argtypes, restype, prim: str = "") -
         return
     arch = current_arch()
     cc = (int(arch.split("_")[1][:-1]), int(arch.split("_")[1][-1]))
-    argtypes, restype = tuple(to_numba(a) for a in argtypes), to_numba(restype)
     py_func = op.function.ref.py_func
+    if any(_by_value_pointer(t) for t in (*argtypes, restype)):
+        py_func, argtypes, restype = _through_pointers(op.function.ref, argtypes, restype)
+    argtypes, restype = tuple(to_numba(a) for a in argtypes), to_numba(restype)
     try:
         code, _ = cuda.compile(py_func, restype(*argtypes), device=True, abi="c",
                                abi_info={"abi_name": sym}, output="ltoir", cc=cc)
@@ -82,4 +87,30 @@ def compile_operator(context, sym: str, op, argtypes, restype, prim: str = "") -
         raise CoopgenTypeError(f"{prim}: {op.param}={py_func.__name__} must work as "
                                f"a {op.kind} {wants}; compiling it so failed:\n{e}") from None
     library.add_linking_file(LTOIR(code, name=sym))
+    if "float16" in repr((argtypes, restype)):  # their operators are C++ shims numba links
+        for shims in half_shims():
+            library.add_linking_file(shims)
     done.add(sym)
+
+
+def _by_value_pointer(t) -> bool:
+    """A number the C side passes by pointer (half, bfloat16, complex, vector types) that the
+    Python operator takes and returns by value."""
+    return isinstance(t, desc.Scalar) and by_pointer(t)
+
+
+def _through_pointers(disp, argtypes, restype):
+    """A function calling ``disp`` with those arguments read through their pointers and writing
+    such a result through a last pointer, and its signature."""
+    flags = [_by_value_pointer(t) for t in argtypes]
+    names = [f"a{i}" for i in range(len(argtypes))]
+    call = f"fn({', '.join(n + '[0]' if f else n for n, f in zip(names, flags))})"
+    out = _by_value_pointer(restype)
+    src = (f"def through_pointers({', '.join(names + ['out'] * out)}):\n"
+           f"    {'out[0] = ' if out else 'return '}{call}\n")
+    namespace = {"fn": disp}
+    exec(src, namespace)
+    args = tuple(desc.Pointer(t) if f else t for t, f in zip(argtypes, flags))
+    if out:
+        args, restype = args + (desc.Pointer(restype),), desc.VOID
+    return namespace["through_pointers"], args, restype

@@ -24,8 +24,9 @@ from ..resolve import call as calls
 from ..resolve import hooks
 from ..resolve.operators import operator_signatures
 from ..types import desc
+from ..types.cpp import by_pointer
 from .bundle import bundle_for
-from .describe import constant_type, describe, describe_constant, to_numba, udt_layout
+from .describe import constant_type, describe, describe_constant, dtype_of, to_numba
 from .errors import CoopgenTypeError, as_typing_errors
 from .lowering_context import (bound_kernel_threads, check_not_in_device_function,
                                kernel_lowering_site, launch_config, use_short_shared_pointers)
@@ -217,7 +218,8 @@ def _pass(context, builder, ty, val, source, target):
         return builder.bitcast(context.make_array(ty)(context, builder, val).data, i8p)
     if isinstance(ty, types.Record):  # a record value is a pointer to its data
         return builder.bitcast(val, i8p)
-    if udt_layout(types.unliteral(ty)) is not None:  # a user's struct value: a copy by pointer
+    if by_pointer(dtype_of(target or ty)):  # a struct, half, complex or vector: a copy
+        val = context.cast(builder, val, ty, target) if target is not None else val
         return builder.bitcast(cgutils.alloca_once_value(builder, val), i8p)
     if isinstance(ty, types.Boolean) or types.unliteral(ty) == types.boolean:
         return builder.zext(val, ir.IntType(8))

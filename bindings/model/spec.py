@@ -128,7 +128,7 @@ class LimitSpec:
     operators: tuple[str, ...] = ()  # an operator argument is anything but these built-ins
     multi_dim_block: bool = False
     lone_odd_warp: bool = False  # a logical warp size not a power of two, block > one warp
-    struct_items: bool = False  # the items are a record or struct, not an arithmetic type
+    item_kinds: tuple[str, ...] = ()  # the items are of one of these kinds (struct, complex, ...)
 
 
 #: Parameter roles the runtime binds (coopgen.resolve implements each; a test checks it).

@@ -3,7 +3,7 @@ differential suite): refused at compile time with the reason."""
 from __future__ import annotations
 
 from ..model import registry
-from ..types.cpp import CPP_OF
+from ..types.cpp import KIND_OF_CPP
 from .operators import BUILTINS
 from .plan import Mismatch
 
@@ -50,10 +50,10 @@ def check_limits(prim, cls, method, template_args, block, operators) -> None:
                     if not lwt & (lwt - 1) or threads <= lwt:
                         continue
                     why.append(f"logical_warp_threads={lwt} in a block of {threads} threads")
-                if lim.struct_items:
+                if lim.item_kinds:
                     items = dict((t.name, v) for t, v in template_args).get(
                         cls.value_type.name if cls.value_type else "")
-                    if items is None or items in CPP_OF.values():
+                    if items is None or KIND_OF_CPP.get(items, "struct") not in lim.item_kinds:
                         continue
                     why.append(f"items of {items}")
                 raise Mismatch(f"{prim}: {', '.join(why)} is not supported: {lim.reason}")

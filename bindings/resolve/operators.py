@@ -40,6 +40,16 @@ BUILTINS = {
     "ReductionOp": _ARITH, "ScanOp": _ARITH, "CompareOp": _COMPARE, "FlagOp": _EQUALITY,
     "DifferenceOpT": {"-": "::cuda::std::minus<>{}", **_ARITH},
 }
+_NAME = {f: n for t in BUILTINS.values() for n, f in reversed(t.items())}  # a functor's 1st name
+#: Per item kind, the built-ins C++ does not define for it, and why (the other kinds: all).
+_ORDER = {_MIN, _MAX, *_COMPARE.values()}
+UNDEFINED = {
+    "float": ({_AND, _OR, _XOR}, "C++ has no bitwise operators on floating point numbers"),
+    "complex": ({_AND, _OR, _XOR} | _ORDER, "C++ does not order complex numbers (no <, min, "
+                "max) and has no bitwise operators on them"),
+    "vector": ({f for t in BUILTINS.values() for f in t.values()}, "CUDA's vector types have "
+               "no operators"),
+}
 #: Python arities accepted per kind (the state pointer of a stateful operator not counted).
 #: (For record dtypes, operators that return a value take one more argument: the output.)
 ARITY = {"ReductionOp": (2, 3), "ScanOp": (2, 3), "CompareOp": (2,), "FlagOp": (2, 3),
@@ -252,10 +262,20 @@ def check_operators(prim: str, r) -> None:
 
 
 def _check_struct_arithmetic(prim: str, r) -> None:
-    """Items of a struct type (records, numba struct types, complex numbers) are opaque bytes to
-    C++: CUB's built-in operators, and its sums (which add with +), cannot work on them."""
+    """Items of a struct type (records, numba struct types) are opaque bytes to C++: CUB's
+    built-in operators, and its sums (which add with +), cannot work on them; complex numbers,
+    floating point numbers and vector types lack some of them (UNDEFINED)."""
     dtypes = argument_dtypes(r)
     item = dtypes.get(r.cls.value_type.name if r.cls.value_type else None, dtypes.get("KeyT"))
+    undefined, why = UNDEFINED.get(getattr(item, "kind", None), ((), ""))
+    for b in r.bindings:
+        if b.operator is not None and b.operator.builtin in undefined:
+            raise CoopgenError(f"{prim}: {b.param.name}={_NAME[b.operator.builtin]!r} is "
+                               f"not defined for items of {item}: {why}; pass a "
+                               f"@cuda.jit(device=True) function")
+    if _PLUS in undefined and "Sum" in r.method.name:
+        raise CoopgenError(f"{prim}: CUB's {r.method.name} adds items with +, which items of "
+                           f"{item} do not have: {why}")
     if item is None or not is_struct(item):
         return
     for b in r.bindings:

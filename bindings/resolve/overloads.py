@@ -31,7 +31,7 @@ def _length(t):
 
 
 def _is_number(t) -> bool:
-    return isinstance(t, Scalar) and t.kind != "bool"
+    return isinstance(t, Scalar) and t.kind not in ("bool", "vector")
 
 
 def _is_scalar(t) -> bool:
@@ -316,7 +316,7 @@ def _bind_param(att: Attempt, p: PSpec, ty, index: int) -> Binding:
             ut = known  # converted at the call, like a C++ argument
         else:
             att.need_dtype(p.base, ty, p.name)
-        if cpp.is_struct(ut):  # records and user types travel by pointer
+        if cpp.by_pointer(ut):  # records, user types, half, complex, vectors: by pointer
             return Binding(p, "arg", index, ut, cpp.ctype(ut, prim, p.name) + "*")
         return Binding(p, "arg", index, ut, cpp.scalar_ctype(ut, prim, p.name))
     if role == "count":

@@ -13,11 +13,26 @@ CPP_OF = {"int8": "signed char", "uint8": "unsigned char", "int16": "short",
           "uint16": "unsigned short", "int32": "int", "uint32": "unsigned int",
           "int64": "long long", "uint64": "unsigned long long", "float32": "float",
           "float64": "double", "bool": "bool"}
+#: Numbers a C function takes by value; every other type crosses a shim by pointer.
+C_NUMBERS = frozenset(CPP_OF)
+_LANES = {"int8": "char", "uint8": "uchar", "int16": "short", "uint16": "ushort", "int32": "int",
+          "uint32": "uint", "int64": "longlong", "uint64": "ulonglong", "float32": "float",
+          "float64": "double"}
+CPP_OF.update({"float16": "__half", "bfloat16": "__nv_bfloat16",
+               "complex64": "::cuda::std::complex<float>",
+               "complex128": "::cuda::std::complex<double>"})
+# numba-cuda's vector types as CUDA's (4 lanes of 64 bits: CUDA 13's 16-byte aligned spelling)
+CPP_OF.update({f"{lane}x{n}": f"{c}{n}" + ("_16a" if n == 4 and lane[-2:] == "64" else "")
+               for lane, c in _LANES.items() for n in (1, 2, 3, 4)})
+#: C++ spelling -> kind (int, float, complex, vector, ...; records and structs: "struct").
+KIND_OF_CPP = {cpp: Scalar(name).kind for name, cpp in CPP_OF.items()}
+#: Headers the types need in every translation unit (cuda_fp16.h/cuda_bf16.h are pre-included).
+TYPE_HEADERS = ("cuda/std/complex",)
 #: C++ parameter types that are concrete in CUB's signatures (int (&ranks)[N], ...).
 FIXED_CPP_TYPES = {"int": Scalar("int32"), "unsigned int": Scalar("uint32"),
                    "bool": Scalar("bool"), "unsigned": Scalar("uint32"),
                    "float": Scalar("float32"), "double": Scalar("float64")}
-SUPPORTED = ", ".join(CPP_OF)
+SUPPORTED = ", ".join(n for n in CPP_OF if "x" not in n) + ", vector types (float32x2, ...)"
 #: C++ name -> declaration of every struct type spelled so far (a two-phase object's layout
 #: is computed from its template arguments' spellings alone).
 STRUCT_DECLS: dict[str, str] = {}
@@ -36,7 +51,7 @@ def _typed_members(dt: Struct) -> str | None:
         return None  # opaque, or packed (typed members would move unaligned fields)
     members, end = [], 0
     for i, f in enumerate(sorted(dt.fields, key=lambda f: f.offset)):
-        ct = CPP_OF.get(f.type.name) if f.type is not None else None
+        ct = CPP_OF[f.type.name] if f.type is not None and f.type.name in C_NUMBERS else None
         if ct is None or f.offset < end:
             return None
         if f.offset > end:
@@ -64,6 +79,13 @@ def struct_decl(dt: Struct) -> str:
 def is_struct(dt) -> bool:
     """Records and user-defined struct types: passed to C++ by pointer, never by value."""
     return isinstance(unliteral(dt), Struct)
+
+
+def by_pointer(dt) -> bool:
+    """Structs, half and bfloat16 numbers, complex numbers and vector types: passed to C++ (and
+    to Python operators) by pointer, so both sides read the same bytes whatever their ABI."""
+    dt = unliteral(dt)
+    return is_struct(dt) or isinstance(dt, Scalar) and dt.name not in C_NUMBERS
 
 
 def ctype(dt, prim: str, what: str) -> str:

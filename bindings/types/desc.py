@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-_KINDS = {"b": "bool", "i": "int", "u": "uint", "f": "float"}
+_KINDS = {"bool": "bool", "int": "int", "uint": "uint", "float": "float", "bfloat": "float",
+          "complex": "complex"}
 
 
 def _hidden(default=None):
@@ -18,21 +19,14 @@ def _hidden(default=None):
 
 @dataclass(frozen=True)
 class Scalar:
-    """A number or bool, by numpy's name (int32, uint8, float64, bool, float16, ...)."""
+    """A number or bool by numpy's name (int32, float16, bool, complex64), bfloat16, or a CUDA
+    vector type by numba-cuda's name (float32x2, of kind "vector")."""
     name: str
 
     @property
     def kind(self) -> str:
-        return "bool" if self.name == "bool" else _KINDS.get(self.name[0], self.name.rstrip(
-            "0123456789"))
-
-    @property
-    def bits(self) -> int:
-        return 8 if self.name == "bool" else int("".join(c for c in self.name if c.isdigit()) or 0)
-
-    @property
-    def signed(self) -> bool:
-        return self.kind in ("int", "float")
+        return "vector" if self.name[-2:-1] == "x" else _KINDS.get(self.name.rstrip("0123456789"),
+                                                             "other")
 
     def __str__(self):
         return self.name

@@ -39,6 +39,7 @@ INTERNAL = ("StopIteration", "KeyError", "IndexError", "AssertionError", "Loweri
             "AttributeError", "ValueError", "NvrtcError", "UnboundLocalError")
 
 PRELUDE = smoke.PRELUDE + '''
+DATETIME = np.dtype("datetime64[ns]")  # a dtype coopgen has no C++ type for
 
 @cuda.jit(device=True)
 def one_argument(a):
@@ -204,8 +205,8 @@ def parameter_cases(e: Entry, siblings: list[Entry]) -> list[Case]:
                           () if siblings else (p.name,), may_compile=bool(siblings)))
         args = list(e.args)
         args[i] = f"cplx_{p.name}"
-        cases.append(Case(f"complex {p.name}", e, _call(e, args=args), (p.name, "complex128"),
-                          setup=[f"cplx_{p.name} = local.array({n}, np.complex128)"]))
+        cases.append(Case(f"datetime {p.name}", e, _call(e, args=args), (p.name, "datetime64"),
+                          setup=[f"cplx_{p.name} = local.array({n}, DATETIME)"]))
     same_type = {}
     for p, i in arrays:
         same_type.setdefault(p.base, []).append((p, i))

@@ -100,9 +100,9 @@ def launch(kernel, grid, block, *args):
     """``kernel[grid, block](*args)`` and wait for it. With LINK_ON_CPU, compile and link the
     specialisation for this block shape on the CPU instead, then skip the test."""
     if LINK_ON_CPU:
-        import numba
         from coopgen.linkcheck import launch_config_on_cpu, link_cubin
-        sig = tuple(numba.typeof(a) for a in args)
+        from numba.cuda.typing.typeof import typeof  # knows ml_dtypes.bfloat16
+        sig = tuple(typeof(a) for a in args)
         with launch_config_on_cpu(kernel, block, args):
             link_cubin(kernel, sig)
         pytest.skip("linked on the CPU")

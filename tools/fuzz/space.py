@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from coopgen.model import registry
+from coopgen.types.desc import Scalar
 
 from . import families
 
@@ -267,7 +268,8 @@ def refused_by_limits(cfg: Config) -> bool:
         if lim.lone_odd_warp and (not cfg.warp or not cfg.warp & (cfg.warp - 1) or
                                   cfg.threads <= cfg.warp):
             continue
-        if lim.struct_items and cfg.dtype != "record":
+        if lim.item_kinds and ("struct" if cfg.dtype == "record" else Scalar(cfg.dtype).kind) \
+                not in lim.item_kinds:
             continue
         return True
     return False
