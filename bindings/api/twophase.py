@@ -44,7 +44,6 @@ def host_arguments(p, args: tuple, kws: dict) -> tuple[dict, dict]:
             given.append(spellings)
     for k, v in shape.defaults_for(set(fixed) | set(call)).items():
         fixed.setdefault(k, v)
-    _check_together(p, fixed, given)
     bit_range = {k: call[k] for k in shape.bit_range_names() if k in call}
     try:
         if bit_range:  # the template arguments the key bit range implies (radix_bits)
@@ -52,6 +51,7 @@ def host_arguments(p, args: tuple, kws: dict) -> tuple[dict, dict]:
         check_template_values(p, fixed)
     except CoopgenError as e:  # numba's error text carries terminal colours
         raise ValueError(re.sub(r"\x1b\[[0-9;]*m", "", str(e)).strip()) from None
+    _check_together(p, fixed, given)
     return fixed, call
 
 
