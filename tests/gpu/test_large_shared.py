@@ -155,3 +155,14 @@ def test_shared_array_above_48_kb():
     out = cuda.device_array_like(x)
     reverse_tiles[blocks, 128](cuda.to_device(x), out)
     np.testing.assert_array_equal(out.copy_to_host(), x.reshape(blocks, -1)[:, ::-1].ravel())
+
+
+def test_a_zero_byte_dynamic_request_still_gets_the_storage():
+    """kernel[grid, block, stream, 0] (cuda.coop's tests launch so): the request is the user's,
+    none here, and the storage above 48 KB is added by the launch as without it."""
+    blocks, threads = 2, 1024
+    x = _keys(blocks * threads * 16)
+    for launch in (sort_tiles[blocks, threads, 0, 0], sort_tiles_temp_storage[blocks, threads, 0, 0]):
+        out = cuda.device_array_like(x)
+        launch(cuda.to_device(x), out)
+        np.testing.assert_array_equal(out.copy_to_host(), _sorted_tiles(x, blocks))
