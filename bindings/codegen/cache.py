@@ -1,36 +1,13 @@
-"""coopgen's on-disk cache: one folder, computed here and nowhere else.
+"""coopgen's on-disk cache, one folder (:func:`root`) computed here only: ``ltoir/`` holds
+compiled shim bundles (keyed in ``codegen.nvrtc``), ``cccl/<version>/`` the CCCL headers of lock
+entries fetched on demand (``coopgen.generator.headers``). ``COOPGEN_CACHE_DIR``,
+``COOPGEN_DISABLE_CACHE=1`` and ``COOPGEN_CACHE_MAX_SIZE`` (default 512M, 0: no cap) are read on
+every call.
 
-Layout under :func:`root`:
-
-* ``ltoir/<key>.ltoir``, ``ltoir/<key>.ptx`` -- compiled shim bundles (NVRTC's output), keyed
-  by source, options, architecture, toolchain and coopgen version (see ``coopgen.nvrtc``);
-* ``cccl/<wheel version>/`` -- CCCL headers of lock entries fetched on demand (the default
-  entry's ship inside coopgen's package; see ``coopgen.generator.headers``).
-
-Environment (read on every call, so tests can set them):
-
-* ``COOPGEN_CACHE_DIR`` -- the root (default ``$XDG_CACHE_HOME/coopgen``, i.e.
-  ``~/.cache/coopgen``);
-* ``COOPGEN_DISABLE_CACHE=1`` -- never read or write compiled shims (fetched headers still
-  live under the root);
-* ``COOPGEN_CACHE_MAX_SIZE`` -- cap of the compiled shims, in bytes or with a ``K``/``M``/``G``
-  suffix (default ``512M``; ``0``: no cap). Past it, the least recently used entries go.
-
-Failure modes, by design never fatal:
-
-* every entry is framed: a magic line, the payload's length and its sha256. :func:`read`
-  checks all three; a truncated, garbled or foreign file is reported with a
-  :class:`CacheWarning` naming it, the caller compiles again and :func:`write` replaces it;
-* a read-only or full cache folder makes :func:`write` give up silently: the compile still
-  returns its code;
-* processes share the folder: writes are atomic (a temporary file renamed into place), and an
-  entry evicted under a reader is a miss.
-
-Least recently used: a hit sets the entry's modification time to now (access times are often
-not kept), and :func:`write` evicts the oldest entries until the total fits the cap.
-
-Imports nothing of numba.
-"""
+Failures are never fatal: an entry is framed (magic, length, sha256), so a damaged one is a
+CacheWarning and a recompile; a read-only or full folder makes writes give up; writes are
+atomic, so processes can share the folder. A hit sets the entry's mtime (access times are often
+not kept), and writes evict the least recently used past the cap."""
 from __future__ import annotations
 
 import hashlib
@@ -49,8 +26,6 @@ def own_version() -> str:
     except importlib.metadata.PackageNotFoundError:  # imported from a source tree: no metadata
         return "0+unknown"
 
-__all__ = ["CacheWarning", "root", "shim_dir", "max_bytes", "read", "write", "entries",
-           "usage", "clear", "evict", "atomic_write"]
 
 #: First bytes of every shim entry; the number changes if the framing does.
 MAGIC = b"coopgen-shim-cache-1\n"
@@ -67,8 +42,6 @@ class CacheWarning(UserWarning):
 
 
 def root() -> Path:
-    """The cache folder: ``COOPGEN_CACHE_DIR``, else ``$XDG_CACHE_HOME/coopgen``, else
-    ``~/.cache/coopgen``."""
     override = os.environ.get("COOPGEN_CACHE_DIR")
     if override:
         return Path(override)
@@ -81,17 +54,14 @@ def disabled() -> bool:
 
 
 def shim_dir() -> Path | None:
-    """Where compiled shims live, or None when ``COOPGEN_DISABLE_CACHE`` is set."""
     return None if disabled() else root() / "ltoir"
 
 
 def headers_dir() -> Path:
-    """Where CCCL headers fetched on demand live (one folder per nvidia-cuda-cccl version)."""
     return root() / "cccl"
 
 
 def max_bytes() -> int:
-    """The cap of the compiled shims in bytes (0: none), from ``COOPGEN_CACHE_MAX_SIZE``."""
     value = os.environ.get("COOPGEN_CACHE_MAX_SIZE", DEFAULT_MAX).strip()
     units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
     try:
@@ -127,8 +97,7 @@ def unframe(raw: bytes) -> tuple[bytes | None, str]:
 
 
 def read(path: Path) -> bytes | None:
-    """The payload of the entry at ``path``; None when absent, or (with a warning naming the
-    file) when damaged, so that the caller compiles it again."""
+    """The entry's payload; None when absent or (warned) damaged: the caller compiles again."""
     try:
         raw = path.read_bytes()
     except OSError:
@@ -146,8 +115,7 @@ def read(path: Path) -> bytes | None:
 
 
 def write(path: Path, data: bytes) -> None:
-    """Store ``data`` at ``path`` atomically, then keep the folder within its cap. Errors of a
-    read-only or full folder are swallowed."""
+    """Store ``data`` atomically (a read-only or full folder: silently not), then evict."""
     try:
         atomic_write(path, frame(data))
     except OSError:
@@ -156,7 +124,6 @@ def write(path: Path, data: bytes) -> None:
 
 
 def atomic_write(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary file renamed into place."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=path.suffix)
     try:
@@ -213,15 +180,11 @@ def evict(folder: Path | None = None, keep: Path | None = None) -> int:
 
 
 def usage() -> dict:
-    """What ``coopgen cache`` shows: the folders, the shim entries' count and bytes, the cap,
-    and the fetched header sets."""
+    """What ``coopgen cache`` shows."""
     shims = entries()
-    fetched = []
     hdir = headers_dir()
-    if hdir.is_dir():
-        for d in sorted(hdir.iterdir()):
-            if d.is_dir():
-                fetched.append((d.name, _tree_bytes(d)))
+    fetched = [(d.name, _tree_bytes(d)) for d in sorted(hdir.iterdir()) if d.is_dir()] \
+        if hdir.is_dir() else []
     return {"root": root(), "shim_dir": root() / "ltoir", "disabled": disabled(),
             "entries": len(shims), "bytes": sum(size for _, size, _ in shims),
             "max_bytes": max_bytes(), "headers": fetched}
@@ -239,8 +202,7 @@ def _tree_bytes(d: Path) -> int:
 
 
 def clear(*, headers: bool = False) -> tuple[int, int]:
-    """Remove every shim entry (and, with ``headers``, the fetched CCCL headers); returns
-    (entries removed, bytes freed)."""
+    """Remove every shim entry (and the fetched headers); (entries removed, bytes freed)."""
     removed = freed = 0
     for path, size, _ in entries():
         try:

@@ -1,17 +1,8 @@
-"""Compile CUDA C++ shims to LTO-IR with NVRTC, behind a persistent disk cache.
+"""Compile CUDA C++ shims to LTO-IR with NVRTC, behind the disk cache (``codegen.cache``).
 
-Environment variables:
-
-* ``COOPGEN_CACHE_DIR``, ``COOPGEN_DISABLE_CACHE``, ``COOPGEN_CACHE_MAX_SIZE`` -- the disk
-  cache (its ``ltoir/`` folder); see ``coopgen.codegen.cache``, which owns it.
-* ``COOPGEN_DUMP_SHIMS=<dir>`` -- write every source handed to
-  :func:`compile_ltoir` to ``<dir>/<key>.cu`` (cache hits included).
-* ``COOPGEN_NVRTC_PCH``     -- when to build NVRTC's precompiled header: ``first``
-  (default), ``second`` or ``0`` (never); see _use_pch.
-
-Cache and env vars are read on every call, so tests can monkeypatch them.
-"""
-
+``COOPGEN_DUMP_SHIMS=<dir>`` writes every source compiled (cache hits included) to
+``<dir>/<key>.cu``; ``COOPGEN_NVRTC_PCH`` says when to build NVRTC's precompiled header
+(_use_pch). Both are read on every call, so tests can monkeypatch them."""
 from __future__ import annotations
 
 import functools
@@ -28,22 +19,6 @@ from . import cache as _cache
 #: coopgen's version, in the cache key: a new coopgen may emit other code for one source
 VERSION = _cache.own_version()
 
-__all__ = [
-    "NvrtcError",
-    "compile_ltoir",
-    "compile_count",
-    "cache_hit_count",
-    "reset_counters",
-    "cache_dir",
-    "cccl_include_dir",
-    "nvrtc_version",
-    "supported_archs",
-    "default_arch",
-    "unsupported_arch",
-    "arch_number",
-    "base_options",
-]
-
 
 class NvrtcError(RuntimeError):
     """NVRTC failed; ``.log`` holds the compiler log, ``.source`` the input."""
@@ -54,21 +29,17 @@ class NvrtcError(RuntimeError):
         self.source = source
 
 
-# --------------------------------------------------------------------------
-# counters (process wide; tests assert on them)
-
 _lock = threading.Lock()
-#: (event, output kind) -> count; kinds: "ltoir" (kernels' shims), "ptx" (sizes read back).
+#: (event, output kind) -> count, process wide (tests assert on them); kinds: "ltoir" (kernels'
+#: shims), "ptx" (sizes read back).
 _counts = {(event, kind): 0 for event in ("compile", "hit") for kind in ("ltoir", "ptx")}
 
 
 def compile_count(kind: str = "ltoir") -> int:
-    """Number of real NVRTC compilations to ``kind`` done by this process."""
     return _counts["compile", kind]
 
 
 def cache_hit_count(kind: str = "ltoir") -> int:
-    """Number of :func:`compile_ltoir` calls to ``kind`` answered from the disk cache."""
     return _counts["hit", kind]
 
 
@@ -76,10 +47,6 @@ def reset_counters() -> None:
     with _lock:
         for key in _counts:
             _counts[key] = 0
-
-
-# --------------------------------------------------------------------------
-# environment discovery
 
 
 @functools.cache
@@ -91,7 +58,6 @@ def nvrtc_version() -> tuple[int, int]:
 
 @functools.cache
 def supported_archs() -> tuple[int, ...]:
-    """The SM versions this NVRTC compiles for, e.g. (75, 80, 86, ..., 90, 100, 120)."""
     err, archs = _nvrtc.nvrtcGetSupportedArchs()
     _check(err, "nvrtcGetSupportedArchs")
     return tuple(archs)
@@ -99,8 +65,8 @@ def supported_archs() -> tuple[int, ...]:
 
 @functools.cache
 def default_arch() -> str:
-    """The arch of compiles that no kernel compile chose (two-phase temp storage sizes): the
-    current CUDA device's, or sm_90 on a machine without one (CPU-only compile checks)."""
+    """The arch of compiles no kernel compile chose (two-phase temp storage sizes): the current
+    device's, or sm_90 without one (CPU-only compile checks)."""
     try:
         cc = current_device_cc() if current_device_cc is not None else None
         if cc:
@@ -143,10 +109,8 @@ def arch_number(arch) -> int:
 
 @functools.cache
 def _nvrtc_identity() -> str:
-    """Version plus the loaded libnvrtc's size, so patch releases (13.0.48 vs
-    13.0.88 both report 13.0) get separate cache entries. No paths or times: the
-    same pinned NVRTC gives the same key on every machine, so a cache warmed on one
-    machine serves another."""
+    """Version plus libnvrtc's size, so patch releases (both 13.0) get their own cache entries;
+    no paths or times, so a cache warmed on one machine serves another."""
     ident = repr(nvrtc_version())
     try:
         from cuda import pathfinder
@@ -160,14 +124,9 @@ def _nvrtc_identity() -> str:
 
 @functools.cache
 def cccl_include_dir() -> str:
-    """CCCL headers (cub/, cuda/std, nv/, thrust/) of the lock entry the bindings in use were
-    generated from, verified against its digest (see coopgen.model.registry.include_dir).
-
-    NVRTC ships builtin replacements for cuda_runtime.h & co, and CCCL/CUB
-    detect NVRTC and never include the toolkit's runtime headers, so CCCL is
-    the only include directory needed; adding the toolkit's include dir is not
-    required (and changes the emitted LTO-IR).
-    """
+    """The verified CCCL headers of the bindings' lock entry: the only include directory
+    needed, as CCCL never includes the toolkit's runtime headers under NVRTC (adding the
+    toolkit's would change the emitted LTO-IR)."""
     from ..model import registry
 
     return os.path.realpath(registry.include_dir())
@@ -175,9 +134,8 @@ def cccl_include_dir() -> str:
 
 @functools.cache
 def half_include_dir() -> str:
-    """cuda_fp16.h / cuda_bf16.h for NVRTC (which has none built in): the copies numba-cuda
-    ships for its own NVRTC compiles, for this NVRTC's major version (found without importing
-    it: codegen serves any backend)."""
+    """cuda_fp16.h / cuda_bf16.h (NVRTC has none built in): numba-cuda's copies for this NVRTC
+    major, found without importing numba-cuda (codegen serves any backend)."""
     import importlib.util
 
     spec = importlib.util.find_spec("numba_cuda")
@@ -187,24 +145,14 @@ def half_include_dir() -> str:
     return str(d)
 
 
-def _release_options() -> tuple[str, ...]:
-    """NVRTC options the bound CCCL release's headers need (its lock entry's nvrtc_options)."""
-    from ..model import registry
-
-    return registry.package().NVRTC_OPTIONS
-
-
 def cache_dir() -> Path | None:
     """The LTO-IR cache directory, or None when caching is disabled."""
     return _cache.shim_dir()
 
 
 def _normalize_arch(arch: str) -> str:
-    """'sm_90' / 'compute_90' / '90' / 'sm_90a' -> 'compute_90' / 'compute_90a'.
-
-    LTO-IR is virtual-architecture code, so NVRTC wants ``compute_XX`` with
-    ``-dlto``; nvJitLink picks the real ``sm_XX`` at link time.
-    """
+    """'sm_90' / 'compute_90' / '90' / 'sm_90a' -> 'compute_90' / 'compute_90a': LTO-IR is
+    virtual-architecture code; nvJitLink picks the real ``sm_XX`` at link time."""
     a = str(arch)
     for prefix in ("sm_", "compute_", "lto_"):
         if a.startswith(prefix):
@@ -225,12 +173,8 @@ def base_options(arch: str, include_dirs, extra=(), kind: str = "ltoir") -> list
 
 
 def _dir_identity(d: str) -> str:
-    """Cheap identity of an include directory for the cache key.
-
-    Hashing every header would cost more than it saves; the real path plus the
-    directory's mtime changes when a wheel is reinstalled or upgraded, and the
-    CCCL version header pins the CCCL release.
-    """
+    """An include directory's identity for the cache key, cheaper than hashing its headers:
+    real path and mtime (a reinstalled wheel changes them) and CCCL's version header."""
     p = os.path.realpath(d)
     if p == cccl_include_dir():  # the locked headers: their digest says it all
         from ..model import registry
@@ -265,10 +209,6 @@ def _cache_key(source: str, opts: list[str], arch: str, include_dirs) -> str:
     return h.hexdigest()
 
 
-# --------------------------------------------------------------------------
-# NVRTC
-
-
 def _check(err, what: str, prog=None, source: str = ""):
     if err != _nvrtc.nvrtcResult.NVRTC_SUCCESS:
         log = _get_log(prog) if prog is not None else ""
@@ -288,22 +228,13 @@ _PCH_POLICIES = {"0": "off", "off": "off", "1": "second", "second": "second", "f
 
 
 def _use_pch(kind: str) -> bool:
-    """NVRTC's automatic PCH: a compile made with -pch keeps its parsed leading #include block
-    in the process (files under /tmp, deleted at exit), and a later -pch compile whose source
-    starts with the same block and options skips parsing it (~0.55 s -> ~0.2 s for CUB here).
-    NVRTC keeps one PCH per option set, so kernels of several architectures each get theirs.
-    Every shim bundle starts with the same canonical block (ShimBundle.source), so one PCH
-    serves every later kernel of the process.
-
-    Making one costs about a quarter of a plain compile more on the GPU host
-    (tools/bench/RESULTS.md: 1.14 s against 0.93 s). The default (``first``) builds it on the
-    process's first compile: a one-kernel process waits ~0.2 s longer, every later new kernel
-    of the process compiles in ~0.2 s instead of ~0.9 s (the second saves ~0.9 s). ``second``
-    runs the first compile plain and builds the PCH on the second; ``0``: never. (Building the
-    PCH in a background thread instead was tried: a process exiting while NVRTC runs in a
-    daemon thread crashes.) A PCH lives in the process that built it, made by the one NVRTC the
-    process loaded, and NVRTC keys it by the options (the architecture among them): it is keyed by
-    toolchain by construction."""
+    """NVRTC's automatic PCH: a -pch compile keeps its parsed leading #include block in the
+    process, one per option set (so per arch and toolchain), and a later -pch compile starting
+    with the same block skips parsing it (~0.9 s -> ~0.2 s). Every bundle starts with the same
+    block (ShimBundle.source), so one PCH serves every later kernel. Making it costs ~0.2 s
+    (tools/bench/RESULTS.md): ``first`` (default) pays that on the process's first compile,
+    ``second`` on its second, ``0`` never. (A background thread was tried: a process exiting
+    while NVRTC runs in a daemon thread crashes.)"""
     value = os.environ.get("COOPGEN_NVRTC_PCH", "first")
     policy = _PCH_POLICIES.get(value.strip().lower())
     if policy is None:
@@ -334,8 +265,7 @@ def _nvrtc_compile(source: str, opts: list[str], name: str, kind: str = "ltoir")
 
 
 def compile_ptx(source: str, *, arch: str | None = None) -> str:
-    """Compile to PTX text (cached on disk); used to read sizes the compiler computes."""
-    arch = arch or default_arch()
+    """PTX text (cached on disk), to read sizes the compiler computes."""
     return compile_ltoir(source, arch=arch, kind="ptx").rstrip(b"\0").decode()
 
 
@@ -347,13 +277,9 @@ def compile_ltoir(
     options: tuple = (),
     kind: str = "ltoir",
 ) -> bytes:
-    """Compile one CUDA C++ translation unit to LTO-IR (cached on disk).
+    """One translation unit to LTO-IR (cached on disk); NvrtcError carries NVRTC's log."""
+    from ..model import registry
 
-    ``include_dirs`` defaults to ``[cccl_include_dir()]``. ``arch`` accepts
-    ``sm_90``, ``compute_90``, ``90`` or the ``a`` variants. ``options`` are
-    appended verbatim; ``arch`` defaults to :func:`default_arch`. Raises :class:`NvrtcError`
-    carrying the NVRTC log.
-    """
     toolchain.require_consistent()  # a mixed stack: one error here, not a linker's
     arch = arch or default_arch()
     refused = unsupported_arch(arch)
@@ -371,14 +297,12 @@ def compile_ltoir(
                # alone takes ~0.4 s of NVRTC's front end (about 40% of a shim's compile). nvcc's
                # depth changes no generated code.
                "-D_CCCL_META_UNROLL_LIMIT=10",
-               *_release_options()) + tuple(options)
+               *registry.package().NVRTC_OPTIONS) + tuple(options)
     opts = base_options(arch, include_dirs, tuple(options), kind)
     key = _cache_key(source, opts, arch, include_dirs)
-
     dump = os.environ.get("COOPGEN_DUMP_SHIMS")
     if dump:
         _cache.atomic_write(Path(dump) / f"{key}.cu", source.encode())
-
     cdir = cache_dir()
     path = cdir / f"{key}.{kind}" if cdir is not None else None
     if path is not None:
@@ -387,7 +311,6 @@ def compile_ltoir(
             with _lock:
                 _counts["hit", kind] += 1
             return data
-
     data = _nvrtc_compile(source, opts + (["-pch"] if _use_pch(kind) else []),
                           f"coopgen_{key[:12]}.cu", kind)
     if path is not None:

@@ -60,20 +60,19 @@ def _h(*parts) -> str:
     return hashlib.sha256(repr(parts).encode()).hexdigest()[:12]
 
 
+def _once(name: str, text: str) -> str:
+    """``text`` guarded so that several shims of one translation unit may each bring it."""
+    return f"#ifndef COOPGEN_DEFINED_{name}\n#define COOPGEN_DEFINED_{name}\n{text}\n#endif"
+
+
 def cfg_struct(name: str, cls, template_args) -> str:
     """``cub::<name>``: the template arguments named as CUB names them, and ``prim``."""
-    lines = [f"#ifndef COOPGEN_DEFINED_{name}", f"#define COOPGEN_DEFINED_{name}",
-             f"namespace cub {{ struct {name} {{"]
-    for t, value in template_args:
-        if t.kind == "type":
-            lines.append(f"  using {t.name} = {value};")
-        else:
-            lines.append(f"  static constexpr {t.cpp_type} {t.name} = {value};")
+    lines = [f"namespace cub {{ struct {name} {{"]
+    lines += [f"  using {t.name} = {value};" if t.kind == "type" else
+              f"  static constexpr {t.cpp_type} {t.name} = {value};" for t, value in template_args]
     args = ", ".join(t.name for t, _ in template_args)
-    lines.append(f"  using prim = {cls.cpp.split('::')[-1]}<{args}>;")
-    lines.append("}; }")
-    lines.append("#endif")
-    return "\n".join(lines)
+    lines += [f"  using prim = {cls.cpp.split('::')[-1]}<{args}>;", "}; }"]
+    return _once(name, "\n".join(lines))
 
 
 def _extent(r: Plan, extent: str, cfg: str) -> str:
@@ -115,8 +114,7 @@ def _op_functor(name: str, sym: str, op, argtypes, restype) -> str:
         member = "  void* state;\n" if stateful else ""
         body = (f"  __device__ {rt} operator()({params}) const {{ {rt} r; "
                 f"{sym}({', '.join(args)}); return r; }}\n")
-        return (f"#ifndef COOPGEN_DEFINED_{name}\n#define COOPGEN_DEFINED_{name}\n{decl}\n"
-                f"struct {name} {{\n{member}{body}}};\n#endif")
+        return _once(name, f"{decl}\nstruct {name} {{\n{member}{body}}};")
     out_record = restype == VOID and operands and is_struct(operands[-1]) \
         and op.kind not in ("CountsCallback",)
     result = operands.pop() if out_record else None
@@ -142,9 +140,7 @@ def _op_functor(name: str, sym: str, op, argtypes, restype) -> str:
                 f"{sym}({', '.join(args + ['(void*)&r'])}); return r; }}\n")
     else:
         body = f"  __device__ {ret} operator()({params}) const {{ return {sym}({', '.join(args)}); }}\n"
-    # Several shims of a translation unit may use one operator: define it once.
-    return (f"#ifndef COOPGEN_DEFINED_{name}\n#define COOPGEN_DEFINED_{name}\n{decl}\n"
-            f"struct {name} {{\n{member}{body}}};\n#endif")
+    return _once(name, f"{decl}\nstruct {name} {{\n{member}{body}}};")
 
 
 def _temp_storage_object(r: Plan):
@@ -165,15 +161,8 @@ def _decomposer_functor(name: str, r: Plan, op) -> str:
 
 
 def _records(r: Plan) -> list:
-    out = []
-    for b in r.bindings:
-        dt = item_type(b.type) if b.type is not None else None
-        if is_struct(dt) and dt not in out:
-            out.append(dt)
-    for _, t, _ in r.returns:
-        if is_struct(t) and t not in out:
-            out.append(t)
-    return out
+    types = [item_type(b.type) for b in r.bindings if b.type is not None]
+    return list(dict.fromkeys(t for t in types + [t for _, t, _ in r.returns] if is_struct(t)))
 
 
 def _logical_warps(r: Plan) -> tuple[int, str, str]:
@@ -188,13 +177,6 @@ def _logical_warps(r: Plan) -> tuple[int, str, str]:
     if 32 % int(lwt) == 0:
         return warps, f"{LINEAR_TID} / {lwt}", lwt
     return warps, f"({LINEAR_TID} / 32 * {per_hw_warp} + {LINEAR_TID} % 32 / {lwt})", lwt
-
-
-def _parent_storage_slots(r: Plan) -> tuple[int, str]:
-    if r.cls.scope == "block":
-        return 1, "0"
-    warps, index, _ = _logical_warps(r)
-    return warps, index
 
 
 def _explicit_template_args(r: Plan) -> list[str]:
@@ -253,7 +235,7 @@ def _default_argument(s: _Parts, i: int, b) -> None:
             # No temp_storage= and no storage-free constructor: the object gets its own
             # __shared__ storage (per warp for warp primitives), which it keeps for its
             # lifetime; objects of one type and call site share it.
-            slots, index = _parent_storage_slots(r)
+            slots, index = (1, "0") if r.cls.scope == "block" else _logical_warps(r)[:2]
             s.pre.append(f"__shared__ typename {s.prim}::TempStorage "
                          f"coopgen_object_storage[{slots}];")
             s.call_args.append(f"coopgen_object_storage[{index}]")
@@ -389,10 +371,9 @@ def _body(s: _Parts, storage: str | None, object_bytes: int) -> list[str]:
 
 def build(r: Plan, op_signatures: dict[int, tuple], object_mode: str | None = None,
           object_bytes: int = 64, use_index: int = 0) -> ShimText:
-    """The shim for ``r``. ``op_signatures[i]`` gives (argtypes, restype) of operator binding i.
-
-    ``object_mode``: None for a one-shot call on a temporary; "construct" to placement-new the
-    object into the caller's ``coopgen_self`` buffer; "method" to call a method on it."""
+    """The shim for ``r``; ``op_signatures[i]``: (argtypes, restype) of operator binding i.
+    ``object_mode``: None (a call on a temporary), "construct" (placement-new into the caller's
+    ``coopgen_self`` buffer) or "method" (a call on that object)."""
     ts_obj = _temp_storage_object(r)
     h = _shim_key(r, op_signatures, object_mode, object_bytes, use_index, ts_obj)
     symbol = f"coopgen_{r.cls.name}_{r.method.name}_{h}"

@@ -1,25 +1,16 @@
-"""The rewrite layer: a pass over a kernel's IR, before type inference, for what numba's typing
-cannot see on its own. It touches calls of coopgen objects only:
+"""A pass over a kernel's IR before type inference, for what numba's typing cannot see. It
+touches calls of coopgen objects only:
 
-* **Kernel arguments as constants.** ``local.array(n, d_in.dtype)`` with ``n`` a kernel
-  argument, ``block.load(src, dst, items_per_thread)``, ``local.array(d_out.shape, ...)``: a size
-  must be known when the kernel compiles, and when a launch compiles it the argument values are
-  known. Each argument of a coopgen call computed from kernel arguments (their values,
-  ``.shape``, ``.size``, ``.ndim``, fields of host objects, indexing and integer arithmetic on
-  those) becomes a constant, and the kernel is specialised on those values: the dispatcher keys
-  its compiled kernels on them as it does on the block shape, so a launch with other values
-  compiles (once) another kernel. Without a launch (``cuda.compile_all``) nothing is known and
-  such sizes are reported as not being compile-time constants.
-* **Objects made inside a kernel from constants** (``coop.TempStorage(nbytes, align)``): the
-  call runs on the host while the kernel compiles; the kernel then refers to the object.
-* **``prim[temp_storage](...)``** means ``prim(..., temp_storage=temp_storage)``.
-* **Plain Python functions passed to a primitive** (operators) are compiled as device
-  functions.
-* **``coop.ThreadData(n)``** is ``local.array(n, dtype)`` with the dtype of the array its first
-  primitive call uses with it.
-* **numba's ``cuda.local.array`` / ``cuda.shared.array`` passed to a primitive** are coopgen's
-  arrays of the same shape, whose type carries it (cuda.coop code infers items per thread and
-  bins from them).
+* an argument computed from kernel arguments (values, ``.shape``/``.size``/``.ndim``, host
+  objects' fields, indexing, integer arithmetic) becomes a constant, and the dispatcher keys
+  its kernels on those values as on the block shape (a launch with others compiles another);
+  without a launch (``cuda.compile_all``) they are not compile-time constants;
+* objects made in a kernel from constants (``coop.TempStorage(nbytes)``) are made on the host;
+* ``prim[ts](...)`` is ``prim(..., temp_storage=ts)``; Python functions passed to a primitive
+  are compiled as device functions;
+* ``coop.ThreadData(n)`` is ``local.array(n, dtype)`` with the dtype of its first use's array;
+* numba's ``cuda.local.array``/``cuda.shared.array`` passed to a primitive become coopgen's,
+  whose type carries the shape (items per thread and bins are inferred from it).
 """
 from __future__ import annotations
 
@@ -186,13 +177,12 @@ def _filled(cell) -> bool:
         return False
 
 
-def takes_constants(obj) -> bool:
-    """Calls whose sizes, dtypes and template arguments may come from kernel arguments:
-    coopgen's primitives and containers, and numba's own local/shared arrays."""
-    return _is_coopgen(obj) or obj in (_cuda.local.array, _cuda.shared.array)
-
-
 _NUMBA_ARRAYS = (_cuda.local.array, _cuda.shared.array)
+
+
+def takes_constants(obj) -> bool:
+    """Calls whose sizes, dtypes and template arguments may come from kernel arguments."""
+    return _is_coopgen(obj) or obj in _NUMBA_ARRAYS
 
 
 def host_constructed(fn):
@@ -233,8 +223,6 @@ class CoopgenRewrite(Rewrite):
     def apply(self):
         return self.new_block
 
-    # --- helpers --------------------------------------------------------------------------
-
     def _define(self, new, value, loc, name="$coopgen"):
         var = self.block.scope.redefine(name, loc)
         new.append(ir.Assign(value, var, loc))
@@ -242,16 +230,15 @@ class CoopgenRewrite(Rewrite):
         return var
 
     def _constant(self, new, value, loc):
-        """A variable holding ``value``; a tuple is built from its items, so that it types as
-        a tuple of literals (a constant tuple types as a plain UniTuple)."""
+        """A variable holding ``value``; a tuple built from its items, to type as a tuple of
+        literals (a constant tuple types as a plain UniTuple)."""
         if isinstance(value, tuple):
             items = [self._constant(new, v, loc) for v in value]
             return self._define(new, ir.Expr.build_tuple(items, loc), loc, "$coopgen_launch")
         return self._define(new, ir.Const(value, loc), loc, "$coopgen_launch")
 
     def _drop_callee(self, func):
-        """The lookup of a function the rewrite replaced (``coop.TempStorage``) would be typed
-        although nothing uses it any more: make it a plain constant."""
+        """A replaced function's lookup would still be typed: make it a plain constant."""
         if not func.name.startswith("$"):
             return
         for stmt in self.block.body:
@@ -300,10 +287,8 @@ class CoopgenRewrite(Rewrite):
             self.changed = True
 
     def _sized_numba_array(self, new, stmt, callee):
-        """numba's ``cuda.local.array(n, dtype)`` / ``cuda.shared.array(n, dtype)`` passed to a
-        primitive becomes coopgen's array of that shape, so that the primitive can read its
-        size (``items_per_thread``, a histogram's bins) as it does from ``coop.local.array``.
-        Arrays no primitive sees, and dynamic shared memory (shape 0), stay numba's."""
+        """numba's local/shared array passed to a primitive becomes coopgen's, whose type
+        carries its size; others, and dynamic shared memory (shape 0), stay numba's."""
         from .arrays import local_array, shared_array
 
         expr = stmt.value
@@ -324,9 +309,8 @@ class CoopgenRewrite(Rewrite):
         self.changed = True
 
     def _passed_to_primitive(self, var, as_storage: bool = False) -> bool:
-        """Whether ``var`` is an argument of a call of a coopgen primitive (or of a method of an
-        object a primitive returned: ``histo.composite(items)``) other than its temp storage
-        (``temp_storage=``, or the first argument of a two-phase object), whose size no
+        """Whether ``var`` is an argument of a coopgen primitive (or of a method of an object
+        one returned: ``histo.composite(items)``) other than its temp storage, whose size no
         primitive infers."""
         from ..resolve.entry import Entry
 
@@ -353,8 +337,7 @@ class CoopgenRewrite(Rewrite):
         return False
 
     def _compile_operator(self, var, fn):
-        """A plain Python function passed to a primitive (an operator) is compiled as a device
-        function: its global now names that."""
+        """An operator's global now names its device function."""
         d = self.trace.definition(var)
         for stmt in self.block.body:
             if isinstance(stmt, ir.assign_types) and stmt.value is d:
@@ -417,8 +400,8 @@ class CoopgenRewrite(Rewrite):
         self._replace_value(stmt, ir.Expr.call(func, [shape, dtype], (), stmt.loc))
 
     def _first_use_source(self, target, index):
-        """An array variable, defined before ``target``, whose dtype ThreadData ``target``
-        takes: another array of the first coopgen call that uses ``target``."""
+        """The array, defined before ThreadData ``target``, whose dtype it takes: another
+        array of the first coopgen call using ``target``."""
         for label in sorted(self.func_ir.blocks):
             for stmt in self.func_ir.blocks[label].body:
                 if not _is_call(stmt) or not takes_constants(self.trace.callee(stmt.value.func)):
@@ -457,8 +440,7 @@ class CoopgenRewrite(Rewrite):
 
 
 def depends_on(dispatcher, keys) -> None:
-    """Specialise ``dispatcher`` on the launch-argument values at ``keys``: its launch key
-    (grid, block, dynamic shared memory) gains those values."""
+    """Add the launch-argument values at ``keys`` to ``dispatcher``'s launch key."""
     dispatcher.mark_launch_config_sensitive()
     known = dispatcher.__dict__.setdefault("_coopgen_value_keys", [])
     for k in keys:
