@@ -1,19 +1,7 @@
-"""The per-kernel shim bundle: ``extern "C" __device__`` C++ shims compiled together.
-
-A :class:`Shim` is the C++ text of one ``extern "C" __device__`` function plus the headers it
-needs. Lowering a primitive call registers its Shim with the :class:`ShimBundle` of the code
-library being lowered; all shims gathered there compile in *one* NVRTC call, the first time a
-linker reads the bundle. Shims are deduplicated by symbol.
-
-Granularity (numba-cuda): every ``@cuda.jit(device=True)`` function, non-inlined ``@overload``
-and ``compile_internal`` subroutine has its own code library, whose linking files (so its
-bundle) are copied into the kernel's library: such a bundle compiles once (per process; disk-
-cached across processes) and serves every kernel linking that library. Code lowered straight
-into the kernel shares the kernel's bundle. The same shim may so be defined in two bundles of
-one link: shim definitions get ODR ("inline") linkage (:data:`SHIM_DECL`), which nvJitLink
-merges instead of reporting "symbol multiply defined".
-"""
-
+"""The shims lowered into one code library (a kernel, or a device function or ``@overload``
+whose library the kernel links), deduplicated by symbol and compiled in *one* NVRTC call when a
+linker first reads the bundle. One shim may so be defined in two bundles of one link, hence its
+ODR linkage (:data:`SHIM_DECL`)."""
 from __future__ import annotations
 
 import functools
@@ -22,39 +10,24 @@ from dataclasses import dataclass
 
 from . import nvrtc
 
-#: Prefix every shim definition starts with. The bundle prelude defines it as
-#: ``extern "C" __device__ inline __attribute__((used))``: ``inline`` gives the definition ODR
-#: linkage (PTX ``.weak``), so the same shim compiled into two bundles of one link (kernel +
-#: device function) is merged by nvJitLink; ``used`` makes NVRTC emit it although nothing in
-#: the TU calls it. (``__attribute__((weak))`` is silently ignored by NVRTC 13: the symbol
-#: stays ``.visible`` and the link fails with "symbol multiply defined".)
+#: Prefix of every shim definition: ``inline`` gives it ODR linkage (PTX ``.weak``), which
+#: nvJitLink merges across bundles; ``used`` makes NVRTC emit it although nothing calls it.
+#: (NVRTC 13 ignores ``__attribute__((weak))``: "symbol multiply defined".)
 SHIM_DECL = "COOPGEN_SHIM"
-
-_PRELUDE = (
-    "#ifndef COOPGEN_SHIM\n"
-    '#define COOPGEN_SHIM extern "C" __device__ inline __attribute__((used))\n'
-    "#endif\n"
-)
+_PRELUDE = ('#ifndef COOPGEN_SHIM\n#define COOPGEN_SHIM extern "C" __device__ inline '
+            '__attribute__((used))\n#endif\n')
 
 
 @dataclass(frozen=True)
 class Shim:
-    """One ``extern "C"`` device function.
-
-    ``source`` is its complete definition, normally starting with
-    ``COOPGEN_SHIM void <symbol>(...)``; ``includes`` are header names such as
-    ``"cub/block/block_reduce.cuh"``. Symbols must be unique per definition
-    (encode template arguments in the name).
-    """
-
+    """One ``extern "C"`` device function: its definition (``COOPGEN_SHIM void <symbol>(...)``,
+    a symbol unique per definition) and the headers it includes."""
     symbol: str
     source: str
     includes: tuple = ()
-    #: Namespace-scope declarations the shim needs (config structs, operator functors);
-    #: the bundle puts every shim's declarations before the block-storage union.
+    #: Namespace-scope declarations it needs (config structs, operator functors).
     decls: str = ""
-    #: C++ TempStorage type this shim keeps in the translation unit's implicit block
-    #: storage (one union shared by all block primitives of the TU, in its storage struct).
+    #: Its TempStorage type in the translation unit's implicit block storage union.
     block_storage: str | None = None
     #: A coopgen.TempStorage use: (object, member C++ type, member name).
     temp_storage: tuple | None = None
@@ -67,8 +40,7 @@ class Shim:
 
 
 class ShimBundle:
-    """The shims lowered into one code library, compiled together (lazily, once) to LTO-IR.
-    A backend subclasses it to say how its kernel uses shared memory and how its calls are
+    """A backend subclasses it to say how its kernel uses shared memory and how its calls are
     ordered (for the storage barriers)."""
 
     def __init__(self, arch: str, name: str = "coopgen-shims"):
@@ -97,8 +69,7 @@ class ShimBundle:
                        if s.temp_storage and s.temp_storage[0].symbol == symbol)
 
     def add(self, shim: Shim, *, site=None) -> None:
-        """Add a lowered call's shim; ``site`` is where the call sits in the kernel (the
-        backend's position, see :meth:`may_precede`), None when unknown."""
+        """``site``: where the call sits in the kernel (see :meth:`may_precede`), or None."""
         with self._lock:
             if shim.block_storage:
                 seq = len(self._storage_uses)
@@ -106,22 +77,16 @@ class ShimBundle:
             old = self._shims.get(shim.symbol)
             if old is not None:
                 if old != shim:
-                    raise ValueError(
-                        f"two different shims share the symbol {shim.symbol!r}"
-                    )
+                    raise ValueError(f"two different shims share the symbol {shim.symbol!r}")
                 return
             if self._ltoir is not None:
                 raise RuntimeError("ShimBundle already compiled; cannot add shims")
             self._shims[shim.symbol] = shim
 
     def source(self) -> str:
-        """The translation unit: the canonical #include block, then the shims.
-
-        The same leading block for every kernel is what NVRTC's automatic PCH matches;
-        sorting the rest makes the text (so the cache key) independent of the order in which
-        shims were lowered. The prelude comes after the includes so it does not break the PCH
-        prefix.
-        """
+        """The translation unit: the canonical #include block (the same for every kernel, which
+        NVRTC's PCH matches; so the prelude comes after it), then the shims sorted, so that the
+        text (the cache key) does not depend on the order of lowering."""
         canonical = canonical_includes()
         extra = sorted({h for s in self._shims.values() for h in s.includes} - set(canonical))
         parts = [f"#include <{h}>\n" for h in (*canonical, *extra)]
@@ -130,14 +95,12 @@ class ShimBundle:
         parts += [s.decls.strip() + "\n" for s in shims if s.decls]
         parts += self._storage(shims)
         parts += self._storage_barriers(shims)
-        for s in shims:
-            parts.append("\n" + s.source.strip() + "\n")
+        parts += ["\n" + s.source.strip() + "\n" for s in shims]
         return "".join(parts)
 
     def _storage(self, shims) -> list[str]:
-        """All the storage of the translation unit (implicit, warp, TempStorage objects, large
-        coopgen.shared.arrays), as one struct (shared_placement) whose members are what the
-        shims reach through ``coopgen_storage()``."""
+        """All the translation unit's storage (implicit, warp, TempStorage objects, large
+        shared arrays) as one struct, which the shims reach through ``coopgen_storage()``."""
         from .placement import storage_definition
         from .shims import BLOCK_MEMBER, WARP_MEMBER
         from .storage import definition
@@ -175,13 +138,11 @@ class ShimBundle:
         return parts
 
     def _kernel_shared_memory(self) -> dict:
-        """What the kernel does with shared memory besides this bundle's storage (keywords of
-        placement.storage_definition); the backend knows. Without it the storage stays static."""
+        """The kernel's other shared memory use (placement.storage_definition's keywords)."""
         return {"may_be_dynamic": False}
 
     def runs_once(self, site) -> bool:
-        """Whether the call at ``site`` runs once per kernel (not round a loop); the backend
-        knows its control flow. Without it: assume not, and wait."""
+        """Whether the call at ``site`` runs once per kernel (not round a loop)."""
         return False
 
     def may_precede(self, a, b) -> bool:
@@ -189,11 +150,10 @@ class ShimBundle:
         return True
 
     def _storage_barriers(self, shims) -> list[str]:
-        """``coopgen_barrier_<symbol>``: whether a block-storage use must first wait until the
-        block is done with the shared storage. Only if another use may have run before it with
-        a TempStorage that is not empty (CUB's empty TempStorage has size 1): a different call
-        earlier in the kernel, or the same one on an earlier trip through a loop. Sizes are the
-        compiler's, hence constexpr; the order comes from the kernel's control-flow graph."""
+        """``coopgen_barrier_<symbol>``: whether a block-storage use waits for the block first:
+        only if another use with a non-empty TempStorage (CUB's empty one has size 1) may have
+        run before it, or itself on an earlier loop trip. Sizes are the compiler's (constexpr),
+        the order is the control-flow graph's."""
         types = {s.symbol: s.block_storage for s in shims if s.block_storage}
         lines = []
         for symbol in sorted(types):
@@ -220,10 +180,9 @@ class ShimBundle:
 
 @functools.cache
 def canonical_includes() -> tuple[str, ...]:
-    """Every bound class's header and the operator headers, in one fixed order: every
-    translation unit starts with this block, so NVRTC's in-process PCH of it serves every
-    kernel (see nvrtc._use_pch). Parsing headers a kernel does not use costs nothing measurable:
-    they share their dependencies with the ones it does."""
+    """Every bound class's header, in one fixed order: every translation unit starts with them,
+    so one PCH serves every kernel (nvrtc._use_pch); unused ones cost nothing measurable, as
+    they share their dependencies with the used ones."""
     from ..model import registry
     from ..types.cpp import TYPE_HEADERS
     from .shims import OPERATOR_HEADERS

@@ -1,11 +1,6 @@
-"""CPU-only link check: compile a kernel to LTO-IR and link it to a cubin.
-
-No GPU is needed: numba's ``compile_all`` only runs NVVM (and NVRTC for our
-shim bundles), and cuda.core's ``Linker`` uses nvJitLink, which needs an
-explicit ``arch``. The verbose nvJitLink log (ptxas info lines) is parsed so
-tests can assert e.g. "no local memory, no spills".
-"""
-
+"""Link kernels without a GPU: numba's ``compile_all`` runs only NVVM (and NVRTC for the
+shims), nvJitLink (cuda.core's ``Linker``) takes an explicit arch. Its verbose log (ptxas info
+lines) is parsed, so tests can assert e.g. "no local memory, no spills"."""
 from __future__ import annotations
 
 import contextlib
@@ -14,23 +9,13 @@ from dataclasses import dataclass, field
 
 from cuda.core import Linker, LinkerOptions, ObjectCode
 
-__all__ = [
-    "FunctionInfo",
-    "LinkResult",
-    "link_cubin",
-    "link_ptx",
-    "link_pieces",
-    "compile_kernel_pieces",
-    "parse_link_log",
-    "launch_config_on_cpu",
-    "link_as_launched",
-]
+__all__ = ["FunctionInfo", "LinkResult", "link_cubin", "link_ptx", "link_pieces",
+           "compile_kernel_pieces", "parse_link_log", "launch_config_on_cpu", "link_as_launched"]
 
 
 @dataclass
 class FunctionInfo:
     """Resources ptxas reports for one function (kernel or non-inlined callee)."""
-
     name: str
     registers: int = 0
     barriers: int = 0
@@ -56,10 +41,9 @@ class LinkResult:
 
     @property
     def kernel(self) -> FunctionInfo:
-        """Info of the (first) entry function."""
+        """The (first) entry function."""
         return self.functions[self.entries[0]]
 
-    # Convenience views of the kernel's numbers.
     @property
     def registers(self) -> int:
         return self.kernel.registers
@@ -88,27 +72,11 @@ _RE_BYTES = re.compile(r"(\d+) bytes (stack frame|spill stores|spill loads|smem|
 _RE_CMEM = re.compile(r"(\d+) bytes cmem\[(\d+)\]")
 _RE_REGS = re.compile(r"Used (\d+) registers")
 _RE_BARS = re.compile(r"used (\d+) barriers")
-_FIELDS = {
-    "stack frame": "stack_frame",
-    "spill stores": "spill_stores",
-    "spill loads": "spill_loads",
-    "smem": "smem",
-    "lmem": "lmem",
-}
 
 
 def parse_link_log(log: str):
-    """-> (functions, entries, gmem) from an nvJitLink/ptxas verbose log.
-
-    ptxas prints, per function::
-
-        ptxas info    : Function properties for NAME
-        ptxas         .     0 bytes stack frame, 0 bytes spill stores, ...
-        ptxas info    : Used 23 registers, used 1 barriers, 704 bytes smem
-
-    (the "Used" line only for entries). Lines are attributed to the most
-    recent "Function properties" header.
-    """
+    """-> (functions, entries, gmem) from an nvJitLink/ptxas verbose log, whose lines belong
+    to the latest "Function properties for NAME" (the "Used ... registers" line: entries only)."""
     functions: dict[str, FunctionInfo] = {}
     entries: list[str] = []
     gmem = 0
@@ -126,7 +94,7 @@ def parse_link_log(log: str):
         if cur is None:
             continue
         for num, what in _RE_BYTES.findall(line):
-            setattr(cur, _FIELDS[what], int(num))
+            setattr(cur, what.replace(" ", "_"), int(num))
         for num, bank in _RE_CMEM.findall(line):
             cur.cmem[int(bank)] = int(num)
         if m := _RE_REGS.search(line):
@@ -139,9 +107,8 @@ def parse_link_log(log: str):
 
 
 def _to_object_code(piece, i: int) -> ObjectCode:
-    """compile_all returns LTO-IR bytes for the kernel, ObjectCode for NVRTC-
-    compiled .cu files and numba LinkableCode objects (our ShimBundle among
-    them) for everything else."""
+    """compile_all's pieces: LTO-IR bytes (the kernel), ObjectCode (NVRTC-compiled .cu files)
+    or numba LinkableCode (the ShimBundle among them)."""
     if isinstance(piece, ObjectCode):
         return piece
     if isinstance(piece, (bytes, bytearray)):
@@ -150,14 +117,9 @@ def _to_object_code(piece, i: int) -> ObjectCode:
 
     if isinstance(piece, str):  # a path
         piece = lc.LinkableCode.from_path(piece)
-    makers = {
-        lc.LTOIR: ObjectCode.from_ltoir,
-        lc.PTXSource: ObjectCode.from_ptx,
-        lc.Cubin: ObjectCode.from_cubin,
-        lc.Fatbin: ObjectCode.from_fatbin,
-        lc.Object: ObjectCode.from_object,
-        lc.Archive: ObjectCode.from_library,
-    }
+    makers = {lc.LTOIR: ObjectCode.from_ltoir, lc.PTXSource: ObjectCode.from_ptx,
+              lc.Cubin: ObjectCode.from_cubin, lc.Fatbin: ObjectCode.from_fatbin,
+              lc.Object: ObjectCode.from_object, lc.Archive: ObjectCode.from_library}
     for cls, make in makers.items():
         if isinstance(piece, cls):
             data = piece.data
@@ -174,9 +136,8 @@ class _DeviceOfArch:
 
 @contextlib.contextmanager
 def _device_functions_for(arch):
-    """numba compiles the ``@cuda.jit(device=True)`` functions and ``@overload``
-    implementations a kernel calls for the current device, which a machine
-    without a GPU lacks: there, compile them for ``arch`` like the kernel."""
+    """numba compiles the device functions and ``@overload``s a kernel calls for the current
+    device; without a GPU, compile them for ``arch`` like the kernel."""
     from numba import cuda
     from numba.cuda import dispatcher
 
@@ -197,65 +158,44 @@ def compile_kernel_pieces(kernel, signature, *, arch=(9, 0)):
 
     pyfunc = getattr(kernel, "py_func", kernel)  # accept a CUDADispatcher
     with _device_functions_for(arch):
-        pieces, _resty = cuda.compile_all(
-            pyfunc, signature, device=False, abi="numba", cc=tuple(arch), output="ltoir"
-        )
+        pieces, _resty = cuda.compile_all(pyfunc, signature, device=False, abi="numba",
+                                          cc=tuple(arch), output="ltoir")
     return pieces
 
 
-def link_pieces(pieces, *, arch=(9, 0), optimize_unused_variables: bool = False) -> LinkResult:
-    """LTO-link ``pieces`` (as returned by compile_all) to an sm_XY cubin."""
+def _link(pieces, arch, output: str, **options):
+    """(code, log) of LTO-linking ``pieces`` (compile_all's) for sm_<arch>."""
     objs = [_to_object_code(p, i) for i, p in enumerate(pieces)]
-    opts = LinkerOptions(
-        arch=f"sm_{arch[0]}{arch[1]}",
-        link_time_optimization=True,
-        verbose=True,
-        # None, not False: older cuda.core appended the flag for False too
-        optimize_unused_variables=True if optimize_unused_variables else None,
-    )
-    linker = Linker(*objs, options=opts)
+    linker = Linker(*objs, options=LinkerOptions(arch=f"sm_{arch[0]}{arch[1]}",
+                                                 link_time_optimization=True, **options))
     try:
-        cubin = linker.link("cubin").code
-        log = linker.get_info_log() or ""
+        return bytes(linker.link(output).code), linker.get_info_log() or ""
     finally:
         linker.close()
-    functions, entries, gmem = parse_link_log(log)
-    return LinkResult(bytes(cubin), log, functions, entries, gmem)
+
+
+def link_pieces(pieces, *, arch=(9, 0), optimize_unused_variables: bool = False) -> LinkResult:
+    # None, not False: older cuda.core appended the flag for False too
+    cubin, log = _link(pieces, arch, "cubin", verbose=True,
+                       optimize_unused_variables=True if optimize_unused_variables else None)
+    return LinkResult(cubin, log, *parse_link_log(log))
 
 
 def link_ptx(kernel, sig, *, arch=(9, 0), pieces=None) -> str:
-    """The LTO-linked PTX of a kernel: what LTO made of the shims, e.g. to check that no path
-    was folded into ``trap`` (LLVM's verdict on undefined behaviour). ``pieces`` (from
-    :func:`compile_kernel_pieces` for this arch) saves compiling the kernel again."""
+    """The LTO-linked PTX: what LTO made of the shims (e.g. no path folded into ``trap``,
+    LLVM's verdict on undefined behaviour); ``pieces`` saves compiling the kernel again."""
     if pieces is None:
         pieces = compile_kernel_pieces(kernel, sig, arch=arch)
-    objs = [_to_object_code(p, i) for i, p in enumerate(pieces)]
-    opts = LinkerOptions(arch=f"sm_{arch[0]}{arch[1]}", link_time_optimization=True, ptx=True)
-    linker = Linker(*objs, options=opts)
-    try:
-        return bytes(linker.link("ptx").code).decode()
-    finally:
-        linker.close()
+    return _link(pieces, arch, "ptx", ptx=True)[0].decode()
 
 
-def link_cubin(
-    kernel,
-    signature,
-    *,
-    arch=(9, 0),
-    optimize_unused_variables: bool = False,
-) -> LinkResult:
-    """Compile ``kernel`` (py function or CUDADispatcher) for ``signature``
-    and LTO-link everything to a cubin for ``sm_<arch>``.
-
-    ``optimize_unused_variables`` passes nvJitLink's flag of that name; numba's
-    own launch path does not, so it is off by default to report what a real
-    launch gets (libcu++'s static constexpr members then show up as ``gmem``).
-    """
+def link_cubin(kernel, signature, *, arch=(9, 0),
+               optimize_unused_variables: bool = False) -> LinkResult:
+    """Compile ``kernel`` and LTO-link it to a cubin. ``optimize_unused_variables`` (nvJitLink's
+    flag) is off as on numba's launch path, to report what a launch gets (libcu++'s static
+    constexpr members then show up as ``gmem``)."""
     pieces = compile_kernel_pieces(kernel, signature, arch=arch)
-    return link_pieces(
-        pieces, arch=arch, optimize_unused_variables=optimize_unused_variables
-    )
+    return link_pieces(pieces, arch=arch, optimize_unused_variables=optimize_unused_variables)
 
 
 class _LaunchOnCpu:
@@ -289,9 +229,8 @@ def launch_config_on_cpu(kernel, block, args=()):
 
 
 def link_as_launched(kernel, block, *args, arch=(9, 0)) -> LinkResult:
-    """Link ``kernel`` for ``sm_<arch>`` as ``kernel[grid, block](*args)`` would compile it:
-    with the launch's block shape and argument values (kernel arguments that size arrays are
-    constants only when a launch compiles the kernel)."""
+    """Link ``kernel`` as ``kernel[grid, block](*args)`` would compile it: with the launch's
+    block shape and argument values (which size arrays only under a launch)."""
     from numba.cuda.typing.typeof import typeof  # the kernel dispatcher's typeof
     sig = tuple(typeof(a) for a in args)
     with launch_config_on_cpu(kernel, block, args):

@@ -1,30 +1,16 @@
-"""Every place coopgen relies on numba-cuda internals, in one module.
+"""Every place coopgen relies on numba-cuda internals, where it has no public API:
 
-numba-cuda has no public API for four things coopgen needs:
+* which function and block a lowering call sits in (:func:`lowering_site`, off the stack);
+* the compute capability being compiled for (:func:`compiling_for_cc`, as numba-cuda's math
+  lowering reads it);
+* ``cache=True`` for kernels linking LTO-IR, which numba refuses to pickle: coopgen's in-memory
+  linking files are stored with the library (:func:`install_kernel_cache`), so a later process
+  loads the kernel with no typing, lowering, NVVM or NVRTC;
+* a launch's dynamic shared memory (``launch_hook``: numba's pre-launch callbacks run too late).
 
-* **Which function a lowering call sits in, and where.** A lowering function gets the target
-  context, the IR builder, the signature and the arguments; numba offers no public way to reach
-  the function IR or the block being lowered. :func:`lowering_site` reads them off the call
-  stack (the ``lower_function_body`` frame of numba's ``Lower``).
-* **The compute capability being compiled for.** :func:`compiling_for_cc` reads
-  ``flags.compute_capability`` off numba's ``ConfigStack``, as numba-cuda's own math lowering
-  does.
-* **Whole-kernel caching of kernels that link LTO-IR.** numba-cuda refuses to pickle a
-  ``CUDACodeLibrary`` with linking files ("Cannot pickle CUDACodeLibrary with linking files").
-  :func:`install_kernel_cache` wraps ``CUDACodeLibrary._reduce_states`` / ``_rebuild`` so that
-  coopgen's in-memory LTO-IR linking files (a kernel's shim bundle, compiled operators) are stored
-  with the library and restored on load; a later process then loads the kernel with no typing,
-  lowering, NVVM or NVRTC work. Other linking files keep numba's behaviour.
-* **A launch's dynamic shared memory size.** Kernels whose coopgen storage moved to dynamic
-  shared memory need more dynamic bytes than the user asked for; numba-cuda's
-  ``pre_launch_callbacks`` run after the size is read. ``launch_hook`` wraps
-  ``_Kernel.launch`` (its own module, since it also sets the CUDA function attribute).
-
-What these read is listed in :data:`EXPECTED`; :func:`problems` checks it against the installed
-numba-cuda, and tests/cpu/test_numba_internals.py fails, naming the internal, when an upgrade
-moves one. The launch configuration (``numba.cuda.launchconfig``) and the extension API
-(``numba.cuda.extending``, typing templates, ``imputils``, the ``rewrites`` registry that
-coopgen.rewrite uses) are numba-cuda's public surface.
+:func:`problems` checks :data:`EXPECTED` against the installed numba-cuda
+(tests/cpu/test_numba_internals.py). The launch configuration and the extension API
+(``extending``, typing templates, ``imputils``, ``rewrites``) are numba-cuda's public surface.
 """
 from __future__ import annotations
 
@@ -49,20 +35,16 @@ EXPECTED = (
 
 
 def half_shims() -> tuple:
-    """The CUDA sources numba-cuda's float16 and bfloat16 operators call into (its lowering adds
-    them to the library of a kernel using them; a library keeps one of each linking file)."""
+    """The CUDA sources numba-cuda's float16 and bfloat16 operators call into."""
     from numba.cuda._internal import cuda_bf16, cuda_fp16
     return cuda_fp16.shim_obj, cuda_bf16.shim_obj
 
-
-# --- where a lowering call sits ---------------------------------------------------------------
 
 _LOWER_FRAME = "lower_function_body"
 
 
 def lowering_site():
-    """(func_ir, block label) of the Python function being lowered, read off the call stack,
-    or None when not called from numba's lowering."""
+    """(func_ir, block label) being lowered, or None outside numba's lowering."""
     frame = sys._getframe(1)
     while frame is not None and frame.f_code.co_name != _LOWER_FRAME:
         frame = frame.f_back
@@ -75,11 +57,8 @@ def lowering_site():
     return func_ir, offset
 
 
-# --- the compute capability being compiled for --------------------------------------------------
-
 def compiling_for_cc() -> tuple[int, int] | None:
-    """(major, minor) numba is compiling for (``cc=``, or the launching device's), or None
-    outside a compile."""
+    """(major, minor) numba is compiling for, or None outside a compile."""
     from numba.cuda.core import targetconfig
 
     stack = targetconfig.ConfigStack()
@@ -88,8 +67,6 @@ def compiling_for_cc() -> tuple[int, int] | None:
     cc = getattr(stack.top(), "compute_capability", None)
     return tuple(cc) if cc else None
 
-
-# --- whole-kernel cache ---------------------------------------------------------------------------
 
 def _coopgen_files(library) -> list:
     from numba.cuda.cudadrv.linkable_code import LTOIR
@@ -132,8 +109,8 @@ _ORIGINAL: dict = {}
 
 
 def install_kernel_cache() -> bool:
-    """Let ``@cuda.jit(cache=True)`` keep kernels that link coopgen's LTO-IR. Returns whether it
-    is installed (not where numba-cuda's code library no longer has the expected shape)."""
+    """Let ``@cuda.jit(cache=True)`` keep kernels linking coopgen's LTO-IR; False where numba's
+    code library no longer has the expected shape."""
     from numba.cuda.codegen import CUDACodeLibrary
 
     if getattr(CUDACodeLibrary, "_coopgen_cache", False):
@@ -147,8 +124,6 @@ def install_kernel_cache() -> bool:
     CUDACodeLibrary._coopgen_cache = True
     return True
 
-
-# --- self-check -------------------------------------------------------------------------------------
 
 def _code_library_problems() -> list[str]:
     import inspect

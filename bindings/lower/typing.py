@@ -1,10 +1,6 @@
-"""numba typing and lowering of primitive calls: the backend side of a call's plan.
-
-A call's numba argument types are described (coopgen.lower.describe), resolved to a plan
-(coopgen.resolve), written as a C++ shim (coopgen.codegen.shims) that joins the kernel's
-bundle, and lowered to a call of that shim. One template class types every entry point, one
-lowering function emits every call.
-"""
+"""numba typing and lowering of primitive calls: argument types described, resolved to a
+plan, written as a shim that joins the kernel's bundle, lowered to a call of that shim. One
+template class types every entry point, one lowering function emits every call."""
 from __future__ import annotations
 
 import collections
@@ -30,7 +26,7 @@ from .describe import constant_type, describe, describe_constant, dtype_of, to_n
 from .errors import CoopgenTypeError, as_typing_errors
 from .lowering_context import (bound_kernel_threads, check_not_in_device_function,
                                kernel_lowering_site, launch_config, use_short_shared_pointers)
-from .operators import compile_operator
+from .operators import bit_field_digits, compile_operator
 from .parent import PARENT_ALIGN, PARENT_BYTES, ParentType
 from .shared_memory import align_numba_shared_bytes
 from .storage import TempStorageType
@@ -68,7 +64,6 @@ def _described(args, kws):
 
 
 def resolve_call(p, args: tuple, kws: dict, block_dims=None):
-    """The plan of a call of entry ``p`` with numba argument types ``args``/``kws``."""
     with as_typing_errors():
         r = calls.resolve_call(p, *_described(args, kws), block_dims=block_dims)
         if r.temp_storage_arg is not None:
@@ -91,9 +86,7 @@ def split_call(p, args: tuple, kws: dict):
 
 def return_type(r) -> types.Type:
     vals = [to_numba(t) for _, t, _ in r.returns]
-    if not vals:
-        return types.none
-    return vals[0] if len(vals) == 1 else types.Tuple(vals)
+    return types.none if not vals else vals[0] if len(vals) == 1 else types.Tuple(vals)
 
 
 def _call_type(p, args: tuple, kws: dict):
@@ -107,16 +100,12 @@ def _call_type(p, args: tuple, kws: dict):
     ret = return_type(r)
     if p.constructor:
         tk = split_call(p, args, kws).tkws
-        kept = tuple((n, _numba_arg(args, kws, i)) for n, _, i in bound)
+        folded = tuple(args) + tuple(kws.values())
+        kept = tuple((n, folded[i]) for n, _, i in bound)
         parent = ParentType(p, r, tuple(tk.items()), bound=kept, aliases=p.aliases)
         outs = [to_numba(t) for _, t, _ in r.returns]
         ret = types.Tuple([parent] + outs) if outs else parent
     return ret
-
-
-def _numba_arg(args, kws, index):
-    folded = tuple(args) + tuple(kws.values())
-    return folded[index]
 
 
 def _storage_first(p, args: tuple, kws: dict) -> bool:
@@ -305,11 +294,6 @@ def _constant_value(context, builder, ty, value):
     return context.get_dummy_value()
 
 
-def _bit_field_digits(begin: int, bits: int):
-    from .operators import bit_field_digits
-    return bit_field_digits(begin, bits)
-
-
 hooks.describe_constant = describe_constant
 hooks.launch_dims = _launch_dims
-hooks.bit_field_digits = _bit_field_digits
+hooks.bit_field_digits = bit_field_digits
