@@ -1,20 +1,13 @@
 """Where a kernel's coopgen storage lives: static shared memory, or dynamic shared memory once
-the kernel would pass the 48 KB a kernel may declare statically.
+the kernel would pass the 48 KB it may declare statically.
 
-A translation unit groups all its storage (implicit block storage, warp storage, every
-``coopgen.TempStorage``) in one struct, ``coopgen_storage_t``, reached through
-``coopgen_storage()``. The compiler knows the struct's size, so the translation unit itself
-chooses the place: a ``__shared__`` object while the kernel's static shared memory stays within
-the limit, else the tail of the launch's dynamic shared memory. In that case it also defines
-``coopgen_dynamic_shared_need<bytes, alignment>``, a two-word ``__device__`` array the host reads
-from the linked cubin (:func:`dynamic_requirement`) to size the launch (see ``launch_hook``).
-
-Layout of dynamic shared memory at launch: where the kernel uses dynamic shared memory itself
-(numba's ``cuda.shared.array(0, ...)``, sized by ``kernel[g, b, s, nbytes]``), the user's bytes
-come first, from the base, and coopgen's storage after them: the device code finds it from
-``%dynamic_smem_size``, so it needs no kernel argument. Otherwise the storage sits at the base,
-at an address known when compiling, as in a C++ kernel (finding it at run time cost 1.3% of a
-1024-thread radix sort).
+A translation unit's storage is one struct reached through ``coopgen_storage()``; the compiler
+knows its size, so the translation unit chooses the place itself. Dynamic, it also defines
+``coopgen_dynamic_shared_need<bytes, alignment, after user>``, which the host reads from the
+cubin (:func:`dynamic_requirement`) to size the launch (``launch_hook``). Where the kernel uses
+dynamic shared memory itself (``cuda.shared.array(0, ...)``) the storage follows the user's
+bytes, found from ``%dynamic_smem_size``; else it sits at the base, at an address known when
+compiling (finding it at run time cost 1.3% of a 1024-thread radix sort).
 """
 from __future__ import annotations
 
@@ -30,16 +23,10 @@ NEED_SYMBOL = "coopgen_dynamic_shared_need"
 
 def storage_definition(members: list[tuple[str, str]], *, may_be_dynamic: bool,
                        other_static_bytes: int = 0, after_user_bytes: bool = True) -> str:
-    """C++ for the translation unit's storage struct and ``coopgen_storage()``.
-
-    ``members``: (C++ type, member name). ``may_be_dynamic``: only a kernel's own translation
-    unit may move to dynamic memory (a device function's bundle is compiled once for every
-    kernel that calls it and cannot know their layouts). ``other_static_bytes``: the kernel's
-    static shared memory outside this struct (numba's shared arrays), counted toward the limit.
-    ``after_user_bytes``: the kernel may use the launch's dynamic shared memory itself, so the
-    storage goes after the user's bytes (found from ``%dynamic_smem_size``); else it sits at the
-    base, at an address the compiler knows, as in a C++ kernel's ``extern __shared__`` storage.
-    """
+    """C++ for the storage struct of (C++ type, member name) ``members`` and
+    ``coopgen_storage()``. Only a kernel's own translation unit ``may_be_dynamic`` (a device
+    function's bundle serves every kernel calling it); ``other_static_bytes`` (numba's shared
+    arrays) count toward the limit; ``after_user_bytes``: the kernel uses dynamic memory too."""
     body = "".join(f"  {t} {n};\n" for t, n in members)
     dynamic = (f"sizeof(coopgen_storage_t) + {other_static_bytes} > {STATIC_SHARED_LIMIT}"
                if may_be_dynamic else "false")
@@ -108,9 +95,8 @@ _SHT_SYMTAB = 2
 
 
 def dynamic_requirement(cubin: bytes) -> tuple[int, int, bool] | None:
-    """(bytes, alignment, after the user's bytes) of the coopgen storage a linked kernel keeps in
-    dynamic shared memory, or None when it keeps all its storage static. ``cubin``: bytes or a
-    cuda.core ObjectCode."""
+    """(bytes, alignment, after the user's bytes) of a linked kernel's storage in dynamic shared
+    memory, or None when it is static. ``cubin``: bytes or a cuda.core ObjectCode."""
     data = bytes(getattr(cubin, "code", cubin))
     if data[:4] != b"\x7fELF" or data[4] != 2:  # ELFCLASS64
         raise ValueError("dynamic_requirement: not a 64-bit ELF cubin")

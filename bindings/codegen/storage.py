@@ -3,17 +3,10 @@
     ts = coopgen.TempStorage()                    # "shared": uses overlap, the largest wins
     ex = coopgen.TempStorage(sharing="exclusive")  # each use gets its own aligned slice
 
-    @cuda.jit
-    def k(...):
-        block.load(src, items, temp_storage=ts)
-        block.radix_sort_keys(items, temp_storage=ts)  # waits for the load first (auto_sync)
-
-The object is created on the host and referenced by kernels, or created inside the kernel
-(``coopgen.coop.TempStorage(...)``, cuda.coop's spelling; see coopgen.launch_values). While a kernel is lowered, each
-primitive call that passes it records the TempStorage type it needs; the kernel's translation
-unit then defines one ``__shared__`` object for it: a union of those types ("shared"), or a
-struct with one member per call site ("exclusive"). ``size=``/``alignment=`` state what the
-storage must fit in; a use that does not fit is a compile-time error.
+Made on the host or in the kernel (``coop.TempStorage(...)``). Each call passing it records the
+TempStorage type it needs; the kernel's translation unit defines one ``__shared__`` union of
+them ("shared") or struct of one member per call site ("exclusive"). A use that does not fit
+``size=``/``alignment=`` is a compile-time error.
 """
 from __future__ import annotations
 
@@ -26,14 +19,9 @@ _ids = itertools.count()
 
 
 class TempStorage:
-    """Shared memory several primitive calls use, sized and aligned for all of them.
-
-    ``sharing``: "shared" (the uses overlap) or "exclusive" (each use gets its own slice).
-    ``size``/``alignment``: what the storage must fit in (checked when the kernel compiles).
-    ``auto_sync``: a "shared" storage waits (``__syncthreads()``) before each use, so a use
-    never overwrites what the previous one still reads; ``auto_sync=False`` leaves that to the
-    kernel, as in CUB. Exclusive slices never overlap, so they need no barrier.
-    """
+    """``auto_sync``: a "shared" storage waits (``__syncthreads()``) before each use, so a use
+    never overwrites what the previous one still reads; False leaves that to the kernel, as in
+    CUB. Exclusive slices never overlap, so they need no barrier."""
 
     def __init__(self, sharing: str = "shared", *, size: int | None = None,
                  alignment: int | None = None, auto_sync: bool | None = None):

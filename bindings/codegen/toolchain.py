@@ -1,21 +1,9 @@
-"""Which CUDA toolchain coopgen compiles with, and whether its parts belong together.
-
-coopgen's shims are compiled by NVRTC to LTO-IR; numba-cuda compiles the kernel with NVVM to
-LTO-IR; nvJitLink links both into a cubin the driver loads. LTO-IR is per CUDA major, so the
-three must be one major (CUDA 12: ``pip install 'coopgen[cu12]'``; CUDA 13: a bare install or
-``'coopgen[cu13]'``), and a driver, where there is one, must be of that major or newer (a CUDA
-13 cubin does not load under a CUDA 12 driver; newer minors of the driver's major do, through
-CUDA's minor-version compatibility).
-
-* :func:`require_consistent` runs before the first compile of a process and raises one
-  :class:`ToolchainError` naming each part, its version and where it was loaded from, and the
-  extra that installs a matching set, instead of an nvJitLink error wall at link time.
-* :func:`problems` says the same to ``coopgen doctor``, which exits 1 on any.
-
-NVRTC and nvJitLink come through cuda-bindings, whose major picks their major (it loads
-``libnvrtc.so.12`` or ``.13``). NVVM is found by numba-cuda's own search, and every NVVM is
-``libnvvm.so.4`` reporting version 2.0, so its CUDA major is read from the package or toolkit
-that holds the library. Nothing here imports numba at module level.
+"""Whether the CUDA compiler libraries belong together: NVRTC (the shims), NVVM (numba-cuda's
+kernels) and nvJitLink make LTO-IR of one CUDA major, and a driver must be of it or newer.
+:func:`require_consistent` raises one ToolchainError naming each part, its version, its path and
+the extra to install before the first compile (not an nvJitLink error wall); :func:`problems`
+says the same to ``coopgen doctor``. NVRTC's and nvJitLink's major is cuda-bindings'; every NVVM
+reports 2.0, so its major comes from the package or toolkit holding it.
 """
 from __future__ import annotations
 
@@ -204,8 +192,7 @@ _sound = False  # set once require_consistent found nothing wrong
 
 
 def require_consistent() -> None:
-    """Raise :class:`ToolchainError` unless :func:`problems` finds none (checked until it
-    passes once in the process)."""
+    """Raise :class:`ToolchainError` unless :func:`problems` finds none (until it passes once)."""
     global _sound
     if _sound:
         return

@@ -1,11 +1,7 @@
 """Host objects passed as kernel arguments: two-phase primitives (``k[g, b](d_in, block_load)``)
-and ``coop.gpu_dataclass`` instances holding them (``kp.block_load(...)``, ``kp.items_per_thread``).
-
-Such an argument carries nothing to the GPU: its type holds the object itself, so calling it
-is calling the primitive, and its fields are compile-time constants (a primitive, an int used
-as a size, a dtype). The kernel gets one unused pointer-sized parameter for it, which
-:data:`ARGUMENTS` (a numba-cuda argument extension, added to each kernel that takes one)
-fills with 0 at launch.
+and ``coop.gpu_dataclass`` instances holding them. Such an argument's type holds the object, so
+calling it calls the primitive and its fields are compile-time constants; the kernel gets one
+unused pointer-sized parameter, which :data:`ARGUMENTS` fills with 0 at launch.
 """
 from __future__ import annotations
 
@@ -139,10 +135,8 @@ def is_host_object(obj) -> bool:
 
 
 def gpu_dataclass(instance, *, compute_temp_storage: bool = True):
-    """Make a dataclass *instance* usable as a kernel argument and return it. Its primitive
-    fields are callable in kernels; its int, bool, str and dtype fields are compile-time
-    constants there. With ``compute_temp_storage``, it gains ``temp_storage_bytes_sum`` /
-    ``temp_storage_bytes_max`` / ``temp_storage_alignment`` over its primitive fields."""
+    """Make a dataclass *instance* usable as a kernel argument (with ``compute_temp_storage``,
+    it gains ``temp_storage_bytes_sum``/``_max`` and ``temp_storage_alignment``)."""
     if not dataclasses.is_dataclass(instance) or isinstance(instance, type):
         raise TypeError(f"gpu_dataclass: expected a dataclass instance, got {instance!r}")
     cls = type(instance)

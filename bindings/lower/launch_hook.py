@@ -1,14 +1,8 @@
-"""Launch coopgen kernels whose storage lives in dynamic shared memory, with no extra step.
-
-A kernel whose coopgen storage passes the static limit keeps it in dynamic shared memory
-(shared_placement). Each launch then needs more dynamic bytes than the user asked for, and past
-48 KB the function's maximum-dynamic-shared-memory attribute raised. numba-cuda has no public
-hook that may change a launch's dynamic size (its ``pre_launch_callbacks`` run after the size
-is read and may not call CUDA), so this module wraps the one method every launch goes through,
-``numba.cuda.dispatcher._Kernel.launch(args, griddim, blockdim, stream, sharedmem)``.
-This is the only numba internal it touches; :func:`check_internals` says when it changes.
-
-The cost for kernels without coopgen storage in dynamic memory is one dictionary lookup.
+"""Launch kernels whose coopgen storage lives in dynamic shared memory (codegen.placement) with
+no extra step: each launch needs more dynamic bytes than asked, past 48 KB with the function's
+attribute raised. numba-cuda's ``pre_launch_callbacks`` run after the size is read, so this
+wraps ``_Kernel.launch``, the one internal it touches (:func:`check_internals`). Kernels without
+such storage pay one dictionary lookup.
 """
 from __future__ import annotations
 
@@ -24,14 +18,9 @@ _NEED = "_coopgen_dynamic_shared_need"  # per kernel: (bytes, alignment) or None
 _ATTRIBUTE = "_coopgen_max_dynamic_shared"  # per kernel: device id -> attribute value set
 
 
-def _kernel_class():
-    from numba.cuda.dispatcher import _Kernel
-    return _Kernel
-
-
 def check_internals() -> None:
     """Raise if numba-cuda's launch path is not the one this module wraps."""
-    kernel = _kernel_class()
+    from numba.cuda.dispatcher import _Kernel as kernel
     params = tuple(inspect.signature(kernel.launch).parameters)
     if params != LAUNCH_PARAMETERS:
         raise RuntimeError(
@@ -45,8 +34,8 @@ def _kernel_name(kernel) -> str:
 
 
 def _need(kernel):
-    """(bytes, alignment) of the kernel's coopgen storage in dynamic shared memory, or None;
-    read once from its cubin, so kernels loaded from numba's cache keep it."""
+    """(bytes, alignment) of its storage in dynamic shared memory, or None; read from the cubin,
+    so kernels loaded from numba's cache keep it."""
     if _NEED not in kernel.__dict__:
         library = kernel._codelibrary
         ours = any(isinstance(f, LTOIR) and str(f.name).startswith("coopgen-")
@@ -81,7 +70,7 @@ def _set_max_dynamic_shared(kernel, user_bytes: int, need) -> int:
 
 
 def install() -> bool:
-    kernel_class = _kernel_class()
+    from numba.cuda.dispatcher import _Kernel as kernel_class
     if getattr(kernel_class, "_coopgen_launch_hook", False):
         return True
     check_internals()

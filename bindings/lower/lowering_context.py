@@ -30,9 +30,8 @@ def kernel_lowering_site():
 
 
 def check_not_in_device_function(p, r, tkws_given: bool) -> None:
-    """A device function is compiled once per signature and reused by every kernel launch,
-    whatever its block shape: a block shape taken from one launch would be wrong for the next.
-    Such calls must say threads_per_block= (or live in the kernel / an inline device function)."""
+    """A device function is compiled once and reused by every launch, whatever its block shape:
+    its calls must say threads_per_block= (or be inlined)."""
     cfg = launchconfig.current_launch_config()
     site = lowering_function()
     if cfg is None or site is None or tkws_given or r.block_dims is None:
@@ -65,9 +64,8 @@ def runs_once(site) -> bool:
 
 
 def may_precede(a, b) -> bool:
-    """Whether the call lowered at ``a`` may run before the one at ``b`` in the same kernel
-    execution. Sites are (func_ir, block label, lowering sequence number); within a block numba
-    lowers statements in order. Unknown sites may."""
+    """Whether the call at site ``a`` (func_ir, block label, lowering sequence number) may run
+    before the one at ``b``; numba lowers a block in order. Unknown sites may."""
     if a is None or b is None or a[0] is not b[0]:
         return True
     if a[1] == b[1]:  # one block: in order, or in any order on the next trip through a loop
@@ -76,9 +74,8 @@ def may_precede(a, b) -> bool:
 
 
 def bound_kernel_threads(builder, site, dims) -> None:
-    """The kernel is specialised on its block shape: tell ptxas (``maxntid``), as
-    ``__launch_bounds__`` does in C++, so it may budget registers for exactly that many threads
-    (a 1024-thread block with a heavy primitive launches instead of running out of registers)."""
+    """Tell ptxas the block shape the kernel is specialised on (``maxntid``, C++'s
+    ``__launch_bounds__``), so a 1024-thread block of a heavy primitive gets its registers."""
     from numba.cuda.cudadrv import nvvm
 
     fn = builder.function
@@ -89,15 +86,10 @@ def bound_kernel_threads(builder, site, dims) -> None:
 
 
 def use_short_shared_pointers(module) -> None:
-    """Give the module being lowered nvcc's data layout, in which shared-memory pointers are 32
-    bits wide (``p3:32:32:32``); numba's default layout makes them 64 bits.
-
-    With 64-bit shared pointers every shared-memory index turns into ``mul.wide``/``add.s64``
-    pairs: CUB's radix sort needs about 20 more registers and runs ~10% slower than nvcc's
-    build. libnvvm and nvJitLink keep the layout of the first module they are given, which is
-    the kernel's, so this also narrows the pointers in the NVRTC-compiled shims it links with.
-    Shared addresses always fit in 32 bits, so the narrower layout only changes code quality;
-    numba's own ABI sizes come from its separate target data and are unaffected."""
+    """nvcc's data layout, with 32-bit shared-memory pointers (``p3:32:32:32``): numba's 64-bit
+    ones cost CUB's radix sort ~20 registers and ~10%. libnvvm and nvJitLink keep the first
+    module's layout, the kernel's, so the shims' pointers narrow too; numba's ABI sizes come
+    from its separate target data."""
     from numba.cuda.cudadrv import nvvm
 
     default = nvvm.NVVM().data_layout
