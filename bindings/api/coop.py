@@ -1,12 +1,8 @@
-"""cuda.coop's API on coopgen: existing cuda.coop kernels run after changing one import,
+"""cuda.coop's API on coopgen: cuda.coop kernels run after ``from coopgen import coop``.
 
-    from coopgen import coop          # instead of: from cuda import coop
-
-``coop.block`` / ``coop.warp`` are coopgen's own namespaces (which follow cuda.coop's names,
-argument order and keywords) plus cuda.coop's ``make_*`` factories; the containers
-(``local``, ``shared``, ``ThreadData``, ``TempStorage``) and helpers are coopgen's, in
-cuda.coop's spelling. Nothing here has logic of its own beyond argument order: sizes read from
-kernel arguments, in-kernel objects and ``prim[temp_storage]`` are coopgen.rewrite's.
+``coop.block``/``coop.warp`` are coopgen's namespaces (which follow cuda.coop's names, argument
+order and keywords) plus cuda.coop's ``make_*`` factories; containers and helpers are coopgen's
+in cuda.coop's spelling. Only argument order is decided here (lower.rewrite does the rest).
 """
 from __future__ import annotations
 

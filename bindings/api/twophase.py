@@ -1,9 +1,7 @@
-"""Two-phase use on the host: ``block.load(np.int32, 128, 4, "direct")`` -> an object for kernels.
-
-The arguments follow the function's ``host`` order (cuda.coop's); template arguments become the
-object's fixed keywords and method arguments (operators, initial values, bit ranges) are passed
-by every call of the object. Bad values raise ``ValueError`` here, as cuda.coop does, rather
-than at the first kernel compile.
+"""Two-phase use on the host: ``block.load(np.int32, 128, 4, "direct")`` -> an object for
+kernels. Arguments follow the ``host`` order (cuda.coop's); template arguments become the
+object's fixed keywords, method arguments are passed by every call. Bad values raise
+``ValueError`` here, as in cuda.coop, not at the first kernel compile.
 """
 from __future__ import annotations
 

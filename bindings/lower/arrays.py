@@ -1,8 +1,6 @@
-"""``coopgen.local.array`` / ``coopgen.shared.array``: numba arrays whose shape is in the type.
-
-numba's ``cuda.local.array`` types carry no shape, so a primitive could not infer
-``items_per_thread`` from them. These arrays are the same data model and lowering as numba's,
-with the static shape and memory space added to the type (and dropped by slicing, as it should).
+"""``coopgen.local.array``/``coopgen.shared.array``: numba's arrays with the static shape and
+memory space in the type (numba's carry no shape to infer ``items_per_thread`` from); slicing
+drops them.
 """
 from __future__ import annotations
 

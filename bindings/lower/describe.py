@@ -1,8 +1,5 @@
-"""numba-cuda's types <-> coopgen's descriptions (coopgen.types.desc).
-
-The numba-free stages see a call's arguments only as descriptions made here; what they hand
-back (returned dtypes, operator signatures) becomes numba types again here.
-"""
+"""numba-cuda's types <-> coopgen's descriptions (coopgen.types.desc), which are all the
+numba-free stages see of a call's arguments."""
 from __future__ import annotations
 
 import hashlib
@@ -74,9 +71,8 @@ def dtype_of(dt):
 
 def stateful_function(dtype):
     """The prefix callback an array of ``dtype`` stands for: a registered ``StatefulFunction``,
-    else the ``__call__`` of the Python class numba types as ``dtype`` (cuda.coop's documented
-    ``BlockPrefixCallbackOp``: a class made a numba extension type with a struct model, whose
-    ``__call__(self_ptr, block_aggregate)`` updates ``self_ptr[0]`` and returns the prefix)."""
+    else the ``__call__(self_ptr, block_aggregate)`` of the extension type ``dtype`` is
+    (cuda.coop's documented ``BlockPrefixCallbackOp``)."""
     key = str(dtype)
     if key not in STATEFUL_FUNCTIONS and udt_layout(dtype) is not None:
         cls = _class_typed_as(dtype)

@@ -16,12 +16,9 @@ from .numba_internals import half_shims
 
 
 class StatefulFunction:
-    """cuda.coop's stateful operator: ``op_class.__call__(state_ptr, value)`` is the function
-    and ``numba_type`` its state's type. In a kernel the state is an array of one
-    ``numba_type`` (``coop.local.array(1, dtype=numba_type)``) passed as the operator
-    (``prefix_op=state``); the function gets a pointer to it, updates ``state_ptr[0]`` and
-    returns its result. Registering a second function for the same state type replaces the
-    first."""
+    """cuda.coop's stateful operator: ``op_class.__call__(state_ptr, value)`` gets a pointer to
+    the one-item ``numba_type`` array passed as the operator (``prefix_op=state``), updates
+    ``state_ptr[0]`` and returns its result. A later registration for one type replaces it."""
 
     def __init__(self, op_class, numba_type, name=None):
         from numba import cuda

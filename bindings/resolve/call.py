@@ -1,9 +1,7 @@
-"""A call of an entry point -> its plan: cuda.coop's call shape names the arguments, template
-keywords are read as constants, constants the call passes by itself are added (fixed operators,
-an identity initial value, a digit extractor), and the overload is resolved.
-
-Argument types are descriptions (coopgen.types.desc); the backend describes its own and maps
-``origins`` (indices into the call's folded arguments, then the added constants) back.
+"""A call of an entry point -> its plan: the call shape names the arguments, template keywords
+are read as constants, constants the call passes by itself are added (fixed operators, an
+identity initial value, a digit extractor), and the overload is resolved. ``origins`` map back
+to the call's folded arguments, then the added constants.
 """
 from __future__ import annotations
 
@@ -132,11 +130,10 @@ def _drop_only(p: Entry, split: SplitCall) -> None:
 
 
 def _inject_identity(p: Entry, split: SplitCall, n_folded: int) -> None:
-    """cuda.coop's scans without an initial value start from the operator's identity (CUB
-    has no public exclusive scan of arrays without one): the table's ``identity`` row names
-    (the argument to fill, the operator[, the argument that makes it unnecessary]). In
-    coopgen.coop (``CallShape.python_zero``) a Python operator's scans start from 0, as in
-    cuda.coop, and so do scans of one item per thread."""
+    """Scans without an initial value start from the operator's identity (CUB has no public
+    exclusive scan of arrays without one); the ``identity`` row names (the argument to fill,
+    the operator[, the argument that makes it unnecessary]). In coopgen.coop
+    (``CallShape.python_zero``) a Python operator's scans start from 0, as in cuda.coop."""
     if not p.shape.identity:
         return
     target, op_name, unless = (p.shape.rename.get(n, n) for n in (*p.shape.identity, "")[:3])

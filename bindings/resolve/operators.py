@@ -1,10 +1,7 @@
-"""Operators: CUB's built-in functors by name, or Python functions wrapped in a C++ functor.
-
-A Python operator reaches the resolver as a ``Function`` description; the backend compiles it
-(coopgen.lower.operators) with the C signature :func:`operator_signatures` gives, under the
-name :meth:`Operator.symbol` gives, and the shim wraps it in a functor of the shape CUB expects
-for that parameter kind. Stateful operators are ``(function, state_array)`` pairs: the functor
-holds a pointer to the state, which the function receives first.
+"""Operators: CUB's built-in functors by name, or Python functions (``Function``), which the
+backend compiles with :func:`operator_signatures`' C signature under :meth:`Operator.symbol`
+and the shim wraps in a functor of the shape CUB expects. A stateful operator is a
+``(function, state_array)`` pair: the functor holds the state's pointer, passed first.
 """
 from __future__ import annotations
 
@@ -88,10 +85,9 @@ def _name_of(ty) -> str | None:
 
 
 def identity_of(op_ty, dtype) -> object | None:
-    """The identity of a built-in operator for ``dtype`` as a numpy scalar (0 for + | ^, 1 for
-    *, the dtype's max for min and min for max, all ones for &); None where there is none to
-    give. cuda.coop seeds scans with Python functions from 0, which is wrong for any function
-    whose identity is not 0 (a product, a max of negatives): those need initial_value=."""
+    """A built-in operator's identity for ``dtype`` as a numpy scalar, or None. (cuda.coop seeds
+    scans with Python functions from 0, wrong for a product or a max: those need
+    initial_value=.)"""
     if not isinstance(dtype, Scalar) or dtype.kind not in ("int", "uint", "float"):
         return None
     np_type = np.dtype(dtype.name).type

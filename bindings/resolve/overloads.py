@@ -1,9 +1,7 @@
-"""Overload resolution: a call's argument descriptions -> the plan of one CUB call.
-
-It picks the overload a Python call means (positional and keyword arguments matched against
-each overload's parameters and roles), lets the arguments fix dtypes and per-thread extents,
-asks coopgen.resolve.templates for the template arguments and checks everything that can be
-known before any C++ is written. Every error names the primitive and the parameter.
+"""Overload resolution: argument descriptions -> the plan of one CUB call. Matches arguments to
+each overload's parameters and roles, lets them fix dtypes and extents, asks templates for the
+template arguments and checks all that can be known before C++ is written; every error names
+the primitive and the parameter.
 """
 from __future__ import annotations
 
@@ -112,13 +110,9 @@ def resolve(prim: str, cls: ClassSpec, methods: tuple[MSpec, ...], args: tuple,
             kws: dict, *, template_kws: dict, block_dims, enums: dict,
             warp_default: int = 32, temp_storage=None, pinned: dict | None = None,
             alternatives: dict | None = None) -> Plan:
-    """Pick the overload of ``methods`` that the call means and infer its template arguments.
-
-    ``args``/``kws`` describe the call's method arguments (coopgen.types.desc); ``template_kws`` holds
-    literal Python values of template keywords (items_per_thread=16, algorithm="raking").
-    ``alternatives`` maps a keyword to its CUB spellings where overloads differ (each overload
-    gets the spelling it has).
-    """
+    """Pick the overload the call means and infer its template arguments. ``template_kws``:
+    Python values (items_per_thread=16); ``alternatives``: a keyword's CUB spellings where
+    overloads differ."""
     if temp_storage is not None:
         _check_temp_storage(prim, cls, temp_storage[1])
     call_kws = kws

@@ -1,12 +1,9 @@
-"""cuda.coop's call shape for the Pythonic surface: positional order, names, defaults.
-
-One rule serves every function, driven by its ``PythonicSpec`` (generator/data/pythonic.toml
-says what each field means): positional arguments take the names of ``args`` (kernels),
-``host`` (two-phase constructors) or ``instance`` (two-phase objects) in order; a positional
-without a name is an error, never dropped; names are then spelled as CUB spells them, omitted
-in-place outputs get their input again and defaults fill the rest. The resolver then sees
-keywords only, so ``block.load(src, dst, 4)`` means items_per_thread=4, as in cuda.coop.
-Values are type descriptions in kernels (coopgen.types.desc) and Python values on the host.
+"""cuda.coop's call shape, one rule driven by each function's ``PythonicSpec`` (pythonic.toml):
+positionals take the names of ``args`` (kernels), ``host`` (two-phase constructors) or
+``instance`` (two-phase objects) in order (an unnamed one is an error, never dropped); names are
+then spelled as CUB spells them, omitted in-place outputs get their input again, defaults fill
+the rest. The resolver then sees keywords only: ``block.load(src, dst, 4)`` means
+items_per_thread=4, as in cuda.coop.
 """
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
-"""What a primitive call passes, described without the backend's type objects.
-
-A backend turns each argument type into one of these (coopgen.lower.describe for numba-cuda).
-They compare by what matters to C++ (a dtype, a shape, a literal value); ``text`` is the
-backend's own spelling, kept for messages; ``ref`` is the backend's object, carried through the
-plan untouched so the backend can find it again (a user's struct type, a compiled function).
+"""What a primitive call passes, described without the backend's type objects (see
+lower.describe). They compare by what matters to C++; ``text`` is the backend's spelling, for
+messages; ``ref`` the backend's object, carried through the plan untouched.
 """
 from __future__ import annotations
 

@@ -1,15 +1,7 @@
-"""cuda.coop's enums, built from the generated bindings (no hand-kept lists).
-
-- ``BlockLoadAlgorithm``, ``BlockScanAlgorithm``, ... come from CUB's own enums in the API model
-  (``ENUMS``): members are CUB's names without the shared prefix (``DIRECT``), values count from
-  1 in CUB's order, as cuda.coop's IntEnums do, and ``str(member)`` is CUB's spelling
-  (``::cub::BLOCK_LOAD_DIRECT``).
-- ``BlockExchangeType``, ``BlockShuffleType``, ... come from the Pythonic table: the keys of a
-  row's selector (``block.exchange``'s ``block_exchange_type``), in table order.
-
-coopgen maps every member BY NAME, never by value (cuda.coop's values are CUB's + 1). Inside
-kernels a member is a compile-time constant: ``algorithm=BlockLoadAlgorithm.WARP_TRANSPOSE``
-works as a global, a closure variable or an attribute chain (``coop.BlockLoadAlgorithm.X``).
+"""cuda.coop's enums, built from the generated bindings: ``BlockLoadAlgorithm``, ... from CUB's
+enums (members without the shared prefix, values from 1 in CUB's order as cuda.coop's, ``str``
+CUB's spelling); ``BlockExchangeType``, ... from a Pythonic row's selector keys. Members are
+mapped BY NAME, never by value (cuda.coop's are CUB's + 1); in kernels they are constants.
 """
 from __future__ import annotations
 
