@@ -4,6 +4,8 @@ host, called with a dtype and template arguments, they return two-phase objects 
 fixed, which kernels call in turn."""
 from __future__ import annotations
 
+import inspect
+
 from numba.cuda.extending import typeof_impl
 
 from ..lower import host_objects, typing
@@ -30,6 +32,7 @@ class Primitive(Entry):
                  **kws):
         super().__init__(name, cls, methods, **kws)
         self.__doc__ = registry.docstrings().get(name)  # help(): the reference's section
+        self.__signature__ = _signature(self)  # inspect.signature, help(), IPython
         typing.register(self)
 
     def __call__(self, *args, **kws):
@@ -73,6 +76,23 @@ class Primitive(Entry):
     def temp_storage_alignment(self) -> int:
         from ..codegen.layout import temp_storage_layout
         return temp_storage_layout(self.cls, self.class_template_kws())[1]
+
+
+def _signature(p: Entry) -> inspect.Signature:
+    """What a kernel may pass: the positional slots (cuda.coop's, or CUB's parameter order),
+    then CUB's other parameter names and the template keywords, by keyword."""
+    P = inspect.Parameter
+    params = [x.name for ms in p.methods.values() for m in ms for x in m.params]
+    slots = list(p.shape.slots) if p.shape is not None and p.shape.slots is not None else \
+        [x for x in dict.fromkeys(params) if x != "temp_storage"]
+    named = [P(n, P.POSITIONAL_OR_KEYWORD, default=P.empty if not i else None)
+             for i, n in enumerate(slots)]
+    rename = p.shape.rename if p.shape is not None else {}
+    spelled = {c for n in slots for c in ((rename.get(n, n),) if isinstance(rename.get(n, n), str)
+                                            else rename.get(n, n))}
+    rest = (set(params) | p.template_keywords()) - set(slots) - spelled - set(p.fixed)
+    return inspect.Signature(named + [P(n, P.KEYWORD_ONLY, default=None) for n in sorted(rest)
+                                      if n.isidentifier()])
 
 
 class PrimitiveClass:

@@ -236,3 +236,18 @@ def test_class_page_from_a_hand_built_model():
     assert "- " + ALIASES["granularity"] in page
     assert "## Temp storage" in page and "`block.BlockToy(np.int32, ...).temp_storage_bytes`" \
         in page
+
+
+def test_primitives_show_their_parameters_to_introspection():
+    """inspect.signature (so help() and IPython) lists what a kernel may pass: the positional
+    slots, then CUB's other names and the template keywords by keyword."""
+    import inspect
+
+    from coopgen import block, warp
+
+    sig = inspect.signature(block.sum)
+    assert list(sig.parameters)[:3] == ["src", "items_per_thread", "num_valid"]
+    assert sig.parameters["threads_per_block"].kind is inspect.Parameter.KEYWORD_ONLY
+    assert "initial_value" in inspect.signature(warp.exclusive_scan).parameters
+    assert "input" in inspect.signature(block.BlockScan.ExclusiveSum).parameters
+    assert "items_per_thread" in inspect.signature(block.BlockScan.ExclusiveSum).parameters
