@@ -3,7 +3,7 @@ differential suite): refused at compile time with the reason."""
 from __future__ import annotations
 
 from ..model import registry
-from ..types.cpp import KIND_OF_CPP
+from ..types.cpp import CPP_OF, KIND_OF_CPP
 from .operators import BUILTINS
 from .plan import Mismatch
 
@@ -53,7 +53,8 @@ def check_limits(prim, cls, method, template_args, block, operators) -> None:
                 if lim.item_kinds:
                     items = dict((t.name, v) for t, v in template_args).get(
                         cls.value_type.name if cls.value_type else "")
-                    if items is None or KIND_OF_CPP.get(items, "struct") not in lim.item_kinds:
+                    kinds = {KIND_OF_CPP.get(items, "struct")} | {n for n, c in CPP_OF.items() if c == items}
+                    if items is None or not kinds & set(lim.item_kinds):
                         continue
                     why.append(f"items of {items}")
                 raise Mismatch(f"{prim}: {', '.join(why)} is not supported: {lim.reason}")

@@ -64,6 +64,17 @@ def test_a_seeded_sample_of_fuzz_configurations_links_for_sm90():
     assert {c.label() for c in configs} <= set(calls.RESOLVED)
 
 
+def test_half_precision_and_complex_configurations_link_for_sm90():
+    from tools.fuzz import families
+    configs = space.draw(12, seed=19, block=(64,), dtypes=families.ML)
+    assert {c.dtype for c in configs} == set(families.ML)
+    calls.RESOLVED.clear()
+    results = [r for b in runner.batches_of(configs, 6) for r in runner.run_batch(b, compile_only=True)]
+    bad = [r.line() for r in results if r.status != "compiled"]
+    assert not bad, "\n".join(bad)
+    assert {c.label() for c in configs} <= set(calls.RESOLVED)
+
+
 def test_warp_storage_slices_of_two_logical_warp_sizes_do_not_overlap(monkeypatch):
     """Found by the differential suite (WarpMergeSort next to other warp primitives): slice k
     of one TempStorage type overlapped slice j of another type used by another logical warp,

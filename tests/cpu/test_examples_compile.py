@@ -13,6 +13,7 @@ from coopgen.linkcheck import link_cubin
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
 import mamba_selective_scan as msc  # noqa: E402
+import rms_norm  # noqa: E402
 import single_pass_scan as sps  # noqa: E402
 
 
@@ -42,6 +43,25 @@ def test_mamba_selective_scan_links(has_z, softplus):
                 msc.THREADS)
     assert res.local_bytes == 0
     assert res.smem <= 8976  # the nvcc-built twin in tools/bench/apps.py
+
+
+@pytest.mark.parametrize("dtype", rms_norm.DTYPES)
+@pytest.mark.parametrize("hidden", [4096, 8192, 1000])
+def test_rms_norm_links(dtype, hidden):
+    from numba.cuda.typing.typeof import typeof  # knows ml_dtypes' bfloat16
+    import ml_dtypes  # noqa: F401
+    threads, items = rms_norm.plan(hidden)
+    arr = typeof(np.empty(1, np.dtype(dtype)))
+    sig = (arr, arr, arr, numba.typeof(np.int32(0)), numba.typeof(np.float32(0)))
+    res = _link(rms_norm.make_kernel(items, threads * items == hidden), sig, threads)
+    assert res.local_bytes == 0
+
+
+def test_rms_norm_plan():
+    assert rms_norm.plan(4096) == (512, 8) and rms_norm.plan(8192) == (1024, 8)
+    assert rms_norm.plan(12288) == (768, 16) and rms_norm.plan(1000) == (128, 8)
+    with pytest.raises(ValueError, match="rms_norm: hidden=0 must be positive"):
+        rms_norm.plan(0)
 
 
 def test_single_pass_scan_rejects_wide_types():

@@ -31,6 +31,43 @@ def test_no_drawn_configuration_is_one_coopgen_refuses():
     assert not [c.label() for c in DRAW if space.refused_by_limits(c)]
 
 
+def test_half_precision_and_complex_items_are_drawn():
+    drawn = {c.dtype for c in DRAW}
+    assert set(families.ML) <= drawn
+    assert "bfloat16" in families.ML  # ml_dtypes is in the [dev] extra
+
+
+def test_a_draw_limited_to_dtypes_draws_only_them_and_each_of_them():
+    configs = space.draw(150, seed=18, dtypes=families.ML)
+    assert {c.dtype for c in configs} == set(families.ML)
+    families_drawn = {(c.cls, c.method.name) for c in configs}
+    for fam in (("BlockReduce", "Sum"), ("BlockScan", "ExclusiveScan"), ("BlockLoad", "Load"),
+                ("BlockMergeSort", "Sort"), ("BlockRadixSort", "Sort")):
+        assert fam in families_drawn
+    # what the runtime refuses is never drawn: radix sorts of complex keys, min/max of them
+    assert not [c for c in configs if c.cls == "BlockRadixSort" and c.dtype.startswith("complex")]
+    assert not [c for c in configs if c.dtype.startswith("complex") and
+                (c.op in ("min", "max", "py_max", "<", ">") or c.method.name in ("Max", "Min"))]
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "complex64", "complex128"])
+def test_sum_tolerance_is_the_worst_case_of_any_order(dtype):
+    """A sequential sum in the type passes; the same sum off by more than the bound does not."""
+    rng = np.random.default_rng(1)
+    cfg = next(c for c in space.draw(40, seed=3, only="BlockReduce::Sum(T (&)", dtypes=(dtype,)))
+    n = cfg.group_threads * cfg.ipt
+    x = runner.random_values(dtype, (n,), rng)
+    acc = x[0]
+    for v in x[1:]:
+        acc = (acc + v).astype(x.dtype) if dtype == "bfloat16" else x.dtype.type(acc + v)
+    want = x.astype(families.wide(dtype)).sum()
+    mag = families.l1(x).sum()
+    got = np.array([acc], x.dtype)
+    assert not runner.sum_mismatch(cfg, got, np.array([want]), np.array([mag]), x.dtype).any()
+    far = np.array([want + 2 * (n * families.unit_roundoff(dtype) * mag + 1)], x.dtype)
+    assert runner.sum_mismatch(cfg, far, np.array([want]), np.array([mag]), x.dtype).all()
+
+
 def test_a_configuration_survives_its_one_line_form():
     for c in DRAW[:50]:
         assert space.Config.from_json(c.to_json()) == c

@@ -57,6 +57,8 @@ def _kernel(what):
             d_out[0] = block.reduce(items, 4, "max")
         elif what == "warp_sum":
             d_out[0] = warp.sum(items[0])
+        elif what == "warp_max":
+            d_out[0] = warp.WarpReduce.Max(items[0])
         elif what == "faithful_scan":
             block.BlockScan.InclusiveScan(items, items, "+")
         block.store(d_out[base:], items)
@@ -83,7 +85,9 @@ def test_links(name, what):
 
 REFUSED = [("complex64", "radix", "CUB's radix sort orders keys by their bits"),
            ("complex128", "max", "'max' is not defined for items of complex128: C++ does not "
-                                 "order complex numbers")]
+                                 "order complex numbers"),
+           ("complex64", "warp_max", "CUB's Max is not defined for items of complex64: C++ "
+                                     "does not order complex numbers")]
 
 
 @pytest.mark.parametrize("name,what,why", REFUSED, ids=[f"{t}-{w}" for t, w, _ in REFUSED])

@@ -1,6 +1,7 @@
 """The examples/ kernels at small sizes against their numpy references: the single-pass scan
-(partial tiles, both dtypes, a generic operator, two launches in a row) and Mamba's selective
-scan (several chunks, a partial chunk, with and without z gating and softplus)."""
+(partial tiles, both dtypes, a generic operator, two launches in a row), Mamba's selective
+scan (several chunks, a partial chunk, with and without z gating and softplus) and RMSNorm
+(float16 and bfloat16, full and partial rows)."""
 import sys
 from pathlib import Path
 
@@ -9,6 +10,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
 import mamba_selective_scan as msc  # noqa: E402
+import rms_norm  # noqa: E402
 import single_pass_scan as sps  # noqa: E402
 from gpu_util import rng_for  # noqa: E402
 
@@ -54,3 +56,10 @@ def test_mamba_selective_scan(batch, dim, n_states, length, with_z, softplus, re
     msc.check(batch, dim, n_states, length, with_z=with_z, delta_softplus=softplus,
               reuse_outputs=reuse,
               rng=rng_for("mamba", batch, dim, n_states, length, with_z, softplus))
+
+
+@pytest.mark.parametrize("dtype", rms_norm.DTYPES)
+@pytest.mark.parametrize("rows,hidden", [(1, 32), (5, 1000), (16, 4096), (3, 8192), (2, 12288)])
+def test_rms_norm(rows, hidden, dtype):
+    pytest.importorskip("ml_dtypes")
+    rms_norm.check(rows, hidden, dtype, rng=rng_for("rms_norm", rows, hidden, dtype))

@@ -31,6 +31,8 @@ def main(argv=None) -> int:
     ap.add_argument("--workers", type=int, default=1, help="processes (one CUDA context each)")
     ap.add_argument("--batch", type=int, default=8, help="configurations per kernel")
     ap.add_argument("--only", default=None, help="overloads whose 'Class::Signature' contains this")
+    ap.add_argument("--dtypes", default=None,
+                    help="draw items of these dtypes only, e.g. float16,bfloat16,complex64,complex128")
     ap.add_argument("--block", default=None,
                     help="one block shape for every configuration, e.g. 128 or 32,4")
     ap.add_argument("--compile-only", action="store_true",
@@ -53,7 +55,8 @@ def main(argv=None) -> int:
     else:
         seed = a.seed if a.seed is not None else random.SystemRandom().randrange(2**31)
         block = tuple(int(x) for x in a.block.split(",")) if a.block else None
-        configs = space.draw(a.configs, seed, a.only, block)
+        dtypes = a.dtypes.split(",") if a.dtypes else None
+        configs = space.draw(a.configs, seed, a.only, block, dtypes)
     batches = runner.batches_of(configs, a.batch)
     print(f"seed {seed}: {len(configs)} configurations in {len(batches)} kernels, "
           f"{a.workers} worker(s){', compile only' if a.compile_only else ''}", flush=True)

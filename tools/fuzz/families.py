@@ -13,10 +13,21 @@ from typing import Callable
 
 import numpy as np
 
+try:  # numpy's bfloat16 (np.dtype("bfloat16") once imported); without it none is drawn
+    import ml_dtypes
+except ImportError:  # pragma: no cover
+    ml_dtypes = None
+
 INTS = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
 UNSIGNED = ("uint8", "uint16", "uint32", "uint64")
 FLOATS = ("float32", "float64")
 ALL = INTS + FLOATS
+#: Half precision and complex numbers: ``--dtypes`` limits a run to them (or to any others).
+HALVES = ("float16",) + (("bfloat16",) if ml_dtypes is not None else ())
+COMPLEX = ("complex64", "complex128")
+ML = HALVES + COMPLEX
+#: What a family draws unless it says otherwise (refused combinations are left out when drawn).
+DRAWN = ALL + ML
 IPTS = (1, 2, 3, 4, 5, 7, 8, 9, 11, 12, 13, 16)
 #: The record dtype (user-defined type) drawn where a primitive allows one; "record" in a
 #: configuration. Fields compare in order (numpy's structured comparison, and py_rec_less).
@@ -25,6 +36,32 @@ RECORD = np.dtype([("a", np.int32), ("b", np.float32)], align=True)
 
 def np_dtype(name: str) -> np.dtype:
     return RECORD if isinstance(name, str) and name == "record" else np.dtype(name)
+
+
+def kind(dtype) -> str:
+    """numpy's kind, with bfloat16 (ml_dtypes: "V") a float."""
+    dt = np_dtype(dtype)
+    return "f" if dt.name == "bfloat16" else dt.kind
+
+
+def unit_roundoff(dtype) -> float:
+    """u of a float or complex type (of its parts): half the distance from 1 to the next."""
+    dt = np_dtype(dtype)
+    if dt.name == "bfloat16":
+        return float(ml_dtypes.finfo(dt).eps) / 2
+    return float(np.finfo(dt).eps) / 2
+
+
+def l1(x: np.ndarray) -> np.ndarray:
+    """|x| in float64; |re| + |im| for complex numbers (each part's error is bounded by it)."""
+    if kind(x.dtype) == "c":
+        return np.abs(x.real).astype(np.float64) + np.abs(x.imag).astype(np.float64)
+    return np.abs(x.astype(np.float64)) if kind(x.dtype) == "f" else np.zeros(x.shape)
+
+
+def wide(dtype):
+    """The type a sum of ``dtype`` is computed in by the references."""
+    return np.complex128 if kind(dtype) == "c" else np.float64
 
 #: Built-in and Python operators, and the numpy ufunc each one computes.
 UFUNC = {"+": np.add, "py_add": np.add, "min": np.minimum, "py_min": np.minimum,
@@ -45,12 +82,15 @@ class Check:
     mask: np.ndarray | None = None  # where the result is defined; None: everywhere
     mode: str = "exact"  # "exact" (NaN equals NaN) or "sum" (floating-point tolerance)
     note: str = ""  # what the difference looks like, when the reference can tell
+    # "sum" checks: the sum of |term| of each output (float64), for the worst-case bound of
+    # any summation order (runner.compare); None: the older tolerance of float32/float64
+    magnitude: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
 class Family:
     reference: Callable  # (cfg, ins, got) -> [Check]
-    dtypes: tuple = ALL
+    dtypes: tuple = DRAWN
     ops: Callable = lambda method, dtype: []  # operator names to draw from
     threads: str = "any"  # "any" | "warp_multiple" | "power_of_two"
     enum_values: dict = field(default_factory=dict)  # keyword -> allowed enum values
@@ -102,24 +142,37 @@ def scatter(values: np.ndarray, arrangement: str, n: int) -> np.ndarray:
 
 
 def accumulate(op: str, x: np.ndarray, dtype) -> np.ndarray:
-    """Inclusive scan along the last axis, in ``dtype`` (wrapping integers), floats in float64."""
-    dt = np.dtype(dtype)
+    """Inclusive scan along the last axis, in ``dtype`` (wrapping integers), float and complex
+    sums in float64/complex128; bfloat16's exact operators (min, max) in float32."""
+    dt = np_dtype(dtype)
     with np.errstate(over="ignore", invalid="ignore"):  # inf - inf is NaN, on the GPU too
-        if dt.kind == "f" and op in ("+", "py_add"):
-            return np.add.accumulate(x.astype(np.float64), axis=-1)
+        if kind(dt) in "fc" and op in ("+", "py_add"):
+            return np.add.accumulate(x.astype(wide(dt)), axis=-1)
+        if dt.name == "bfloat16":
+            return UFUNC[op].accumulate(x.astype(np.float32), axis=-1).astype(dt)
         return UFUNC[op].accumulate(x, axis=-1, dtype=dt)
 
 
 def combine(op: str, a, b, dtype):
-    dt = np.dtype(dtype)
+    dt = np_dtype(dtype)
     with np.errstate(over="ignore", invalid="ignore"):
-        if dt.kind == "f" and op in ("+", "py_add"):
-            return np.add(np.asarray(a, np.float64), np.asarray(b, np.float64))
+        if kind(dt) in "fc" and op in ("+", "py_add"):
+            return np.add(np.asarray(a, wide(dt)), np.asarray(b, wide(dt)))
+        if dt.name == "bfloat16":  # one operation in float32, rounded once: bfloat16's result
+            out = UFUNC[op](np.asarray(a, dt).astype(np.float32), np.asarray(b, dt).astype(np.float32))
+            return out if out.dtype == np.bool_ else out.astype(dt)
         return UFUNC[op](np.asarray(a, dt), np.asarray(b, dt), dtype=dt)
 
 
 def value_mode(op: str, dtype) -> str:
-    return "sum" if np.dtype(dtype).kind == "f" and op in ("+", "py_add") else "exact"
+    return "sum" if kind(dtype) in "fc" and op in ("+", "py_add") else "exact"
+
+
+def magnitude(op: str, x: np.ndarray, dtype) -> np.ndarray | None:
+    """Sums of |term| of an inclusive scan along the last axis, for the new types' sums."""
+    if value_mode(op, dtype) != "sum" or np_dtype(dtype).name not in ML:
+        return None
+    return np.add.accumulate(l1(x), axis=-1)
 
 
 def per_thread(value, threads: int) -> np.ndarray:
@@ -135,8 +188,10 @@ def only_first_thread(shape) -> np.ndarray:
 
 
 def arith_ops(method, dtype) -> list[str]:
+    if kind(dtype) == "c":  # C++ and numba do not order complex numbers
+        return ["+", "py_add"]
     ops = ["+", "py_add", "min", "max", "py_max"]
-    if np.dtype(dtype).kind in "iu":
+    if kind(dtype) in "iu":
         ops += ["&", "|", "^"]
     return ops
 
@@ -161,10 +216,14 @@ def ref_reduce(cfg, ins, got):
     n = ins.get("num_valid", ins.get("valid_items"))
     op = op_of(cfg)
     want = np.zeros(x.shape[:2] + (1,), got["return"].dtype)
+    mag = np.zeros(want.shape)
     for g in range(tile.shape[0]):
         k = tile.shape[1] if n is None else int(n[g])
         want[g, 0, 0] = accumulate(op, tile[g, :k], cfg.dtype)[-1]
-    return [Check("return", want, only_first_thread(want.shape), value_mode(op, cfg.dtype))]
+        m = magnitude(op, tile[g, :k], cfg.dtype)
+        mag[g, 0, 0] = m[-1] if m is not None and k else 0.0
+    return [Check("return", want, only_first_thread(want.shape), value_mode(op, cfg.dtype),
+                  magnitude=mag if magnitude(op, tile[:, :1], cfg.dtype) is not None else None)]
 
 
 def reduce_ops(method, dtype):
@@ -182,10 +241,16 @@ def ref_scan(cfg, ins, got):
     name = cfg.method.name
     incl = accumulate(op, tile, cfg.dtype)
     seed = ins.get("initial_value", ins.get("block_prefix_callback_op"))
+    mag = magnitude(op, tile, cfg.dtype)  # per prefix (None: exact, or float32/64's tolerance)
     if seed is not None:
         incl_seeded = combine(op, seed[:, None], incl, cfg.dtype)
     else:
         incl_seeded = incl
+    mag_incl = mag_excl = None
+    if mag is not None:
+        first = l1(seed)[:, None] if seed is not None else np.zeros((tile.shape[0], 1))
+        mag_incl = mag + first
+        mag_excl = np.concatenate([first, mag_incl[:, :-1]], axis=1)
     excl = np.empty_like(incl_seeded)
     excl[:, 1:] = incl_seeded[:, :-1]
     excl_mask = np.ones(tile.shape, bool)
@@ -203,22 +268,27 @@ def ref_scan(cfg, ins, got):
     n = ins.get("valid_items", np.full(tile.shape[0], tile.shape[1]))
     valid = np.arange(tile.shape[1])[None, :] < n[:, None]
     checks = []
-    for pname, want, mask in (("output", None, None), ("inclusive_output", incl_seeded, None),
-                              ("exclusive_output", excl, excl_mask)):
+    for pname, want, mask, mg in (("output", None, None, None),
+                                  ("inclusive_output", incl_seeded, None, mag_incl),
+                                  ("exclusive_output", excl, excl_mask, mag_excl)):
         if pname not in got:
             continue
         if pname == "output":
-            want, mask = (incl_seeded, None) if "Inclusive" in name else (excl, excl_mask)
+            want, mask, mg = (incl_seeded, None, mag_incl) if "Inclusive" in name else \
+                (excl, excl_mask, mag_excl)
         mask = np.ones(tile.shape, bool) if mask is None else mask
         if pname in cfg.omit:
             mask = mask & valid
         else:
             want = np.where(valid, want, flat(ins[pname]))
-        checks.append(Check(pname, want.reshape(shape), mask.reshape(shape), mode))
+        checks.append(Check(pname, want.reshape(shape), mask.reshape(shape), mode,
+                            magnitude=None if mg is None else mg.reshape(shape)))
     aggregate = incl[np.arange(tile.shape[0]), n - 1]
+    agg_mag = None if mag is None else per_thread(mag[np.arange(tile.shape[0]), n - 1], shape[1])
     for agg in ("block_aggregate", "warp_aggregate"):
         if agg in got:
-            checks.append(Check(agg, per_thread(aggregate, shape[1]), None, mode))
+            checks.append(Check(agg, per_thread(aggregate, shape[1]), None, mode,
+                                magnitude=agg_mag))
     return checks
 
 
@@ -337,6 +407,7 @@ def ordered_bits(keys: np.ndarray) -> np.ndarray:
         return u
     if dt.kind == "i":
         return u ^ sign
+    assert kind(dt) == "f", dt  # floats, float16 and bfloat16: sign-magnitude bits
     full = np.uint64((1 << bits) - 1)
     tw = np.where(u & sign, (~u) & full, u | sign)
     minus_zero = (~sign) & full  # twiddled -0.0
@@ -402,6 +473,8 @@ def decomposer_valid(cfg) -> bool:
 
 def sort_rank(keys: np.ndarray, descending: bool) -> np.ndarray:
     """Equal keys get equal ranks (so -0.0 == +0.0); descending order reverses the ranks."""
+    if keys.dtype.name == "bfloat16":  # exactly, as float32 (numpy's unique on its own order)
+        keys = keys.astype(np.float32)
     _, inv = np.unique(keys, return_inverse=True)
     inv = inv.reshape(keys.shape)
     return -inv if descending else inv
@@ -454,7 +527,9 @@ def merge_sort_inputs(cfg, rng, groups):
     desc = cfg.op in (">", "py_greater")
     if cfg.dtype == "record":
         last = np.array([(np.iinfo(np.int32).max, np.inf)], dt)[0]
-    elif dt.kind == "f":
+    elif kind(dt) == "c":  # ordered by (real, imag): py_cplx_less
+        last = complex(np.inf, np.inf)
+    elif kind(dt) == "f":
         last = -np.inf if desc else np.inf
     else:
         last = np.iinfo(dt).min if desc else np.iinfo(dt).max
@@ -462,7 +537,11 @@ def merge_sort_inputs(cfg, rng, groups):
 
 
 def compare_ops(method, dtype):
-    return ["py_rec_less"] if dtype == "record" else ["<", ">", "py_less", "py_greater"]
+    if dtype == "record":
+        return ["py_rec_less"]
+    if kind(dtype) == "c":  # C++ does not order complex numbers: by (real, imag), as numpy sorts
+        return ["py_cplx_less"]
+    return ["<", ">", "py_less", "py_greater"]
 
 
 # --- adjacent difference and discontinuity -------------------------------------------------
@@ -683,6 +762,7 @@ def ref_batched(cfg, ins, got):
     g, w, batches = x.shape
     op = op_of(cfg)
     red = accumulate(op, x.transpose(0, 2, 1), cfg.dtype)[..., -1]  # (groups, batches)
+    mag = magnitude(op, x.transpose(0, 2, 1), cfg.dtype)
     name = "return" if "return" in got else "outputs"
     n_out = got[name].shape[2]
     lane = np.arange(w)[:, None]
@@ -691,7 +771,8 @@ def ref_batched(cfg, ins, got):
         else lane + w * j
     defined = np.broadcast_to(batch < batches, (g, w, n_out))
     want = red[:, np.minimum(batch, batches - 1)]
-    return [Check(name, want, defined, value_mode(op, cfg.dtype))]
+    mg = None if mag is None else mag[..., -1][:, np.minimum(batch, batches - 1)]
+    return [Check(name, want, defined, value_mode(op, cfg.dtype), magnitude=mg)]
 
 
 def batched_valid(cfg) -> bool:
@@ -709,6 +790,7 @@ def ref_warp_segmented(cfg, ins, got):
     flags = flat(ins["head_flag" if head else "tail_flag"]) != 0
     want = np.zeros((g, w, 1), got["return"].dtype)
     mask = np.zeros((g, w, 1), bool)
+    mag = np.zeros((g, w, 1)) if magnitude(op, x[:, :1], cfg.dtype) is not None else None
     for gi in range(g):
         if head:
             starts = [0] + [i for i in range(1, w) if flags[gi, i]]
@@ -717,7 +799,9 @@ def ref_warp_segmented(cfg, ins, got):
         for s, e in zip(starts, starts[1:] + [w]):
             want[gi, s, 0] = accumulate(op, x[gi, s:e], cfg.dtype)[-1]
             mask[gi, s, 0] = True
-    return [Check("return", want, mask, value_mode(op, cfg.dtype))]
+            if mag is not None:
+                mag[gi, s, 0] = l1(x[gi, s:e]).sum()
+    return [Check("return", want, mask, value_mode(op, cfg.dtype), magnitude=mag)]
 
 
 def segment_inputs(cfg, rng, groups):

@@ -69,6 +69,11 @@ RECORD = np.dtype([("a", np.int32), ("b", np.float32)], align=True)  # families.
 
 
 @cuda.jit(device=True)
+def py_cplx_less(a, b):  # numpy's order of complex numbers: by real part, then imaginary
+    return a.real < b.real or (a.real == b.real and a.imag < b.imag)
+
+
+@cuda.jit(device=True)
 def py_rec_less(x, y):
     return x.a < y.a or (x.a == y.a and x.b < y.b)
 
@@ -157,6 +162,8 @@ def returned(cfg) -> list[str]:
 
 
 def _np(dtype: str) -> str:
+    if dtype == "bfloat16":  # numba-cuda's (numpy has none of its own)
+        return "cuda.bfloat16"
     return "RECORD" if dtype == "record" else f"np.{dtype}"
 
 

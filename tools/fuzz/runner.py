@@ -39,12 +39,12 @@ class Result:
 # --- data ------------------------------------------------------------------------------------
 
 def edge_values(dtype, allowed) -> np.ndarray:
-    dt = np.dtype(dtype)
+    dt = families.np_dtype(dtype)
     if dt.kind in "iu":
         info = np.iinfo(dt)
         vals = [info.min, info.max, 0, 1] + ([-1] if dt.kind == "i" else [])
         return np.array(vals, dt)
-    fi = np.finfo(dt)
+    fi = families.ml_dtypes.finfo(dt) if dt.name == "bfloat16" else np.finfo(dt)
     table = {"0.0": 0.0, "-0.0": -0.0, "inf": np.inf, "-inf": -np.inf, "nan": np.nan,
              "max": fi.max, "lowest": fi.min, "tiny": fi.tiny}
     return np.array([table[a] for a in allowed], dt)
@@ -71,6 +71,8 @@ def random_values(dtype, shape, rng, edges=()) -> np.ndarray:
         x = rng.uniform(-100, 100, n).astype(dt)
     else:
         x = rng.integers(-8, 9, n).astype(dt)
+    if dt.kind == "c":  # an imaginary part of the same kind
+        x = x + 1j * random_values(dt.type(0).real.dtype, (n,), rng)
     ev = edge_values(dt, edges)
     if len(ev) and n and rng.random() < 0.5:
         where = rng.random(n) < 0.03
@@ -107,7 +109,12 @@ def compare(cfg: Config, check: families.Check, got: np.ndarray, ins) -> str:
         return f"{check.name}: shape {got.shape}, expected {want.shape}"
     mask = np.ones(got.shape, bool) if check.mask is None else np.asarray(check.mask, bool)
     g, w = got[mask], want[mask].astype(got.dtype, copy=False)
-    if got.dtype.kind == "f":
+    if got.dtype.name == "bfloat16":  # compared as float32 (exact)
+        g, w = g.astype(np.float32), w.astype(np.float32)
+    if check.magnitude is not None:  # float16, bfloat16, complex sums
+        bad = sum_mismatch(cfg, g, want[mask], np.asarray(check.magnitude)[mask], got.dtype)
+        ok = ~bad
+    elif g.dtype.kind in "fc":
         same_nan = np.isnan(g) & np.isnan(w)
         if check.mode == "sum":
             data = np.concatenate([np.ravel(v) for k, v in ins.items()
@@ -128,6 +135,28 @@ def compare(cfg: Config, check: families.Check, got: np.ndarray, ins) -> str:
     note = f" ({check.note})" if check.note else ""
     return (f"{check.name}{note}: {int((~ok).sum())} of {ok.size} differ; first at {where}: "
             f"got {got[tuple(bad)]!r} expected {want[tuple(bad)]!r}")
+
+
+def sum_mismatch(cfg: Config, got, want, magnitude, dtype) -> np.ndarray:
+    """Where a sum is outside the worst case of any summation order: each part's error at most
+    (n - 1) * u * sum(|term|) (u: the type's unit roundoff, n: the terms of the longest sum,
+    the group's tile and an initial value), plus one rounding of the reference to the type (and,
+    for complex128, the float64 reference's own error: the bound twice). Non-finite results
+    (infinities, NaN among the inputs) must be the same."""
+    wide = families.wide(dtype)
+    g, w = got.astype(wide), np.asarray(want).astype(wide)
+    u = families.unit_roundoff(dtype)
+    n = cfg.group_threads * cfg.ipt + 1
+    bound = (n - 1) * u * magnitude * (2 if u < 2.0**-50 else 1)
+    parts = (g.real, w.real), (g.imag, w.imag)
+    bad = np.zeros(g.shape, bool)
+    for gp, wp in parts:
+        finite = np.isfinite(gp) & np.isfinite(wp)
+        same = (gp == wp) | (np.isnan(gp) & np.isnan(wp))
+        with np.errstate(invalid="ignore", over="ignore"):
+            close = finite & (np.abs(gp - wp) <= bound + u * np.abs(wp))
+        bad |= ~(same | close)
+    return bad
 
 
 def partial_groups(cfg: Config, outs) -> np.ndarray | None:
@@ -203,8 +232,8 @@ def _is_sticky(e: Exception) -> bool:
 
 def run_batch(configs, compile_only: bool = False) -> list[Result]:
     """Compile the batch as one kernel, launch it on TILES tiles, and check every config."""
-    import numba
     from numba import cuda
+    from numba.cuda.typing.typeof import typeof  # knows ml_dtypes' bfloat16
 
     import coopgen
 
@@ -216,7 +245,7 @@ def run_batch(configs, compile_only: bool = False) -> list[Result]:
         if compile_only:
             from coopgen.linkcheck import link_cubin
             with coopgen.block_shape(block):
-                link_cubin(kernel, tuple(numba.typeof(a) for a in args))
+                link_cubin(kernel, tuple(typeof(a) for a in args))
             return [Result(c, "compiled") for c in configs]
         dargs = [cuda.to_device(a) for a in args]
         kernel[TILES, block](*dargs)

@@ -269,21 +269,45 @@ def refused_by_limits(cfg: Config) -> bool:
                                   cfg.threads <= cfg.warp):
             continue
         if lim.item_kinds and ("struct" if cfg.dtype == "record" else Scalar(cfg.dtype).kind) \
-                not in lim.item_kinds:
+                not in lim.item_kinds and cfg.dtype not in lim.item_kinds:
             continue
         return True
     return False
 
 
-def draw_one(rng, cls, method, seed: int, forced_block=None) -> Config | None:
-    """A random valid configuration of ``method``, or None when 100 tries found none."""
+def refused_operator(cfg: Config) -> bool:
+    """Whether the operator is a C++ built-in the items do not have (bitwise operators of
+    floats, ordering of complex numbers: the resolver's UNDEFINED table), a compile-time error."""
+    from coopgen.resolve.operators import BUILTINS, UNDEFINED
+
+    if cfg.dtype == "record":
+        return False
+    undefined, _ = UNDEFINED.get(Scalar(cfg.dtype).kind, ((), ""))
+    if families.NAMED_OPS.get(cfg.method.name) in ("max", "min"):  # WarpReduce.Max / Min
+        return BUILTINS["ReductionOp"][families.NAMED_OPS[cfg.method.name]] in undefined
+    return any(BUILTINS.get(p.base, {}).get(cfg.op) in undefined
+               for p in cfg.method.params if p.role == "operator")
+
+
+def dtype_pool(fam, dtypes=None) -> tuple:
+    """The item dtypes ``fam`` draws, limited to ``dtypes`` when given."""
+    pool = fam.dtypes + (("record",) if fam.records else ())
+    return pool if dtypes is None else tuple(d for d in pool if d in dtypes)
+
+
+def draw_one(rng, cls, method, seed: int, forced_block=None, dtypes=None) -> Config | None:
+    """A random valid configuration of ``method`` (items of one of ``dtypes`` when given), or
+    None when 100 tries found none."""
     fam = families.family_of(cls.name, method.name)
+    pool = dtype_pool(fam, dtypes)
+    if not pool:
+        return None
     for _ in range(100):
         warp = _warp_threads(rng, cls)
         block = _block_shape(rng, cls, fam, warp, forced_block)
         if block is None:
             continue
-        dtype = _pick(rng, fam.dtypes + (("record",) if fam.records else ()))
+        dtype = _pick(rng, pool)
         value_dtype = _pick(rng, ALL_DTYPES) if any(p.base == "ValueT" for p in method.params) else ""
         ipt = int(_pick(rng, families.IPTS)) if uses_items_per_thread(cls, method) else 1
         ops = fam.ops(method, dtype)
@@ -309,20 +333,27 @@ def draw_one(rng, cls, method, seed: int, forced_block=None) -> Config | None:
             np.dtype(value_dtype).itemsize if value_dtype else 0)
         if math.prod(block) * ipt * max(size, 4) > TILE_BYTES:
             continue
-        if fam.valid(cfg) and not refused_by_limits(cfg):
+        if fam.valid(cfg) and not refused_by_limits(cfg) and not refused_operator(cfg):
             return cfg
     return None
 
 
-def draw(n: int, seed: int, only: str | None = None, block=None) -> list[Config]:
+def draw(n: int, seed: int, only: str | None = None, block=None, dtypes=None) -> list[Config]:
     """``n`` distinct configurations, spread evenly over the overloads that have a reference
     (and match ``only``, a substring of "Class::Signature", when given), all with block shape
-    ``block`` when given."""
+    ``block`` when given, items of one of ``dtypes`` (names) when given."""
     rng = np.random.default_rng(seed)
+    if dtypes is not None:
+        dtypes = tuple(dtypes)
+        known = set(ALL_DTYPES + families.ML + ("record",))
+        if not set(dtypes) <= known:
+            raise SystemExit(f"unknown dtypes {sorted(set(dtypes) - known)}; known: "
+                             f"{', '.join(sorted(known))}")
     targets = [(c, m) for c, m, fam, _ in overloads() if fam is not None and
-               (only is None or only in f"{c.name}::{m.signature}")]
+               (only is None or only in f"{c.name}::{m.signature}") and dtype_pool(fam, dtypes)]
     if not targets:
-        raise SystemExit(f"no overload with a reference matches {only!r}")
+        raise SystemExit(f"no overload with a reference matches {only!r}"
+                         + (f" with dtypes {', '.join(dtypes)}" if dtypes else ""))
     out, seen = [], set()
     order = []
     for attempt in range(n * 20):
@@ -331,7 +362,7 @@ def draw(n: int, seed: int, only: str | None = None, block=None) -> list[Config]
         if not order:  # every overload once per round, in a fresh random order
             order = [targets[i] for i in rng.permutation(len(targets))]
         cls, m = order.pop()
-        cfg = draw_one(rng, cls, m, int(rng.integers(2**31)), block)
+        cfg = draw_one(rng, cls, m, int(rng.integers(2**31)), block, dtypes)
         if cfg is None:
             continue
         key = cfg.to_json().rsplit(',"seed"', 1)[0]  # the same call with other data: a duplicate
