@@ -144,6 +144,20 @@ def random_inputs(rng, rows: int, hidden: int, dtype):
     return x, w
 
 
+def to_device(a):
+    """A host array on the GPU; bfloat16 has no buffer protocol (numpy's 'E'), so its bits
+    travel as uint16 and the device array is viewed as bfloat16 again."""
+    if a.dtype.name == "bfloat16":
+        return cuda.to_device(a.view(np.uint16)).view(a.dtype)
+    return cuda.to_device(a)
+
+
+def to_host(d):
+    if d.dtype.name == "bfloat16":
+        return d.view(np.uint16).copy_to_host().view(d.dtype)
+    return d.copy_to_host()
+
+
 def check(rows: int, hidden: int, dtype, eps: float = 1e-6, rng=None) -> float:
     """Normalize random rows on the GPU and compare with numpy; returns the largest error
     as a fraction of the tolerance."""
@@ -151,7 +165,7 @@ def check(rows: int, hidden: int, dtype, eps: float = 1e-6, rng=None) -> float:
 
     rng = rng or np.random.default_rng()
     x, w = random_inputs(rng, rows, hidden, dtype)
-    got = rms_norm(cuda.to_device(x), cuda.to_device(w), eps).copy_to_host()
+    got = to_host(rms_norm(to_device(x), to_device(w), eps))
     want = reference(x, w, eps)
     rel, tiny = tolerance(dtype, hidden)
     err = np.abs(got.astype(np.float64) - want)

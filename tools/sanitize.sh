@@ -4,7 +4,7 @@
 #
 # The kernels are the differential suite's (tools/fuzz): configurations drawn from the specs,
 # several primitives per kernel, so the implicit shared storage is reused from call to call
-# with the barriers coopgen keeps or elides (bindings/shimcall.py, _storage_barriers):
+# with the barriers coopgen keeps or elides (coopgen.codegen.bundle, _storage_barriers):
 # racecheck is what shows the elided ones are safe. Each configuration is also checked
 # against numpy, as in the suite.
 #

@@ -272,7 +272,7 @@ def _check_struct_arithmetic(prim: str, r) -> None:
     if _PLUS in undefined and "Sum" in r.method.name:
         raise CoopgenError(f"{prim}: CUB's {r.method.name} adds items with +, which items of "
                            f"{item} do not have: {why}")
-    if r.method.name in ("Max", "Min") and {_MAX, _MIN} & undefined:  # WarpReduce.Max/Min
+    if r.method.name in ("Max", "Min") and {_MAX, _MIN} & set(undefined):  # WarpReduce.Max/Min
         raise CoopgenError(f"{prim}: CUB's {r.method.name} is not defined for items of {item}: "
                            f"{why}; use Reduce with a @cuda.jit(device=True) function")
     if item is None or not is_struct(item):

@@ -89,11 +89,19 @@ def is_float(dt) -> bool:
 # --- launching ----------------------------------------------------------------------------
 
 def to_device(a):
-    return a if LINK_ON_CPU else cuda.to_device(a)
+    if LINK_ON_CPU:
+        return a
+    if a.dtype.name == "bfloat16":  # no buffer protocol for it: move the bits, view them
+        return cuda.to_device(a.view(np.uint16)).view(a.dtype)
+    return cuda.to_device(a)
 
 
 def to_host(d):
-    return d if LINK_ON_CPU else d.copy_to_host()
+    if LINK_ON_CPU:
+        return d
+    if d.dtype.name == "bfloat16":
+        return d.view(np.uint16).copy_to_host().view(d.dtype)
+    return d.copy_to_host()
 
 
 def launch(kernel, grid, block, *args):
