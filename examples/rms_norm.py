@@ -82,6 +82,12 @@ def make_kernel(items: int, full: bool):
     return rms_norm_kernel
 
 
+def _device(a):
+    """A numba device array of ``a``: itself, or a view of its ``__cuda_array_interface__``
+    (whose typestr cannot say bfloat16: 'V2', so a numba array keeps its own dtype)."""
+    return a if cuda.is_cuda_array(a) and hasattr(a, "copy_to_host") else cuda.as_cuda_array(a)
+
+
 def _dtype_name(a) -> str:
     return np.dtype(a.dtype).name
 
@@ -90,7 +96,7 @@ def rms_norm(x, w, eps: float = 1e-6, out=None, stream=0):
     """RMSNorm of each row of ``x`` (rows, hidden), float16 or bfloat16 device arrays (numba
     device arrays or anything with ``__cuda_array_interface__``), with weight ``w`` (hidden,)
     of the same type. Returns ``out`` (made when not given)."""
-    x, w = cuda.as_cuda_array(x), cuda.as_cuda_array(w)
+    x, w = _device(x), _device(w)
     if x.ndim != 2:
         raise ValueError(f"rms_norm: x must be 2-D (rows, hidden), not {x.ndim}-D")
     rows, hidden = x.shape
@@ -101,7 +107,7 @@ def rms_norm(x, w, eps: float = 1e-6, out=None, stream=0):
         raise ValueError(f"rms_norm: w has shape {w.shape}, must be ({hidden},)")
     if out is None:
         out = cuda.device_array((rows, hidden), x.dtype, stream=stream)
-    out = cuda.as_cuda_array(out)
+    out = _device(out)
     if out.shape != x.shape or out.dtype != x.dtype:
         raise ValueError(f"rms_norm: out must be {x.dtype} of shape {x.shape}")
     if rows == 0:

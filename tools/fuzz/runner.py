@@ -41,6 +41,7 @@ class Result:
 
 def to_device(a):
     """bfloat16 arrays have no buffer protocol (numpy's 'E'): move their bits, view them."""
+    from numba import cuda
     if a.dtype.name == "bfloat16":
         return cuda.to_device(a.view(np.uint16)).view(a.dtype)
     return cuda.to_device(a)
