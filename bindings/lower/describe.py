@@ -105,17 +105,21 @@ def _class_typed_as(dtype):
     return named[0] if len(named) == 1 else None
 
 
+def cell_value(cell):
+    """What a closure cell holds; None for an empty one."""
+    try:
+        return cell.cell_contents
+    except ValueError:
+        return None
+
+
 def function_identity(fn, depth: int = 0) -> tuple:
     """What a Python function compiles to: its code and what its closure captured (device
     functions by their own identity). Two closures made by one factory share their code; the
     captured values tell them apart, so one kernel may use both."""
     code = fn.__code__
     captured = []
-    for cell in fn.__closure__ or ():
-        try:
-            value = cell.cell_contents
-        except ValueError:  # an empty cell
-            value = None
+    for value in map(cell_value, fn.__closure__ or ()):
         inner = getattr(value, "py_func", None)
         captured.append(function_identity(inner, depth + 1) if inner is not None and depth < 8
                         else repr(value))
