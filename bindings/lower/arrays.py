@@ -4,21 +4,26 @@ drops them.
 """
 from __future__ import annotations
 
+import hashlib
 import inspect
+import math
 
-from numba.cuda import types
+from llvmlite import ir
+from numba.cuda import cgutils, types
 from numba.cuda.cudaimpl import _generic_array, _get_unique_smem_id
 from numba.cuda.cudadrv import nvvm
 from numba.cuda.datamodel.models import ArrayModel
-from numba.cuda.extending import lower_builtin, register_model, typeof_impl  # noqa: F401
+from numba.cuda.extending import lower_builtin, register_model
 from numba.cuda.typing.npydecl import parse_dtype
 from numba.cuda.typing.templates import AbstractTemplate, infer_global, signature
 from numba.cuda.vector_types import VectorType, vector_types
 
+from ..codegen.bundle import Shim
+from ..codegen.shims import SHARED_ALIGNMENT, STORAGE
+from .bundle import bundle_for
 from .errors import CoopgenTypeError
+from .lowering_context import lowering_function
 
-
-from ..codegen.shims import SHARED_ALIGNMENT  # noqa: E402
 #: A coopgen.shared.array this large joins the kernel's coopgen storage (shared_placement), so
 #: that it moves to dynamic shared memory with it past the static limit; smaller ones stay
 #: numba's static arrays (and count toward the limit).
@@ -42,18 +47,10 @@ class SizedArray(types.Array):
 
     @property
     def size(self) -> int:
-        n = 1
-        for s in self.shape:
-            n *= s
-        return n
+        return math.prod(self.shape)
 
 
 register_model(SizedArray)(ArrayModel)
-
-
-def static_length(aryty) -> int | None:
-    """Items in an array type whose shape the type knows (None for plain numba arrays)."""
-    return aryty.size if isinstance(aryty, SizedArray) else None
 
 
 def _literal_shape(shape) -> tuple[int, ...] | None:
@@ -170,16 +167,6 @@ def _storage_array(context, builder, aryty, nbytes: int, align: int):
     """A shared array kept in the translation unit's storage struct: its address comes from an
     accessor shim, which LTO inlines to the same constant address a numba global would have
     (or to the dynamic shared memory base)."""
-    import hashlib
-
-    from llvmlite import ir
-    from numba.cuda import cgutils
-
-    from .lowering_context import lowering_function
-    from ..codegen.bundle import Shim
-    from ..codegen.shims import STORAGE
-    from .bundle import bundle_for
-
     bundle = bundle_for(context.active_code_library, module=builder.module)
     site = lowering_function()
     where = (site[0].func_id.modname, site[0].func_id.func_qualname) if site else bundle.name
@@ -194,10 +181,7 @@ def _storage_array(context, builder, aryty, nbytes: int, align: int):
                                                        symbol), [])
     lldtype = context.get_data_type(aryty.dtype)
     itemsize = context.get_abi_sizeof(lldtype)
-    strides, stride = [], itemsize
-    for extent in reversed(aryty.shape):
-        strides.insert(0, stride)
-        stride *= extent
+    strides = [itemsize * math.prod(aryty.shape[i + 1:]) for i in range(len(aryty.shape))]
     ary = context.make_array(aryty)(context, builder)
     intp = lambda v: context.get_constant(types.intp, v)  # noqa: E731
     context.populate_array(ary, data=builder.bitcast(data, lldtype.as_pointer()),

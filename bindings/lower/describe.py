@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 
+import numpy as np
 from numba.cuda import types
 from numba.cuda.np import numpy_support
 from numba.cuda.typing.typeof import Purpose, typeof
@@ -19,11 +20,15 @@ from .storage import TempStorageType
 STATEFUL_FUNCTIONS: dict = {}
 
 
+def _size(ty) -> int:
+    return ty.bitwidth // 8 if hasattr(ty, "bitwidth") else 1
+
+
 def record_alignment(rec) -> int:
     """Natural alignment of a record whose fields sit at multiples of their sizes, else 1."""
     align = 1
     for f in rec.fields.values():
-        size = f.type.bitwidth // 8 if hasattr(f.type, "bitwidth") else 1
+        size = _size(f.type)
         if size & (size - 1) or f.offset % size:
             return 1
         align = max(align, size)
@@ -58,8 +63,7 @@ def dtype_of(dt):
                            if dt == types.bfloat16 else str(dt))
     if isinstance(dt, types.Record):
         fields = tuple(desc.Field(n, dtype_of(f.type) if isinstance(
-            f.type, (types.Number, types.Boolean)) else None, f.offset,
-            f.type.bitwidth // 8 if hasattr(f.type, "bitwidth") else 1)
+            f.type, (types.Number, types.Boolean)) else None, f.offset, _size(f.type))
             for n, f in dt.fields.items())
         return desc.Struct(str(dt.dtype.descr), dt.size, record_alignment(dt), fields, True,
                            text=str(dt), ref=dt)
@@ -105,17 +109,21 @@ def _class_typed_as(dtype):
     return named[0] if len(named) == 1 else None
 
 
+def cell_value(cell):
+    """What a closure cell holds; None for an empty one."""
+    try:
+        return cell.cell_contents
+    except ValueError:
+        return None
+
+
 def function_identity(fn, depth: int = 0) -> tuple:
     """What a Python function compiles to: its code and what its closure captured (device
     functions by their own identity). Two closures made by one factory share their code; the
     captured values tell them apart, so one kernel may use both."""
     code = fn.__code__
     captured = []
-    for cell in fn.__closure__ or ():
-        try:
-            value = cell.cell_contents
-        except ValueError:  # an empty cell
-            value = None
+    for value in map(cell_value, fn.__closure__ or ()):
         inner = getattr(value, "py_func", None)
         captured.append(function_identity(inner, depth + 1) if inner is not None and depth < 8
                         else repr(value))
@@ -172,7 +180,6 @@ def describe(ty):
 
 def constant_type(value) -> types.Type:
     """The numba type of a Python value a call passes as a compile-time constant."""
-    import numpy as np
     if isinstance(value, (str, bool, int)) and not isinstance(value, np.integer):
         return types.literal(value)
     if isinstance(value, tuple):
@@ -206,7 +213,7 @@ def host_dtype(value):
         dt = value.dtype if isinstance(value, (types.NumberClass, types.DType)) else value
     else:
         try:
-            dt = numpy_support.from_dtype(__import__("numpy").dtype(value))
+            dt = numpy_support.from_dtype(np.dtype(value))
         except TypeError:
             return None
     return dtype_of(dt)

@@ -18,17 +18,30 @@ from numba.cuda.typing.typeof import Purpose, typeof
 from .errors import CoopgenTypeError
 
 
-class HostObject(types.Callable, types.Opaque):
-    """A host object passed as a kernel argument (keyed by identity: its fields are constants
-    of the compiled kernel)."""
+class CallableObject(types.Callable, types.Opaque):
+    """A Python object as a value in kernels, keyed by identity (what it holds is constant in
+    the compiled kernel); the type ``_target()`` gives types its calls."""
 
-    def __init__(self, obj):
+    def __init__(self, obj, name: str):
         self.obj = obj
-        super().__init__(f"coopgen.host<{type(obj).__name__}@{id(obj):x}>")
+        super().__init__(name)
 
     @property
     def key(self):
         return id(self.obj)
+
+    def get_call_type(self, context, args, kws):
+        return self._target().get_call_type(context, args, kws)
+
+    def get_call_signatures(self):
+        return [], True
+
+
+class HostObject(CallableObject):
+    """A host object passed as a kernel argument."""
+
+    def __init__(self, obj):
+        super().__init__(obj, f"coopgen.host<{type(obj).__name__}@{id(obj):x}>")
 
     def _target(self):
         target = typeof(self.obj, Purpose.constant)
@@ -36,12 +49,6 @@ class HostObject(types.Callable, types.Opaque):
             raise CoopgenTypeError(f"{type(self.obj).__name__} object passed as a kernel "
                                    f"argument is not callable in kernels")
         return target
-
-    def get_call_type(self, context, args, kws):
-        return self._target().get_call_type(context, args, kws)
-
-    def get_call_signatures(self):
-        return [], True
 
     def get_impl_key(self, sig):
         return self._target().get_impl_key(sig)

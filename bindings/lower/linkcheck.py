@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import re
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 
 from cuda.core import Linker, LinkerOptions, ObjectCode
 
@@ -44,34 +45,22 @@ class LinkResult:
         """The (first) entry function."""
         return self.functions[self.entries[0]]
 
-    @property
-    def registers(self) -> int:
-        return self.kernel.registers
-
-    @property
-    def spill_stores(self) -> int:
-        return sum(f.spill_stores for f in self.functions.values())
-
-    @property
-    def spill_loads(self) -> int:
-        return sum(f.spill_loads for f in self.functions.values())
-
-    @property
-    def local_bytes(self) -> int:
-        return max((f.local_bytes for f in self.functions.values()), default=0)
-
-    @property
-    def smem(self) -> int:
-        return self.kernel.smem
+    # the kernel's registers and shared memory; the spills and local memory of any function
+    registers = property(lambda self: self.kernel.registers)
+    smem = property(lambda self: self.kernel.smem)
+    spill_stores = property(lambda self: sum(f.spill_stores for f in self.functions.values()))
+    spill_loads = property(lambda self: sum(f.spill_loads for f in self.functions.values()))
+    local_bytes = property(lambda self: max((f.local_bytes for f in self.functions.values()),
+                                            default=0))
 
 
 _RE_PROPS = re.compile(r"Function properties for (\S+)")
 _RE_ENTRY = re.compile(r"Compiling entry function '([^']+)'")
 _RE_GMEM = re.compile(r"ptxas info\s*:\s*(\d+) bytes gmem")
-_RE_BYTES = re.compile(r"(\d+) bytes (stack frame|spill stores|spill loads|smem|lmem)")
+#: "N bytes stack frame", "Used N registers", "used N barriers", ...: FunctionInfo's fields
+_RE_COUNTS = re.compile(r"(\d+) (?:bytes )?(stack frame|spill stores|spill loads|smem|lmem|"
+                        r"registers|barriers)\b")
 _RE_CMEM = re.compile(r"(\d+) bytes cmem\[(\d+)\]")
-_RE_REGS = re.compile(r"Used (\d+) registers")
-_RE_BARS = re.compile(r"used (\d+) barriers")
 
 
 def parse_link_log(log: str):
@@ -79,28 +68,19 @@ def parse_link_log(log: str):
     to the latest "Function properties for NAME" (the "Used ... registers" line: entries only)."""
     functions: dict[str, FunctionInfo] = {}
     entries: list[str] = []
-    gmem = 0
-    cur = None
+    gmem, cur = 0, None
     for line in log.splitlines():
         if m := _RE_GMEM.search(line):
             gmem += int(m.group(1))
-            continue
-        if m := _RE_ENTRY.search(line):
+        elif m := _RE_ENTRY.search(line):
             entries.append(m.group(1))
-            continue
-        if m := _RE_PROPS.search(line):
+        elif m := _RE_PROPS.search(line):
             cur = functions.setdefault(m.group(1), FunctionInfo(m.group(1)))
-            continue
-        if cur is None:
-            continue
-        for num, what in _RE_BYTES.findall(line):
-            setattr(cur, what.replace(" ", "_"), int(num))
-        for num, bank in _RE_CMEM.findall(line):
-            cur.cmem[int(bank)] = int(num)
-        if m := _RE_REGS.search(line):
-            cur.registers = int(m.group(1))
-        if m := _RE_BARS.search(line):
-            cur.barriers = int(m.group(1))
+        elif cur is not None:
+            for num, what in _RE_COUNTS.findall(line):
+                setattr(cur, what.replace(" ", "_"), int(num))
+            for num, bank in _RE_CMEM.findall(line):
+                cur.cmem[int(bank)] = int(num)
     for e in entries:  # an entry with nothing reported still gets a row
         functions.setdefault(e, FunctionInfo(e))
     return functions, entries, gmem
@@ -129,11 +109,6 @@ def _to_object_code(piece, i: int) -> ObjectCode:
     raise TypeError(f"don't know how to link {piece!r}")
 
 
-class _DeviceOfArch:
-    def __init__(self, arch):
-        self.compute_capability = tuple(arch)
-
-
 @contextlib.contextmanager
 def _device_functions_for(arch):
     """numba compiles the device functions and ``@overload``s a kernel calls for the current
@@ -145,7 +120,7 @@ def _device_functions_for(arch):
         yield
         return
     saved = dispatcher.get_current_device
-    dispatcher.get_current_device = lambda: _DeviceOfArch(arch)
+    dispatcher.get_current_device = lambda: SimpleNamespace(compute_capability=tuple(arch))
     try:
         yield
     finally:

@@ -4,6 +4,7 @@ coopgen.numba_internals.lowering_site); every answer is optional."""
 from __future__ import annotations
 
 from numba.cuda import launchconfig
+from numba.cuda.cudadrv import nvvm
 
 from .errors import CoopgenTypeError
 from .numba_internals import lowering_site as lowering_function
@@ -17,29 +18,28 @@ def launch_config():
     return current_launch_config()
 
 
+def _launched_site():
+    """(site, whether it is in the kernel numba is launching) or (None, False)."""
+    cfg, site = launchconfig.current_launch_config(), lowering_function()
+    if cfg is None or site is None:
+        return None, False
+    return site, site[0].func_id.func is getattr(cfg.dispatcher, "py_func", None)
+
+
 def kernel_lowering_site():
     """(func_ir, block label) when the call being lowered sits in the body of the kernel being
     launched (not a device function, which may be compiled once and called many times)."""
-    cfg = launchconfig.current_launch_config()
-    site = lowering_function()
-    if cfg is None or site is None:
-        return None
-    if site[0].func_id.func is not getattr(cfg.dispatcher, "py_func", None):
-        return None
-    return site
+    site, in_kernel = _launched_site()
+    return site if in_kernel else None
 
 
 def check_not_in_device_function(p, r, tkws_given: bool) -> None:
     """A device function is compiled once and reused by every launch, whatever its block shape:
     its calls must say threads_per_block= (or be inlined)."""
-    cfg = launchconfig.current_launch_config()
-    site = lowering_function()
-    if cfg is None or site is None or tkws_given or r.block_dims is None:
-        return
-    func = site[0].func_id.func
-    if func is not getattr(cfg.dispatcher, "py_func", None):
+    site, in_kernel = _launched_site()
+    if site is not None and not in_kernel and not tkws_given and r.block_dims is not None:
         raise CoopgenTypeError(
-            f"{p.name}: called in the device function {func.__name__!r} without "
+            f"{p.name}: called in the device function {site[0].func_id.func.__name__!r} without "
             f"threads_per_block=: a device function is compiled once and not re-specialised "
             f"for each launch's block shape. Pass threads_per_block=, or declare it "
             f"@cuda.jit(device=True, inline='always')")
@@ -47,12 +47,9 @@ def check_not_in_device_function(p, r, tkws_given: bool) -> None:
 
 def _cfg(func_ir):
     from numba.cuda.core.analysis import compute_cfg_from_blocks
-
-    cfg = getattr(func_ir, "_coopgen_cfg", None)
-    if cfg is None:
-        cfg = compute_cfg_from_blocks(func_ir.blocks)
-        func_ir._coopgen_cfg = cfg
-    return cfg
+    if getattr(func_ir, "_coopgen_cfg", None) is None:
+        func_ir._coopgen_cfg = compute_cfg_from_blocks(func_ir.blocks)
+    return func_ir._coopgen_cfg
 
 
 def runs_once(site) -> bool:
@@ -76,8 +73,6 @@ def may_precede(a, b) -> bool:
 def bound_kernel_threads(builder, site, dims) -> None:
     """Tell ptxas the block shape the kernel is specialised on (``maxntid``, C++'s
     ``__launch_bounds__``), so a 1024-thread block of a heavy primitive gets its registers."""
-    from numba.cuda.cudadrv import nvvm
-
     fn = builder.function
     if site is None or dims is None or getattr(fn, "_coopgen_bounded", False):
         return
@@ -90,8 +85,6 @@ def use_short_shared_pointers(module) -> None:
     ones cost CUB's radix sort ~20 registers and ~10%. libnvvm and nvJitLink keep the first
     module's layout, the kernel's, so the shims' pointers narrow too; numba's ABI sizes come
     from its separate target data."""
-    from numba.cuda.cudadrv import nvvm
-
     default = nvvm.NVVM().data_layout
     if module.data_layout == default and default.startswith("e-p:64:64:64-"):
         module.data_layout = default.replace("e-p:64:64:64-", "e-p:64:64:64-p3:32:32:32-", 1)

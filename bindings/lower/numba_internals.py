@@ -1,17 +1,9 @@
-"""Every place coopgen relies on numba-cuda internals, where it has no public API:
-
-* which function and block a lowering call sits in (:func:`lowering_site`, off the stack);
-* the compute capability being compiled for (:func:`compiling_for_cc`, as numba-cuda's math
-  lowering reads it);
-* ``cache=True`` for kernels linking LTO-IR, which numba refuses to pickle: coopgen's in-memory
-  linking files are stored with the library (:func:`install_kernel_cache`), so a later process
-  loads the kernel with no typing, lowering, NVVM or NVRTC;
-* a launch's dynamic shared memory (``launch_hook``: numba's pre-launch callbacks run too late).
-
-:func:`problems` checks :data:`EXPECTED` against the installed numba-cuda
-(tests/cpu/test_numba_internals.py). The launch configuration and the extension API
-(``extending``, typing templates, ``imputils``, ``rewrites``) are numba-cuda's public surface.
-"""
+"""Every place coopgen relies on numba-cuda internals, where it has no public API (the launch
+configuration, ``extending``, typing templates, ``imputils`` and ``rewrites`` are public):
+:data:`EXPECTED`, which :func:`problems` checks against the installed numba-cuda
+(tests/cpu/test_numba_internals.py). ``cache=True`` needs one: numba refuses to pickle
+in-memory LTO-IR, so :func:`install_kernel_cache` stores coopgen's with the library and a later
+process loads the kernel with no typing, lowering, NVVM or NVRTC."""
 from __future__ import annotations
 
 import sys
@@ -26,7 +18,8 @@ EXPECTED = (
     "numba.cuda.cudadrv.linkable_code.LTOIR(data, name=)",
     "numba.cuda.core.analysis.compute_cfg_from_blocks",
     "numba.cuda.cudadrv.nvvm: set_launch_bounds(function, n) and NVVM().data_layout",
-    "numba.cuda.dispatcher._Kernel.launch(self, args, griddim, blockdim, stream, sharedmem)",
+    "numba.cuda.dispatcher._Kernel.launch(self, args, griddim, blockdim, stream, sharedmem): "
+    "launch_hook adds dynamic shared memory (pre-launch callbacks run too late)",
     "numba.cuda.dispatcher.get_current_device (linkcheck compiles a kernel's device functions "
     "for the checked arch on a machine without a GPU)",
     "numba.cuda._internal.cuda_fp16/cuda_bf16.shim_obj: the CUDA sources of numba-cuda's "
@@ -44,7 +37,7 @@ _LOWER_FRAME = "lower_function_body"
 
 
 def lowering_site():
-    """(func_ir, block label) being lowered, or None outside numba's lowering."""
+    """(func_ir, block label) being lowered, read off the stack; None outside lowering."""
     frame = sys._getframe(1)
     while frame is not None and frame.f_code.co_name != _LOWER_FRAME:
         frame = frame.f_back
@@ -58,7 +51,7 @@ def lowering_site():
 
 
 def compiling_for_cc() -> tuple[int, int] | None:
-    """(major, minor) numba is compiling for, or None outside a compile."""
+    """(major, minor) numba is compiling for (as its math lowering reads it), or None."""
     from numba.cuda.core import targetconfig
 
     stack = targetconfig.ConfigStack()

@@ -15,8 +15,9 @@ from numba.cuda.typing.templates import (AbstractTemplate, AttributeTemplate, in
 from ..model.spec import ClassSpec
 from ..resolve.entry import Entry
 from .errors import CoopgenTypeError
-from .parent import ParentType
-from .typing import RESOLVED, lower_call, positional_signature, resolve_call, return_type
+from .host_objects import CallableObject
+from .parent import ParentType, bound_offset
+from .typing import call_type, lower_call, positional_signature
 
 
 def _method_entry(cls: ClassSpec, attr: str, parent) -> Entry:
@@ -24,24 +25,16 @@ def _method_entry(cls: ClassSpec, attr: str, parent) -> Entry:
                  fixed=dict(parent.template_kws), parent=parent, shape=parent.shapes.get(attr))
 
 
-class PrimitiveClassType(types.Callable, types.Opaque):
+class PrimitiveClassType(CallableObject):
     """``block.BlockHistogram`` inside a kernel: its attributes are the methods (one-shot
     calls); calling it constructs a parent object (``h = block.BlockHistogram(...)``)."""
 
     def __init__(self, obj):
-        self.obj = obj
+        super().__init__(obj, f"coopgen.{obj._scope}.{obj._cls.name}@{id(obj):x}")
         self._ctor = obj.constructor
-        super().__init__(f"coopgen.{obj._scope}.{obj._cls.name}@{id(obj):x}")
 
-    @property
-    def key(self):
-        return id(self.obj)
-
-    def get_call_type(self, context, args, kws):
-        return self._ctor._nbtype.get_call_type(context, args, kws)
-
-    def get_call_signatures(self):
-        return [], True
+    def _target(self):
+        return self._ctor._nbtype
 
     def get_impl_key(self, sig):
         return self._ctor
@@ -64,19 +57,16 @@ class _ParentAttrs(AttributeTemplate):
 
 def _parent_method_template(cls: ClassSpec, attr: str):
     key = f"coopgen.{cls.name}.{attr}"
-    cached = _PARENT_METHODS.get(key)
-    if cached is not None:
-        return cached
+    if key in _PARENT_METHODS:
+        return _PARENT_METHODS[key]
 
     class ParentMethod(AbstractTemplate):
         prefer_literal = True
 
         def generic(self, args, kws):
-            parent = self.this
-            r = resolve_call(_method_entry(cls, attr, parent), args,
-                             dict(kws, **_bound_kws(parent, attr)))
-            RESOLVED.append(f"{r.cls.name}::{r.method.signature}")
-            return positional_signature(return_type(r), args, kws, recvr=parent)
+            ret = call_type(_method_entry(cls, attr, self.this), args,
+                            dict(kws, **_bound_kws(self.this, attr)))
+            return positional_signature(ret, args, kws, recvr=self.this)
 
     ParentMethod.key = key
     ParentMethod.__name__ = f"ParentMethod_{cls.name}_{attr}"
@@ -88,13 +78,13 @@ def _parent_method_template(cls: ClassSpec, attr: str):
         parent = sig.recvr if sig.recvr is not None else sig.args[0]
         p = _method_entry(cls, attr, parent)
         msig = signature(sig.return_type, *margs).replace(pysig=sig.pysig)
-        extra = {}
+        kept = {}
         for k, (name, ty) in enumerate(parent.bound):
             if name in _bound_kws(parent, attr):
-                slot = builder.gep(args[0], [ir.Constant(ir.IntType(32), parent.bound_offset(k))])
+                slot = builder.gep(args[0], [ir.Constant(ir.IntType(32), bound_offset(k))])
                 ptr = builder.load(builder.bitcast(slot, ir.IntType(8).as_pointer().as_pointer()))
-                extra[name] = (ty, ptr)
-        return lower_call(p, context, builder, msig, args[1:], self_ptr=args[0], extra=extra)
+                kept[name] = (ty, ptr)
+        return lower_call(p, context, builder, msig, args[1:], self_ptr=args[0], kept=kept)
 
     _PARENT_METHODS[key] = ParentMethod
     return ParentMethod

@@ -42,9 +42,11 @@ class ParentType(types.Type):
                 tuple(sorted(self.aliases.items())) if self.aliases else None,
                 tuple(sorted((m, s.slots) for m, s in self.shapes.items())))
 
-    def bound_offset(self, k: int) -> int:
-        """Where the k-th kept argument's data pointer sits in the object slot (its tail)."""
-        return PARENT_BYTES - 8 * (k + 1)
+
+
+def bound_offset(k: int) -> int:
+    """Where the k-th kept argument's data pointer sits in the object slot (its tail)."""
+    return PARENT_BYTES - 8 * (k + 1)
 
 
 register_model(ParentType)(OpaqueModel)

@@ -1,17 +1,10 @@
-"""A pass over a kernel's IR before type inference, for what numba's typing cannot see. It
-touches calls of coopgen objects only:
-
-* an argument computed from kernel arguments (values, ``.shape``/``.size``/``.ndim``, host
-  objects' fields, indexing, integer arithmetic) becomes a constant, and the dispatcher keys
-  its kernels on those values as on the block shape (a launch with others compiles another);
-  without a launch (``cuda.compile_all``) they are not compile-time constants;
-* objects made in a kernel from constants (``coop.TempStorage(nbytes)``) are made on the host;
-* ``prim[ts](...)`` is ``prim(..., temp_storage=ts)``; Python functions passed to a primitive
-  are compiled as device functions;
-* ``coop.ThreadData(n)`` is ``local.array(n, dtype)`` with the dtype of its first use's array;
-* numba's ``cuda.local.array``/``cuda.shared.array`` passed to a primitive become coopgen's,
-  whose type carries the shape (items per thread and bins are inferred from it).
-"""
+"""A pass over a kernel's IR before type inference, for what numba's typing cannot see, on
+calls of coopgen objects only: arguments computed from the launch's kernel arguments become
+constants the dispatcher keys its kernels on (as on the block shape); objects made from
+constants (``coop.TempStorage(n)``) are made on the host; ``prim[ts](...)`` is
+``prim(..., temp_storage=ts)``; Python operators become device functions; ``ThreadData(n)`` is
+``local.array(n, dtype)``; numba's local/shared arrays passed to a primitive become coopgen's,
+whose type carries the shape (items per thread and bins are inferred from it)."""
 from __future__ import annotations
 
 import operator
@@ -23,8 +16,12 @@ from numba.cuda.core import ir
 from numba.cuda.core.ir_utils import get_definition, guard
 from numba.cuda.core.rewrites import Rewrite, register_rewrite
 
+from ..resolve.entry import Entry
+from . import host_objects
+from .arrays import local_array, shared_array
+from .describe import cell_value
 from .errors import CoopgenTypeError
-from .host_objects import compiling_kernel, is_host_object, pass_host_objects
+from .lowering_context import launch_config
 from .operators import device_function
 
 #: Attributes of an array argument known on the host; other objects' public attributes are too.
@@ -32,11 +29,7 @@ ARRAY_ATTRIBUTES = ("shape", "size", "ndim")
 _BINOPS = (operator.add, operator.sub, operator.mul, operator.floordiv, operator.mod,
            operator.lshift, operator.rshift)
 _UNKNOWN = object()
-
-
-def _launch_config():
-    from .lowering_context import launch_config
-    return launch_config()
+_NOT_KNOWN = (_UNKNOWN, False)
 
 
 def _is_int(v) -> bool:
@@ -45,16 +38,14 @@ def _is_int(v) -> bool:
 
 def _is_host_constant(v) -> bool:
     """Values a kernel may be specialised on: integers, booleans, strings and tuples of them."""
-    if isinstance(v, tuple):
-        return all(_is_host_constant(x) for x in v)
-    return isinstance(v, (int, bool, str, np.integer, np.bool_))
+    return all(map(_is_host_constant, v)) if isinstance(v, tuple) else \
+        isinstance(v, (int, bool, str, np.integer, np.bool_))
 
 
 def _plain(v):
     """numpy scalars as Python ones (IR constants type as literals only then)."""
-    if isinstance(v, tuple):
-        return tuple(_plain(x) for x in v)
-    return v.item() if isinstance(v, np.generic) else v
+    return tuple(map(_plain, v)) if isinstance(v, tuple) else \
+        v.item() if isinstance(v, np.generic) else v
 
 
 class _Trace:
@@ -77,82 +68,75 @@ class _Trace:
         if isinstance(d, ir.arg_types):
             return self._argument(d.index, ())
         if not isinstance(d, ir.expr_types):
-            return _UNKNOWN, False
+            return _NOT_KNOWN
         if d.op == "getattr":
             return self._attribute(d)
-        if d.op in ("static_getitem", "getitem"):
-            base, dep = self.value(d.value)
-            idx, dep2 = (d.index, False) if d.op == "static_getitem" else self.value(d.index)
-            if base is _UNKNOWN or idx is _UNKNOWN or not isinstance(base, tuple):
-                return _UNKNOWN, False
-            try:
-                return base[idx], dep or dep2
-            except (IndexError, TypeError):
-                return _UNKNOWN, False
         if d.op == "build_tuple":
             items = [self.value(x) for x in d.items]
             if any(v is _UNKNOWN for v, _ in items):
-                return _UNKNOWN, False
+                return _NOT_KNOWN
             return tuple(v for v, _ in items), any(dep for _, dep in items)
-        if d.op == "binop" and d.fn in _BINOPS:
-            (a, da), (b, db) = self.value(d.lhs), self.value(d.rhs)
-            if not (_is_int(a) and _is_int(b)):
-                return _UNKNOWN, False
-            try:
-                return d.fn(a, b), da or db
-            except ArithmeticError:
-                return _UNKNOWN, False
-        if d.op == "unary" and d.fn == operator.neg:
-            a, da = self.value(d.value)
-            return (-a, da) if _is_int(a) else (_UNKNOWN, False)
-        return _UNKNOWN, False
+        try:
+            if d.op in ("static_getitem", "getitem"):
+                (base, da), (idx, db) = self.value(d.value), (
+                    (d.index, False) if d.op == "static_getitem" else self.value(d.index))
+                if isinstance(base, tuple) and idx is not _UNKNOWN:
+                    return base[idx], da or db
+            elif d.op == "binop" and d.fn in _BINOPS:
+                (a, da), (b, db) = self.value(d.lhs), self.value(d.rhs)
+                if _is_int(a) and _is_int(b):
+                    return d.fn(a, b), da or db
+            elif d.op == "unary" and d.fn == operator.neg:
+                a, da = self.value(d.value)
+                if _is_int(a):
+                    return -a, da
+        except (IndexError, TypeError, ArithmeticError):
+            pass
+        return _NOT_KNOWN
 
     def _attribute(self, expr):
-        path = [expr.attr]
-        d = self.definition(expr.value)
-        while isinstance(d, ir.expr_types) and d.op == "getattr":
+        path, d = [expr.attr], self.definition(expr.value)
+        while _is_op(d, "getattr"):
             path.insert(0, d.attr)
             d = self.definition(d.value)
         if isinstance(d, ir.arg_types):
             return self._argument(d.index, tuple(path))
         base, dep = self.value(expr.value)
         value = getattr(base, expr.attr, _UNKNOWN) if base is not _UNKNOWN else _UNKNOWN
-        return (value, dep) if value is not _UNKNOWN else (_UNKNOWN, False)
+        return (value, dep) if value is not _UNKNOWN else _NOT_KNOWN
 
     def _argument(self, index: int, path: tuple):
         if self.args is None or index >= len(self.args):
-            return _UNKNOWN, False
+            return _NOT_KNOWN
         v = self.args[index]
         for attr in path:
-            if attr.startswith("_") or (hasattr(v, "__cuda_array_interface__") or
-                                        isinstance(v, np.ndarray)) and \
-                    attr not in ARRAY_ATTRIBUTES:
-                return _UNKNOWN, False
+            is_array = hasattr(v, "__cuda_array_interface__") or isinstance(v, np.ndarray)
+            if attr.startswith("_") or is_array and attr not in ARRAY_ATTRIBUTES:
+                return _NOT_KNOWN
             v = getattr(v, attr, _UNKNOWN)
-            if v is _UNKNOWN:
-                return _UNKNOWN, False
-        if not (_is_host_constant(v) or _is_coopgen(v)):
-            return _UNKNOWN, False
+        if v is _UNKNOWN or not (_is_host_constant(v) or _is_coopgen(v)):
+            return _NOT_KNOWN
         self.keys.append((index, path))
         return v, True
 
     def callee(self, var):
         """The Python object a call calls, when the host knows it."""
-        value, _ = self.value(var)
+        value = self.value(var)[0]
         return None if value is _UNKNOWN else value
 
 
+def _in_coopgen(module_name) -> bool:
+    return f"{module_name}.".startswith("coopgen.")
+
+
 def _is_coopgen(obj) -> bool:
-    from .host_objects import ENTRY_CLASSES
-    if isinstance(obj, ENTRY_CLASSES):
+    if isinstance(obj, host_objects.ENTRY_CLASSES):
         return True
-    module = getattr(obj, "__module__", "") or ""
-    return callable(obj) and (module == "coopgen" or module.startswith("coopgen."))
+    return callable(obj) and _in_coopgen(getattr(obj, "__module__", "") or "")
 
 
 def _device_function_calling_primitives(obj) -> bool:
-    """A ``@cuda.jit(device=True)`` function whose code calls coopgen (a name it reads is
-    coopgen's, in its globals or closure)."""
+    """A ``@cuda.jit(device=True)`` function reading a name of coopgen's (globals, closure)."""
     options = getattr(obj, "targetoptions", None)
     fn = getattr(obj, "py_func", None)
     if not isinstance(options, dict) or not options.get("device") or fn is None \
@@ -164,17 +148,9 @@ def _device_function_calling_primitives(obj) -> bool:
         names |= set(code.co_names) | set(code.co_freevars)
         codes += [c for c in code.co_consts if isinstance(c, pytypes.CodeType)]
     values = [fn.__globals__.get(n) for n in names]
-    values += [c.cell_contents for c in fn.__closure__ or () if _filled(c)]
-    return any(_is_coopgen(v) or isinstance(v, pytypes.ModuleType) and
-               (v.__name__ == "coopgen" or v.__name__.startswith("coopgen.")) for v in values)
-
-
-def _filled(cell) -> bool:
-    try:
-        cell.cell_contents
-        return True
-    except ValueError:
-        return False
+    values += [cell_value(c) for c in fn.__closure__ or ()]
+    return any(_is_coopgen(v) or isinstance(v, pytypes.ModuleType) and _in_coopgen(v.__name__)
+               for v in values)
 
 
 _NUMBA_ARRAYS = (_cuda.local.array, _cuda.shared.array)
@@ -191,22 +167,24 @@ def host_constructed(fn):
     return fn
 
 
+def _is_op(d, *ops) -> bool:
+    """Whether IR definition ``d`` is an expression of one of ``ops``."""
+    return isinstance(d, ir.expr_types) and d.op in ops
+
+
 def _is_call(stmt) -> bool:
-    return (isinstance(stmt, ir.assign_types) and isinstance(stmt.value, ir.expr_types)
-            and stmt.value.op == "call")
+    return isinstance(stmt, ir.assign_types) and _is_op(stmt.value, "call")
 
 
 @register_rewrite("before-inference")
 class CoopgenRewrite(Rewrite):
     def match(self, func_ir, block, typemap, calltypes):
-        cfg = _launch_config()
+        cfg = launch_config()
         launched = cfg is not None and func_ir.func_id.func is getattr(cfg.dispatcher,
                                                                        "py_func", None)
         launch_args = (getattr(cfg, "args", None) or ()) if launched else None
-        self.func_ir = func_ir
+        self.func_ir, self.block, self.changed = func_ir, block, False
         self.trace = _Trace(func_ir, launch_args)
-        self.block = block
-        self.changed = False
         new = block.copy()
         new.clear()
         for index, stmt in enumerate(block.body):
@@ -215,8 +193,8 @@ class CoopgenRewrite(Rewrite):
             new.append(stmt)
         if self.trace.keys:
             depends_on(cfg.dispatcher, self.trace.keys)
-        if launched and any(is_host_object(a) for a in launch_args):
-            pass_host_objects(compiling_kernel())
+        if launched and any(host_objects.is_host_object(a) for a in launch_args):
+            host_objects.pass_host_objects(host_objects.compiling_kernel())
         self.new_block = new
         return self.changed
 
@@ -230,8 +208,7 @@ class CoopgenRewrite(Rewrite):
         return var
 
     def _constant(self, new, value, loc):
-        """A variable holding ``value``; a tuple built from its items, to type as a tuple of
-        literals (a constant tuple types as a plain UniTuple)."""
+        """A variable holding ``value``; a tuple built from items (to type as literals)."""
         if isinstance(value, tuple):
             items = [self._constant(new, v, loc) for v in value]
             return self._define(new, ir.Expr.build_tuple(items, loc), loc, "$coopgen_launch")
@@ -239,11 +216,12 @@ class CoopgenRewrite(Rewrite):
 
     def _drop_callee(self, func):
         """A replaced function's lookup would still be typed: make it a plain constant."""
-        if not func.name.startswith("$"):
-            return
-        for stmt in self.block.body:
-            if isinstance(stmt, ir.assign_types) and stmt.target.name == func.name:
+        for stmt in self._assignments(lambda s: s.target.name == func.name):
+            if func.name.startswith("$"):
                 self._replace_value(stmt, ir.Const(None, stmt.loc))
+
+    def _assignments(self, test):
+        return [s for s in self.block.body if isinstance(s, ir.assign_types) and test(s)]
 
     def _replace_value(self, stmt, value):
         stmt.value = value
@@ -253,8 +231,8 @@ class CoopgenRewrite(Rewrite):
     def _call(self, new, stmt, index):
         expr = stmt.value
         fdef = self.trace.definition(expr.func)
-        if isinstance(fdef, ir.expr_types) and fdef.op in ("getitem", "static_getitem") \
-                and takes_constants(self.trace.callee(fdef.value)):
+        if _is_op(fdef, "getitem", "static_getitem") and \
+                takes_constants(self.trace.callee(fdef.value)):
             self._temp_storage_subscript(new, expr, fdef)
         callee = self.trace.callee(expr.func)
         if _device_function_calling_primitives(callee):
@@ -289,60 +267,48 @@ class CoopgenRewrite(Rewrite):
     def _sized_numba_array(self, new, stmt, callee):
         """numba's local/shared array passed to a primitive becomes coopgen's, whose type
         carries its size; others, and dynamic shared memory (shape 0), stay numba's."""
-        from .arrays import local_array, shared_array
-
         expr = stmt.value
         shape = expr.args[0] if expr.args else dict(expr.kws).get("shape")
-        value, _ = self.trace.value(shape) if shape is not None else (_UNKNOWN, False)
+        value, _ = self.trace.value(shape) if shape is not None else _NOT_KNOWN
         local = callee is _cuda.local.array
         # a thread's own array as temp storage would give each thread its own copy: as
         # coopgen's local array the primitive can see that and refuse it
         if value is _UNKNOWN or value == 0 or not self._passed_to_primitive(
                 stmt.target, as_storage=local):
             return
-        func = self._define(new, ir.Global("coopgen_local_array" if local else
-                                           "coopgen_shared_array",
-                                           local_array if local else shared_array, stmt.loc),
-                            stmt.loc)
         self._drop_callee(expr.func)
-        expr.func = func
+        expr.func = self._array_function(new, local_array if local else shared_array, stmt.loc)
         self.changed = True
+
+    def _array_function(self, new, array, loc):
+        return self._define(new, ir.Global(f"coopgen_{array.__qualname__.replace('.', '_')}",
+                                           array, loc), loc)
 
     def _passed_to_primitive(self, var, as_storage: bool = False) -> bool:
         """Whether ``var`` is an argument of a coopgen primitive (or of a method of an object
         one returned: ``histo.composite(items)``) other than its temp storage, whose size no
         primitive infers."""
-        from ..resolve.entry import Entry
-
-        for block in self.func_ir.blocks.values():
-            for stmt in block.body:
-                if not _is_call(stmt):
-                    continue
-                expr = stmt.value
-                callee = self.trace.callee(expr.func)
-                args = list(expr.args)
-                if isinstance(callee, Entry) and callee.fixed and not as_storage:
-                    args = args[1:]  # maybe its storage: cuda.coop passes that first
-                if var.name not in [v.name for v in args] + \
-                        [v.name for k, v in expr.kws if k != "temp_storage" or as_storage]:
-                    continue
-                if _is_coopgen(callee):
-                    return True
-                fdef = self.trace.definition(expr.func)
-                if isinstance(fdef, ir.expr_types) and fdef.op == "getattr":
-                    made = self.trace.definition(fdef.value)
-                    if isinstance(made, ir.expr_types) and made.op == "call" and \
-                            _is_coopgen(self.trace.callee(made.func)):
-                        return True
+        for stmt in (s for b in self.func_ir.blocks.values() for s in b.body if _is_call(s)):
+            expr = stmt.value
+            callee = self.trace.callee(expr.func)
+            args = list(expr.args)
+            if isinstance(callee, Entry) and callee.fixed and not as_storage:
+                args = args[1:]  # maybe its storage: cuda.coop passes that first
+            if var.name not in [v.name for v in args] + \
+                    [v.name for k, v in expr.kws if k != "temp_storage" or as_storage]:
+                continue
+            fdef = self.trace.definition(expr.func)
+            made = self.trace.definition(fdef.value) if _is_op(fdef, "getattr") else None
+            if _is_coopgen(callee) or _is_op(made, "call") and \
+                    _is_coopgen(self.trace.callee(made.func)):
+                return True
         return False
 
     def _compile_operator(self, var, fn):
         """An operator's global now names its device function."""
         d = self.trace.definition(var)
-        for stmt in self.block.body:
-            if isinstance(stmt, ir.assign_types) and stmt.value is d:
-                self._replace_value(stmt, ir.Global(fn.__name__, device_function(fn), d.loc))
-                return
+        for stmt in self._assignments(lambda s: s.value is d)[:1]:
+            self._replace_value(stmt, ir.Global(fn.__name__, device_function(fn), d.loc))
 
     def _temp_storage_subscript(self, new, expr, fdef):
         """``prim[ts](...)`` -> ``prim(..., temp_storage=ts)``."""
@@ -353,11 +319,8 @@ class CoopgenRewrite(Rewrite):
         if ts is None:
             ts = self._define(new, ir.Const(fdef.index, expr.loc), expr.loc)
         expr.kws = list(expr.kws) + [("temp_storage", ts)]
-        # the subscript itself now just names the primitive
-        for stmt in self.block.body:
-            if isinstance(stmt, ir.assign_types) and stmt.value is fdef:
-                self._replace_value(stmt, fdef.value)
-                break
+        for stmt in self._assignments(lambda s: s.value is fdef)[:1]:
+            self._replace_value(stmt, fdef.value)  # the subscript now just names the primitive
         expr.func = fdef.value
         self.changed = True
 
@@ -373,19 +336,15 @@ class CoopgenRewrite(Rewrite):
                     f"the kernel compiles (a constant, a global, or a kernel argument of the "
                     f"launch)")
             values[k] = _plain(value)
-        args = [values[i] for i in range(len(expr.args))]
-        kws = {k: v for k, v in values.items() if not isinstance(k, int)}
-        obj = callee(*args, **kws)
+        obj = callee(*[values[i] for i in range(len(expr.args))],
+                     **{k: v for k, v in values.items() if not isinstance(k, int)})
         self._drop_callee(expr.func)
         self._replace_value(stmt, ir.Global(f"coopgen_{type(obj).__name__}", obj, expr.loc))
 
     def _thread_data(self, new, stmt, index):
         """``ThreadData(n, dtype=None)`` -> ``local.array(n, dtype)``."""
-        from .arrays import local_array
-
         expr = stmt.value
-        kws = dict(expr.kws)
-        args = list(expr.args)
+        kws, args = dict(expr.kws), list(expr.args)
         shape = args[0] if args else kws.pop("items_per_thread", None)
         dtype = args[1] if len(args) > 1 else kws.pop("dtype", None)
         if shape is None or len(args) > 2 or kws:
@@ -394,58 +353,48 @@ class CoopgenRewrite(Rewrite):
                 self.trace.definition(dtype).value is None:
             root = self._first_use_source(stmt.target, index)
             dtype = self._define(new, ir.Expr.getattr(root, "dtype", stmt.loc), stmt.loc)
-        func = self._define(new, ir.Global("coopgen_local_array", local_array, stmt.loc),
-                            stmt.loc)
+        func = self._array_function(new, local_array, stmt.loc)
         self._drop_callee(expr.func)
         self._replace_value(stmt, ir.Expr.call(func, [shape, dtype], (), stmt.loc))
 
     def _first_use_source(self, target, index):
         """The array, defined before ThreadData ``target``, whose dtype it takes: another
         array of the first coopgen call using ``target``."""
-        for label in sorted(self.func_ir.blocks):
-            for stmt in self.func_ir.blocks[label].body:
-                if not _is_call(stmt) or not takes_constants(self.trace.callee(stmt.value.func)):
-                    continue
-                used = list(stmt.value.args) + [v for _, v in stmt.value.kws]
-                if not any(v.name == target.name for v in used):
-                    continue
-                for v in used:
-                    root = self._root(v)
-                    if root is not None and root.name != target.name and \
-                            self._defined_before(root, index):
-                        return root
-                raise CoopgenTypeError(
-                    f"coop.ThreadData: cannot infer the dtype of {target.name!r} from its first "
-                    f"use (line {stmt.loc.line}): no other array there is defined before it. "
-                    f"Pass dtype=, e.g. coop.ThreadData(4, dtype=d_in.dtype)")
+        blocks = self.func_ir.blocks
+        for stmt in (s for label in sorted(blocks) for s in blocks[label].body if _is_call(s)):
+            used = list(stmt.value.args) + [v for _, v in stmt.value.kws]
+            if not takes_constants(self.trace.callee(stmt.value.func)) or \
+                    not any(v.name == target.name for v in used):
+                continue
+            for root in map(self._root, used):
+                if root is not None and root.name != target.name and \
+                        self._defined_before(root, index):
+                    return root
+            raise CoopgenTypeError(
+                f"coop.ThreadData: cannot infer the dtype of {target.name!r} from its first "
+                f"use (line {stmt.loc.line}): no other array there is defined before it. "
+                f"Pass dtype=, e.g. coop.ThreadData(4, dtype=d_in.dtype)")
         raise CoopgenTypeError(f"coop.ThreadData: {target.name!r} is never passed to a "
                                f"primitive, so its dtype cannot be inferred; pass dtype=")
 
     def _root(self, var):
         """The array a slice or element expression reads (``d_in`` of ``d_in[base:]``)."""
         d = self.trace.definition(var)
-        while isinstance(d, ir.expr_types) and d.op in ("getitem", "static_getitem"):
-            var = d.value
-            d = self.trace.definition(var)
-        if isinstance(d, ir.arg_types) or isinstance(d, ir.expr_types) and d.op == "call":
-            return var
-        return None
+        while _is_op(d, "getitem", "static_getitem"):
+            var, d = d.value, self.trace.definition(d.value)
+        return var if isinstance(d, ir.arg_types) or _is_op(d, "call") else None
 
     def _defined_before(self, var, index) -> bool:
-        d = self.trace.definition(var)
-        if isinstance(d, ir.arg_types):
-            return True
-        return any(isinstance(s, ir.assign_types) and s.target.name == var.name
-                   for s in self.block.body[:index])
+        return isinstance(self.trace.definition(var), ir.arg_types) or any(
+            isinstance(s, ir.assign_types) and s.target.name == var.name
+            for s in self.block.body[:index])
 
 
 def depends_on(dispatcher, keys) -> None:
     """Add the launch-argument values at ``keys`` to ``dispatcher``'s launch key."""
     dispatcher.mark_launch_config_sensitive()
     known = dispatcher.__dict__.setdefault("_coopgen_value_keys", [])
-    for k in keys:
-        if k not in known:
-            known.append(k)
+    known += [k for k in dict.fromkeys(keys) if k not in known]
     if "_launch_config_key" in dispatcher.__dict__:
         return
     base = type(dispatcher)._launch_config_key

@@ -27,7 +27,7 @@ from .errors import CoopgenTypeError, as_typing_errors
 from .lowering_context import (bound_kernel_threads, check_not_in_device_function,
                                kernel_lowering_site, launch_config, use_short_shared_pointers)
 from .operators import bit_field_digits, compile_operator
-from .parent import PARENT_ALIGN, PARENT_BYTES, ParentType
+from .parent import PARENT_ALIGN, PARENT_BYTES, ParentType, bound_offset
 from .shared_memory import align_numba_shared_bytes
 from .storage import TempStorageType
 
@@ -63,20 +63,24 @@ def _described(args, kws):
     return tuple(describe(a) for a in args), {k: describe(v) for k, v in kws.items()}
 
 
+def _fitted(p, r):
+    if r.temp_storage_arg is not None:
+        check_storage_fits(p.name, r)
+    return r
+
+
 def resolve_call(p, args: tuple, kws: dict, block_dims=None):
     with as_typing_errors():
-        r = calls.resolve_call(p, *_described(args, kws), block_dims=block_dims)
-        if r.temp_storage_arg is not None:
-            check_storage_fits(p.name, r)
-        return r
+        return _fitted(p, calls.resolve_call(p, *_described(args, kws), block_dims=block_dims))
 
 
-def resolve_object(p, args: tuple, kws: dict):
+def _resolve(p, args: tuple, kws: dict):
+    """(plan, the arguments an object factory keeps) of a call of ``p``."""
+    if not p.infer:
+        return resolve_call(p, args, kws), ()
     with as_typing_errors():
         r, bound = calls.resolve_object(p, *_described(args, kws))
-        if r.temp_storage_arg is not None:
-            check_storage_fits(p.name, r)
-        return r, bound
+        return _fitted(p, r), bound
 
 
 def split_call(p, args: tuple, kws: dict):
@@ -89,23 +93,17 @@ def return_type(r) -> types.Type:
     return types.none if not vals else vals[0] if len(vals) == 1 else types.Tuple(vals)
 
 
-def _call_type(p, args: tuple, kws: dict):
+def call_type(p, args: tuple, kws: dict):
     """The return type of a call of ``p`` (it resolves the overload, or raises)."""
-    bound = ()
-    if p.infer:
-        r, bound = resolve_object(p, args, kws)
-    else:
-        r = resolve_call(p, args, kws)
+    r, bound = _resolve(p, args, kws)
     RESOLVED.append(f"{r.cls.name}::{r.method.signature}")
-    ret = return_type(r)
-    if p.constructor:
-        tk = split_call(p, args, kws).tkws
-        folded = tuple(args) + tuple(kws.values())
-        kept = tuple((n, folded[i]) for n, _, i in bound)
-        parent = ParentType(p, r, tuple(tk.items()), bound=kept, aliases=p.aliases)
-        outs = [to_numba(t) for _, t, _ in r.returns]
-        ret = types.Tuple([parent] + outs) if outs else parent
-    return ret
+    if not p.constructor:
+        return return_type(r)
+    folded = tuple(args) + tuple(kws.values())
+    parent = ParentType(p, r, tuple(split_call(p, args, kws).tkws.items()),
+                        bound=tuple((n, folded[i]) for n, _, i in bound), aliases=p.aliases)
+    outs = [to_numba(t) for _, t, _ in r.returns]
+    return types.Tuple([parent] + outs) if outs else parent
 
 
 def _storage_first(p, args: tuple, kws: dict) -> bool:
@@ -135,13 +133,13 @@ def make_template(p):
 
         def generic(self, args, kws):
             try:
-                return positional_signature(_call_type(p, args, kws), args, kws)
+                return positional_signature(call_type(p, args, kws), args, kws)
             except CoopgenTypeError as first:
                 if not _storage_first(p, args, kws):
                     raise
                 # cuda.coop's two-phase objects take their storage first: obj(ts, src, dst)
                 try:
-                    ret = _call_type(p, args[1:], {"temp_storage": args[0], **kws})
+                    ret = call_type(p, args[1:], {"temp_storage": args[0], **kws})
                 except CoopgenTypeError:
                     if isinstance(args[0], TempStorageType):
                         raise
@@ -173,7 +171,7 @@ def _split_sig(sig):
     return tuple(sig.args[i] for i in pos), {names[i]: sig.args[i] for i in kw}, pos + kw
 
 
-def _shim_text(p, context, builder, r, self_ptr, n_bound):
+def _shim_text(p, context, builder, r, n_bound):
     """Write the call's shim, add it to the kernel's bundle and compile its operators."""
     bundle = bundle_for(context.active_code_library, p.name, module=builder.module)
     ts = r.temp_storage_arg[1] if r.temp_storage_arg else None
@@ -215,19 +213,15 @@ def _pass(context, builder, ty, val, source, target):
     return context.cast(builder, val, ty, target or types.unliteral(ty))
 
 
-def lower_call(p, context, builder, sig, args, self_ptr=None, extra=None):
+def lower_call(p, context, builder, sig, args, self_ptr=None, kept=None):
+    """Emit the call of ``p``'s shim. ``kept``: {name: (type, data pointer)} of the arguments
+    an object keeps, passed after the call's own, then the constants the call passes without
+    the user (SplitCall.constants)."""
     pos, kws, order = _split_sig(sig)
     sig_args, args = [sig.args[i] for i in order], [args[i] for i in order]
-    extra = extra or {}
-    bound = ()
+    kept = kept or {}
     with as_typing_errors():
-        if p.infer:
-            r, bound = resolve_object(p, pos, kws)
-        else:
-            r = resolve_call(p, pos, dict(kws, **{k: t for k, (t, _) in extra.items()}),
-                             block_dims=p.parent.block_dims if p.parent else None)
-        # Arguments a constructed object keeps are appended after the call's own, then the
-        # constants the call passes without the user (SplitCall.constants).
+        r, bound = _resolve(p, pos, dict(kws, **{k: t for k, (t, _) in kept.items()}))
         constants = split_call(p, pos, kws).constants if p.parent is None and not p.infer \
             else []
         if p.parent is None:
@@ -238,12 +232,10 @@ def lower_call(p, context, builder, sig, args, self_ptr=None, extra=None):
                                        name="coopgen_parent")
             slot.align = PARENT_ALIGN
             self_ptr = builder.bitcast(slot, ir.IntType(8).as_pointer())
-        text = _shim_text(p, context, builder, r, self_ptr, len(bound))
-    arg_types = (sig_args + [t for t, _ in extra.values()]
-                 + [_constant_type_at_run_time(constant_type(v)) for _, v in constants])
-    arg_vals = (list(args) + [v for _, v in extra.values()]
-                + [_constant_value(context, builder, constant_type(v), v) for _, v in constants])
-    n_call, n_kept = len(sig_args), len(extra)
+        text = _shim_text(p, context, builder, r, len(bound))
+    passed = (list(zip(sig_args, args)) + list(kept.values())
+              + [_constant(context, v) for _, v in constants])
+    n_call, n_kept = len(sig_args), len(kept)
     target = {b.arg_index: to_numba(b.type) for b in r.bindings
               if b.source == "arg" and isinstance(b.type, desc.Scalar)}
     llargs, slots = [], []
@@ -252,14 +244,12 @@ def lower_call(p, context, builder, sig, args, self_ptr=None, extra=None):
             llargs.append(self_ptr)
         elif source == "ret":
             nbty = to_numba(r.returns[index][1])
-            slot = cgutils.alloca_once(builder, context.get_data_type(nbty))
-            slots.append((slot, nbty))
-            llargs.append(slot)
+            slots.append((cgutils.alloca_once(builder, context.get_data_type(nbty)), nbty))
+            llargs.append(slots[-1][0])
         elif n_call <= index < n_call + n_kept:  # a kept argument: already a data pointer
-            llargs.append(builder.bitcast(arg_vals[index], ir.IntType(8).as_pointer()))
+            llargs.append(builder.bitcast(passed[index][1], ir.IntType(8).as_pointer()))
         else:
-            llargs.append(_pass(context, builder, arg_types[index], arg_vals[index], source,
-                                target.get(index)))
+            llargs.append(_pass(context, builder, *passed[index], source, target.get(index)))
     fnty = ir.FunctionType(ir.VoidType(), [a.type for a in llargs])
     builder.call(cgutils.get_or_insert_function(builder.module, fnty, text.symbol), llargs)
     vals = [context.data_model_manager[t].load_from_data_pointer(builder, s) for s, t in slots]
@@ -276,22 +266,18 @@ def _keep_bound_arrays(context, builder, self_ptr, bound, sig_args, args) -> Non
     i8p = ir.IntType(8).as_pointer()
     for k, (_, _, index) in enumerate(bound):
         data = context.make_array(sig_args[index])(context, builder, args[index]).data
-        slot = builder.gep(self_ptr, [ir.Constant(ir.IntType(32), PARENT_BYTES - 8 * (k + 1))])
+        slot = builder.gep(self_ptr, [ir.Constant(ir.IntType(32), bound_offset(k))])
         builder.store(builder.bitcast(data, i8p), builder.bitcast(slot, i8p.as_pointer()))
 
 
-def _constant_type_at_run_time(ty):
-    plain = types.unliteral(ty)
-    return plain if isinstance(plain, (types.Number, types.Boolean)) else ty
-
-
-def _constant_value(context, builder, ty, value):
-    """The LLVM value of a fixed call argument: numbers as constants; operators (names,
+def _constant(context, value):
+    """(type, LLVM value) of a fixed call argument: numbers as constants; operators (names,
     functions) carry no run-time value."""
+    ty = constant_type(value)
     plain = types.unliteral(ty)
     if isinstance(plain, (types.Number, types.Boolean)):
-        return context.get_constant(plain, value)
-    return context.get_dummy_value()
+        return plain, context.get_constant(plain, value)
+    return ty, context.get_dummy_value()
 
 
 hooks.describe_constant = describe_constant
