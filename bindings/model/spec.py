@@ -1,8 +1,5 @@
-"""Declarative specs that the generated modules are made of (no logic lives here).
-
-A generated module holds one ``ClassSpec``; the runtime (``coopgen.resolve``, ``coopgen.shims``,
-``coopgen.calls``) turns specs into typing, lowering and C++ shims.
-"""
+"""Declarative specs that the generated modules are made of (one ``ClassSpec`` each); no logic
+lives here."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -69,11 +66,7 @@ class ClassSpec:
 
     @property
     def method_names(self) -> tuple[str, ...]:
-        seen = []
-        for m in self.methods + self.excluded:
-            if m.name not in seen:
-                seen.append(m.name)
-        return tuple(seen)
+        return tuple(dict.fromkeys(m.name for m in self.methods + self.excluded))
 
 
 @dataclass(frozen=True)

@@ -23,14 +23,12 @@ from .templates import class_template_args, same_value
 
 def _literal(prim: str, key: str, ty):
     """The Python value of a template keyword argument, which must be a compile-time constant."""
-    if isinstance(ty, Literal):
+    if isinstance(ty, (Literal, Omitted)):
         return ty.value
     if isinstance(ty, Tuple) and all(isinstance(t, Literal) for t in ty):
         return tuple(t.value for t in ty)
     if isinstance(ty, DtypeValue):
         return ty.dtype
-    if isinstance(ty, Omitted):
-        return ty.value
     raise CoopgenError(f"{prim}: {key}= must be a compile-time constant, got {ty}")
 
 
@@ -57,16 +55,14 @@ class SplitCall:
 
 
 def split_call(p: Entry, args: tuple, kws: dict) -> SplitCall:
-    n_folded = len(args) + len(kws)
-    if p.shape is not None and p.shape.slots is not None:
-        named = p.shape.name_arguments(tuple(args), dict(kws))
-        pos = ()
+    n_folded, shape = len(args) + len(kws), p.shape
+    if shape is not None and shape.slots is not None:
+        named, pos = shape.name_arguments(tuple(args), dict(kws)), ()
     else:
-        named = [(k, v, len(args) + j) for j, (k, v) in enumerate(kws.items())]
-        pos = tuple(args)
+        named, pos = [(k, v, len(args) + j) for j, (k, v) in enumerate(kws.items())], tuple(args)
     tkw_names = p.template_keywords() - {"temp_storage"}
     split = SplitCall(pos, {}, {}, list(range(len(pos))), dict(p.fixed), None)
-    bit_range = p.shape.bit_range_names() if p.shape is not None else ()
+    bit_range = shape.bit_range_names() if shape is not None else ()
     bits = {}  # begin_bit / end_bit of a digit range (CallShape.digits)
     for name, ty, origin in named:
         spellings = (name,) if isinstance(name, str) else tuple(name)
@@ -86,7 +82,7 @@ def split_call(p: Entry, args: tuple, kws: dict) -> SplitCall:
             split.origins.append(origin)
             if len(spellings) > 1:
                 split.alternatives[name] = spellings
-    fixed = dict(p.shape.fixed) if p.shape is not None else {}
+    fixed = dict(shape.fixed) if shape is not None else {}
     for name in set(fixed) & (set(split.mkws) | set(split.tkws)):
         raise CoopgenError(f"{p.name}: {name}= is not an argument of {p.name}, which always "
                                f"passes {name}={fixed[name]!r}")
@@ -98,12 +94,12 @@ def split_call(p: Entry, args: tuple, kws: dict) -> SplitCall:
             bits[name] = value
         else:
             split.add_constant(name, value, n_folded)
-    if bits or (bit_range and p.shape.digits[2] not in split.mkws):
-        template, (first, count) = p.shape.digit_arguments(bits)
+    if bits or (bit_range and shape.digits[2] not in split.mkws):
+        template, (first, count) = shape.digit_arguments(bits)
         split.tkws.update(template)
-        split.add_constant(p.shape.digits[2], hooks.bit_field_digits(first, count), n_folded)
-    if p.shape is not None:
-        for k, v in p.shape.defaults_for(set(split.tkws) | set(split.mkws)).items():
+        split.add_constant(shape.digits[2], hooks.bit_field_digits(first, count), n_folded)
+    if shape is not None:
+        for k, v in shape.defaults_for(set(split.tkws) | set(split.mkws)).items():
             split.tkws.setdefault(k, v)
         _check_since(p, split.mkws)
         _drop_only(p, split)
@@ -182,32 +178,41 @@ def _remapped(r: Plan, origins: list) -> Plan:
     return dataclasses.replace(r, bindings=bindings)
 
 
+def _pinned(template_args) -> dict:
+    return {t.name: v for t, v in template_args}
+
+
 def resolve_call(p: Entry, args: tuple, kws: dict, block_dims=None) -> Plan:
-    if p.parent is not None:  # a method of a constructed object: its template args are fixed
-        split = split_call(p, args, kws) if p.shape is not None else \
-            SplitCall(tuple(args), dict(kws), {}, list(range(len(args) + len(kws))), {}, None)
-        r = resolve(p.name, p.cls, p.pick_methods(None), split.args, split.mkws,
-                    template_kws={}, block_dims=p.parent.block_dims, enums=registry.enums(),
-                    pinned={t.name: v for t, v in p.parent.template_args},
-                    alternatives=split.alternatives)
-        return _remapped(r, split.origins)
-    return _resolve_split(p, split_call(p, args, kws), block_dims)
+    if p.parent is None:
+        return _resolve_split(p, split_call(p, args, kws), block_dims)
+    # a method of a constructed object: its template arguments are fixed
+    split = split_call(p, args, kws) if p.shape is not None else \
+        SplitCall(tuple(args), dict(kws), {}, list(range(len(args) + len(kws))), {}, None)
+    r = resolve(p.name, p.cls, p.pick_methods(None), split.args, split.mkws, template_kws={},
+                block_dims=p.parent.block_dims, enums=registry.enums(),
+                pinned=_pinned(p.parent.template_args), alternatives=split.alternatives)
+    return _remapped(r, split.origins)
 
 
 def _resolve_split(p: Entry, split: SplitCall, block_dims=None) -> Plan:
     tkws = dict(split.tkws)
-    selector = tkws.pop(p.select, None) if p.select else None
-    methods = p.pick_methods(selector)
+    methods = p.pick_methods(tkws.pop(p.select, None) if p.select else None)
     needs_block = p.cls.scope == "block" or p.cls.temp_storage != "none"
     dims = block_dims or hooks.launch_dims(needs_block and "threads_per_block" not in tkws)
     if p.constructor:  # TempStorage& overloads when temp_storage= is given (or no other)
-        with_ts = tuple(m for m in methods if any(x.role == "temp_storage" for x in m.params))
-        without = tuple(m for m in methods if m not in with_ts)
-        methods = with_ts if split.storage is not None else (without or with_ts)
+        with_ts = _with_storage(methods, True)
+        methods = with_ts if split.storage is not None else (_with_storage(methods, False)
+                                                             or with_ts)
     r = resolve(p.name, p.cls, methods, split.args, split.mkws, template_kws=tkws,
                 block_dims=dims, enums=registry.enums(), temp_storage=split.storage,
                 alternatives=split.alternatives)
     return _remapped(r, split.origins)
+
+
+def _with_storage(methods, storage: bool) -> tuple:
+    """The overloads that take a TempStorage& (``storage``), or those that do not."""
+    return tuple(m for m in methods
+                 if any(x.role == "temp_storage" for x in m.params) == storage)
 
 
 def resolve_object(p: Entry, args: tuple, kws: dict):
@@ -216,27 +221,21 @@ def resolve_object(p: Entry, args: tuple, kws: dict):
     Returns (constructor resolution, bound arguments as (name, type, argument index))."""
     inf = Entry(p.name, p.cls, {"": p.cls.overloads(p.infer)}, fixed=p.fixed, shape=p.shape)
     split = split_call(inf, args, kws)
-    storage = split.storage
-    split.storage = None
+    storage, split.storage = split.storage, None
     if not split.mkws and p.fixed:
         # a two-phase object called with nothing to infer from (cuda.coop's h() before
         # h.init(hist)): the host fixed the template arguments; methods take every argument
         tkws = {k: v for k, v in split.tkws.items() if k != p.select}
-        template_args = class_template_args(p.name, p.cls, tkws, registry.enums())
-        by_keyword = {t.keyword: v for t, v in template_args}
+        targs = class_template_args(p.name, p.cls, tkws, registry.enums())
+        by_keyword = {t.keyword: v for t, v in targs}
         dims = tuple(int(by_keyword.get(f"block_dim_{a}", 1)) for a in "xyz")
-        pinned, bindings = {t.name: v for t, v in template_args}, ()
+        pinned, bindings = _pinned(targs), ()
     else:
         r_inf = _resolve_split(inf, split)
-        pinned, dims, bindings = ({t.name: v for t, v in r_inf.template_args},
-                                  r_inf.block_dims, r_inf.bindings)
-    methods = tuple(m for m in p.cls.constructors
-                    if any(x.role == "temp_storage" for x in m.params) == (storage is not None))
-    r = resolve(p.name, p.cls, methods, (), {}, template_kws={},
-                block_dims=dims, enums=registry.enums(), temp_storage=storage,
-                pinned=pinned)
+        pinned, dims, bindings = _pinned(r_inf.template_args), r_inf.block_dims, r_inf.bindings
+    r = resolve(p.name, p.cls, _with_storage(p.cls.constructors, storage is not None), (), {},
+                template_kws={}, block_dims=dims, enums=registry.enums(),
+                temp_storage=storage, pinned=pinned)
     bound = tuple((b.param.name, b.type, b.arg_index) for b in bindings
                   if b.param.name in p.bind and b.source == "arg")
     return r, bound
-
-

@@ -3,39 +3,41 @@ picked by a ``select`` keyword), its call shape and what a two-phase constructor
 user-facing object (coopgen.api.primitives.Primitive) is one of these with host behaviour."""
 from __future__ import annotations
 
+from dataclasses import KW_ONLY, dataclass
+
 from ..model.errors import CoopgenError
 from ..model.spec import ClassSpec, MSpec
 from .shape import CallShape, pick
 from .templates import template_keywords
 
 
+@dataclass(eq=False)  # compared by identity: numba registers each entry point
 class Entry:
-    def __init__(self, name: str, cls: ClassSpec, methods: dict[str, tuple[MSpec, ...]],
-                 *, select: str | None = None, fixed: dict | None = None,
-                 constructor: bool = False, parent=None, infer: str | None = None,
-                 bind: tuple = (), aliases: dict | None = None, shape: CallShape | None = None,
-                 host: tuple | None = None, instance: tuple | None = None,
-                 call_fixed: dict | None = None, method_args: dict | None = None,
-                 refused: dict | None = None):
-        self.name = name
-        self.cls = cls
-        self.methods = methods
-        self.select = select
-        self.fixed = dict(fixed or {})  # template keywords a two-phase constructor fixed
-        self.constructor = constructor  # calls build a parent object
-        self.parent = parent  # calls are methods of this constructed object (a backend type)
-        self.infer = infer  # object factory: the method whose call infers the template args
-        self.bind = tuple(bind)  # ... the arguments the object keeps
-        self.aliases = aliases  # ... and its snake_case method names
-        # cuda.coop's call shape (Pythonic functions; None for the faithful surface), the
-        # positional order of the two-phase host call and of the objects it returns, and
-        # call arguments a two-phase constructor fixed (an operator, an initial value)
-        self.shape = shape
-        self.host = host
-        self.instance = instance
-        self.call_fixed = dict(call_fixed or {})
-        self.method_args = dict(method_args or {})  # object methods' positional order
-        self.refused = dict(refused or {})  # argument -> why this entry takes none (cuda.coop)
+    name: str
+    cls: ClassSpec
+    methods: dict[str, tuple[MSpec, ...]]  # selector value ("" when none) -> overloads
+    _: KW_ONLY
+    select: str | None = None
+    fixed: dict | None = None  # template keywords a two-phase constructor fixed
+    constructor: bool = False  # calls build a parent object
+    parent: object = None  # calls are methods of this constructed object (a backend type)
+    infer: str | None = None  # object factory: the method whose call infers the template args
+    bind: tuple = ()  # ... the arguments the object keeps
+    aliases: dict | None = None  # ... and its snake_case method names
+    # cuda.coop's call shape (Pythonic functions; None for the faithful surface), the
+    # positional order of the two-phase host call and of the objects it returns, and call
+    # arguments a two-phase constructor fixed (an operator, an initial value)
+    shape: CallShape | None = None
+    host: tuple | None = None
+    instance: tuple | None = None
+    call_fixed: dict | None = None
+    method_args: dict | None = None  # object methods' positional order
+    refused: dict | None = None  # argument -> why this entry takes none (cuda.coop)
+
+    def __post_init__(self):
+        self.bind = tuple(self.bind)
+        for name in ("fixed", "call_fixed", "method_args", "refused"):
+            setattr(self, name, dict(getattr(self, name) or {}))
 
     def __repr__(self):
         fixed = ", ".join(f"{k}={v!r}" for k, v in self.fixed.items())

@@ -219,12 +219,9 @@ def operator_signatures(prim: str, r) -> dict[int, tuple]:
 
 def key_record(r):
     """The record dtype of the call's keys (None when they are not records)."""
-    for b in r.bindings:
-        t = b.type
-        if b.param.base == "KeyT" and isinstance(t, Array) and isinstance(t.dtype, Struct) \
-                and t.dtype.record:
-            return t.dtype
-    return None
+    return next((b.type.dtype for b in r.bindings if b.param.base == "KeyT"
+                 and isinstance(b.type, Array) and isinstance(b.type.dtype, Struct)
+                 and b.type.dtype.record), None)
 
 
 def decomposer_fields(prim: str, r, op) -> list[tuple[str, int]]:
@@ -263,27 +260,24 @@ def _check_struct_arithmetic(prim: str, r) -> None:
     floating point numbers and vector types lack some of them (UNDEFINED)."""
     dtypes = argument_dtypes(r)
     item = dtypes.get(r.cls.value_type.name if r.cls.value_type else None, dtypes.get("KeyT"))
-    undefined, why = UNDEFINED.get(getattr(item, "kind", None), ((), ""))
+    undefined, why = UNDEFINED.get(getattr(item, "kind", None), ((), ""))  # structs: no kind
+    struct = item is not None and is_struct(item)
     for b in r.bindings:
-        if b.operator is not None and b.operator.builtin in undefined:
-            raise CoopgenError(f"{prim}: {b.param.name}={_NAME[b.operator.builtin]!r} is "
-                               f"not defined for items of {item}: {why}; pass a "
-                               f"@cuda.jit(device=True) function")
+        builtin = b.operator.builtin if b.operator is not None else None
+        if builtin in undefined:
+            raise CoopgenError(f"{prim}: {b.param.name}={_NAME[builtin]!r} is not defined for "
+                               f"items of {item}: {why}; pass a @cuda.jit(device=True) function")
+        if struct and builtin is not None:
+            raise CoopgenError(f"{prim}: {b.param.name}= is a C++ built-in, which items of "
+                               f"{item} (a struct to C++) do not have; pass a Python function, "
+                               f"op(out, a, b) on pointers")
     if _PLUS in undefined and "Sum" in r.method.name:
         raise CoopgenError(f"{prim}: CUB's {r.method.name} adds items with +, which items of "
                            f"{item} do not have: {why}")
     if r.method.name in ("Max", "Min") and {_MAX, _MIN} & set(undefined):  # WarpReduce.Max/Min
         raise CoopgenError(f"{prim}: CUB's {r.method.name} is not defined for items of {item}: "
                            f"{why}; use Reduce with a @cuda.jit(device=True) function")
-    if item is None or not is_struct(item):
-        return
-    for b in r.bindings:
-        op = b.operator
-        if op is not None and op.builtin is not None:
-            raise CoopgenError(f"{prim}: {b.param.name}= is a C++ built-in, which items of "
-                               f"{item} (a struct to C++) do not have; pass a Python function, "
-                               f"op(out, a, b) on pointers")
-    if "Sum" in r.method.name:
+    if struct and "Sum" in r.method.name:
         raise CoopgenError(f"{prim}: items of {item} are a struct to C++, which CUB's "
                            f"{r.method.name} cannot add; use the reduce/scan form with a Python "
                            f"function op(out, a, b) on pointers")

@@ -19,21 +19,17 @@ from .plan import (ARRAY_ROLES, OMITTABLE_OUTPUTS, RANGE_ROLES, Attempt, Binding
 from .shape import spelled_for
 from .templates import template_args, template_keywords
 
+#: Roles passed as a pointer to an array's first item.
+POINTER_ROLES = (*ARRAY_ROLES, *RANGE_ROLES, *OMITTABLE_OUTPUTS, "iterator_in", "iterator_out",
+                 "memory_inout")
+
 
 def _elem(t):
     return t.dtype if isinstance(t, Array) else None
 
 
-def _length(t):
-    return t.length if isinstance(t, Array) else None
-
-
 def _is_number(t) -> bool:
     return isinstance(t, Scalar) and t.kind not in ("bool", "vector")
-
-
-def _is_scalar(t) -> bool:
-    return isinstance(unliteral(t), (Scalar, Struct))
 
 
 def _per_thread_array(att: Attempt, p: PSpec, ty):
@@ -67,26 +63,21 @@ def _slots(method: MSpec, kw_names: set[str]) -> tuple[list[int], list[int]]:
     only ever given as temp_storage=, never positionally."""
     params = method.params
     first_kw = min((i for i, p in enumerate(params) if p.name in kw_names), default=len(params))
-    before = [i for i in range(first_kw) if params[i].role != "temp_storage"]
-    after = [i for i in range(first_kw + 1, len(params)) if params[i].name not in kw_names
-             and params[i].role != "temp_storage"]
-    return before, after
+    free = [i for i, p in enumerate(params) if p.role != "temp_storage" and p.name not in kw_names]
+    return [i for i in free if i < first_kw], [i for i in free if i > first_kw]
 
 
 def _candidate_assignments(method: MSpec, n_pos: int, kw_names: set[str]):
-    """Ways to map n positional args onto the overload's parameters (C++ order)."""
+    """Ways to map n positional args onto the overload's parameters (C++ order):
+    (parameters filled positionally, parameters left out)."""
     params = method.params
     before, after = _slots(method, kw_names)
-    if not all(_omittable(params[i]) for i in after):
-        return
-    omittable = [i for i in before if _omittable(params[i])]
-    always_skipped = {i for i, p in enumerate(params) if p.role == "temp_storage"} | set(after)
     n_skip = len(before) - n_pos
-    if n_skip < 0 or n_skip > len(omittable):
+    if n_skip < 0 or not all(_omittable(params[i]) for i in after):
         return
-    for skipped in itertools.combinations(omittable, n_skip):
-        positional = [i for i in before if i not in skipped]
-        yield positional, set(skipped) | always_skipped
+    always_skipped = {i for i, p in enumerate(params) if p.role == "temp_storage"} | set(after)
+    for skipped in itertools.combinations([i for i in before if _omittable(params[i])], n_skip):
+        yield [i for i in before if i not in skipped], set(skipped) | always_skipped
 
 
 def _why_unassignable(method: MSpec, n_pos: int, kw_names: set[str]) -> tuple[str, str]:
@@ -101,9 +92,7 @@ def _why_unassignable(method: MSpec, n_pos: int, kw_names: set[str]) -> tuple[st
     if len(required) > n_pos:
         return "missing", required[n_pos]
     late = [params[i].name for i in after if not _omittable(params[i])]
-    if late:
-        return "missing", late[0]
-    return "too_many", ""
+    return ("missing", late[0]) if late else ("too_many", "")
 
 
 def resolve(prim: str, cls: ClassSpec, methods: tuple[MSpec, ...], args: tuple,
@@ -126,20 +115,18 @@ def resolve(prim: str, cls: ClassSpec, methods: tuple[MSpec, ...], args: tuple,
             f"{prim}: unknown keyword {sorted(unknown)[0]!r}; parameters are "
             f"{', '.join(sorted(known)) or '(none)'}{templates}")
     mismatches, reasons, lacks_keyword = [], [], []
-    unassignable = {"missing": [], "twice": [], "too_many": []}
+    unassignable = {}  # "missing" / "twice" / "too_many" -> the first parameter concerned
     # Fewest C++ parameters first: ExclusiveSum(x) means (T, T&), not (T, T&, T&). Excluded
     # overloads (overrides.toml) last: a call that only they take is told why.
     for method in sorted(methods, key=lambda m: (bool(m.excluded), len(m.params))):
         kws = spelled_for(method, call_kws, alternatives)
-        kw_names = set(kws)
-        foreign = sorted(kw_names - {p.name for p in method.params})
+        foreign = sorted(set(kws) - {p.name for p in method.params})
         if foreign:  # a keyword of another overload
             lacks_keyword.append(f"  {method.signature}: has no parameter {foreign[0]!r}")
             continue
-        candidates = list(_candidate_assignments(method, len(args), kw_names))
+        candidates = list(_candidate_assignments(method, len(args), set(kws)))
         if not candidates:
-            why, name = _why_unassignable(method, len(args), kw_names)
-            unassignable[why].append(name)
+            unassignable.setdefault(*_why_unassignable(method, len(args), set(kws)))
         for positional, skipped in candidates:
             try:
                 r = _bind(prim, cls, method, args, kws, positional, skipped, template_kws,
@@ -158,24 +145,22 @@ def resolve(prim: str, cls: ClassSpec, methods: tuple[MSpec, ...], args: tuple,
     if mismatches:
         raise CoopgenError(mismatches[0])
     overloads = "; ".join(m.signature for m in methods)
-    if not reasons and unassignable["twice"]:
-        raise CoopgenError(f"{prim}: argument {unassignable['twice'][0]!r} is given both "
-                               f"positionally and by keyword (overloads: {overloads})")
-    if not reasons and unassignable["missing"]:
-        raise CoopgenError(f"{prim}: missing required argument "
-                               f"{unassignable['missing'][0]!r} (overloads: {overloads})")
-    if not reasons and unassignable["too_many"] and not lacks_keyword:
+    if not reasons and "twice" in unassignable:
+        raise CoopgenError(f"{prim}: argument {unassignable['twice']!r} is given both "
+                           f"positionally and by keyword (overloads: {overloads})")
+    if not reasons and "missing" in unassignable:
+        raise CoopgenError(f"{prim}: missing required argument {unassignable['missing']!r} "
+                           f"(overloads: {overloads})")
+    if not reasons and "too_many" in unassignable and not lacks_keyword:
         most = max(len(_slots(m, set(spelled_for(m, call_kws, alternatives)))[0])
                    for m in methods)
         raise CoopgenError(f"{prim}: takes at most {most} positional argument(s) here, got "
-                               f"{len(args)} (overloads: {overloads})")
-    reasons += lacks_keyword
+                           f"{len(args)} (overloads: {overloads})")
     given = ", ".join([str(a) for a in args] + [f"{k}={v}" for k, v in call_kws.items()])
     lines = [f"{prim}: no overload matches ({given}). Overloads:"]
     lines += [f"  {m.signature}" for m in methods]
-    if reasons:
-        lines.append("Why each was rejected:")
-        lines += reasons[:12]
+    if reasons or lacks_keyword:
+        lines += ["Why each was rejected:", *(reasons + lacks_keyword)[:12]]
     raise CoopgenError("\n".join(lines))
 
 
@@ -191,120 +176,104 @@ def _check_temp_storage(prim: str, cls: ClassSpec, ty) -> None:
                            f"coopgen.shared.array or a coopgen.TempStorage")
     if not isinstance(ty, Array) or ty.dtype != UINT8:
         raise CoopgenError(f"{prim}: temp_storage must be a coopgen.TempStorage or a uint8 "
-                               f"array in shared memory (coopgen.shared.array(nbytes, np.uint8)), "
-                               f"got {ty}")
+                           f"array in shared memory (coopgen.shared.array(nbytes, np.uint8)), "
+                           f"got {ty}")
 
 
 def _bind(prim, cls, method, args, kws, positional, skipped, template_kws, block_dims, enums,
           warp_default, pinned=None) -> Plan:
     att = Attempt(prim, cls, method)
-    arg_of, type_of = {}, {}  # parameter -> index among the call's arguments, numba type
-    for pos, i in enumerate(positional):
-        arg_of[i], type_of[i] = pos, args[pos]
-    for k, name in enumerate(kws):
-        idx = next(i for i, p in enumerate(method.params) if p.name == name)
-        arg_of[idx] = len(args) + k
-        type_of[idx] = kws[name]
-
+    index = {p.name: i for i, p in enumerate(method.params)}
+    # parameter -> (index among the call's arguments, description)
+    given = {i: (pos, args[pos]) for pos, i in enumerate(positional)}
+    given.update({index[name]: (len(args) + k, ty) for k, (name, ty) in enumerate(kws.items())})
     bindings: list = [None] * len(method.params)
-    returns = []
-    operators = []
     temp_storage = "none"
     # Arrays first: they fix the dtypes; a scalar of another width is then converted to it,
     # as C++ would convert the argument (a scalar alone decides its type parameter).
-    order = sorted(range(len(method.params)),
-                   key=lambda i: method.params[i].role in ("input_scalar", "count"))
-    for i in order:
+    for i in sorted(range(len(method.params)),
+                    key=lambda i: method.params[i].role in ("input_scalar", "count")):
         p = method.params[i]
         if i in skipped:
-            if p.role in OMITTABLE_OUTPUTS:
-                bindings[i] = Binding(p, "return", None, None, "")
-            else:
-                if p.role == "temp_storage":
-                    temp_storage = "implicit"
-                bindings[i] = Binding(p, "default", None, None, "")
-            continue
-        b = _bind_param(att, p, type_of[i], arg_of[i])
-        if p.role == "temp_storage":
-            temp_storage = "explicit"
-        if b.operator is not None:
-            operators.append(b.operator)
-        bindings[i] = b
-
-    # Template arguments: dtypes and extents from the arguments, the rest from keywords.
-    targs, block = template_args(att, cls, template_kws, block_dims, enums,
-                                          warp_default, pinned)
-    check_limits(prim, cls, method, targs, block, operators)
-    # Omitted outputs are returned: their dtype is now known.
-    final = []
-    for b in bindings:
-        if b.source == "return":
-            dt = _dtype_of(att, b.param.base, cls, targs, b.param.name)
-            final.append(Binding(b.param, "return", None, dt, cpp.ctype(dt, prim, b.param.name)))
-            returns.append((b.param.name, dt, cpp.ctype(dt, prim, b.param.name)))
+            omitted_output = p.role in OMITTABLE_OUTPUTS
+            bindings[i] = Binding(p, "return" if omitted_output else "default", None, None, "")
         else:
-            final.append(b)
-    if method.returns not in ("void", ""):
-        dt = _dtype_of(att, method.returns, cls, targs)
-        returns.insert(0, ("return", dt, cpp.ctype(dt, prim, "return value")))
+            bindings[i] = _bind_param(att, p, given[i][1], given[i][0])
+        if p.role == "temp_storage":
+            temp_storage = "implicit" if i in skipped else "explicit"
     if temp_storage == "none" and cls.temp_storage != "none":
         temp_storage = "implicit"
-    try:
-        check_operators(prim, Plan(cls, method, tuple(final), targs, (), (),
-                                       block, temp_storage))
-    except CoopgenError as e:  # definite, but another overload may still match
-        raise Mismatch(str(e)) from None
+    operators = tuple(b.operator for b in bindings if b.operator is not None)
+
+    # Template arguments: dtypes and extents from the arguments, the rest from keywords.
+    targs, block = template_args(att, cls, template_kws, block_dims, enums, warp_default, pinned)
+    check_limits(prim, cls, method, targs, block, operators)
+    # Omitted outputs are returned: their dtype is now known.
+    returns = []
+    for i, b in enumerate(bindings):
+        if b.source == "return":
+            dt = _dtype_of(att, b.param.base, b.param.name)
+            bindings[i] = Binding(b.param, "return", None, dt, cpp.ctype(dt, prim, b.param.name))
+            returns.append((b.param.name, dt, bindings[i].ctype))
+    if method.returns not in ("void", ""):
+        dt = _dtype_of(att, method.returns)
+        returns.insert(0, ("return", dt, cpp.ctype(dt, prim, "return value")))
     method_extents = tuple((name, n) for name, (n, _) in sorted(att.extents.items())
                            if name not in {t.name for t in cls.template_params})
-    return Plan(cls, method, tuple(final), targs, method_extents, tuple(returns),
-                    block, temp_storage, tuple(operators))
+    plan = Plan(cls, method, tuple(bindings), targs, method_extents, tuple(returns), block,
+                temp_storage, operators)
+    try:
+        check_operators(prim, plan)
+    except CoopgenError as e:  # definite, but another overload may still match
+        raise Mismatch(str(e)) from None
+    return plan
+
+
+def _pointer_elem(att: Attempt, p: PSpec, ty):
+    """The item type of an array passed for a pointer role, checked against the parameter."""
+    role = p.role
+    if role in ARRAY_ROLES or role in RANGE_ROLES:
+        elem = _per_thread_array(att, p, ty)
+        if role in RANGE_ROLES:
+            if ty.length is None:
+                raise Mismatch(f"{att.prim}: {p.name} must have a compile-time length: "
+                               f"allocate it with coopgen.local.array(n, dtype) or "
+                               f"coopgen.shared.array")
+            # CUB wants the range's elements to be the class's value type.
+            att.need_dtype(att.cls.value_type.name, elem, p.name)
+        else:
+            att.need_dtype(p.base, elem, p.name)
+        if ty.length is not None and p.extent:
+            att.need_extent(p.extent, ty.length, f"array {p.name!r}")
+        return elem
+    elem = _elem(ty)
+    if role in OMITTABLE_OUTPUTS:
+        if elem is None:
+            raise NoMatch(f"{p.name!r} is an output: pass a 1-element array or omit it")
+        if ty.length == 0:  # a longer array gets the value in its first element
+            raise NoMatch(f"{p.name!r} is a scalar output: pass a 1-element array or omit it, "
+                          f"not {ty}")
+        att.need_dtype(p.base, elem, p.name)
+        return elem
+    if elem is None:
+        raise NoMatch(f"{p.name!r} must be a device array, got {ty}")
+    _contiguous(att, p, ty)
+    if role == "memory_inout":
+        att.need_dtype(p.base.split("[")[0].strip(), elem, p.name)
+        extent = p.type.rsplit("[", 1)[1].rstrip("]") if "[" in p.type else None
+        if extent and ty.length is not None:
+            att.need_extent(extent, ty.length, f"array {p.name!r}")
+    return elem
 
 
 def _bind_param(att: Attempt, p: PSpec, ty, index: int) -> Binding:
-    prim = att.prim
-    role = p.role
-    if role in ARRAY_ROLES:
-        elem = _per_thread_array(att, p, ty)
-        att.need_dtype(p.base, elem, p.name)
-        n = _length(ty)
-        if n is not None and p.extent:
-            att.need_extent(p.extent, n, f"array {p.name!r}")
-        return Binding(p, "arg", index, ty, cpp.ctype(elem, prim, p.name) + "*")
-    if role in RANGE_ROLES:
-        elem, n = _per_thread_array(att, p, ty), _length(ty)
-        if n is None:
-            raise Mismatch(f"{prim}: {p.name} must have a compile-time length: allocate it "
-                            f"with coopgen.local.array(n, dtype) or coopgen.shared.array")
-        # CUB wants the range's elements to be the class's value type.
-        att.need_dtype(att.cls.value_type.name, elem, p.name)
-        if p.extent:
-            att.need_extent(p.extent, n, f"array {p.name!r}")
-        return Binding(p, "arg", index, ty, cpp.ctype(elem, prim, p.name) + "*")
-    if role in ("iterator_in", "iterator_out", "memory_inout"):
-        elem = _elem(ty)
-        if elem is None:
-            raise NoMatch(f"{p.name!r} must be a device array, got {ty}")
-        _contiguous(att, p, ty)
-        if role == "memory_inout":
-            att.need_dtype(p.base.split("[")[0].strip(), elem, p.name)
-            n = _length(ty)
-            extent = p.type.rsplit("[", 1)[1].rstrip("]") if "[" in p.type else None
-            if extent and n is not None:
-                att.need_extent(extent, n, f"array {p.name!r}")
-        return Binding(p, "arg", index, ty, cpp.ctype(elem, prim, p.name) + "*")
-    if role in OMITTABLE_OUTPUTS:
-        elem = _elem(ty)
-        if elem is None:
-            raise NoMatch(f"{p.name!r} is an output: pass a 1-element array or omit it")
-        if _length(ty) == 0:  # a longer array gets the value in its first element
-            raise NoMatch(f"{p.name!r} is a scalar output: pass a 1-element array or omit it, "
-                           f"not {ty}")
-        att.need_dtype(p.base, elem, p.name)
+    prim, role, ut = att.prim, p.role, unliteral(ty)
+    if role in POINTER_ROLES:
+        elem = _pointer_elem(att, p, ty)
         return Binding(p, "arg", index, ty, cpp.ctype(elem, prim, p.name) + "*")
     if role == "input_scalar":
-        if not _is_scalar(ty):
+        if not isinstance(ut, (Scalar, Struct)):
             raise NoMatch(f"{p.name!r} must be a scalar, got {ty}")
-        ut = unliteral(ty)
         known = att.dtypes.get(p.base)
         if known is not None and _is_number(ut) and _is_number(known):
             ut = known  # converted at the call, like a C++ argument
@@ -314,9 +283,8 @@ def _bind_param(att: Attempt, p: PSpec, ty, index: int) -> Binding:
             return Binding(p, "arg", index, ut, cpp.ctype(ut, prim, p.name) + "*")
         return Binding(p, "arg", index, ut, cpp.scalar_ctype(ut, prim, p.name))
     if role == "count":
-        if not (isinstance(unliteral(ty), Scalar) and unliteral(ty).kind in ("int", "uint", "bool")):
+        if not (isinstance(ut, Scalar) and ut.kind in ("int", "uint", "bool")):
             raise NoMatch(f"{p.name!r} must be an integer, got {ty}")
-        ut = unliteral(ty)
         return Binding(p, "arg", index, ut, cpp.scalar_ctype(ut, prim, p.name))
     if role in ("operator", "prefix_callback"):
         try:
@@ -333,7 +301,7 @@ def _bind_param(att: Attempt, p: PSpec, ty, index: int) -> Binding:
     raise NoMatch(f"role {role} of {p.name!r} is not bound")
 
 
-def _dtype_of(att: Attempt, spelled: str, cls: ClassSpec, targs, param: str = ""):
+def _dtype_of(att: Attempt, spelled: str, param: str = ""):
     name = spelled.replace("const ", "").replace("&", "").strip()
     if name in att.dtypes:
         return att.dtypes[name]
@@ -344,5 +312,3 @@ def _dtype_of(att: Attempt, spelled: str, cls: ClassSpec, targs, param: str = ""
              else "; pass arrays whose dtype determines it")
     raise CoopgenError(f"{att.prim}: cannot infer the C++ type {name!r} of {param or 'the result'}"
                        f"{given}")
-
-

@@ -14,15 +14,13 @@ from dataclasses import dataclass, field
 from ..model.errors import CoopgenError
 from ..types.desc import Function, Literal, Omitted, Other, Scalar, Struct
 
-#: A bound argument: (name, value, where it came from). In kernels the value is a type
-#: description and ``origin`` its index in the call's folded arguments (positionals, then
-#: keywords).
+#: A bound argument: (name, value, origin); in kernels a type description and its index in
+#: the call's folded arguments (positionals, then keywords).
 Named = tuple
 
 
 def is_omitted(ty) -> bool:
-    """``dst=None`` (or an omitted optional) means the argument is not given; so does a Python
-    ``None`` passed to a two-phase constructor (``make_inclusive_scan(..., initial_value=None)``)."""
+    """``dst=None``, an omitted optional or a host ``None``: the argument is not given."""
     return ty is None or (isinstance(ty, Omitted) and ty.value is None)
 
 
@@ -47,7 +45,6 @@ def is_scalar(ty) -> bool:
 #: Slots of a per-thread count, which an operator passed positionally skips (a newcomer's
 #: ``block.reduce(items, op)`` where cuda.coop's order has items_per_thread second).
 COUNT_SLOTS = frozenset({"items_per_thread"})
-
 #: Accepted by every function for cuda.coop's sake and not needed: ``methods=`` gives a user
 #: type's C++ construct/assign code, but C++ only copies coopgen's opaque struct of its bytes.
 NOT_NEEDED = frozenset({"methods"})
@@ -66,19 +63,16 @@ class CallShape:
     deduced: frozenset = frozenset()  # accepted for cuda.coop; C++ deduces them
     identity: tuple = ()  # (argument to fill, operator, argument that makes it unnecessary)
     digits: tuple = ()  # (begin bit, end bit, digit extractor, radix bits): a key bit range
-    # A two-phase object's call (cuda.coop's released objects): an output CUB returns when the
-    # first argument is a scalar (a scan of one item per thread) has no positional slot then,
-    # so what follows the scalar moves up one; the row's value, active in ``for_objects``
+    # Two-phase objects' calls (``for_objects``): an output CUB returns for a scalar first
+    # argument has no slot then; slots of what the object fixed (a template argument, an
+    # operator) may be passed again or left out, so a value of another kind skips them
+    # (sort(keys, begin_bit, end_bit), merge_sort(keys, values)).
     object_scalar_output: str | None = None
     scalar_output: str | None = None
-    # ... and slots of what the object fixed, which cuda.coop's calls may pass again or leave
-    # out: a template argument (items_per_thread), passed by for a value that is not an
-    # integer constant (sort(keys, begin_bit, end_bit)), and an operator, passed by for a
-    # value that is no operator (merge_sort(keys, ipt, op) or merge_sort(keys, values))
     fixed_slots: frozenset = frozenset()
     operator_slots: frozenset = frozenset()
-    # coopgen.coop's scans: a Python operator's scans start from 0 when no initial value is
-    # given, as cuda.coop's do (coopgen.block/warp keep CUB's undefined first output)
+    # coopgen.coop: a Python operator's scans start from 0 without an initial value, as
+    # cuda.coop's do (coopgen.block/warp keep CUB's undefined first output)
     python_zero: bool = False
     only: dict = field(default_factory=dict)  # argument -> its one value where CUB has none
 
@@ -132,7 +126,7 @@ class CallShape:
             if is_omitted(value) or name in self.deduced:
                 continue
             spelled = self.rename.get(name, name)
-            key = spelled if isinstance(spelled, str) else spelled[0]
+            key = _first(spelled)
             if key in seen:
                 first, by_position = seen[key]
                 if by_position:
@@ -141,14 +135,12 @@ class CallShape:
                 raise error(f"{self.prim}: argument {name!r} is given twice (also as {first!r})")
             seen[key] = (name, origin < len(args))
             out.append((spelled, value, origin))
-        names = {n if isinstance(n, str) else n[0] for n, _, _ in out}
+        by_name = {_first(n): (value, origin) for n, value, origin in out}
         for missing, source in self.inplace.items():
-            src = self.rename.get(source, source)
-            key = src if isinstance(src, str) else src[0]
-            if self.rename.get(missing, missing) not in names and key in names:
-                _, value, origin = next(x for x in out if (x[0] if isinstance(x[0], str)
-                                                          else x[0][0]) == key)
-                out.append((self.rename.get(missing, missing), value, origin))
+            spelled = self.rename.get(missing, missing)
+            source = _first(self.rename.get(source, source))
+            if spelled not in by_name and source in by_name:
+                out.append((spelled, *by_name[source]))
         return out
 
     def bit_range_names(self) -> tuple:
@@ -174,6 +166,11 @@ class CallShape:
         """Defaults of the arguments not in ``names``, under CUB's spelling."""
         return {self.rename.get(k, k): v for k, v in self.defaults.items()
                 if self.rename.get(k, k) not in names}
+
+
+def _first(spelled) -> str:
+    """A name, or the first of its several CUB spellings."""
+    return spelled if isinstance(spelled, str) else spelled[0]
 
 
 def spelled_for(method, named: dict, alternatives: dict) -> dict:

@@ -3,9 +3,8 @@ logical warp size, and the keywords' values (enums, booleans, counts), each chec
 from __future__ import annotations
 
 import enum
+import math
 import re
-
-import numpy as np
 
 from ..model.errors import CoopgenError
 from ..model.spec import ClassSpec, MSpec
@@ -16,8 +15,7 @@ from .plan import BLOCK_DIM_KEYWORDS, PER_THREAD_KEYWORDS, Attempt, Mismatch
 
 def whole_number(prim: str, keyword: str, value, low: int, high: int | None = None) -> int:
     """A template keyword's integer value, checked against [low, high]."""
-    ok = isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
-    if not ok or value < low or (high is not None and value > high):
+    if not cpp.is_whole(value) or value < low or (high is not None and value > high):
         allowed = f"from {low} to {high}" if high is not None else f"of at least {low}"
         raise Mismatch(f"{prim}: {keyword}={value!r} is not allowed; it takes an integer "
                         f"{allowed}")
@@ -26,8 +24,6 @@ def whole_number(prim: str, keyword: str, value, low: int, high: int | None = No
 
 def template_keywords(cls: ClassSpec) -> set[str]:
     kws = {t.keyword for t in cls.template_params if t.keyword}  # "": internal
-    if {"block_dim_x", "block_dim_y", "block_dim_z"} & kws:
-        kws |= {"threads_per_block"}
     kws |= {"items_per_thread", "temp_storage", "threads_per_block"}
     if cls.value_type is not None:
         kws.add("dtype")
@@ -43,12 +39,10 @@ def template_args(att: Attempt, cls: ClassSpec, kw: dict, block_dims, enums, war
     prim = att.prim
     if pinned:
         return _pinned_args(att, cls, pinned), block_dims
-    out = []
     given = dict(kw)
-    first_type = cls.value_type
     use_alias(prim, given, "threads_in_warp", "logical_warp_threads")
-    if first_type is not None:
-        use_alias(prim, given, "dtype", first_type.keyword)
+    if cls.value_type is not None:
+        use_alias(prim, given, "dtype", cls.value_type.keyword)
     dims = {k: given.pop(k) for k in BLOCK_DIM_KEYWORDS if k in given}
     if dims:  # CUB's spelling of the block shape
         if "threads_per_block" in given:
@@ -58,60 +52,59 @@ def template_args(att: Attempt, cls: ClassSpec, kw: dict, block_dims, enums, war
             raise Mismatch(f"{prim}: {'= and '.join(dims)}= without block_dim_x=; pass "
                             f"threads_per_block=(x, y, z)")
         given["threads_per_block"] = tuple(dims.get(k, 1) for k in BLOCK_DIM_KEYWORDS)
-    block = None
-    if any(t.keyword == "block_dim_x" for t in cls.template_params) or cls.scope == "block":
-        block = block_dims_of(prim, given.pop("threads_per_block", None), block_dims)
-    else:
-        tpb = given.pop("threads_per_block", None)
-        block = block_dims_of(prim, tpb, block_dims) if (tpb or block_dims) else None
+    tpb = given.pop("threads_per_block", None)
+    needs_block = cls.scope == "block" or any(t.keyword == "block_dim_x"
+                                              for t in cls.template_params)
+    block = block_dims_of(prim, tpb, block_dims) if needs_block or tpb or block_dims else None
     _apply_items_per_thread(att, cls, given.pop("items_per_thread", None))
-    for t in cls.template_params:
-        kwv = given.pop(t.keyword, None)
-        if t.keyword in BLOCK_DIM_KEYWORDS and block is not None:
-            out.append((t, str(block["xyz".index(t.keyword[-1])])))
-            continue
-        if t.kind == "type":
-            if kwv is not None:
-                dt = cpp.as_dtype(kwv, prim, t.keyword)
-                att.need_dtype(t.name, dt, t.keyword)
-            if t.name in att.dtypes:
-                out.append((t, cpp.ctype(att.dtypes[t.name], prim, t.keyword)))
-            elif t.default is not None:
-                out.append((t, t.default))
-            else:
-                raise Mismatch(f"{prim}: missing required argument: cannot infer template "
-                                f"parameter {t.name} (pass {t.keyword}=)")
-            continue
-        if t.name in att.extents:
-            out.append((t, str(att.extents[t.name][0])))
-            if kwv is not None and whole_number(prim, t.keyword, kwv, 1) != \
-                    att.extents[t.name][0]:
-                raise Mismatch(f"{prim}: {t.keyword}={kwv} disagrees with "
-                                f"{att.extents[t.name][1]} ({att.extents[t.name][0]} items)")
-            continue
-        if t.keyword == "logical_warp_threads":
-            n = warp_default if kwv is None else whole_number(prim, "logical_warp_threads",
-                                                                kwv, 1, 32)
-            if t.constraint == "power_of_two" and n & (n - 1):
-                raise Mismatch(f"{prim}: logical_warp_threads={n} is not allowed; "
-                                f"{cls.name} needs a power of two (1, 2, 4, 8, 16 or 32)")
-            if block is not None and (block[0] * block[1] * block[2]) % n:
-                raise Mismatch(f"{prim}: logical_warp_threads={n} does not divide the "
-                                f"{block[0] * block[1] * block[2]} threads of the block")
-            out.append((t, str(n)))
-            continue
-        if kwv is not None:
-            out.append((t, cpp.template_value(prim, t, kwv, enums)))
-        elif t.default is not None:
-            out.append((t, t.default))
-        else:
-            raise Mismatch(f"{prim}: missing required argument {t.keyword}= (template "
-                            f"parameter {t.name})")
+    out = tuple((t, _template_arg(att, cls, t, given.pop(t.keyword, None), block, enums,
+                                  warp_default)) for t in cls.template_params)
     if given:
         k = sorted(given)[0]
         raise Mismatch(f"{prim}: unknown keyword {k!r}; template keywords are "
                         f"{', '.join(sorted(template_keywords(cls)))}")
-    return tuple(out), block
+    return out, block
+
+
+def _template_arg(att: Attempt, cls: ClassSpec, t, kwv, block, enums, warp_default) -> str:
+    """The C++ spelling of template parameter ``t``; ``kwv`` its keyword's value, if given."""
+    prim = att.prim
+    if t.keyword in BLOCK_DIM_KEYWORDS and block is not None:
+        return str(block["xyz".index(t.keyword[-1])])
+    if t.kind == "type":
+        if kwv is not None:
+            att.need_dtype(t.name, cpp.as_dtype(kwv, prim, t.keyword), t.keyword)
+        if t.name in att.dtypes:
+            return cpp.ctype(att.dtypes[t.name], prim, t.keyword)
+        if t.default is None:
+            raise Mismatch(f"{prim}: missing required argument: cannot infer template "
+                           f"parameter {t.name} (pass {t.keyword}=)")
+        return t.default
+    if t.name in att.extents:
+        n, where = att.extents[t.name]
+        if kwv is not None and whole_number(prim, t.keyword, kwv, 1) != n:
+            raise Mismatch(f"{prim}: {t.keyword}={kwv} disagrees with {where} ({n} items)")
+        return str(n)
+    if t.keyword == "logical_warp_threads":
+        n = warp_default if kwv is None else _warp_threads(prim, cls, t, kwv)
+        if block is not None and math.prod(block) % n:
+            raise Mismatch(f"{prim}: logical_warp_threads={n} does not divide the "
+                           f"{math.prod(block)} threads of the block")
+        return str(n)
+    if kwv is not None:
+        return cpp.template_value(prim, t, kwv, enums)
+    if t.default is None:
+        raise Mismatch(f"{prim}: missing required argument {t.keyword}= (template "
+                       f"parameter {t.name})")
+    return t.default
+
+
+def _warp_threads(prim: str, cls: ClassSpec, t, value) -> int:
+    n = whole_number(prim, "logical_warp_threads", value, 1, 32)
+    if t.constraint == "power_of_two" and n & (n - 1):
+        raise Mismatch(f"{prim}: logical_warp_threads={n} is not allowed; "
+                       f"{cls.name} needs a power of two (1, 2, 4, 8, 16 or 32)")
+    return n
 
 
 def use_alias(prim: str, given: dict, alias: str, keyword: str) -> None:
@@ -139,20 +132,16 @@ def same_value(a, b) -> bool:
 
 
 def _pinned_args(att: Attempt, cls: ClassSpec, pinned: dict):
-    out = []
     for t in cls.template_params:
         value = pinned[t.name]
         if t.kind == "type" and t.name in att.dtypes:
             mine = cpp.ctype(att.dtypes[t.name], att.prim, t.name)
-        elif t.name in att.extents:
-            mine = str(att.extents[t.name][0])
         else:
-            mine = value
+            mine = str(att.extents[t.name][0]) if t.name in att.extents else value
         if mine != value:
             raise Mismatch(f"{att.prim}: the arguments give {t.name} = {mine}, but the "
-                            f"{cls.name} object was built with {t.name} = {value}")
-        out.append((t, value))
-    return tuple(out)
+                           f"{cls.name} object was built with {t.name} = {value}")
+    return tuple((t, pinned[t.name]) for t in cls.template_params)
 
 
 def _apply_items_per_thread(att: Attempt, cls: ClassSpec, ipt) -> None:
@@ -187,15 +176,13 @@ def block_dims_of(prim: str, tpb, launch_dims):
         raise Mismatch(f"{prim}: threads_per_block is unknown: launch the kernel "
                         f"(kernel[grid, block](...)) or pass threads_per_block=")
     given = dims if isinstance(dims, tuple) else (dims,)
-    if not 1 <= len(given) <= 3 or not all(
-            isinstance(d, (int, np.integer)) and not isinstance(d, (bool, np.bool_)) and d >= 1
-            for d in given):
+    if not 1 <= len(given) <= 3 or not all(cpp.is_whole(d) and d >= 1 for d in given):
         raise Mismatch(f"{prim}: threads_per_block={dims!r} is not allowed; it takes a positive "
                         f"int or a 2- or 3-tuple of positive ints")
     dims = tuple(int(d) for d in given) + (1,) * (3 - len(given))
-    if dims[0] * dims[1] * dims[2] > 1024:
-        raise Mismatch(f"{prim}: threads_per_block={dims} has {dims[0] * dims[1] * dims[2]} "
-                        f"threads; CUDA allows at most 1024 per block")
+    if math.prod(dims) > 1024:
+        raise Mismatch(f"{prim}: threads_per_block={dims} has {math.prod(dims)} "
+                       f"threads; CUDA allows at most 1024 per block")
     return dims
 
 
@@ -225,11 +212,8 @@ def check_host_keywords(prim: str, cls: ClassSpec, template_kws: dict, enums: di
             if t.kind == "type":
                 cpp.as_dtype(value, prim, t.keyword)
             elif t.keyword == "logical_warp_threads":
-                n = whole_number(prim, t.keyword, value, 1, 32)
-                if t.constraint == "power_of_two" and n & (n - 1):
-                    raise Mismatch(f"{prim}: logical_warp_threads={n} is not allowed; "
-                                    f"{cls.name} needs a power of two (1, 2, 4, 8, 16 or 32)")
-            elif t.keyword in PER_THREAD_KEYWORDS or t.keyword.endswith("per_thread"):
+                _warp_threads(prim, cls, t, value)
+            elif t.keyword.endswith("per_thread"):  # items_per_thread, keys_per_thread, ...
                 whole_number(prim, t.keyword, value, 1)
             else:
                 cpp.template_value(prim, t, value, enums)

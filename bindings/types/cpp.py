@@ -118,6 +118,11 @@ def as_dtype(value, prim: str, what: str):
     return dt
 
 
+def is_whole(value) -> bool:
+    """An integer, numpy's included, and not a bool."""
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
 def short_name(name: str, names: list[str]) -> str:
     """BLOCK_LOAD_WARP_TRANSPOSE -> WARP_TRANSPOSE: drop the prefix all values share."""
     prefix = names[0]
@@ -138,12 +143,11 @@ def enum_spelling(prim: str, keyword: str, enum, value) -> str:
         value = value.name
     if isinstance(value, str):
         key = value.strip()
-        for n in names:
-            if key.upper() == n:
-                return f"cub::{n}"
+        if key.upper() in names:
+            return f"cub::{key.upper()}"
         if key.lower() in short:
             return f"cub::{short[key.lower()]}"
-    elif isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+    elif is_whole(value):
         ordered = [n for n, _ in sorted(enum.values, key=lambda nv: nv[1])]
         if 1 <= value <= len(ordered):
             return f"cub::{ordered[value - 1]}"
@@ -161,7 +165,7 @@ def template_value(prim: str, tparam, value, enums) -> str:
         if not isinstance(value, (bool, np.bool_)):
             raise CoopgenError(f"{prim}: {tparam.keyword}={value!r} must be True or False")
         return "true" if value else "false"
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+    if not is_whole(value):
         raise CoopgenError(f"{prim}: {tparam.keyword}={value!r} must be an integer "
                            f"({tparam.cpp_type} {tparam.name})")
     return str(int(value))

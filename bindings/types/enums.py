@@ -35,11 +35,6 @@ def _algorithm_enum(spec) -> type:
     return cls
 
 
-def _selector_enum(name: str, keys) -> type:
-    return CoopEnum(name, [(k, i + 1) for i, k in enumerate(keys)], module="coopgen.enums",
-                    qualname=name)
-
-
 def _build() -> tuple[dict, dict]:
     """({name: enum} of CUB's enums, {scope: {name: enum}} of the selector enums)."""
     pkg = registry.package()
@@ -47,8 +42,10 @@ def _build() -> tuple[dict, dict]:
     selectors: dict = {"block": {}, "warp": {}}
     for row in pkg.PYTHONIC:
         if getattr(row, "enum", None):
-            keys = list(dict.fromkeys(sel for sel, _ in row.methods))
-            selectors[row.scope][row.enum] = _selector_enum(row.enum, keys)
+            keys = dict.fromkeys(sel for sel, _ in row.methods)
+            selectors[row.scope][row.enum] = CoopEnum(
+                row.enum, [(k, i + 1) for i, k in enumerate(keys)], module="coopgen.enums",
+                qualname=row.enum)
     return algorithms, selectors
 
 
