@@ -1,24 +1,16 @@
-"""The numba-cuda, numba and numpy releases coopgen supports, checked once at ``import coopgen``.
-
-The supported ranges are the ones coopgen's package metadata declares (pyproject.toml's
-``dependencies``), so they are written down once. An environment outside them fails here with
-one message naming each package, its range and the version found, instead of deep in typing or
-lowering. This module imports neither numba nor numpy: it must run before they are touched.
-"""
+"""The numba-cuda, numba and numpy releases coopgen supports (the ranges its package metadata
+declares, so written once), checked at ``import coopgen`` before numba or numpy is touched: one
+message naming each package, its range and the version found, not an error deep in lowering."""
 from __future__ import annotations
 
 import importlib.metadata
 
-#: Packages whose internals or behaviour coopgen depends on (numba-cuda's lowering and code
-#: library, numba's typing, numpy's dtypes). The CUDA compiler libraries are checked by
-#: ``coopgen doctor`` instead: they may come from a toolkit rather than from wheels.
+from .codegen.cache import own_version
+
+#: Packages whose internals coopgen depends on; the CUDA compiler libraries, which may come from
+#: a toolkit rather than wheels, are ``coopgen doctor``'s.
 CHECKED = ("numba-cuda", "numba", "numpy")
-
-
-#: coopgen's version, from its package metadata (pyproject.toml): ``coopgen.__version__``,
-#: ``coopgen --version`` and part of every shim cache key (coopgen.codegen.cache).
-from .codegen.cache import own_version  # noqa: E402
-
+#: ``coopgen.__version__``, ``coopgen --version``, part of every shim cache key.
 VERSION = own_version()
 
 

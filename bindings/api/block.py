@@ -1,7 +1,4 @@
-"""Block-level primitives: CUB's classes (``BlockScan``, ...) and snake_case functions (``sum``, ...).
-
-Everything here is built from the generated specs (coopgen._generated); see coopgen.api.namespaces.
-"""
+"""Block-level primitives (``BlockScan``, ``sum``, ...), built from the generated specs."""
 from .namespaces import build as _build
 
 globals().update(_build("block"))

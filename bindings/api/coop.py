@@ -26,19 +26,16 @@ FACTORY_POSITIONALS = {
     "block": {
         "histogram": ("item_dtype", "counter_dtype", "dim", "items_per_thread", "bins"),
         "run_length": ("item_dtype", "dim", "runs_per_thread", "decoded_items_per_thread"),
-        "*_pairs": ("dtype", "value_dtype", "threads_per_block", "items_per_thread"),
-        "*_pairs_descending": ("dtype", "value_dtype", "threads_per_block", "items_per_thread"),
+        **dict.fromkeys(("*_pairs", "*_pairs_descending"),
+                        ("dtype", "value_dtype", "threads_per_block", "items_per_thread")),
         "*": ("dtype", "threads_per_block", "items_per_thread"),
     },
     "warp": {
         "reduce": ("dtype", "binary_op", "threads_in_warp"),
-        "exclusive_scan": ("dtype", "scan_op", "threads_in_warp"),
-        "inclusive_scan": ("dtype", "scan_op", "threads_in_warp"),
-        "sum": ("dtype", "threads_in_warp"),
-        "max": ("dtype", "threads_in_warp"),
-        "min": ("dtype", "threads_in_warp"),
-        "exclusive_sum": ("dtype", "threads_in_warp"),
-        "inclusive_sum": ("dtype", "threads_in_warp"),
+        **dict.fromkeys(("exclusive_scan", "inclusive_scan"),
+                        ("dtype", "scan_op", "threads_in_warp")),
+        **dict.fromkeys(("sum", "max", "min", "exclusive_sum", "inclusive_sum"),
+                        ("dtype", "threads_in_warp")),
         "merge_sort_keys": ("dtype", "items_per_thread", "compare_op", "value_dtype",
                             "threads_in_warp"),
         "merge_sort_pairs": ("dtype", "value_dtype", "items_per_thread", "compare_op",
@@ -55,12 +52,7 @@ def factory_positionals(scope: str, name: str) -> tuple[str, ...]:
     table = FACTORY_POSITIONALS[scope]
     if name in table:
         return table[name]
-    suffixes = sorted((k[1:] for k in table if k.startswith("*") and k != "*"), key=len,
-                      reverse=True)
-    for suffix in suffixes:
-        if name.endswith(suffix):
-            return table["*" + suffix]
-    return table["*"]
+    return table[max((k for k in table if k[0] == "*" and name.endswith(k[1:])), key=len)]
 
 
 def _factory(scope: str, name: str, function):

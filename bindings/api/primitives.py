@@ -8,6 +8,7 @@ import inspect
 
 from numba.cuda.extending import typeof_impl
 
+from ..codegen.layout import temp_storage_layout
 from ..lower import host_objects, typing
 from ..lower.objects import PrimitiveClassType
 from ..model import registry
@@ -25,7 +26,14 @@ class NothingToLink(list):
         return True
 
 
-class Primitive(Entry):
+class _TempStorageLayout:
+    """``temp_storage_bytes``/``_alignment``: the TempStorage of the fixed template arguments."""
+
+    temp_storage_bytes = property(lambda self: self._layout()[0])
+    temp_storage_alignment = property(lambda self: self._layout()[1])
+
+
+class Primitive(_TempStorageLayout, Entry):
     """A callable entry point (see coopgen.resolve.entry.Entry), registered with numba."""
 
     def __init__(self, name: str, cls: ClassSpec, methods: dict[str, tuple[MSpec, ...]],
@@ -67,15 +75,8 @@ class Primitive(Entry):
         ``link=obj.files`` to ``cuda.jit``; it keeps working.)"""
         return NothingToLink()
 
-    @property
-    def temp_storage_bytes(self) -> int:
-        from ..codegen.layout import temp_storage_layout
-        return temp_storage_layout(self.cls, self.class_template_kws())[0]
-
-    @property
-    def temp_storage_alignment(self) -> int:
-        from ..codegen.layout import temp_storage_layout
-        return temp_storage_layout(self.cls, self.class_template_kws())[1]
+    def _layout(self) -> tuple[int, int]:
+        return temp_storage_layout(self.cls, self.class_template_kws())
 
 
 def _signature(p: Entry) -> inspect.Signature:
@@ -95,7 +96,7 @@ def _signature(p: Entry) -> inspect.Signature:
                                       if n.isidentifier()])
 
 
-class PrimitiveClass:
+class PrimitiveClass(_TempStorageLayout):
     """``block.BlockRadixSort`` (faithful surface): methods as attributes; called on the host
     with a dtype and template keywords it returns a two-phase object with those fixed."""
 
@@ -138,15 +139,8 @@ class PrimitiveClass:
         check_host_keywords(f"{self._scope}.{self._cls.name}", self._cls, fixed, registry.enums())
         return PrimitiveClass(self._scope, self._cls, fixed)
 
-    @property
-    def temp_storage_bytes(self) -> int:
-        from ..codegen.layout import temp_storage_layout
-        return temp_storage_layout(self._cls, self._fixed)[0]
-
-    @property
-    def temp_storage_alignment(self) -> int:
-        from ..codegen.layout import temp_storage_layout
-        return temp_storage_layout(self._cls, self._fixed)[1]
+    def _layout(self) -> tuple[int, int]:
+        return temp_storage_layout(self._cls, self._fixed)
 
 
 @typeof_impl.register(Primitive)

@@ -1,7 +1,4 @@
-"""Warp-level primitives: CUB's classes (``WarpReduce``, ...) and snake_case functions (``sum``, ...).
-
-Everything here is built from the generated specs (coopgen._generated); see coopgen.api.namespaces.
-"""
+"""Warp-level primitives (``WarpReduce``, ``sum``, ...), built from the generated specs."""
 from .namespaces import build as _build
 
 globals().update(_build("warp"))

@@ -10,6 +10,7 @@ atomic, so processes can share the folder. A hit sets the entry's mtime (access 
 not kept), and writes evict the least recently used past the cap."""
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import shutil
@@ -63,17 +64,15 @@ def headers_dir() -> Path:
 
 def max_bytes() -> int:
     value = os.environ.get("COOPGEN_CACHE_MAX_SIZE", DEFAULT_MAX).strip()
-    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(value[-1:].upper())
     try:
-        scale = units.get(value[-1:].upper(), 1)
-        number = value[:-1] if value[-1:].upper() in units else value
-        size = int(float(number) * scale)
-        if size < 0:
-            raise ValueError(value)
-        return size
+        size = int(float(value[:-1] if scale else value) * (scale or 1))
+        if size >= 0:
+            return size
     except ValueError:
-        raise ValueError(f"COOPGEN_CACHE_MAX_SIZE={value!r}: give bytes or a size such as "
-                         f"512M or 2G (0: no cap)") from None
+        pass
+    raise ValueError(f"COOPGEN_CACHE_MAX_SIZE={value!r}: give bytes or a size such as "
+                     f"512M or 2G (0: no cap)")
 
 
 def frame(data: bytes) -> bytes:
@@ -107,10 +106,8 @@ def read(path: Path) -> bytes | None:
         warnings.warn(f"coopgen: cache entry {path} is damaged ({problem}); compiling it "
                       f"again and replacing it", CacheWarning, stacklevel=3)
         return None
-    try:
+    with contextlib.suppress(OSError):
         os.utime(path)  # most recently used
-    except OSError:
-        pass
     return data
 
 
@@ -131,10 +128,8 @@ def atomic_write(path: Path, data: bytes) -> None:
             f.write(data)
         os.replace(tmp, path)  # atomic on POSIX: readers see the old file or the new one
     except BaseException:
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(tmp)
-        except OSError:
-            pass
         raise
 
 
@@ -157,25 +152,24 @@ def entries(folder: Path | None = None) -> list[tuple[Path, int, float]]:
     return found
 
 
+def _remove(path: Path) -> bool:
+    try:
+        path.unlink()
+        return True
+    except OSError:  # removed meanwhile, or a read-only folder
+        return False
+
+
 def evict(folder: Path | None = None, keep: Path | None = None) -> int:
     """Remove least recently used entries until the folder fits the cap; returns how many."""
     cap = max_bytes()
-    if cap == 0:
-        return 0
-    found = entries(folder)
-    total = sum(size for _, size, _ in found)
-    removed = 0
+    found = entries(folder) if cap else []
+    total, removed = sum(size for _, size, _ in found), 0
     for path, size, _ in found:
         if total <= cap:
             break
-        if keep is not None and path == keep:
-            continue
-        try:
-            path.unlink()
-        except OSError:
-            continue
-        total -= size
-        removed += 1
+        if path != keep and _remove(path):
+            total, removed = total - size, removed + 1
     return removed
 
 
@@ -192,26 +186,17 @@ def usage() -> dict:
 
 def _tree_bytes(d: Path) -> int:
     total = 0
-    for dirpath, _, filenames in os.walk(d):
-        for name in filenames:
-            try:
-                total += os.path.getsize(os.path.join(dirpath, name))
-            except OSError:
-                pass
+    for f in d.rglob("*"):
+        with contextlib.suppress(OSError):  # removed meanwhile
+            total += f.stat().st_size if f.is_file() else 0
     return total
 
 
 def clear(*, headers: bool = False) -> tuple[int, int]:
     """Remove every shim entry (and the fetched headers); (entries removed, bytes freed)."""
-    removed = freed = 0
-    for path, size, _ in entries():
-        try:
-            path.unlink()
-        except OSError:
-            continue
-        removed += 1
-        freed += size
+    sizes = [size for path, size, _ in entries() if _remove(path)]
+    freed = sum(sizes)
     if headers and headers_dir().is_dir():
         freed += _tree_bytes(headers_dir())
         shutil.rmtree(headers_dir(), ignore_errors=True)
-    return removed, freed
+    return len(sizes), freed

@@ -173,8 +173,7 @@ def base_options(arch: str, include_dirs, extra=(), kind: str = "ltoir") -> list
 
 
 def _dir_identity(d: str) -> str:
-    """An include directory's identity for the cache key, cheaper than hashing its headers:
-    real path and mtime (a reinstalled wheel changes them) and CCCL's version header."""
+    """An include directory's identity for the cache key, cheaper than hashing its headers."""
     p = os.path.realpath(d)
     if p == cccl_include_dir():  # the locked headers: their digest says it all
         from ..model import registry
@@ -182,15 +181,10 @@ def _dir_identity(d: str) -> str:
     if p == os.path.realpath(half_include_dir()):  # pinned with numba-cuda
         from importlib.metadata import version
         return f"numba-cuda-{version('numba-cuda')}-half-headers"
-    try:
-        ident = f"{p}:{os.stat(p).st_mtime_ns}"
+    try:  # another folder (none in coopgen): a reinstall changes its mtime
+        return f"{p}:{os.stat(p).st_mtime_ns}"
     except OSError:
-        ident = f"{p}:missing"
-    ver = os.path.join(p, "cuda", "std", "__cccl", "version.h")
-    if os.path.exists(ver):
-        with open(ver, "rb") as f:
-            ident += ":" + hashlib.sha256(f.read()).hexdigest()[:16]
-    return ident
+        return f"{p}:missing"
 
 
 def _cache_key(source: str, opts: list[str], arch: str, include_dirs) -> str:
@@ -269,14 +263,8 @@ def compile_ptx(source: str, *, arch: str | None = None) -> str:
     return compile_ltoir(source, arch=arch, kind="ptx").rstrip(b"\0").decode()
 
 
-def compile_ltoir(
-    source: str,
-    *,
-    include_dirs: list[str] | None = None,
-    arch: str | None = None,
-    options: tuple = (),
-    kind: str = "ltoir",
-) -> bytes:
+def compile_ltoir(source: str, *, include_dirs: list[str] | None = None,
+                  arch: str | None = None, kind: str = "ltoir") -> bytes:
     """One translation unit to LTO-IR (cached on disk); NvrtcError carries NVRTC's log."""
     from ..model import registry
 
@@ -296,21 +284,18 @@ def compile_ltoir(
                # any other compiler, NVRTC included; at 16, cuda/std/__type_traits/type_list.h
                # alone takes ~0.4 s of NVRTC's front end (about 40% of a shim's compile). nvcc's
                # depth changes no generated code.
-               "-D_CCCL_META_UNROLL_LIMIT=10",
-               *registry.package().NVRTC_OPTIONS) + tuple(options)
-    opts = base_options(arch, include_dirs, tuple(options), kind)
+               "-D_CCCL_META_UNROLL_LIMIT=10", *registry.package().NVRTC_OPTIONS)
+    opts = base_options(arch, include_dirs, options, kind)
     key = _cache_key(source, opts, arch, include_dirs)
     dump = os.environ.get("COOPGEN_DUMP_SHIMS")
     if dump:
         _cache.atomic_write(Path(dump) / f"{key}.cu", source.encode())
-    cdir = cache_dir()
-    path = cdir / f"{key}.{kind}" if cdir is not None else None
-    if path is not None:
-        data = _cache.read(path)  # None when absent or damaged (warned): compiled again below
-        if data:
-            with _lock:
-                _counts["hit", kind] += 1
-            return data
+    path = cache_dir() / f"{key}.{kind}" if cache_dir() is not None else None
+    data = _cache.read(path) if path is not None else None  # None: absent or damaged (warned)
+    if data:
+        with _lock:
+            _counts["hit", kind] += 1
+        return data
     data = _nvrtc_compile(source, opts + (["-pch"] if _use_pch(kind) else []),
                           f"coopgen_{key[:12]}.cu", kind)
     if path is not None:

@@ -11,7 +11,6 @@ compiling (finding it at run time cost 1.3% of a 1024-thread radix sort).
 """
 from __future__ import annotations
 
-import re
 import struct
 
 #: Static shared memory a kernel may declare (CUDA's limit on every architecture).
@@ -116,6 +115,3 @@ def dynamic_requirement(cubin: bytes) -> tuple[int, int, bool] | None:
                 size, align, after = struct.unpack_from("<QQQ", data, sec[4] + value - sec[3])
                 return size, align, bool(after)
     return None
-
-
-# -- the kernel's LLVM module ------------------------------------------------------------------

@@ -86,60 +86,47 @@ def _extent(r: Plan, extent: str, cfg: str) -> str:
 
 def _op_functor(name: str, sym: str, op, argtypes, restype) -> str:
     """A functor of the shape CUB expects, calling the numba-compiled ``sym`` (C ABI: numbers
-    by value, records and state by pointer; a record result comes back through an extra
-    output pointer)."""
+    by value, records and state by pointer; a record result comes back through an output
+    pointer, the last parameter, or the first where every operand is a record pointer)."""
     def ctype(t):
         t = unliteral(t)
         return struct_name(t) if is_struct(t) else CPP_OF.get(getattr(t, "name", None), "void*")
 
-    def abi(t):
-        return "void*" if by_pointer(t) else ctype(t)
-
-    stateful = op.state is not None
-    operands = list(argtypes[1:] if stateful else argtypes)
-    if restype != VOID:
-        # struct operands passed by pointer (a comparison of user-defined types): the C
-        # call is the same as for structs passed by value, a pointer to the item
-        operands = [t.to if isinstance(t, Pointer) and is_struct(t.to) else t
-                    for t in operands]
+    state = ["state"] if op.state is not None else []
+    operands = list(argtypes[len(state):])
+    if restype != VOID:  # records by pointer (a comparison of user-defined types): the same
+        operands = [t.to if isinstance(t, Pointer) and is_struct(t.to) else t for t in operands]
+    result, out_first = None, False
     if operands and all(isinstance(t, Pointer) and is_struct(t.to) for t in operands):
-        # op(out, a, b) on pointers (cuda.coop's user-defined types): the result is written
-        # through the first pointer
-        rt = ctype(operands[0].to)
-        params = ", ".join(f"const {ctype(t.to)}& a{i}" for i, t in enumerate(operands[1:]))
-        args = (["state"] if stateful else []) + ["(void*)&r"] + [
-            f"(void*)&a{i}" for i in range(len(operands) - 1)]
-        decl = (f'extern "C" __device__ void {sym}('
-                f'{", ".join(["void*"] * (len(operands) + stateful))});')
-        member = "  void* state;\n" if stateful else ""
-        body = (f"  __device__ {rt} operator()({params}) const {{ {rt} r; "
-                f"{sym}({', '.join(args)}); return r; }}\n")
-        return _once(name, f"{decl}\nstruct {name} {{\n{member}{body}}};")
-    out_record = restype == VOID and operands and is_struct(operands[-1]) \
-        and op.kind not in ("CountsCallback",)
-    result = operands.pop() if out_record else None
-    if restype != VOID and by_pointer(restype):  # half, complex, vector: through a pointer too
-        out_record, result, restype = True, restype, VOID
+        # op(out, a, b) on pointers (cuda.coop's user-defined types)
+        result, operands, out_first = operands[0].to, [t.to for t in operands[1:]], True
+    elif restype == VOID and operands and is_struct(operands[-1]) \
+            and op.kind != "CountsCallback":
+        result = operands.pop()
+    elif restype != VOID and by_pointer(restype):  # half, complex, vector: through a pointer
+        result, restype = restype, VOID
     ret = "void" if restype == VOID else ctype(restype)
-    decl_args = (["void*"] if stateful else []) + [abi(t) for t in operands] + \
-        (["void*"] if out_record else [])
-    decl = f'extern "C" __device__ {ret} {sym}({", ".join(decl_args)});'
+    out = ["(void*)&r"] if result is not None else []
+    abi = [("void*" if by_pointer(t) else ctype(t)) for t in operands]
+    decl_args = ["void*"] * len(state + out) + abi if out_first else \
+        ["void*"] * len(state) + abi + ["void*"] * len(out)
     params = ", ".join(f"const {ctype(t)}& a{i}" for i, t in enumerate(operands))
-    args = (["state"] if stateful else []) + [
-        f"(void*)&a{i}" if by_pointer(t) else f"a{i}"
-        for i, t in enumerate(operands)]
-    member = "  void* state;\n" if stateful else ""
-    if op.kind == "DigitExtractorT":
-        body = f"  __device__ {ret} Digit({params}) const {{ return {sym}({', '.join(args)}); }}\n"
+    args = [f"(void*)&a{i}" if by_pointer(t) else f"a{i}" for i, t in enumerate(operands)]
+    call = f"{sym}({', '.join(state + (out + args if out_first else args + out))})"
+    shaped = op.kind in ("DigitExtractorT", "CountsCallback")  # a method CUB names, not a result
+    if result is not None and (out_first or not shaped):
+        rt = ctype(result)
+        body = f"  __device__ {rt} operator()({params}) const {{ {rt} r; {call}; return r; }}\n"
+    elif op.kind == "DigitExtractorT":
+        body = (f"  __device__ {ret} Digit({params}) const "
+                f"{{ return {sym}({', '.join(state + args)}); }}\n")
     elif op.kind == "CountsCallback":
         body = (f"  template <int N> __device__ void operator()(int (&bins)[N]) const "
-                f"{{ {sym}({'state, ' if stateful else ''}bins); }}\n")
-    elif out_record:
-        rt = ctype(result)
-        body = (f"  __device__ {rt} operator()({params}) const {{ {rt} r; "
-                f"{sym}({', '.join(args + ['(void*)&r'])}); return r; }}\n")
+                f"{{ {sym}({'state, ' if state else ''}bins); }}\n")
     else:
-        body = f"  __device__ {ret} operator()({params}) const {{ return {sym}({', '.join(args)}); }}\n"
+        body = f"  __device__ {ret} operator()({params}) const {{ return {call}; }}\n"
+    member = "  void* state;\n" if state else ""
+    decl = f'extern "C" __device__ {ret} {sym}({", ".join(decl_args)});'
     return _once(name, f"{decl}\nstruct {name} {{\n{member}{body}}};")
 
 

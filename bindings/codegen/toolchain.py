@@ -1,10 +1,8 @@
 """Whether the CUDA compiler libraries belong together: NVRTC (the shims), NVVM (numba-cuda's
 kernels) and nvJitLink make LTO-IR of one CUDA major, and a driver must be of it or newer.
-:func:`require_consistent` raises one ToolchainError naming each part, its version, its path and
-the extra to install before the first compile (not an nvJitLink error wall); :func:`problems`
-says the same to ``coopgen doctor``. NVRTC's and nvJitLink's major is cuda-bindings'; every NVVM
-reports 2.0, so its major comes from the package or toolkit holding it.
-"""
+:func:`require_consistent` raises one ToolchainError before the first compile (not an nvJitLink
+error wall); :func:`problems` tells ``coopgen doctor``. Every NVVM reports 2.0, so its major
+comes from the package or toolkit holding it."""
 from __future__ import annotations
 
 import functools
@@ -146,16 +144,14 @@ def gpu_archs() -> list[tuple[int, str, int]]:
         if driver.cuInit(0)[0] != driver.CUresult.CUDA_SUCCESS:
             return []
         err, count = driver.cuDeviceGetCount()
+        cc = (driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+              driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)
         out = []
-        attr = driver.CUdevice_attribute
         for i in range(count if err == driver.CUresult.CUDA_SUCCESS else 0):
-            _, dev = driver.cuDeviceGet(i)
-            _, major = driver.cuDeviceGetAttribute(
-                attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev)
-            _, minor = driver.cuDeviceGetAttribute(
-                attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev)
-            _, name = driver.cuDeviceGetName(64, dev)
-            out.append((i, name.split(b"\0")[0].decode(errors="replace"), major * 10 + minor))
+            dev = driver.cuDeviceGet(i)[1]
+            major, minor = (driver.cuDeviceGetAttribute(a, dev)[1] for a in cc)
+            name = driver.cuDeviceGetName(64, dev)[1].split(b"\0")[0]
+            out.append((i, name.decode(errors="replace"), major * 10 + minor))
         return out
     except Exception:
         return []
@@ -202,7 +198,3 @@ def require_consistent() -> None:
                              + "\n  ".join(found))
     _sound = True
 
-
-def describe() -> dict[str, tuple[str, str]]:
-    """{library: (version, path)}; version is "not found" when the library cannot be loaded."""
-    return {p.name: (p.version, p.where) for p in parts()}
