@@ -169,9 +169,13 @@ def value_mode(op: str, dtype) -> str:
 
 
 def magnitude(op: str, x: np.ndarray, dtype) -> np.ndarray | None:
-    """Sums of |term| of an inclusive scan along the last axis, for the new types' sums."""
+    """Sums of |term| of an inclusive scan along the last axis, for the new types' sums; per
+    part for complex numbers (their real and imaginary sums are independent)."""
     if value_mode(op, dtype) != "sum" or np_dtype(dtype).name not in ML:
         return None
+    if np.iscomplexobj(x):
+        return (np.add.accumulate(np.abs(x.real), axis=-1)
+                + 1j * np.add.accumulate(np.abs(x.imag), axis=-1))
     return np.add.accumulate(l1(x), axis=-1)
 
 

@@ -155,23 +155,23 @@ def sum_mismatch(cfg: Config, got, want, magnitude, dtype) -> np.ndarray:
     """Where a sum is outside the worst case of any summation order: each part's error at most
     (n - 1) * u * sum(|term|) (u: the type's unit roundoff, n: the terms of the longest sum,
     the group's tile and an initial value), plus one rounding of the reference to the type (and,
-    for complex128, the float64 reference's own error: the bound twice). Non-finite results
+    for complex128, the float64 reference's own error: the bound twice), per part of a complex
+    number (the magnitude is then Σ|re| + i Σ|im|). Non-finite results
     (infinities, NaN among the inputs) must be the same."""
     wide = families.wide(dtype)
     g, w = got.astype(wide), np.asarray(want).astype(wide)
     u = families.unit_roundoff(dtype)
     n = cfg.group_threads * cfg.ipt + 1
-    bound = (n - 1) * u * magnitude * (2 if u < 2.0**-50 else 1)
-    parts = (g.real, w.real), (g.imag, w.imag)
+    magnitude = np.asarray(magnitude)
+    parts = (g.real, w.real, magnitude.real), (g.imag, w.imag, magnitude.imag
+                                                 if np.iscomplexobj(magnitude) else magnitude)
     bad = np.zeros(g.shape, bool)
-    for gp, wp in parts:
+    for gp, wp, mag in parts:
+        bound = (n - 1) * u * mag * (2 if u < 2.0**-50 else 1)
         finite = np.isfinite(gp) & np.isfinite(wp)
         same = (gp == wp) | (np.isnan(gp) & np.isnan(wp))
         with np.errstate(invalid="ignore", over="ignore"):
-            # an infinite or NaN magnitude (the other part overflowed) bounds nothing: this
-            # part is then held to the relative error of a sum of its length
-            part_bound = np.where(np.isfinite(bound), bound, (n - 1) * u * np.abs(wp))
-            close = finite & (np.abs(gp - wp) <= part_bound + u * np.abs(wp))
+            close = finite & (np.abs(gp - wp) <= bound + u * np.abs(wp))
         bad |= ~(same | close)
     return bad
 
