@@ -90,8 +90,15 @@ def identity_of(op_ty, dtype) -> object | None:
     initial_value=.)"""
     if not isinstance(dtype, Scalar) or dtype.kind not in ("int", "uint", "float"):
         return None
-    np_type = np.dtype(dtype.name).type
-    info = np.finfo(np_type) if dtype.kind == "float" else np.iinfo(np_type)
+    try:  # bfloat16: numpy knows it only through ml_dtypes, whose finfo numpy's does not read
+        np_type = np.dtype(dtype.name).type
+        info = np.finfo(np_type) if dtype.kind == "float" else np.iinfo(np_type)
+    except (TypeError, ValueError):
+        import importlib
+        try:
+            info = importlib.import_module("ml_dtypes").finfo(np_type)
+        except (ImportError, UnboundLocalError, ValueError):
+            return None
     named = _name_of(op_ty)
     functor = _ARITH.get(named) if named is not None else None
     if functor is None or (functor == _AND and dtype.kind == "float"):
