@@ -220,7 +220,7 @@ def ref_reduce(cfg, ins, got):
     n = ins.get("num_valid", ins.get("valid_items"))
     op = op_of(cfg)
     want = np.zeros(x.shape[:2] + (1,), got["return"].dtype)
-    mag = np.zeros(want.shape)
+    mag = np.zeros(want.shape, complex if np.iscomplexobj(want) else float)  # per part
     for g in range(tile.shape[0]):
         k = tile.shape[1] if n is None else int(n[g])
         want[g, 0, 0] = accumulate(op, tile[g, :k], cfg.dtype)[-1]
@@ -794,7 +794,8 @@ def ref_warp_segmented(cfg, ins, got):
     flags = flat(ins["head_flag" if head else "tail_flag"]) != 0
     want = np.zeros((g, w, 1), got["return"].dtype)
     mask = np.zeros((g, w, 1), bool)
-    mag = np.zeros((g, w, 1)) if magnitude(op, x[:, :1], cfg.dtype) is not None else None
+    mag = np.zeros((g, w, 1), complex if np.iscomplexobj(want) else float) \
+        if magnitude(op, x[:, :1], cfg.dtype) is not None else None
     for gi in range(g):
         if head:
             starts = [0] + [i for i in range(1, w) if flags[gi, i]]
