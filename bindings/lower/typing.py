@@ -8,6 +8,7 @@ import contextlib
 import contextvars
 import inspect
 
+import numpy as np
 from llvmlite import ir
 from numba.cuda import cgutils, types
 from numba.cuda.extending import lower_builtin
@@ -275,6 +276,9 @@ def _constant(context, value):
     functions) carry no run-time value."""
     ty = constant_type(value)
     plain = types.unliteral(ty)
+    if plain == types.float16:  # numba-cuda makes no half constants: its bits, as a half
+        bits = int(np.asarray(value, np.float16).view(np.uint16))
+        return plain, ir.Constant(ir.IntType(16), bits).bitcast(context.get_value_type(plain))
     if isinstance(plain, (types.Number, types.Boolean)):
         return plain, context.get_constant(plain, value)
     return ty, context.get_dummy_value()
