@@ -276,8 +276,9 @@ def _constant(context, value):
     functions) carry no run-time value."""
     ty = constant_type(value)
     plain = types.unliteral(ty)
-    if plain == types.float16:  # numba-cuda makes no half constants: its bits, as a half
-        bits = int(np.asarray(value, np.float16).view(np.uint16))
+    if dtype_of(plain) in (desc.Scalar("float16"), desc.Scalar("bfloat16")):
+        # numba-cuda makes no half constants: their bits, as a half
+        bits = int(np.asarray(value).view(np.uint16))
         return plain, ir.Constant(ir.IntType(16), bits).bitcast(context.get_value_type(plain))
     if isinstance(plain, (types.Number, types.Boolean)):
         return plain, context.get_constant(plain, value)

@@ -805,7 +805,7 @@ def ref_warp_segmented(cfg, ins, got):
             want[gi, s, 0] = accumulate(op, x[gi, s:e], cfg.dtype)[-1]
             mask[gi, s, 0] = True
             if mag is not None:
-                mag[gi, s, 0] = l1(x[gi, s:e]).sum()
+                mag[gi, s, 0] = magnitude(op, x[gi, s:e], cfg.dtype)[-1]  # per part
     return [Check("return", want, mask, value_mode(op, cfg.dtype), magnitude=mag)]
 
 
