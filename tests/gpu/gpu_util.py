@@ -7,11 +7,16 @@ with the block shape of the launch; each test then stops (skipped) before compar
 from __future__ import annotations
 
 import os
+import sys
 import zlib
+from pathlib import Path
 
 import numpy as np
 import pytest
 from numba import cuda
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root: tools/
+from tools.fuzz import runner as fuzz_runner  # noqa: E402  (host<->device transfers)
 
 LINK_ON_CPU = os.environ.get("COOPGEN_GPU_TESTS_LINK_ON_CPU") == "1"
 
@@ -89,19 +94,11 @@ def is_float(dt) -> bool:
 # --- launching ----------------------------------------------------------------------------
 
 def to_device(a):
-    if LINK_ON_CPU:
-        return a
-    if a.dtype.name == "bfloat16":  # no buffer protocol for it: move the bits, view them
-        return cuda.to_device(a.view(np.uint16)).view(a.dtype)
-    return cuda.to_device(a)
+    return a if LINK_ON_CPU else fuzz_runner.to_device(a)  # bfloat16 too, as its bits
 
 
 def to_host(d):
-    if LINK_ON_CPU:
-        return d
-    if d.dtype.name == "bfloat16":
-        return d.view(np.uint16).copy_to_host().view(d.dtype)
-    return d.copy_to_host()
+    return d if LINK_ON_CPU else fuzz_runner.to_host(d)
 
 
 def launch(kernel, grid, block, *args):
