@@ -2,17 +2,18 @@
 bfloat16 rows with float32 accumulation: one read of x and one write of y, the rest stays in
 registers.
 
-One thread block per row; each thread holds ``items`` consecutive elements of the row (16,
-32 bytes, for a 4096-wide row: 256 threads; ``plan`` says how many for other widths).
+One thread block per row; each thread holds ``items`` consecutive elements of the row (a
+4096-wide row: 256 threads of 16 elements, 32 bytes each; ``plan`` says how many otherwise).
 
 1. ``block.load`` the row and the weights together, before the reduction, so both are in
    flight at once. When every row is exactly ``threads * items`` wide (a multiple of 8
-   elements, so rows start 16-byte aligned), the rows travel as **32-bit words**, two elements
-   each: CUB's vectorized load and store (``algorithm="vectorize"``) build vectors of at most 4
-   items, which for a 2-byte type is 8 bytes a load, but for words is 16 bytes
-   (``ld.global.v4.u32`` / ``st.global.v4.u32``), the widest access a thread can make. The
-   kernel views each thread's words as elements (``words.view(dtype)``, still registers).
-   Other rows load guarded, one element at a time, with zeros past the end;
+   elements, so each row starts as 16-byte aligned as the array), the rows travel as **32-bit
+   words**, two elements each: CUB's vectorized load and store (``algorithm="vectorize"``)
+   build vectors of at most 4 items, which for a 2-byte type is 8 bytes a load, but for words
+   is 16 bytes (``ld.global.v4.u32`` / ``st.global.v4.u32``), the widest access a thread can
+   make (CUB checks the alignment and moves a misaligned row a word at a time). The kernel
+   views each thread's words as elements (``words.view(dtype)``, still registers). Other rows
+   load guarded, one element at a time, with zeros past the end;
 2. square each item **in float32** and ``block.sum`` the squares. CUB adds in the item type:
    a ``block.sum`` of the halves themselves would round every partial sum to 11 (float16) or
    8 (bfloat16) bits, so the items are converted first;

@@ -50,7 +50,7 @@ def test_table_ratios():
                                     "Triton 0.0."
     assert rmsnorm.print_rmsnorm(rows, env).startswith(rmsnorm.run_line(env) + "\n\n| rows")
     sweep = rmsnorm.sweep_lines(rows)
-    assert "| 4096 x 4096 | float16 | 256 x 16 (plan) | 2900 | 0.967 | 20.0 |" in sweep
+    assert "| 4096 x 4096 | float16 | 256 x 16 (plan) | 30 | 2900 | 0.967 | 20.0 |" in sweep
     assert len(sweep) == 2 + 2 * len(rows)
 
 

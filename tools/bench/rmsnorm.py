@@ -188,6 +188,12 @@ def _kept(make, sets: int):
     return call
 
 
+def _registers(dtype: str, items: int, full: bool = True) -> int:
+    """Registers per thread of the example's kernel as launched (its last specialisation)."""
+    regs = example.make_kernel(dtype, items, full).get_regs_per_thread()
+    return list(regs.values())[-1] if isinstance(regs, dict) else regs
+
+
 def _worst(got, want, dtype: str, hidden: int, roundings: int) -> float:
     rel, tiny = example.tolerance(dtype, hidden, roundings)
     return float(((got.double() - want).abs() / (rel * want.abs() + tiny)).max())
@@ -244,6 +250,7 @@ def shape_row(dtype: str, rows: int, hidden: int, sweep: bool = True) -> dict:
     for name, r in timed.items():
         moved = row["copy_bytes"] if name == "copy" else row["bytes"]
         row["peers"][name] = dict(r, GBps=moved / r["ms"] / 1e6)
+    row["regs"] = _registers(dtype, items, threads * items == hidden)
     row["sweep"] = []
     for t in sweep_threads(hidden) if sweep else ():
         got = example.rms_norm(xs[0], w, EPS, out=ys["coopgen"][0], threads=t)
@@ -251,9 +258,13 @@ def shape_row(dtype: str, rows: int, hidden: int, sweep: bool = True) -> dict:
         _checked(f"coopgen threads={t}", got, want, dtype, rows, hidden, 1)
         r = _rounds({t: lambda i, t=t: example.rms_norm(xs[i], w, EPS, out=ys["coopgen"][i],
                                                         threads=t)}, sets)[t]
-        row["sweep"].append(dict(r, threads=t, items=example.plan(hidden, t)[1],
+        items_t = example.plan(hidden, t)[1]
+        row["sweep"].append(dict(r, threads=t, items=items_t, regs=_registers(dtype, items_t),
                                  GBps=row["bytes"] / r["ms"] / 1e6))
-    del xs, ys, x64, w64, want
+    calls.clear()  # frees the copies of x and y before the next shape's
+    xs.clear()
+    ys.clear()
+    del x64, w64, want, got
     torch.cuda.empty_cache()
     return row
 
@@ -295,16 +306,17 @@ def table_lines(rows) -> list[str]:
 
 
 def sweep_lines(rows) -> list[str]:
-    lines = ["| rows x hidden | dtype | threads x items | GB/s | x copy | host µs per call |",
-             "|---|---|---|---|---|---|"]
+    lines = ["| rows x hidden | dtype | threads x items | registers | GB/s | x copy | "
+             "host µs per call |", "|---|---|---|---|---|---|---|"]
     for r in rows:
         copy = r["peers"]["copy"]["GBps"]
-        own = dict(r["peers"]["coopgen"], threads=r["threads"], items=r["items"])
+        own = dict(r["peers"]["coopgen"], threads=r["threads"], items=r["items"],
+                   regs=r.get("regs"))
         for s in sorted([own] + r["sweep"], key=lambda s: s["threads"]):
             mark = " (plan)" if s is own else ""
             lines.append(f"| {r['rows']} x {r['hidden']} | {r['dtype']} | {s['threads']} x "
-                         f"{s['items']}{mark} | {s['GBps']:.0f} | {s['GBps'] / copy:.3f} | "
-                         f"{s['host_us']:.1f} |")
+                         f"{s['items']}{mark} | {s.get('regs')} | {s['GBps']:.0f} | "
+                         f"{s['GBps'] / copy:.3f} | {s['host_us']:.1f} |")
     return lines
 
 
