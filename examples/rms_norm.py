@@ -2,17 +2,27 @@
 bfloat16 rows with float32 accumulation: one read of x and one write of y, the rest stays in
 registers.
 
-One thread block per row. Each thread holds ``ITEMS`` (8) consecutive elements of the row,
-16 bytes of halves:
+One thread block per row; each thread holds ``items`` consecutive elements of the row (a
+4096-wide row: 256 threads of 16 elements, 32 bytes each; ``plan`` says how many otherwise).
 
-1. ``block.load`` the row (``algorithm="vectorize"``: CUB loads a thread's items as whole
-   vectors when the row is aligned; rows whose length is not a multiple of the block's
-   ``threads * ITEMS`` load guarded, with zeros past the end);
+1. ``block.load`` the row and the weights together, before the reduction, so both are in
+   flight at once. When every row is exactly ``threads * items`` wide (a multiple of 8
+   elements, so each row starts as 16-byte aligned as the array), the rows travel as **32-bit
+   words**, two elements each: CUB's vectorized load and store (``algorithm="vectorize"``)
+   build vectors of at most 4 items, which for a 2-byte type is 8 bytes a load, but for words
+   is 16 bytes (``ld.global.v4.u32`` / ``st.global.v4.u32``), the widest access a thread can
+   make (CUB checks the alignment and moves a misaligned row a word at a time). The kernel
+   views each thread's words as elements (``words.view(dtype)``, still registers). Other rows
+   load guarded, one element at a time, with zeros past the end;
 2. square each item **in float32** and ``block.sum`` the squares. CUB adds in the item type:
    a ``block.sum`` of the halves themselves would round every partial sum to 11 (float16) or
    8 (bfloat16) bits, so the items are converted first;
 3. thread 0 computes ``rstd = 1 / sqrt(sum / hidden + eps)`` and shares it;
 4. ``y = x * rstd * w`` in float32, rounded once to the row's type, and ``block.store``.
+
+Inputs are device arrays: numba's, or any DLPack producer (PyTorch, CuPy, JAX), seen without a
+copy. DLPack comes first because it names bfloat16; a ``__cuda_array_interface__`` typestr
+cannot (PyTorch gives 'V2', older releases '<f2', which reads as float16).
 
     python examples/rms_norm.py        # checks float16 and bfloat16 rows against numpy
 
@@ -28,34 +38,57 @@ from numba import cuda
 
 from coopgen import block, local
 
-ITEMS = 8  # items per thread: 16 bytes of a 2-byte type
+VECTOR = 8  # elements of a 2-byte type in one 16-byte access
+THREADS = 256  # a row's threads while each holds at most MAX_VECTORS vectors
+MAX_VECTORS = 4
 MAX_THREADS = 1024
 DTYPES = ("float16", "bfloat16")
 
 
-def plan(hidden: int) -> tuple[int, int]:
-    """(threads, items per thread) for rows of ``hidden`` elements: 8 items a thread (more
-    past 8192 elements), threads rounded up to whole warps."""
+def plan(hidden: int, threads: int | None = None) -> tuple[int, int]:
+    """(threads, items per thread) for rows of ``hidden`` elements: whole 16-byte vectors a
+    thread, 2 to 4 of them for LLM widths (256 threads up to 8192 elements; wider rows get more
+    threads, then more vectors), threads rounded up to whole warps. ``threads`` (a multiple of
+    32) overrides the choice."""
     if hidden < 1:
         raise ValueError(f"rms_norm: hidden={hidden} must be positive")
-    items = ITEMS * -(-hidden // (ITEMS * MAX_THREADS))
-    threads = 32 * -(-(-(-hidden // items)) // 32)
+    if threads is None:
+        vectors = min(MAX_VECTORS, -(-hidden // (VECTOR * THREADS)))
+        vectors = max(vectors, -(-hidden // (VECTOR * MAX_THREADS)))
+        items = VECTOR * vectors
+        threads = 32 * -(-(-(-hidden // items)) // 32)
+    elif threads % 32 or not 32 <= threads <= MAX_THREADS:
+        raise ValueError(f"rms_norm: threads={threads} must be a multiple of 32 from 32 to "
+                         f"{MAX_THREADS}")
+    else:
+        items = VECTOR * -(-hidden // (VECTOR * threads))
     return threads, items
 
 
 @functools.lru_cache(maxsize=None)
-def make_kernel(items: int, full: bool):
-    """The kernel for ``items`` per thread; ``full``: every row is exactly threads * items
-    long (no guarded loads). The dtype comes from the arrays (one specialisation each)."""
+def make_kernel(dtype: str, items: int, full: bool):
+    """The kernel for rows of ``dtype`` with ``items`` elements per thread. ``full``: every row
+    is exactly threads * items long, and x, w and y come as uint32 words (two elements each);
+    otherwise they come as elements and load guarded."""
+    element = np.dtype(dtype)
+    words = items // 2
 
     @cuda.jit
     def rms_norm_kernel(x, w, y, hidden, eps):
-        base = cuda.blockIdx.x * hidden
-        vals = local.array(items, x.dtype)
         if full:
-            block.load(x[base:], vals, algorithm="vectorize")
+            base = cuda.blockIdx.x * (hidden >> 1)
+            x_words = local.array(words, np.uint32)
+            w_words = local.array(words, np.uint32)
+            block.load(x[base:], x_words, algorithm="vectorize")
+            block.load(w, w_words, algorithm="vectorize")
+            vals = x_words.view(element)
+            weights = w_words.view(element)
         else:
+            base = cuda.blockIdx.x * hidden
+            vals = local.array(items, element)
+            weights = local.array(items, element)
             block.load(x[base:], vals, items, "direct", hidden, 0)
+            block.load(w, weights, items, "direct", hidden, 0)
         squares = local.array(items, np.float32)
         for i in range(items):
             v = np.float32(vals[i])
@@ -64,39 +97,66 @@ def make_kernel(items: int, full: bool):
         rstd = cuda.shared.array(1, np.float32)
         if cuda.threadIdx.x == 0:
             rstd[0] = np.float32(1.0) / math.sqrt(total / np.float32(hidden) + eps)
-        weights = local.array(items, w.dtype)
-        if full:
-            block.load(w, weights, algorithm="vectorize")
-        else:
-            block.load(w, weights, items, "direct", hidden, 0)
         cuda.syncthreads()
         r = rstd[0]
-        out = local.array(items, y.dtype)
+        y_words = local.array(words, np.uint32)
+        out = y_words.view(element)
         for i in range(items):
             out[i] = np.float32(vals[i]) * r * np.float32(weights[i])  # one rounding
         if full:
-            block.store(y[base:], out, algorithm="vectorize")
+            block.store(y[base:], y_words, algorithm="vectorize")
         else:
             block.store(y[base:], out, items, "direct", hidden)
 
     return rms_norm_kernel
 
 
-def _device(a):
-    """A numba device array of ``a``: itself, or a view of its ``__cuda_array_interface__``
-    (whose typestr cannot say bfloat16: 'V2', so a numba array keeps its own dtype)."""
-    return a if cuda.is_cuda_array(a) and hasattr(a, "copy_to_host") else cuda.as_cuda_array(a)
+def _strided_memory_view():
+    try:
+        from cuda.core.utils import StridedMemoryView
+    except ImportError:  # cuda.core before 0.4
+        from cuda.core.experimental.utils import StridedMemoryView
+    return StridedMemoryView
+
+
+def _device(a, name: str):
+    """A numba device array over the memory of ``a``, without a copy: numba's own arrays as
+    they are; DLPack producers through DLPack (which names bfloat16); other
+    ``__cuda_array_interface__`` objects as their typestr says, which cannot say bfloat16."""
+    if cuda.is_cuda_array(a) and hasattr(a, "copy_to_host"):
+        return a
+    if hasattr(a, "__dlpack__") and not isinstance(a, np.ndarray):
+        try:
+            import ml_dtypes  # noqa: F401  (DLPack's bfloat16 becomes ml_dtypes.bfloat16)
+        except ImportError:
+            pass
+        view = _strided_memory_view().from_dlpack(a, stream_ptr=-1)
+        if not view.is_device_accessible:
+            raise ValueError(f"rms_norm: {name} must be in GPU memory")
+        dtype, shape = np.dtype(view.dtype), tuple(view.shape)
+        c_strides = tuple(int(np.prod(shape[i + 1:])) for i in range(len(shape)))
+        if view.strides is not None and any(n > 1 and s != c for n, s, c in
+                                            zip(shape, view.strides, c_strides)):
+            raise ValueError(f"rms_norm: {name} must be C-contiguous")
+        bits = cuda.from_cuda_array_interface(
+            {"data": (view.ptr, False), "shape": shape, "strides": None,
+             "typestr": f"<u{dtype.itemsize}", "version": 3}, owner=a, sync=False)
+        return bits.view(dtype)  # as bits first: numba reads bfloat16's typestr as void
+    if cuda.is_cuda_array(a):
+        return cuda.as_cuda_array(a)
+    raise ValueError(f"rms_norm: {name} must be a device array (numba's, or one with "
+                     f"__dlpack__ or __cuda_array_interface__), not {type(a).__name__}")
 
 
 def _dtype_name(a) -> str:
     return np.dtype(a.dtype).name
 
 
-def rms_norm(x, w, eps: float = 1e-6, out=None, stream=0):
-    """RMSNorm of each row of ``x`` (rows, hidden), float16 or bfloat16 device arrays (numba
-    device arrays or anything with ``__cuda_array_interface__``), with weight ``w`` (hidden,)
-    of the same type. Returns ``out`` (made when not given)."""
-    x, w = _device(x), _device(w)
+def rms_norm(x, w, eps: float = 1e-6, out=None, stream=0, threads: int | None = None):
+    """RMSNorm of each row of ``x`` (rows, hidden), float16 or bfloat16 device arrays, with
+    weight ``w`` (hidden,) of the same type. Returns ``out`` (made when not given; given, it is
+    written in place, whatever kind of device array it is). ``threads`` overrides ``plan``."""
+    x, w = _device(x, "x"), _device(w, "w")
     if x.ndim != 2:
         raise ValueError(f"rms_norm: x must be 2-D (rows, hidden), not {x.ndim}-D")
     rows, hidden = x.shape
@@ -107,16 +167,21 @@ def rms_norm(x, w, eps: float = 1e-6, out=None, stream=0):
         raise ValueError(f"rms_norm: w has shape {w.shape}, must be ({hidden},)")
     if out is None:
         out = cuda.device_array((rows, hidden), x.dtype, stream=stream)
-    out = _device(out)
+    result, out = out, _device(out, "out")
     if out.shape != x.shape or out.dtype != x.dtype:
         raise ValueError(f"rms_norm: out must be {x.dtype} of shape {x.shape}")
+    if not (x.is_c_contiguous() and out.is_c_contiguous()):
+        raise ValueError("rms_norm: x and out must be C-contiguous")
     if rows == 0:
-        return out
-    threads, items = plan(hidden)
-    kernel = make_kernel(items, threads * items == hidden)
-    kernel[rows, threads, stream](x.reshape(rows * hidden), w, out.reshape(rows * hidden),
-                                  np.int32(hidden), np.float32(eps))
-    return out
+        return result
+    threads, items = plan(hidden, threads)
+    full = threads * items == hidden
+    kernel = make_kernel(_dtype_name(x), items, full)
+    flat = [a.reshape(a.size) for a in (x, w, out)]
+    if full:  # as words: 16-byte accesses (the module docstring says why)
+        flat = [a.view(np.uint32) for a in flat]
+    kernel[rows, threads, stream](*flat, np.int32(hidden), np.float32(eps))
+    return result
 
 
 def reference(x, w, eps: float = 1e-6) -> np.ndarray:
@@ -132,15 +197,25 @@ def unit_roundoff(dtype) -> float:
     return {"float16": 2.0**-11, "bfloat16": 2.0**-8, "float32": 2.0**-24}[name]
 
 
-def tolerance(dtype, hidden: int):
+def tolerance(dtype, hidden: int, roundings: int = 1):
     """(relative, absolute) worst-case error of the kernel against ``reference``: the float32
     sum of squares (any order: (hidden - 1) u32 relative, halved by the square root), the
     division, the square root, the reciprocal and two products (a few u32), and the final
-    rounding to the row's type (u of the type; absolute: half its smallest subnormal)."""
+    rounding to the row's type (u of the type; absolute: half its smallest subnormal).
+    ``roundings``: how many times an implementation rounds to the row's type (2 where x * rstd
+    is rounded before the product with w, as PyTorch's composite ``rms_norm`` does)."""
     u32 = unit_roundoff(np.float32)
-    rel = unit_roundoff(dtype) + ((hidden - 1) / 2 + 8) * u32
+    rel = roundings * unit_roundoff(dtype) + ((hidden - 1) / 2 + 8) * u32
     tiny = 2.0**-25 if np.dtype(dtype).name == "float16" else 2.0**-134
-    return rel, tiny
+    return rel, roundings * tiny
+
+
+def worst_error(got, want, dtype, hidden: int, roundings: int = 1) -> float:
+    """The largest error of ``got`` against ``want`` (float64) as a fraction of
+    ``tolerance``: at most 1 passes."""
+    rel, tiny = tolerance(dtype, hidden, roundings)
+    err = np.abs(got.astype(np.float64) - want)
+    return float(np.max(err / (rel * np.abs(want) + tiny))) if err.size else 0.0
 
 
 def random_inputs(rng, rows: int, hidden: int, dtype):
@@ -164,19 +239,16 @@ def to_host(d):
     return d.copy_to_host()
 
 
-def check(rows: int, hidden: int, dtype, eps: float = 1e-6, rng=None) -> float:
+def check(rows: int, hidden: int, dtype, eps: float = 1e-6, rng=None,
+          threads: int | None = None) -> float:
     """Normalize random rows on the GPU and compare with numpy; returns the largest error
     as a fraction of the tolerance."""
     import ml_dtypes  # noqa: F401  (np.dtype("bfloat16"))
 
     rng = rng or np.random.default_rng()
     x, w = random_inputs(rng, rows, hidden, dtype)
-    got = to_host(rms_norm(to_device(x), to_device(w), eps))
-    want = reference(x, w, eps)
-    rel, tiny = tolerance(dtype, hidden)
-    err = np.abs(got.astype(np.float64) - want)
-    bound = rel * np.abs(want) + tiny
-    worst = float(np.max(err / bound)) if err.size else 0.0
+    got = to_host(rms_norm(to_device(x), to_device(w), eps, threads=threads))
+    worst = worst_error(got, reference(x, w, eps), dtype, hidden)
     assert worst <= 1.0, f"rms_norm {np.dtype(dtype).name} {rows}x{hidden}: error {worst:.2f}x " \
                          f"the tolerance"
     return worst

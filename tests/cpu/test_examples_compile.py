@@ -45,23 +45,71 @@ def test_mamba_selective_scan_links(has_z, softplus):
     assert res.smem <= 8976  # the nvcc-built twin in tools/bench/apps.py
 
 
-@pytest.mark.parametrize("dtype", rms_norm.DTYPES)
-@pytest.mark.parametrize("hidden", [4096, 8192, 1000])
-def test_rms_norm_links(dtype, hidden):
+def _rms_norm_kernel(dtype, hidden, threads=None):
+    """(kernel, signature, threads, full) as ``rms_norm`` launches it for this width."""
     from numba.cuda.typing.typeof import typeof  # knows ml_dtypes' bfloat16
     import ml_dtypes  # noqa: F401
-    threads, items = rms_norm.plan(hidden)
-    arr = typeof(np.empty(1, np.dtype(dtype)))
+    threads, items = rms_norm.plan(hidden, threads)
+    full = threads * items == hidden
+    arr = typeof(np.empty(1, np.uint32 if full else np.dtype(dtype)))
     sig = (arr, arr, arr, numba.typeof(np.int32(0)), numba.typeof(np.float32(0)))
-    res = _link(rms_norm.make_kernel(items, threads * items == hidden), sig, threads)
+    return rms_norm.make_kernel(dtype, items, full), sig, threads, full
+
+
+@pytest.mark.parametrize("dtype", rms_norm.DTYPES)
+@pytest.mark.parametrize("hidden,threads", [(4096, None), (8192, None), (1000, None),
+                                            (8192, 128), (16384, None)])
+def test_rms_norm_links(dtype, hidden, threads):
+    kernel, sig, threads, _ = _rms_norm_kernel(dtype, hidden, threads)
+    res = _link(kernel, sig, threads)
     assert res.local_bytes == 0
 
 
+@pytest.mark.parametrize("dtype", rms_norm.DTYPES)
+@pytest.mark.parametrize("hidden", [4096, 8192])
+def test_rms_norm_moves_16_bytes_per_access(dtype, hidden):
+    # Full rows move as 32-bit words, four to a vector: each load of x and w and each store of
+    # y is 16 bytes (CUB's vectors of 2-byte items would be 8: ld.global.v4.u16). The scalar
+    # u32 accesses are CUB's fallback for a misaligned row, which rms_norm never passes.
+    import re
+    from coopgen.linkcheck import link_ptx
+    kernel, sig, threads, full = _rms_norm_kernel(dtype, hidden)
+    assert full
+    with block_shape(threads), warnings.catch_warnings():
+        warnings.simplefilter("ignore", numba.NumbaExperimentalFeatureWarning)
+        ptx = link_ptx(kernel, sig)
+    body = ptx[ptx.index(".entry"):]
+    body = body[:body.index("\n}")]
+    vectors = hidden // threads // 8  # per thread, of x, of w and of y
+    assert len(re.findall(r"ld\.global(?:\.nc)?\.v4\.u32", body)) == 2 * vectors
+    assert len(re.findall(r"st\.global\.v4\.u32", body)) == vectors
+    assert not re.search(r"(?:ld|st)\.global(?:\.nc)?\.v[24]\.[ub]16", body)
+
+
 def test_rms_norm_plan():
-    assert rms_norm.plan(4096) == (512, 8) and rms_norm.plan(8192) == (1024, 8)
-    assert rms_norm.plan(12288) == (768, 16) and rms_norm.plan(1000) == (128, 8)
+    assert rms_norm.plan(4096) == (256, 16) and rms_norm.plan(8192) == (256, 32)
+    assert rms_norm.plan(12288) == (384, 32) and rms_norm.plan(1000) == (128, 8)
+    assert rms_norm.plan(65536) == (1024, 64) and rms_norm.plan(32) == (32, 8)
+    assert rms_norm.plan(8192, threads=512) == (512, 16)
     with pytest.raises(ValueError, match="rms_norm: hidden=0 must be positive"):
         rms_norm.plan(0)
+    with pytest.raises(ValueError, match="rms_norm: threads=100 must be a multiple of 32 from "
+                                         "32 to 1024"):
+        rms_norm.plan(4096, threads=100)
+
+
+def test_rms_norm_rejects_host_arrays():
+    x = np.zeros((2, 64), np.float16)
+    with pytest.raises(ValueError, match="rms_norm: x must be a device array .*not ndarray"):
+        rms_norm.rms_norm(x, x[0])
+
+
+def test_rms_norm_tolerance_counts_roundings():
+    rel1, tiny1 = rms_norm.tolerance("bfloat16", 4096)
+    rel2, tiny2 = rms_norm.tolerance("bfloat16", 4096, roundings=2)
+    assert rel2 - rel1 == 2.0**-8 and tiny2 == 2 * tiny1
+    assert rms_norm.worst_error(np.array([1.0 + rel1]), np.array([1.0]), "bfloat16",
+                                4096) == pytest.approx(rel1 / (rel1 + tiny1))
 
 
 def test_single_pass_scan_rejects_wide_types():

@@ -1,7 +1,8 @@
 """The examples/ kernels at small sizes against their numpy references: the single-pass scan
 (partial tiles, both dtypes, a generic operator, two launches in a row), Mamba's selective
 scan (several chunks, a partial chunk, with and without z gating and softplus) and RMSNorm
-(float16 and bfloat16, full and partial rows)."""
+(float16 and bfloat16, full and partial rows, other block sizes, PyTorch tensors through DLPack
+against a float32 reference)."""
 import sys
 from pathlib import Path
 
@@ -63,3 +64,42 @@ def test_mamba_selective_scan(batch, dim, n_states, length, with_z, softplus, re
 def test_rms_norm(rows, hidden, dtype):
     pytest.importorskip("ml_dtypes")
     rms_norm.check(rows, hidden, dtype, rng=rng_for("rms_norm", rows, hidden, dtype))
+
+
+@pytest.mark.parametrize("dtype", rms_norm.DTYPES)
+@pytest.mark.parametrize("hidden,threads", [(8192, 128), (8192, 512), (8192, 1024), (4096, 512),
+                                            (4096, 96)])
+def test_rms_norm_block_sizes(hidden, threads, dtype):
+    # The benchmark's sweep: 16-byte vectors at other block sizes (4096 / 96: partial rows)
+    pytest.importorskip("ml_dtypes")
+    rms_norm.check(9, hidden, dtype, threads=threads,
+                   rng=rng_for("rms_norm-threads", hidden, threads, dtype))
+
+
+@pytest.mark.parametrize("dtype", rms_norm.DTYPES)
+@pytest.mark.parametrize("rows,hidden", [(257, 4096), (64, 8192), (3, 1000)])
+def test_rms_norm_torch_tensors(rows, hidden, dtype):
+    # PyTorch tensors in and out, seen through DLPack without a copy (out is written in place),
+    # against a float32 reference computed by PyTorch: the kernel's bound plus the reference's
+    # own float32 error.
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("PyTorch sees no GPU")
+    gen = torch.Generator(device="cuda").manual_seed(rows * hidden)
+    tdtype = getattr(torch, dtype)
+    x = (3 * torch.randn(rows, hidden, device="cuda", generator=gen)).to(tdtype)
+    w = (torch.rand(hidden, device="cuda", generator=gen) + 0.5).to(tdtype)
+    out = torch.full_like(x, float("nan"))
+    assert rms_norm.rms_norm(x, w, 1e-5, out=out) is out
+    torch.cuda.synchronize()
+    x32, w32 = x.float(), w.float()
+    want = x32 * torch.rsqrt((x32 * x32).mean(-1, keepdim=True) + 1e-5) * w32
+    rel, tiny = rms_norm.tolerance(dtype, hidden)
+    rel += ((hidden - 1) / 2 + 8) * 2.0**-24
+    worst = ((out.float() - want).abs() / (rel * want.abs() + tiny)).max().item()
+    assert worst <= 1.0, f"error {worst:.2f}x the tolerance"
+    made = rms_norm.rms_norm(x, w, 1e-5)  # a numba device array when out is not given
+    assert np.array_equal(rms_norm.to_host(made).view(np.uint16),
+                          out.view(torch.int16).cpu().numpy().view(np.uint16))
+    with pytest.raises(ValueError, match="rms_norm: x must be C-contiguous"):
+        rms_norm.rms_norm(x.t(), w)

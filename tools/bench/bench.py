@@ -5,6 +5,8 @@
     python tools/bench/bench.py compile [CASE ...]
     python tools/bench/bench.py resources       # no GPU: registers/shared memory of both builds
     python tools/bench/bench.py apps            # the examples/ kernels against their baselines
+    python tools/bench/bench.py rmsnorm [dtype:ROWSxHIDDEN ...]  # against PyTorch and Triton
+    python tools/bench/bench.py draw [RESULT.json ...] [--img DIR]  # the charts, no GPU
 
 Run time: CUDA events around batches of back-to-back launches, each batch behind an untimed
 leader launch (so the host's launch cost is not timed as idle GPU), 3 warm-up launches, 25
@@ -20,8 +22,11 @@ process. The first row is a numba kernel without coopgen: numba's own start-up, 
 every column. The last column is two more new kernels (merge sort, then warp scan) launched
 in the cold process, a second apart: what further kernels cost.
 
-With COOPGEN_BENCH_OUT=<dir> set, the tables and raw numbers are also written to
-<dir>/bench-<what>.json and <dir>/bench-<what>.md.
+RMSNorm: rmsnorm.py says what it times and how.
+
+Every run writes its raw numbers and its tables to <dir>/<what>.json and <dir>/<what>.md, and
+when matplotlib imports, draws its charts (draw.py) into <img>: <dir> is tools/bench/results and
+<img> is docs/img, or both are COOPGEN_BENCH_OUT=<dir> when it is set.
 """
 from __future__ import annotations
 
@@ -272,7 +277,10 @@ def resources(names) -> None:
 
 # --- main -----------------------------------------------------------------------------------
 
-def environment() -> dict:
+def environment(modules=()) -> dict:
+    """The run's date, versions and GPU; ``modules``: more packages whose versions count."""
+    import importlib
+
     import numba_cuda
     import numpy as np
     from coopgen.codegen import nvrtc
@@ -280,6 +288,8 @@ def environment() -> dict:
     info = {"date": time.strftime("%Y-%m-%d"), "python": platform.python_version(),
             "numpy": np.__version__, "numba-cuda": numba_cuda.__version__,
             "nvrtc": ".".join(map(str, nvrtc.nvrtc_version())), "cccl": registry.package().CCCL}
+    for name in modules:
+        info[name] = importlib.import_module(name).__version__
     try:
         info["gpu"] = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version",
                                       "--format=csv,noheader"], capture_output=True,
@@ -291,6 +301,33 @@ def environment() -> dict:
     return info
 
 
+def output_dirs() -> tuple[str, str]:
+    """(results folder, charts folder) of a run."""
+    out = os.environ.get("COOPGEN_BENCH_OUT")
+    from draw import IMG_DIR, RESULTS_DIR
+    return (out, out) if out else (RESULTS_DIR, IMG_DIR)
+
+
+def write_results(what: str, results: dict, md: list[str]) -> None:
+    """<what>.json and <what>.md, then the charts when matplotlib imports."""
+    results_dir, img_dir = output_dirs()
+    os.makedirs(results_dir, exist_ok=True)
+    path = os.path.join(results_dir, f"{what}.json")
+    with open(path, "w") as f:
+        json.dump(results, f, indent=1, default=str)
+        f.write("\n")
+    with open(os.path.join(results_dir, f"{what}.md"), "w") as f:
+        f.write("\n\n".join(md) + "\n")
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        print("matplotlib is not installed (pip install 'coopgen[bench]'): no charts")
+        return
+    import draw
+    for chart in draw.draw([path], img_dir):
+        print(f"wrote {chart}")
+
+
 def main(argv):
     what = argv[1] if len(argv) > 1 else "all"
     names = argv[2:]
@@ -300,7 +337,14 @@ def main(argv):
     if what == "resources":
         resources(names or list(CASES))
         return
-    results, md = {"environment": environment()}, []
+    if what == "draw":
+        import draw
+        draw.main(names)
+        return
+    if what not in ("all", "runtime", "compile", "apps", "rmsnorm"):
+        raise SystemExit(f"bench.py: unknown command {what!r}\n{__doc__}")
+    modules = ("torch", "triton") if what == "rmsnorm" else ()
+    results, md = {"environment": environment(modules)}, []
     print(json.dumps(results["environment"]))
     if what in ("all", "runtime"):
         results["runtime"] = runtime_rows(names or list(CASES))
@@ -313,12 +357,12 @@ def main(argv):
         rows, tables = app_results()
         results.update(rows)
         md.extend(tables)
-    out = os.environ.get("COOPGEN_BENCH_OUT")
-    if out:
-        with open(os.path.join(out, f"bench-{what}.json"), "w") as f:
-            json.dump(results, f, indent=1, default=str)
-        with open(os.path.join(out, f"bench-{what}.md"), "w") as f:
-            f.write("\n\n".join(md) + "\n")
+    if what == "rmsnorm":  # not part of "all": it needs PyTorch and Triton
+        import rmsnorm
+        results["environment"]["L2_bytes"] = rmsnorm.l2_bytes()
+        results["rmsnorm"] = rmsnorm.rmsnorm_rows(names)
+        md.append(rmsnorm.print_rmsnorm(results["rmsnorm"], results["environment"]))
+    write_results(what, results, md)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,109 @@
+"""The RMSNorm benchmark's case list, tables and charts without a GPU: the charts are drawn
+from a fixture of made-up figures (tests/cpu/fixtures/bench_rmsnorm.json) and from the
+committed kernel-vs-nvcc results."""
+import json
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURE = ROOT / "tests" / "cpu" / "fixtures" / "bench_rmsnorm.json"
+RUNTIME = ROOT / "tools" / "bench" / "results" / "runtime.json"
+sys.path.insert(0, str(ROOT / "tools" / "bench"))
+import rmsnorm  # noqa: E402
+
+
+def test_cases_cover_dtypes_and_llm_shapes():
+    cases = rmsnorm.cases()
+    assert len(cases) == len(set(cases)) == 8
+    assert {c[0] for c in cases} == {"float16", "bfloat16"}
+    assert {(r, h) for _, r, h in cases} == {(4096, 4096), (4096, 8192), (16384, 4096),
+                                             (16384, 8192)}
+
+
+def test_bytes_sets_and_sweep():
+    assert rmsnorm.bytes_moved(16384, 8192) == 2 * (2 * 16384 * 8192 + 8192)
+    # 4 L2s of 50 MB over 32 MB copies of x: 7 copies; one 256 MB x is already past them
+    assert rmsnorm.sets_for(4096, 4096, 50 << 20) == 7
+    assert rmsnorm.sets_for(16384, 8192, 50 << 20) == 1
+    assert rmsnorm.sweep_threads(4096) == [128, 512]  # plan: 256 x 16; 1024 x 4 is not 16 B
+    assert rmsnorm.sweep_threads(8192) == [128, 512, 1024]
+
+
+def _fixture():
+    return json.loads(FIXTURE.read_text())
+
+
+def test_table_ratios():
+    rows = _fixture()["rmsnorm"]
+    lines = rmsnorm.table_lines(rows)
+    assert len(lines) == 2 + len(rows)
+    # float16 4096 x 4096: coopgen 2900 GB/s, Triton 2950, copy 3000
+    assert "| 4096 x 4096 | float16 | 3000 | 2900 (0.97) | 1900 (0.63) | 2100 (0.70) | " \
+           "2950 (0.98) | **0.983** (Triton) |" in lines
+    # bfloat16 16384 x 8192: coopgen 3120 against Triton's 3080
+    assert lines[-1].endswith("**1.013** (Triton) |")
+    env = _fixture()["environment"]
+    assert rmsnorm.run_line(env) == "Run of 2000-01-01 on fixture GPU, 0.0: PyTorch 0.0, " \
+                                    "Triton 0.0."
+    assert rmsnorm.print_rmsnorm(rows, env).startswith(rmsnorm.run_line(env) + "\n\n| rows")
+    sweep = rmsnorm.sweep_lines(rows)
+    assert "| 4096 x 4096 | float16 | 256 x 16 (plan) | 30 | 2900 | 0.967 | 20.0 |" in sweep
+    assert len(sweep) == 2 + 2 * len(rows)
+
+
+def _texts(svg: str) -> list[str]:
+    return re.findall(r"<text[^>]*>([^<]*)</text>", svg)
+
+
+def _ratio_labels(svg: str) -> list[str]:
+    return re.findall(r'<g id="ratio-[^"]*">\s*<text[^>]*>([^<]*)</text>', svg)
+
+
+def test_draw_charts(tmp_path):
+    pytest.importorskip("matplotlib")
+    import draw
+
+    written = draw.draw([str(FIXTURE), str(RUNTIME)], str(tmp_path))
+    assert sorted(Path(p).name for p in written) == ["kernel_vs_nvcc.svg", "rmsnorm.svg"]
+    svg = (tmp_path / "rmsnorm.svg").read_text()
+    texts = _texts(svg)
+    assert {"float16", "bfloat16", "4096 x 4096", "16384 x 8192", "Triton",
+            "copy_ of the same bytes"} <= set(texts)
+    assert any(t.startswith("RMSNorm forward: fixture GPU, 2000-01-01") for t in texts)
+    # one bar per row and peer, plus the legend's patch: 4 rows, so 5 of each colour
+    for colour in draw.COLORS.values():
+        assert svg.count(f"fill: {colour}") == 5
+    ratios = [r["ratio"] for r in json.loads(RUNTIME.read_text())["runtime"]]
+    labels = _ratio_labels((tmp_path / "kernel_vs_nvcc.svg").read_text())
+    assert labels == [f"{q:.3f}" for q in ratios]
+    again = draw.draw([str(FIXTURE)], str(tmp_path / "again"))
+    assert Path(again[0]).read_bytes() == (tmp_path / "rmsnorm.svg").read_bytes()
+
+
+def test_newest_run_wins():
+    import draw
+    old = {"environment": {"date": "2026-01-01"}, "runtime": [1]}
+    new = {"environment": {"date": "2026-02-01"}, "runtime": [2]}
+    later_same_day = {"environment": {"date": "2026-02-01"}, "runtime": [3]}
+    assert draw.newest_with([old, new, {"environment": {}}], "runtime") is new
+    assert draw.newest_with([old, new, later_same_day], "runtime") is later_same_day
+    assert draw.newest_with([old], "rmsnorm") is None
+
+
+def test_committed_charts_show_the_committed_results():
+    # docs/img holds what `bench.py draw` made of tools/bench/results (the bytes depend on
+    # matplotlib's version, so the figures and the run are compared)
+    import draw
+    results = [json.loads(p.read_text()) for p in sorted(RUNTIME.parent.glob("*.json"))]
+    runtime = draw.newest_with(results, "runtime")
+    svg = (ROOT / "docs" / "img" / "kernel_vs_nvcc.svg").read_text()
+    assert _ratio_labels(svg) == [f"{r['ratio']:.3f}" for r in runtime["runtime"]]
+    assert any(runtime["environment"]["date"] in t for t in _texts(svg))
+    bench = draw.newest_with(results, "rmsnorm")
+    if bench is not None:
+        texts = _texts((ROOT / "docs" / "img" / "rmsnorm.svg").read_text())
+        assert any(t.startswith("RMSNorm forward:") and bench["environment"]["date"] in t
+                   for t in texts)

@@ -1,0 +1,145 @@
+"""The benchmark's charts, drawn from its JSON results with matplotlib (the ``bench`` extra),
+as SVG files that ``docs/performance.md`` shows.
+
+    python tools/bench/bench.py draw [RESULT.json ...] [--img DIR]
+
+Without files it reads ``tools/bench/results/*.json``; without ``--img`` it writes to
+``docs/img``. Each chart comes from the newest file (by its run's date) holding its section:
+
+- ``rmsnorm.svg`` (section ``rmsnorm``): GB/s per shape, one bar per peer, a line at the copy
+  bandwidth of the same shape, one panel per dtype;
+- ``kernel_vs_nvcc.svg`` (section ``runtime``): per case, nvcc's time over coopgen's
+  (1.0: as fast as nvcc -O3 with CUB), with the 0.99 target.
+
+The SVGs are reproducible: no date in their metadata and fixed element ids, so drawing the
+same results again changes no byte.
+"""
+from __future__ import annotations
+
+import glob
+import json
+import os
+
+from rmsnorm import DTYPES, LABELS, PEERS
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+RESULTS_DIR = os.path.join(HERE, "results")
+IMG_DIR = os.path.join(ROOT, "docs", "img")
+COLORS = {"coopgen": "#2b6cb0", "torch": "#dd6b20", "compile": "#d69e2e", "triton": "#38a169"}
+RUNTIME_TARGET = 0.99
+
+
+def _pyplot():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    plt.rcParams.update({"svg.hashsalt": "coopgen", "svg.fonttype": "none",
+                         "font.size": 9, "axes.spines.top": False,
+                         "axes.spines.right": False})
+    return plt
+
+
+def _save(fig, path: str) -> str:
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    fig.savefig(path, format="svg", bbox_inches="tight",
+                metadata={"Date": None, "Creator": "tools/bench/draw.py (matplotlib)"})
+    import matplotlib.pyplot as plt
+    plt.close(fig)
+    return path
+
+
+def _caption(env: dict) -> str:
+    parts = [env.get("gpu", "GPU ?").split(",")[0], env.get("date", "date ?")]
+    parts += [f"{name} {env[key]}" for name, key in (("PyTorch", "torch"),
+                                                     ("Triton", "triton"),
+                                                     ("numba-cuda", "numba-cuda"),
+                                                     ("CCCL", "cccl")) if key in env]
+    return ", ".join(parts)
+
+
+def draw_rmsnorm(result: dict, path: str) -> str:
+    """GB/s per shape, one bar per peer and a line at the copy bandwidth; a panel per dtype."""
+    plt = _pyplot()
+    rows = result["rmsnorm"]
+    dtypes = [d for d in DTYPES if any(r["dtype"] == d for r in rows)]
+    fig, axes = plt.subplots(1, len(dtypes), figsize=(5.2 * len(dtypes), 3.6), sharey=True,
+                             squeeze=False)
+    width = 0.8 / len(PEERS)
+    top = max(r["peers"][p]["GBps"] for r in rows for p in (*PEERS, "copy"))
+    for ax, dtype in zip(axes[0], dtypes):
+        mine = [r for r in rows if r["dtype"] == dtype]
+        for k, peer in enumerate(PEERS):
+            xs = [i - 0.4 + width * (k + 0.5) for i in range(len(mine))]
+            ax.bar(xs, [r["peers"][peer]["GBps"] for r in mine], width, color=COLORS[peer],
+                   label=LABELS[peer])
+        for i, r in enumerate(mine):
+            ax.hlines(r["peers"]["copy"]["GBps"], i - 0.45, i + 0.45, colors="black",
+                      linewidth=1.5, label=("copy_ of the same bytes" if i == 0 else None))
+        ax.set_xticks(range(len(mine)), [f"{r['rows']} x {r['hidden']}" for r in mine])
+        ax.set_title(dtype)
+        ax.set_xlabel("rows x hidden")
+        ax.set_ylim(0, top * 1.12)
+        ax.grid(axis="y", alpha=0.3)
+    axes[0][0].set_ylabel("GB/s (x, w read; y written)")
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=len(labels), frameon=False,
+               bbox_to_anchor=(0.5, -0.08))
+    fig.suptitle(f"RMSNorm forward: {_caption(result['environment'])}", y=1.02)
+    return _save(fig, path)
+
+
+def draw_runtime(result: dict, path: str) -> str:
+    """nvcc's time over coopgen's per case: bars from 1.0, the 0.99 target dashed."""
+    plt = _pyplot()
+    rows = result["runtime"]
+    fig, ax = plt.subplots(figsize=(6.4, 0.32 * len(rows) + 1.2))
+    ys = list(range(len(rows)))[::-1]
+    ratios = [r["ratio"] for r in rows]
+    ax.barh(ys, [q - 1.0 for q in ratios], left=1.0, height=0.6, color=COLORS["coopgen"])
+    for y, q, r in zip(ys, ratios, rows):
+        ax.text(max(q, 1.0) + 0.001, y, f"{q:.3f}", va="center", gid=f"ratio-{r['case']}")
+    ax.axvline(1.0, color="black", linewidth=1)
+    ax.axvline(RUNTIME_TARGET, color="black", linewidth=1, linestyle="--",
+               label=f"target {RUNTIME_TARGET}")
+    ax.set_yticks(ys, [r["case"] for r in rows])
+    span = max(0.02, max(abs(q - 1.0) for q in ratios) + 0.008)
+    ax.set_xlim(1.0 - span, 1.0 + span)
+    ax.set_xlabel("nvcc -O3 + CUB time / coopgen time (above 1: coopgen faster)")
+    ax.legend(loc="lower right", frameon=False)
+    ax.set_title(f"Kernel time against nvcc: {_caption(result['environment'])}")
+    return _save(fig, path)
+
+
+CHARTS = {"rmsnorm": ("rmsnorm.svg", draw_rmsnorm),
+          "runtime": ("kernel_vs_nvcc.svg", draw_runtime)}
+
+
+def newest_with(results: list[dict], section: str) -> dict | None:
+    """The latest run (by date; later files win ties) holding ``section``."""
+    having = [r for r in results if r.get(section)]
+    return max(reversed(having), key=lambda r: r["environment"].get("date", ""), default=None)
+
+
+def draw(paths=None, img_dir: str = IMG_DIR) -> list[str]:
+    """Every chart whose section one of the JSON files holds; returns the files written."""
+    paths = sorted(glob.glob(os.path.join(RESULTS_DIR, "*.json"))) if not paths else paths
+    results = []
+    for p in paths:
+        with open(p) as f:
+            results.append(json.load(f))
+    written = []
+    for section, (name, drawer) in CHARTS.items():
+        result = newest_with(results, section)
+        if result is not None:
+            written.append(drawer(result, os.path.join(img_dir, name)))
+    return written
+
+
+def main(args) -> None:
+    img = IMG_DIR
+    if "--img" in args:
+        i = args.index("--img")
+        img, args = args[i + 1], args[:i] + args[i + 2:]
+    for path in draw(args or None, img):
+        print(f"wrote {path}")
