@@ -87,8 +87,7 @@ def _extent(r: Plan, extent: str, cfg: str) -> str:
 def _op_functor(name: str, sym: str, op, argtypes, restype) -> str:
     """A functor of the shape CUB expects, calling the numba-compiled ``sym`` (C ABI: numbers
     by value, records and state by pointer; a record result comes back through an output
-    pointer, the last parameter, or the first where every operand is a record pointer, but
-    for a prefix callback)."""
+    pointer, the last parameter, or the first where all are record pointers but a callback's)."""
     def ctype(t):
         t = unliteral(t)
         return struct_name(t) if is_struct(t) else CPP_OF.get(getattr(t, "name", None), "void*")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import inspect
 import threading
+from types import SimpleNamespace
 
 from numba.cuda.cudadrv.linkable_code import LTOIR
 
@@ -105,20 +106,12 @@ def _requested(kernel, sharedmem: int) -> int:
     return requested if reported is kernel and sharedmem in (requested, total) else sharedmem
 
 
-class _AsRequested:
-    """A launch configuration as its user made it, for the dispatcher's key."""
-
-    def __init__(self, cfg, sharedmem: int):
-        self._cfg, self.sharedmem = cfg, sharedmem
-
-    def __getattr__(self, name):
-        return getattr(self._cfg, name)
-
-
 def _keyed_on_request(key):
+    """numba's launch key, of the bytes the user asked for where a report changed them."""
     def launch_config_key(cfg):
         requested = getattr(cfg, "__dict__", {}).get(_REQUESTED)
-        return key(cfg if requested is None else _AsRequested(cfg, requested))
+        return key(cfg if requested is None else SimpleNamespace(**{**vars(cfg),
+                                                                    "sharedmem": requested}))
     return staticmethod(launch_config_key)
 
 

@@ -205,8 +205,8 @@ def operator_signatures(prim: str, r) -> dict[int, tuple]:
                     f"{prim}: {op.param}={fn} works on {res}: it must take {len(args) + 1} "
                     f"pointers, {'(aggregate, out) after its state' if last else 'op(out, a, b)'}, "
                     f"and write its result to out[0]")
-            ptrs = tuple(Pointer(a) for a in args)
-            args, res = (ptrs + (Pointer(res),) if last else (Pointer(res),) + ptrs), VOID
+            ptrs = [Pointer(a) for a in args]
+            args, res = tuple(ptrs + [Pointer(res)] if last else [Pointer(res)] + ptrs), VOID
         elif any(_user_struct(a) for a in args):
             # struct operands of an operator with another result (a comparison, a flag):
             # cuda.coop passes them as pointers too, op(a_ptr, b_ptr) reading a_ptr[0]
