@@ -87,7 +87,7 @@ def _extent(r: Plan, extent: str, cfg: str) -> str:
 def _op_functor(name: str, sym: str, op, argtypes, restype) -> str:
     """A functor of the shape CUB expects, calling the numba-compiled ``sym`` (C ABI: numbers
     by value, records and state by pointer; a record result comes back through an output
-    pointer, the last parameter, or the first where every operand is a record pointer)."""
+    pointer, the last parameter, or the first where all are record pointers but a callback's)."""
     def ctype(t):
         t = unliteral(t)
         return struct_name(t) if is_struct(t) else CPP_OF.get(getattr(t, "name", None), "void*")
@@ -98,8 +98,9 @@ def _op_functor(name: str, sym: str, op, argtypes, restype) -> str:
         operands = [t.to if isinstance(t, Pointer) and is_struct(t.to) else t for t in operands]
     result, out_first = None, False
     if operands and all(isinstance(t, Pointer) and is_struct(t.to) for t in operands):
-        # op(out, a, b) on pointers (cuda.coop's user-defined types)
-        result, operands, out_first = operands[0].to, [t.to for t in operands[1:]], True
+        # op(out, a, b) on pointers (cuda.coop's user-defined types); callback(aggregate, out)
+        out_first = op.kind != "BlockPrefixCallbackOp"
+        result, operands = operands.pop(0 if out_first else -1).to, [t.to for t in operands]
     elif restype == VOID and operands and is_struct(operands[-1]) \
             and op.kind != "CountsCallback":
         result = operands.pop()

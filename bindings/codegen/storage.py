@@ -5,8 +5,10 @@
 
 Made on the host or in the kernel (``coop.TempStorage(...)``). Each call passing it records the
 TempStorage type it needs; the kernel's translation unit defines one ``__shared__`` union of
-them ("shared") or struct of one member per call site ("exclusive"). A use that does not fit
-``size=``/``alignment=`` is a compile-time error.
+them ("shared") or struct of one member per call site ("exclusive", in call order). Given
+``size=``, it holds that many bytes, as cuda.coop's ``TempStorage(size_in_bytes)`` does (past
+48 KB, in dynamic shared memory); a use that does not fit ``size=``/``alignment=`` is a
+compile-time error.
 """
 from __future__ import annotations
 
@@ -60,16 +62,24 @@ class TempStorage:
 
 def definition(obj: TempStorage, members: list[tuple[str, str]]) -> str:
     """The C++ type ``<symbol>_t`` of ``obj``'s storage: ``members`` are (C++ type, member
-    name). The translation unit's storage struct holds one of it (shared_placement)."""
-    kind = "union" if obj.sharing == "shared" else "struct"
+    name), an exclusive storage's named ``..._<call index>``. The translation unit's storage
+    struct holds one of it (shared_placement)."""
+    if obj.sharing == "exclusive":  # slices in call order, as a user adding them up lays them
+        members = sorted(members, key=lambda m: int(m[1].rsplit("_", 1)[1]))
     body = "".join(f"  {t} {n};\n" for t, n in members)
-    checks = ""
-    if obj.size is not None:
-        checks += (f"static_assert(sizeof({obj.symbol}_t) <= {obj.size}, \"coopgen.TempStorage: "
-                   f"size_in_bytes is smaller than required: size_in_bytes={obj.size} is too "
-                   f"small for its uses\");\n")
+    name = f"{obj.symbol}_t"
+    if obj.size is None:
+        text = f"{'union' if obj.sharing == 'shared' else 'struct'} {name} {{\n{body}}};\n"
+    else:  # it holds size_in_bytes (its uses overlaid, or in one struct, on them)
+        uses = body if obj.sharing == "shared" else f"  struct {{\n{body}  }};\n"
+        align = f"alignas({obj.alignment}) " if obj.alignment else ""
+        text = (f"union {name} {{\n{uses}  {align}unsigned char coopgen_reserved"
+                f"[{obj.size}];\n}};\n"
+                f"static_assert(sizeof({name}) <= ({obj.size} + alignof({name}) - 1) / "
+                f"alignof({name}) * alignof({name}), \"coopgen.TempStorage: size_in_bytes is "
+                f"smaller than required: size_in_bytes={obj.size} is too small for its uses\");\n")
     if obj.alignment is not None:
-        checks += (f"static_assert(alignof({obj.symbol}_t) <= {obj.alignment}, "
-                   f"\"coopgen.TempStorage: alignment is smaller than required: "
-                   f"alignment={obj.alignment} is too weak for its uses\");\n")
-    return f"{kind} {obj.symbol}_t {{\n{body}}};\n{checks}"
+        text += (f"static_assert(alignof({name}) <= {obj.alignment}, \"coopgen.TempStorage: "
+                 f"alignment is smaller than required: alignment={obj.alignment} is too weak "
+                 f"for its uses\");\n")
+    return text

@@ -11,7 +11,8 @@ from numba.cuda.cudadrv.linkable_code import LTOIR
 from ..codegen import nvrtc
 from ..codegen.bundle import ShimBundle
 from .errors import CoopgenTypeError
-from .lowering_context import may_precede, runs_once
+from .launch_hook import report_on
+from .lowering_context import launch_config, may_precede, runs_once
 from .numba_internals import compiling_for_cc
 from .shared_memory import is_kernel_module, static_shared_bytes, uses_dynamic_shared
 
@@ -76,6 +77,7 @@ def bundle_for(library, what: str = "coopgen", module=None) -> LinkedShimBundle:
             bundle.library = weakref.ref(library)
             _bundles[library] = bundle
             library.add_linking_file(bundle)
+            report_on(launch_config())  # its storage may make the launch's dynamic memory
         if module is not None and not any(m is module for m in bundle.modules):
             bundle.modules.append(module)
         return bundle

@@ -1,12 +1,16 @@
 """Launch kernels whose coopgen storage lives in dynamic shared memory (codegen.placement) with
 no extra step: each launch needs more dynamic bytes than asked, past 48 KB with the function's
-attribute raised. numba-cuda's ``pre_launch_callbacks`` run after the size is read, so this
-wraps ``_Kernel.launch``, the one internal it touches (:func:`check_internals`). Kernels without
-such storage pay one dictionary lookup.
+attribute raised. numba-cuda reads a launch's size before its ``pre_launch_callbacks`` run, so
+this wraps ``_Kernel.launch`` (:func:`check_internals`); kernels without such storage pay one
+dictionary lookup. As in cuda.coop, the launch configuration reports the real total: a
+callback the kernel's compile registers (:func:`report_on`) sets its ``sharedmem``, and the
+dispatcher keys its kernels on the bytes the user asked for (reporting compiles nothing again).
 """
 from __future__ import annotations
 
 import inspect
+import threading
+from types import SimpleNamespace
 
 from numba.cuda.cudadrv.linkable_code import LTOIR
 
@@ -16,16 +20,23 @@ from ..codegen.placement import dynamic_requirement, launch_bytes
 LAUNCH_PARAMETERS = ("self", "args", "griddim", "blockdim", "stream", "sharedmem")
 _NEED = "_coopgen_dynamic_shared_need"  # per kernel: (bytes, alignment) or None
 _ATTRIBUTE = "_coopgen_max_dynamic_shared"  # per kernel: device id -> attribute value set
+_REQUESTED = "_coopgen_requested_sharedmem"  # per launch configuration: the user's bytes
+#: The report's word to the launch that follows it: (kernel, user's bytes, total).
+_reported = threading.local()
 
 
 def check_internals() -> None:
     """Raise if numba-cuda's launch path is not the one this module wraps."""
-    from numba.cuda.dispatcher import _Kernel as kernel
+    from numba.cuda.dispatcher import CUDADispatcher, _Kernel as kernel
     params = tuple(inspect.signature(kernel.launch).parameters)
     if params != LAUNCH_PARAMETERS:
         raise RuntimeError(
             f"coopgen: numba-cuda's _Kernel.launch takes {params}, not {LAUNCH_PARAMETERS}: "
             f"coopgen cannot add dynamic shared memory to launches of this numba-cuda")
+    key = inspect.getattr_static(CUDADispatcher, "_launch_config_key", None)
+    if not isinstance(key, staticmethod) or len(inspect.signature(key).parameters) != 1:
+        raise RuntimeError("coopgen: numba-cuda's CUDADispatcher._launch_config_key is no "
+                           "staticmethod of the launch configuration")
 
 
 def _kernel_name(kernel) -> str:
@@ -69,8 +80,43 @@ def _set_max_dynamic_shared(kernel, user_bytes: int, need) -> int:
     return total
 
 
+def report_on(cfg) -> None:
+    """Have the launch ``cfg`` (its compile is running) report its kernel's dynamic shared
+    memory in ``cfg.sharedmem`` from now on."""
+    callbacks = getattr(cfg, "pre_launch_callbacks", None)
+    if callbacks is not None and report_total not in callbacks:
+        callbacks.append(report_total)
+
+
+def report_total(kernel, cfg) -> None:
+    """Pre-launch callback: ``cfg.sharedmem`` becomes the launch's dynamic bytes, the user's
+    and coopgen's storage, as cuda.coop reports them; the user's stay the launch's request."""
+    need = _need(kernel)
+    if need is not None:
+        requested = cfg.__dict__.setdefault(_REQUESTED, cfg.sharedmem)
+        cfg.sharedmem = launch_bytes(requested, need)
+        _reported.last = (kernel, requested, cfg.sharedmem)
+
+
+def _requested(kernel, sharedmem: int) -> int:
+    """The user's dynamic bytes of a launch given ``sharedmem``: the request, or the total
+    its configuration reported (read by numba before this launch's report)."""
+    reported, requested, total = getattr(_reported, "last", None) or (None, 0, 0)
+    _reported.last = None
+    return requested if reported is kernel and sharedmem in (requested, total) else sharedmem
+
+
+def _keyed_on_request(key):
+    """numba's launch key, of the bytes the user asked for where a report changed them."""
+    def launch_config_key(cfg):
+        requested = getattr(cfg, "__dict__", {}).get(_REQUESTED)
+        return key(cfg if requested is None else SimpleNamespace(**{**vars(cfg),
+                                                                    "sharedmem": requested}))
+    return staticmethod(launch_config_key)
+
+
 def install() -> bool:
-    from numba.cuda.dispatcher import _Kernel as kernel_class
+    from numba.cuda.dispatcher import CUDADispatcher, _Kernel as kernel_class
     if getattr(kernel_class, "_coopgen_launch_hook", False):
         return True
     check_internals()
@@ -79,10 +125,11 @@ def install() -> bool:
     def launch(self, args, griddim, blockdim, stream=0, sharedmem=0):
         need = _need(self)
         if need is not None:
-            sharedmem = _set_max_dynamic_shared(self, sharedmem, need)
+            sharedmem = _set_max_dynamic_shared(self, _requested(self, sharedmem), need)
         return original(self, args, griddim, blockdim, stream, sharedmem)
 
     launch.__doc__ = original.__doc__
     kernel_class.launch = launch
+    CUDADispatcher._launch_config_key = _keyed_on_request(CUDADispatcher._launch_config_key)
     kernel_class._coopgen_launch_hook = True
     return True

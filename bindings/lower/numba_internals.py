@@ -20,6 +20,8 @@ EXPECTED = (
     "numba.cuda.cudadrv.nvvm: set_launch_bounds(function, n) and NVVM().data_layout",
     "numba.cuda.dispatcher._Kernel.launch(self, args, griddim, blockdim, stream, sharedmem): "
     "launch_hook adds dynamic shared memory (pre-launch callbacks run too late)",
+    "numba.cuda.dispatcher.CUDADispatcher._launch_config_key, a staticmethod of the launch "
+    "configuration: launch_hook keys it on the user's bytes once the launch reports its total",
     "numba.cuda.dispatcher.get_current_device (linkcheck compiles a kernel's device functions "
     "for the checked arch on a machine without a GPU)",
     "numba.cuda._internal.cuda_fp16/cuda_bf16.shim_obj: the CUDA sources of numba-cuda's "

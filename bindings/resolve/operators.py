@@ -197,12 +197,16 @@ def operator_signatures(prim: str, r) -> dict[int, tuple]:
         args, res = _functor_signature(op.kind, op, dtypes, dtypes.get(first_type))
         fn = op.function.name
         if _user_struct(res):
-            # a user-defined struct type: cuda.coop's op(out, a, b) on pointers, writing out[0]
+            # a user-defined struct type: cuda.coop's op(out, a, b) on pointers, writing out[0];
+            # its prefix callbacks take the out pointer last, (state, aggregate, out)
+            last = op.kind == "BlockPrefixCallbackOp"
             if op.arity != len(args) + 1:
                 raise CoopgenError(
                     f"{prim}: {op.param}={fn} works on {res}: it must take {len(args) + 1} "
-                    f"pointers, op(out, a, b), and write its result to out[0]")
-            args, res = (Pointer(res),) + tuple(Pointer(a) for a in args), VOID
+                    f"pointers, {'(aggregate, out) after its state' if last else 'op(out, a, b)'}, "
+                    f"and write its result to out[0]")
+            ptrs = [Pointer(a) for a in args]
+            args, res = tuple(ptrs + [Pointer(res)] if last else [Pointer(res)] + ptrs), VOID
         elif any(_user_struct(a) for a in args):
             # struct operands of an operator with another result (a comparison, a flag):
             # cuda.coop passes them as pointers too, op(a_ptr, b_ptr) reading a_ptr[0]

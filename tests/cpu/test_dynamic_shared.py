@@ -6,12 +6,13 @@ import numpy as np
 import pytest
 from llvmlite import ir
 from numba import cuda
+from numba.cuda.cudadrv.linkable_code import LTOIR
 from numba.cuda import types
 
 import coopgen
-from coopgen import block, block_shape, local, shared
+from coopgen import block, block_shape, coop, local, shared
 from coopgen.lower import launch_hook
-from coopgen.linkcheck import link_cubin
+from coopgen.linkcheck import launch_config_on_cpu, link_cubin
 from coopgen.codegen.placement import STATIC_SHARED_LIMIT, dynamic_requirement, launch_bytes
 from coopgen.lower.shared_memory import static_shared_bytes
 
@@ -230,3 +231,66 @@ def test_past_the_device_opt_in_is_a_clear_error():
                                          r"memory per block .* more than the device max opt-in "
                                          r"of 232448 bytes"):
         launch_hook._set_max_dynamic_shared(kernel, 100, (270272, 16, True))
+
+
+# -- cuda.coop's TempStorage(size_in_bytes) holds that many bytes: past 48 KB, dynamic memory ----
+
+ABOVE_STATIC = 49 * 1024
+
+
+def sum_in_sized_storage(d_in, d_out):
+    temp = coop.TempStorage(ABOVE_STATIC, 16)
+    d_out[cuda.threadIdx.x] = coop.block.sum(d_in[cuda.threadIdx.x], temp_storage=temp)
+
+
+def _launch_on_cpu(kernel, block, *args):
+    """(link result, launch configuration) of ``kernel[grid, block](*args)`` compiled for
+    sm_90, the configuration with numba's ``sharedmem`` and ``pre_launch_callbacks``."""
+    from numba.cuda.typing.typeof import typeof
+
+    with launch_config_on_cpu(kernel, block, args) as cfg:
+        cfg.sharedmem, cfg.pre_launch_callbacks = 0, []
+        res = link_cubin(kernel, tuple(typeof(a) for a in args))
+    return res, cfg
+
+
+def _kernel_of(res):
+    """A launched kernel as the launch hook reads it: its code library links coopgen's code."""
+    library = SimpleNamespace(_linking_files={LTOIR(b"", name="coopgen-shims-k")},
+                              get_cubin=lambda: res.cubin)
+    return SimpleNamespace(_codelibrary=library)
+
+
+def test_sized_temp_storage_is_dynamic_and_the_launch_reports_its_total():
+    x = np.zeros(128, np.uint32)
+    res, cfg = _launch_on_cpu(sum_in_sized_storage, 128, x, x)
+    need = dynamic_requirement(res.cubin)
+    assert res.smem == 0 and ABOVE_STATIC <= need[0] < ABOVE_STATIC + 64
+    assert cfg.pre_launch_callbacks == [launch_hook.report_total]
+    kernel = _kernel_of(res)
+    for _ in range(2):  # each launch of the same configuration reports the same
+        launch_hook.report_total(kernel, cfg)
+        assert cfg.sharedmem == launch_bytes(0, need) >= ABOVE_STATIC
+        # numba read the size before the report: the first launch 0, later ones the total
+        assert launch_hook._requested(kernel, cfg.sharedmem) == 0
+
+
+def test_the_report_keeps_the_users_bytes_and_the_dispatchers_key():
+    from numba.cuda.dispatcher import CUDADispatcher
+
+    kernel = SimpleNamespace(**{launch_hook._NEED: (70000, 16, True)})
+    cfg = SimpleNamespace(griddim=(2, 1, 1), blockdim=(128, 1, 1), sharedmem=100)
+    key = CUDADispatcher._launch_config_key(cfg)
+    launch_hook.report_total(kernel, cfg)
+    assert cfg.sharedmem == 112 + 70000  # the user's 100 bytes, padded, then the storage
+    assert CUDADispatcher._launch_config_key(cfg) == key == ((2, 1, 1), (128, 1, 1), 100)
+    assert launch_hook._requested(kernel, 100) == 100
+    # a launch the report does not precede (another configuration) asks for its own bytes
+    assert launch_hook._requested(kernel, 70112) == 70112
+
+
+def test_a_kernel_without_dynamic_storage_reports_nothing():
+    kernel = SimpleNamespace(**{launch_hook._NEED: None})
+    cfg = SimpleNamespace(sharedmem=64)
+    launch_hook.report_total(kernel, cfg)
+    assert vars(cfg) == {"sharedmem": 64}

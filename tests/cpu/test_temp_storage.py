@@ -74,3 +74,33 @@ def test_bad_arguments():
         coopgen.TempStorage("both")
     with pytest.raises(ValueError, match="alignment=12 must be a power of two"):
         coopgen.TempStorage(alignment=12)
+
+
+reserved_ts = coopgen.TempStorage(size=6000)
+exclusive_short_ts = coopgen.TempStorage("exclusive", size=2 * 24 - 4)
+
+
+def sum_in_reserved_storage(d_in, d_out):
+    items = local.array(4, np.int32)
+    d_out[0] = block.sum(items, temp_storage=reserved_ts)
+
+
+def two_sums_short_of_room(d_in, d_out):
+    items = local.array(4, np.int32)
+    d_out[0] = block.sum(items, temp_storage=exclusive_short_ts) + block.sum(
+        items, temp_storage=exclusive_short_ts)
+
+
+def test_declared_size_is_reserved():
+    """size_in_bytes is what the storage holds (as cuda.coop's TempStorage(size_in_bytes)),
+    even where its uses need less."""
+    need = block.BlockReduce(np.int32, threads_per_block=128).temp_storage_bytes
+    with block_shape(128):
+        res = link_cubin(sum_in_reserved_storage, SIG)
+    assert need < 6000 <= res.smem < 6000 + 64
+
+
+def test_exclusive_slices_must_fit_the_declared_size():
+    with block_shape(128), pytest.raises(Exception, match="size_in_bytes=44 is too small for "
+                                                          "its uses"):
+        link_cubin(two_sums_short_of_room, SIG)

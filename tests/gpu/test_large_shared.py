@@ -1,10 +1,11 @@
-"""Storage above 48 KB runs from dynamic shared memory, set up by the launch itself."""
+"""Storage above 48 KB runs from dynamic shared memory, set up by the launch itself; the launch
+configuration reports the total, as cuda.coop's does."""
 import numpy as np
 import pytest
 from numba import cuda
 
 import coopgen
-from coopgen import block, local, shared
+from coopgen import block, coop, local, shared
 
 pytestmark = pytest.mark.gpu
 
@@ -124,13 +125,16 @@ def test_past_the_device_opt_in_is_a_clear_error():
 @pytest.mark.parametrize("user_ints", [1, 250, 3001])
 def test_the_launch_dynamic_memory_stays_the_users(user_ints):
     blocks, threads = 3, 1024
-    x = _keys(blocks * threads * 16)
-    out = cuda.device_array_like(x)
-    user = cuda.device_array((blocks, user_ints), np.int32)
-    sort_tiles_beside_user_memory[blocks, threads, 0, 4 * user_ints](cuda.to_device(x), out, user)
-    np.testing.assert_array_equal(out.copy_to_host(), _sorted_tiles(x, blocks))
+    out = cuda.device_array(blocks * threads * 16, np.int64)
     want = (np.arange(1, blocks + 1)[:, None] * 100000 + np.arange(user_ints)).astype(np.int32)
-    np.testing.assert_array_equal(user.copy_to_host(), want)
+    launch = sort_tiles_beside_user_memory[blocks, threads, 0, 4 * user_ints]
+    for _ in range(2):  # the second launch reads the reported total: it asks for the same
+        x = _keys(blocks * threads * 16)
+        user = cuda.device_array((blocks, user_ints), np.int32)
+        launch(cuda.to_device(x), out, user)
+        np.testing.assert_array_equal(out.copy_to_host(), _sorted_tiles(x, blocks))
+        np.testing.assert_array_equal(user.copy_to_host(), want)
+        assert launch.sharedmem > 4 * user_ints + 128 * 1024  # and the sort's 132 KB
 
 
 def test_temp_storage_above_48_kb():
@@ -166,3 +170,83 @@ def test_a_zero_byte_dynamic_request_still_gets_the_storage():
         out = cuda.device_array_like(x)
         launch(cuda.to_device(x), out)
         np.testing.assert_array_equal(out.copy_to_host(), _sorted_tiles(x, blocks))
+
+
+# -- cuda.coop's TempStorage(size_in_bytes): that many bytes, past 48 KB in dynamic memory -------
+
+ABOVE_STATIC = 49 * 1024
+HALF_OF_IT = 25 * 1024  # two of these: each below 48 KB, together above
+
+
+@cuda.jit
+def scan_in_sized_storage(d_in, d_out):
+    items = coop.local.array(4, d_in.dtype)
+    temp = coop.TempStorage(ABOVE_STATIC, 16)
+    base = cuda.blockIdx.x * cuda.blockDim.x * 4
+    coop.block.load(d_in[base:], items)
+    coop.block.exclusive_sum(items, items, temp_storage=temp)
+    coop.block.store(d_out[base:], items)
+
+
+@cuda.jit
+def scan_twice_in_two_storages(d_in, d_out):
+    items = coop.local.array(4, d_in.dtype)
+    first = coop.TempStorage(HALF_OF_IT, 16)
+    second = coop.TempStorage(HALF_OF_IT, 16)
+    base = cuda.blockIdx.x * cuda.blockDim.x * 4
+    coop.block.load(d_in[base:], items)
+    coop.block.exclusive_sum(items, items, temp_storage=first)
+    coop.block.inclusive_sum(items, items, temp_storage=second)
+    coop.block.store(d_out[base:], items)
+
+
+def _tiles(blocks, threads):
+    x = np.random.default_rng().integers(0, 1000, blocks * threads * 4, dtype=np.uint32)
+    return x, x.reshape(blocks, -1)
+
+
+def test_the_launch_reports_its_dynamic_shared_memory():
+    blocks, threads = 3, 128
+    launch = scan_in_sized_storage[blocks, threads]
+    callbacks = len(launch.pre_launch_callbacks)
+    for _ in range(2):
+        x, tiles = _tiles(blocks, threads)
+        out = cuda.device_array_like(x)
+        launch(cuda.to_device(x), out)
+        want = np.cumsum(tiles, axis=1, dtype=np.uint32) - tiles
+        np.testing.assert_array_equal(out.copy_to_host(), want.ravel())
+        assert ABOVE_STATIC <= launch.sharedmem < ABOVE_STATIC + 1024
+    assert len(launch.pre_launch_callbacks) == callbacks + 1
+    # reporting the total made the dispatcher compile nothing again
+    assert len(scan_in_sized_storage.overloads) == 1
+    assert not getattr(scan_in_sized_storage, "_launch_config_specializations", {})
+
+
+def test_storages_below_the_limit_together_above_it():
+    blocks, threads = 2, 128
+    x, tiles = _tiles(blocks, threads)
+    out = cuda.device_array_like(x)
+    launch = scan_twice_in_two_storages[blocks, threads]
+    launch(cuda.to_device(x), out)
+    exclusive = np.cumsum(tiles, axis=1, dtype=np.uint32) - tiles
+    np.testing.assert_array_equal(out.copy_to_host(),
+                                  np.cumsum(exclusive, axis=1, dtype=np.uint32).ravel())
+    assert launch.sharedmem >= 2 * HALF_OF_IT > 48 * 1024
+
+
+def test_sized_storage_past_the_device_opt_in_is_a_clear_error():
+    limit = cuda.get_current_device().MAX_SHARED_MEMORY_PER_BLOCK_OPTIN
+    too_big = limit + 256
+
+    @cuda.jit
+    def scan_in_too_much_storage(d_in, d_out):
+        items = coop.local.array(4, d_in.dtype)
+        temp = coop.TempStorage(too_big, 16)
+        coop.block.load(d_in, items)
+        coop.block.exclusive_sum(items, items, temp_storage=temp)
+        coop.block.store(d_out, items)
+
+    x = np.zeros(128 * 4, np.uint32)
+    with pytest.raises(ValueError, match=rf"kernel '.*scan_in_too_much_storage' needs \d+ "
+                                         rf"bytes .*more than the device max opt-in of {limit}"):
+        scan_in_too_much_storage[1, 128](cuda.to_device(x), cuda.device_array_like(x))

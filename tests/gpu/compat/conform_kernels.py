@@ -493,3 +493,8 @@ CASES = [case_radix_rank_object_full_call, case_merge_sort_of_struct_items, case
 from prefix_kernels import CASES as _PREFIX_CASES  # noqa: E402
 
 CASES += _PREFIX_CASES
+
+# two-phase primitives in a gpu_dataclass, every way of sharing temp storage (dataclass_kernels.py)
+from dataclass_kernels import CASES as _DATACLASS_CASES  # noqa: E402
+
+CASES += _DATACLASS_CASES

@@ -16,7 +16,7 @@ from numba.cuda import cgutils
 from numba.cuda.extending import (lower_builtin, make_attribute_wrapper, models,
                                   register_model, type_callable, typeof_impl)
 
-from coop_kernels import Case
+from coop_kernels import Case, float2, make_float2
 from coopgen import coop
 
 SEGMENT = 1024  # items per block
@@ -131,6 +131,190 @@ CASES = [case_documented_prefix_exclusive_one_item_raking,
          case_documented_prefix_inclusive_items_warp_scans,
          case_documented_prefix_exclusive_python_operator,
          case_documented_prefix_inclusive_python_operator_cub_keyword]
+
+
+# --- records as items (Mamba's selective scan): h = a * h_prev + b as a scan over (a, h) pairs,
+# composed by (a1, h1) o (a2, h2) = (a1 a2, a2 h1 + h2); the callback carries the running pair
+# from tile to tile.
+
+def compose_float2(out, x, y):  # cuda.coop's op(out, a, b) on a numba struct: x, then y
+    out[0] = make_float2(x[0].x * y[0].x, y[0].x * x[0].y + y[0].y)
+
+
+class PairPrefixCallbackOp:
+    """The callback of cuda.coop's Mamba kernel: ``__call__(self_ptr, block_aggregate,
+    out_ptr)`` on pointers, writing the pair before the tile to ``out_ptr[0]``."""
+
+    def __init__(self, running):
+        self.running = running
+
+    def __call__(self_ptr, block_aggregate, out_ptr):
+        before = self_ptr[0].running
+        tile = block_aggregate[0]
+        self_ptr[0] = PairPrefixCallbackOp(make_float2(before.x * tile.x,
+                                                       tile.x * before.y + tile.y))
+        out_ptr[0] = before
+
+
+class PairPrefixCallbackOpType(numba.types.Type):
+    def __init__(self):
+        super().__init__(name="PairPrefixCallbackOp")
+
+
+pair_prefix_type = PairPrefixCallbackOpType()
+
+
+@typeof_impl.register(PairPrefixCallbackOp)
+def _typeof_pair_callback(val, c):
+    return pair_prefix_type
+
+
+@type_callable(PairPrefixCallbackOp)
+def _type_pair_callback(context):
+    def typer(running):
+        if running == float2:
+            return pair_prefix_type
+    return typer
+
+
+@register_model(PairPrefixCallbackOpType)
+class _PairCallbackModel(models.StructModel):
+    def __init__(self, dmm, fe_type):
+        super().__init__(dmm, fe_type, [("running", float2)])
+
+
+make_attribute_wrapper(PairPrefixCallbackOpType, "running", "running")
+
+
+@lower_builtin(PairPrefixCallbackOp, type(float2))
+def _make_pair_callback(context, builder, sig, args):
+    state = cgutils.create_struct_proxy(sig.return_type)(context, builder)
+    state.running = args[0]
+    return state._getvalue()
+
+
+PAIR = np.dtype([("a", np.float32), ("h", np.float32)], align=True)
+
+
+def compose_records(x, y, out):  # records: the result written to the last argument
+    out.a = x.a * y.a
+    out.h = y.a * x.h + y.h
+
+
+class RecordPrefixCallbackOp:
+    """The same callback on numpy records: ``block_aggregate`` and ``out`` are records."""
+
+    def __init__(self, a, h):
+        self.a = a
+        self.h = h
+
+    def __call__(self_ptr, block_aggregate, out):
+        a, h = self_ptr[0].a, self_ptr[0].h
+        out.a = a
+        out.h = h
+        self_ptr[0] = RecordPrefixCallbackOp(a * block_aggregate.a,
+                                             block_aggregate.a * h + block_aggregate.h)
+
+
+class RecordPrefixCallbackOpType(numba.types.Type):
+    def __init__(self):
+        super().__init__(name="RecordPrefixCallbackOp")
+
+
+record_prefix_type = RecordPrefixCallbackOpType()
+
+
+@typeof_impl.register(RecordPrefixCallbackOp)
+def _typeof_record_callback(val, c):
+    return record_prefix_type
+
+
+@type_callable(RecordPrefixCallbackOp)
+def _type_record_callback(context):
+    def typer(a, h):
+        if isinstance(a, numba.types.Float) and isinstance(h, numba.types.Float):
+            return record_prefix_type
+    return typer
+
+
+@register_model(RecordPrefixCallbackOpType)
+class _RecordCallbackModel(models.StructModel):
+    def __init__(self, dmm, fe_type):
+        super().__init__(dmm, fe_type, [("a", numba.float32), ("h", numba.float32)])
+
+
+make_attribute_wrapper(RecordPrefixCallbackOpType, "a", "a")
+make_attribute_wrapper(RecordPrefixCallbackOpType, "h", "h")
+
+
+@lower_builtin(RecordPrefixCallbackOp, numba.types.Float, numba.types.Float)
+def _make_record_callback(context, builder, sig, args):
+    state = cgutils.create_struct_proxy(sig.return_type)(context, builder)
+    state.a = context.cast(builder, args[0], sig.args[0], numba.float32)
+    state.h = context.cast(builder, args[1], sig.args[1], numba.float32)
+    return state._getvalue()
+
+
+PAIR_ITEMS = 4
+
+
+@cuda.jit
+def pair_scan_numba_struct(d_a, d_h, d_out_a, d_out_h):
+    prefix = coop.local.array(1, dtype=pair_prefix_type)
+    prefix[0] = PairPrefixCallbackOp(make_float2(1.0, 0.0))
+    items = coop.local.array(PAIR_ITEMS, dtype=float2)
+    for start in range(0, SEGMENT, THREADS * PAIR_ITEMS):
+        base = cuda.blockIdx.x * SEGMENT + start + cuda.threadIdx.x * PAIR_ITEMS
+        for i in range(PAIR_ITEMS):
+            items[i] = make_float2(d_a[base + i], d_h[base + i])
+        coop.block.scan(items, items, mode="inclusive", scan_op=compose_float2,
+                        prefix_op=prefix, algorithm="warp_scans")
+        for i in range(PAIR_ITEMS):
+            d_out_a[base + i] = items[i].x
+            d_out_h[base + i] = items[i].y
+
+
+@cuda.jit
+def pair_scan_records(d_a, d_h, d_out_a, d_out_h):
+    prefix = coop.local.array(1, dtype=record_prefix_type)
+    prefix[0] = RecordPrefixCallbackOp(1.0, 0.0)
+    items = coop.local.array(PAIR_ITEMS, dtype=PAIR)
+    for start in range(0, SEGMENT, THREADS * PAIR_ITEMS):
+        base = cuda.blockIdx.x * SEGMENT + start + cuda.threadIdx.x * PAIR_ITEMS
+        for i in range(PAIR_ITEMS):
+            items[i].a = d_a[base + i]
+            items[i].h = d_h[base + i]
+        coop.block.inclusive_scan(items, items, scan_op=compose_records, prefix_op=prefix)
+        for i in range(PAIR_ITEMS):
+            d_out_a[base + i] = items[i].a
+            d_out_h[base + i] = items[i].h
+
+
+def _pair_case(rng, kernel):
+    blocks = 3
+    a = rng.uniform(0.95, 1.0, blocks * SEGMENT).astype(np.float32)
+    h = rng.uniform(-1.0, 1.0, blocks * SEGMENT).astype(np.float32)
+    want_a, want_h = np.empty((blocks, SEGMENT)), np.empty((blocks, SEGMENT))
+    run_a, run_h = np.ones(blocks), np.zeros(blocks)  # the recurrence, in float64
+    for t, (at, ht) in enumerate(zip(a.reshape(blocks, -1).T, h.reshape(blocks, -1).T)):
+        run_a, run_h = run_a * at, at * run_h + ht
+        want_a[:, t], want_h[:, t] = run_a, run_h
+
+    def check(arrays):
+        np.testing.assert_allclose(arrays[2], want_a.ravel(), rtol=1e-3, atol=1e-6)
+        np.testing.assert_allclose(arrays[3], want_h.ravel(), rtol=1e-3, atol=1e-4)
+    return Case(kernel, blocks, THREADS, (a, h, np.zeros_like(a), np.zeros_like(h)), check)
+
+
+def case_documented_prefix_pairs_numba_struct(rng):
+    return _pair_case(rng, pair_scan_numba_struct)
+
+
+def case_documented_prefix_pairs_records(rng):
+    return _pair_case(rng, pair_scan_records)
+
+
+CASES += [case_documented_prefix_pairs_numba_struct, case_documented_prefix_pairs_records]
 
 
 def larger(a, b):  # a plain Python scan operator with no identity coopgen knows
