@@ -39,22 +39,22 @@ from numba import cuda
 from coopgen import block, local
 
 VECTOR = 8  # elements of a 2-byte type in one 16-byte access
-THREADS = 256  # a row's threads while each holds at most MAX_VECTORS vectors
-MAX_VECTORS = 4
+#: 16-byte vectors a thread holds while the row fits 1024 threads. tools/bench's sweep (RESULTS.md)
+#: measured 2 fastest at hidden 4096 and 8192: 4 vectors (256 threads at 8192) need 48-64
+#: registers and fell to 0.81x copy bandwidth; 1 vector (1024 threads) to 0.89x.
+VECTORS = 2
 MAX_THREADS = 1024
 DTYPES = ("float16", "bfloat16")
 
 
 def plan(hidden: int, threads: int | None = None) -> tuple[int, int]:
-    """(threads, items per thread) for rows of ``hidden`` elements: whole 16-byte vectors a
-    thread, 2 to 4 of them for LLM widths (256 threads up to 8192 elements; wider rows get more
-    threads, then more vectors), threads rounded up to whole warps. ``threads`` (a multiple of
-    32) overrides the choice."""
+    """(threads, items per thread) for rows of ``hidden`` elements: ``VECTORS`` 16-byte vectors
+    a thread (threads = hidden / 16, rounded up to whole warps); rows wider than 1024 such
+    threads get more vectors. ``threads`` (a multiple of 32) overrides the choice."""
     if hidden < 1:
         raise ValueError(f"rms_norm: hidden={hidden} must be positive")
     if threads is None:
-        vectors = min(MAX_VECTORS, -(-hidden // (VECTOR * THREADS)))
-        vectors = max(vectors, -(-hidden // (VECTOR * MAX_THREADS)))
+        vectors = max(VECTORS, -(-hidden // (VECTOR * MAX_THREADS)))
         items = VECTOR * vectors
         threads = 32 * -(-(-(-hidden // items)) // 32)
     elif threads % 32 or not 32 <= threads <= MAX_THREADS:

@@ -87,9 +87,9 @@ def test_rms_norm_moves_16_bytes_per_access(dtype, hidden):
 
 
 def test_rms_norm_plan():
-    assert rms_norm.plan(4096) == (256, 16) and rms_norm.plan(8192) == (256, 32)
-    assert rms_norm.plan(12288) == (384, 32) and rms_norm.plan(1000) == (128, 8)
-    assert rms_norm.plan(65536) == (1024, 64) and rms_norm.plan(32) == (32, 8)
+    assert rms_norm.plan(4096) == (256, 16) and rms_norm.plan(8192) == (512, 16)
+    assert rms_norm.plan(12288) == (768, 16) and rms_norm.plan(1000) == (64, 16)
+    assert rms_norm.plan(65536) == (1024, 64) and rms_norm.plan(32) == (32, 16)
     assert rms_norm.plan(8192, threads=512) == (512, 16)
     with pytest.raises(ValueError, match="rms_norm: hidden=0 must be positive"):
         rms_norm.plan(0)
