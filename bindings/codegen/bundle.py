@@ -1,7 +1,7 @@
 """The shims lowered into one code library (a kernel, or a device function or ``@overload``
 whose library the kernel links), deduplicated by symbol and compiled in *one* NVRTC call when a
 linker first reads the bundle. One shim may so be defined in two bundles of one link, hence its
-ODR linkage (:data:`SHIM_DECL`)."""
+ODR linkage (``COOPGEN_SHIM``)."""
 from __future__ import annotations
 
 import functools
@@ -10,10 +10,9 @@ from dataclasses import dataclass
 
 from . import nvrtc
 
-#: Prefix of every shim definition: ``inline`` gives it ODR linkage (PTX ``.weak``), which
-#: nvJitLink merges across bundles; ``used`` makes NVRTC emit it although nothing calls it.
-#: (NVRTC 13 ignores ``__attribute__((weak))``: "symbol multiply defined".)
-SHIM_DECL = "COOPGEN_SHIM"
+#: ``COOPGEN_SHIM``, the prefix of every shim definition: ``inline`` gives it ODR linkage (PTX
+#: ``.weak``), which nvJitLink merges across bundles; ``used`` makes NVRTC emit it although
+#: nothing calls it. (NVRTC 13 ignores ``__attribute__((weak))``: "symbol multiply defined".)
 _PRELUDE = ('#ifndef COOPGEN_SHIM\n#define COOPGEN_SHIM extern "C" __device__ inline '
             '__attribute__((used))\n#endif\n')
 
@@ -105,13 +104,16 @@ class ShimBundle:
         from .shims import BLOCK_MEMBER, WARP_MEMBER
         from .storage import definition
 
+        def union(name: str, types) -> str:
+            body = "".join(f"  {t} m{i};\n" for i, t in enumerate(sorted(types)))
+            return f"union {name} {{\n{body}}};\n"
+
         parts, members = [], []
         warp = sorted({s.warp_storage for s in shims if s.warp_storage})
         for lwt in sorted({w[2] for w in warp}):  # per logical warp size: slices of a union
-            types = sorted({t for t, _, size in warp if size == lwt})
+            parts.append(union(f"coopgen_warp_storage_{lwt}_t",
+                               {t for t, _, size in warp if size == lwt}))
             slices = max(n for _, n, size in warp if size == lwt)
-            body = "".join(f"  {t} m{i};\n" for i, t in enumerate(types))
-            parts.append(f"union coopgen_warp_storage_{lwt}_t {{\n{body}}};\n")
             members.append((f"coopgen_warp_storage_{lwt}_t", f"{WARP_MEMBER}_{lwt}[{slices}]"))
         # coopgen.TempStorage objects: one member each, sized from its uses.
         objects = {}
@@ -127,11 +129,9 @@ class ShimBundle:
             if s.shared_array:
                 nbytes, align = s.shared_array
                 members.append((f"alignas({align}) unsigned char", f"{s.symbol}[{nbytes}]"))
-        block = sorted({s.block_storage for s in shims if s.block_storage})
-        if block:
-            # As large and as aligned as the largest TempStorage of the translation unit.
-            body = "".join(f"  {t} m{i};\n" for i, t in enumerate(block))
-            parts.append(f"union coopgen_block_storage_t {{\n{body}}};\n")
+        block = {s.block_storage for s in shims if s.block_storage}
+        if block:  # as large and as aligned as the largest TempStorage of the translation unit
+            parts.append(union("coopgen_block_storage_t", block))
             members.append(("coopgen_block_storage_t", BLOCK_MEMBER))
         if members:
             parts.append(storage_definition(members, **self._kernel_shared_memory()))

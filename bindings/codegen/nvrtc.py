@@ -5,9 +5,11 @@
 (_use_pch). Both are read on every call, so tests can monkeypatch them."""
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import os
+import re
 import threading
 from pathlib import Path
 
@@ -67,12 +69,10 @@ def supported_archs() -> tuple[int, ...]:
 def default_arch() -> str:
     """The arch of compiles no kernel compile chose (two-phase temp storage sizes): the current
     device's, or sm_90 without one (CPU-only compile checks)."""
-    try:
+    with contextlib.suppress(Exception):  # no driver or no device: compile for the default
         cc = current_device_cc() if current_device_cc is not None else None
         if cc:
             return f"sm_{cc[0]}{cc[1]}"
-    except Exception:  # no driver or no device: compile for the default
-        pass
     return "sm_90"
 
 
@@ -82,11 +82,10 @@ current_device_cc = None
 
 def unsupported_arch(arch) -> str | None:
     """Why this NVRTC cannot compile for ``arch``, or None when it can."""
-    n = arch_number(arch)
-    if n in supported_archs():
+    n, archs = arch_number(arch), supported_archs()
+    if n in archs:
         return None
     major, minor = nvrtc_version()
-    archs = supported_archs()
     if n > max(archs):
         hint = (f"sm_{n} needs a newer CUDA 13 toolkit: pip install -U 'coopgen[cu13]'"
                 if major >= 13 else
@@ -112,13 +111,11 @@ def _nvrtc_identity() -> str:
     """Version plus libnvrtc's size, so patch releases (both 13.0) get their own cache entries;
     no paths or times, so a cache warmed on one machine serves another."""
     ident = repr(nvrtc_version())
-    try:
+    with contextlib.suppress(Exception):  # identity is best effort; the version is enough
         from cuda import pathfinder
 
         p = os.path.realpath(pathfinder.load_nvidia_dynamic_lib("nvrtc").abs_path)
         ident += f":{os.stat(p).st_size}"
-    except Exception:  # identity is best effort; the version is enough to run
-        pass
     return ident
 
 
@@ -153,11 +150,7 @@ def cache_dir() -> Path | None:
 def _normalize_arch(arch: str) -> str:
     """'sm_90' / 'compute_90' / '90' / 'sm_90a' -> 'compute_90' / 'compute_90a': LTO-IR is
     virtual-architecture code; nvJitLink picks the real ``sm_XX`` at link time."""
-    a = str(arch)
-    for prefix in ("sm_", "compute_", "lto_"):
-        if a.startswith(prefix):
-            a = a[len(prefix):]
-    return f"compute_{a}"
+    return "compute_" + re.sub(r"^(sm_)?(compute_)?(lto_)?", "", str(arch))
 
 
 def base_options(arch: str, include_dirs, extra=(), kind: str = "ltoir") -> list[str]:
@@ -204,18 +197,17 @@ def _cache_key(source: str, opts: list[str], arch: str, include_dirs) -> str:
 
 
 def _check(err, what: str, prog=None, source: str = ""):
-    if err != _nvrtc.nvrtcResult.NVRTC_SUCCESS:
-        log = _get_log(prog) if prog is not None else ""
-        raise NvrtcError(f"{what} failed: {err.name}", log, source)
-
-
-def _get_log(prog) -> str:
-    err, size = _nvrtc.nvrtcGetProgramLogSize(prog)
-    if err != _nvrtc.nvrtcResult.NVRTC_SUCCESS or size <= 1:
-        return ""
-    buf = b" " * size
-    _nvrtc.nvrtcGetProgramLog(prog, buf)
-    return buf.rstrip(b"\0").decode(errors="replace")
+    if err == _nvrtc.nvrtcResult.NVRTC_SUCCESS:
+        return
+    log, size = "", 0
+    if prog is not None:
+        log_err, size = _nvrtc.nvrtcGetProgramLogSize(prog)
+        size = size if log_err == _nvrtc.nvrtcResult.NVRTC_SUCCESS else 0
+    if size > 1:
+        buf = b" " * size
+        _nvrtc.nvrtcGetProgramLog(prog, buf)
+        log = buf.rstrip(b"\0").decode(errors="replace")
+    raise NvrtcError(f"{what} failed: {err.name}", log, source)
 
 
 _PCH_POLICIES = {"0": "off", "off": "off", "1": "second", "second": "second", "first": "first"}

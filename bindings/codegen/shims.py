@@ -6,24 +6,24 @@ Layout of one shim (all names derive from a hash of what the shim is, never a co
         using T = int; static constexpr int BLOCK_DIM_X = 128; ...   // so header defaults
         using prim = BlockReduce<T, BLOCK_DIM_X, ...>; }; }           // that use them compile
     <operator functors>
-    COOPGEN_SHIM void coopgen_BlockReduce_Sum_<h>(int* inputs, int* coopgen_ret) {
-        <temp storage>; prim p(storage); *coopgen_ret = p.Sum(*reinterpret_cast<int(*)[16]>(inputs));
+    COOPGEN_SHIM void coopgen_BlockReduce_Sum_<h>(int* in, int* coopgen_ret) {
+        <temp storage>; prim p(storage); *coopgen_ret = p.Sum(*reinterpret_cast<int(*)[16]>(in));
     }
 
-Implicit block temp storage is one union per translation unit (the bundle declares it, in the
-storage struct ``coopgen_storage()`` returns: static or dynamic shared memory), entered with a
-barrier so successive primitives may reuse it, as CUB requires. Warp primitives get per-warp
-slices of their own array there.
+Implicit block temp storage is one union in the bundle's storage struct (``coopgen_storage()``),
+entered with a barrier so successive primitives may reuse it, as CUB requires; warp primitives
+get per-warp slices of their own array there.
 """
 from __future__ import annotations
 
 import hashlib
+import itertools
 from dataclasses import dataclass, field
 
 from ..resolve.operators import decomposer_fields, key_record
 from ..resolve.plan import RANGE_ROLES, Plan
 from ..types.cpp import CPP_OF, by_pointer, is_struct, struct_decl, struct_name
-from ..types.desc import VOID, Array, Pointer, Storage, Struct, item_type, unliteral
+from ..types.desc import VOID, Array, Pointer, Storage, item_type, unliteral
 
 #: Alignment of coopgen's shared arrays (coopgen.shared.array), enough for any TempStorage.
 SHARED_ALIGNMENT = 16
@@ -34,8 +34,6 @@ OPERATOR_HEADERS = ("cuda/functional", "cuda/std/functional")
 # Members of the translation unit's storage struct (shimcall, shared_placement).
 STORAGE = "coopgen_storage()"
 BLOCK_MEMBER, WARP_MEMBER = "coopgen_block_storage", "coopgen_warp_storage"
-BLOCK_STORAGE = f"{STORAGE}.{BLOCK_MEMBER}"
-WARP_STORAGE = f"{STORAGE}.{WARP_MEMBER}"
 LINEAR_TID = "(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z))"
 
 
@@ -53,7 +51,8 @@ class ShimText:
     # ``index`` (its data pointer for arrays), "state": the state array of the operator
     # argument ``index``, "ret": returned value ``index``.
     c_params: tuple[tuple[str, str, str, int], ...]
-    op_symbols: tuple[tuple[int, str, tuple, object], ...]  # (binding index, symbol, argtypes, restype)
+    # (binding index, symbol, argtypes, restype) of each operator to compile
+    op_symbols: tuple[tuple[int, str, tuple, object], ...]
 
 
 def _h(*parts) -> str:
@@ -130,12 +129,6 @@ def _op_functor(name: str, sym: str, op, argtypes, restype) -> str:
     return _once(name, f"{decl}\nstruct {name} {{\n{member}{body}}};")
 
 
-def _temp_storage_object(r: Plan):
-    if r.temp_storage_arg is not None and isinstance(r.temp_storage_arg[1], Storage):
-        return r.temp_storage_arg[1].obj
-    return None
-
-
 def _decomposer_functor(name: str, r: Plan, op) -> str:
     prim = f"{r.cls.scope}.{r.cls.name}.{r.method.name}"
     fields = decomposer_fields(prim, r, op)
@@ -145,11 +138,6 @@ def _decomposer_functor(name: str, r: Plan, op) -> str:
     key = struct_name(key_record(r))
     return (f"struct {name} {{\n  __device__ ::cuda::std::tuple<{', '.join(refs)}> "
             f"operator()({key}& key) const {{\n    return {{{', '.join(exprs)}}};\n  }}\n}};")
-
-
-def _records(r: Plan) -> list:
-    types = [item_type(b.type) for b in r.bindings if b.type is not None]
-    return list(dict.fromkeys(t for t in types + [t for _, t, _ in r.returns] if is_struct(t)))
 
 
 def _logical_warps(r: Plan) -> tuple[int, str, str]:
@@ -166,22 +154,9 @@ def _logical_warps(r: Plan) -> tuple[int, str, str]:
     return warps, f"({LINEAR_TID} / 32 * {per_hw_warp} + {LINEAR_TID} % 32 / {lwt})", lwt
 
 
-def _explicit_template_args(r: Plan) -> list[str]:
-    """Values of the method's leading template parameters that C++ cannot deduce from the
-    arguments (BlockRadixRankMatch::CallBack<KEYS_PER_THREAD>)."""
-    out = []
-    extents = dict(r.extents)
-    for t in r.method.tparams:
-        if any(t in p.type for p in r.method.params):
-            break
-        out.append(str(extents[t]))
-    return out
-
-
 @dataclass
 class _Parts:
-    """What writing one shim collects: C parameters, call arguments, statements before the
-    call, declarations, the operators to compile."""
+    """What writing one shim collects."""
     r: Plan
     h: str
     cfg: str
@@ -276,26 +251,13 @@ def _passed_argument(s: _Parts, b) -> None:
         s.call_args.append(p.name)
 
 
-def _arguments(s: _Parts, op_signatures) -> None:
-    for i, b in enumerate(s.r.bindings):
-        if b.source == "default":
-            _default_argument(s, i, b)
-        elif b.operator is not None:
-            _operator_argument(s, i, b, op_signatures)
-        elif b.source == "return":
-            s.pre.append(f"{b.ctype} {b.param.name};")
-            s.call_args.append(b.param.name)
-        elif b.param.role != "temp_storage":
-            _passed_argument(s, b)
-
-
-def _explicit_storage(s: _Parts, ts_obj) -> str | None:
+def _explicit_storage(s: _Parts, ts_obj) -> None:
     """temp_storage= given: a coopgen.TempStorage's member, or the storage argument."""
     r, prim = s.r, s.prim
     if ts_obj is not None:
         if ts_obj.auto_sync:  # the previous use of the shared storage may still read it
             s.pre.insert(0, "__syncthreads();")
-        return s.explicit_storage
+        return
     index, ty = r.temp_storage_arg
     s.c_params.insert(0, ("void*", "coopgen_temp_storage", "arg", index))
     n = ty.length if isinstance(ty, Array) else None
@@ -307,7 +269,6 @@ def _explicit_storage(s: _Parts, ts_obj) -> str | None:
                         f"{SHARED_ALIGNMENT}, \"coopgen: {r.cls.name}: temp_storage is "
                         f"misaligned: TempStorage needs more than {SHARED_ALIGNMENT}-byte "
                         f"alignment; use a coopgen.TempStorage\");")
-    return s.explicit_storage
 
 
 def _implicit_storage(s: _Parts, symbol: str) -> tuple[str, str | None, tuple | None]:
@@ -319,7 +280,7 @@ def _implicit_storage(s: _Parts, symbol: str) -> tuple[str, str | None, tuple | 
         # (ShimBundle._storage_barriers).
         s.pre.insert(0, f"if constexpr (coopgen_barrier_{symbol}) __syncthreads();  "
                         f"// the storage may have just been used")
-        return (f"reinterpret_cast<typename {prim}::TempStorage&>({BLOCK_STORAGE})",
+        return (f"reinterpret_cast<typename {prim}::TempStorage&>({STORAGE}.{BLOCK_MEMBER})",
                 f"typename {prim}::TempStorage", None)
     warps, index, lwt = _logical_warps(r)
     # One slice per logical warp, shared by the warp primitives of the translation unit with
@@ -330,7 +291,8 @@ def _implicit_storage(s: _Parts, symbol: str) -> tuple[str, str | None, tuple | 
             f"((0xffffffffu >> (32 - {lwt})) << (({LINEAR_TID} % 32) / {lwt} * {lwt}))")
     s.pre.insert(0, f"if constexpr (sizeof(typename {prim}::TempStorage) > 1) "
                     f"__syncwarp({mask});")
-    return (f"reinterpret_cast<typename {prim}::TempStorage&>({WARP_STORAGE}_{lwt}[{index}])",
+    return (f"reinterpret_cast<typename {prim}::TempStorage&>"
+            f"({STORAGE}.{WARP_MEMBER}_{lwt}[{index}])",
             None, (f"typename {prim}::TempStorage", warps, int(lwt)))
 
 
@@ -341,7 +303,10 @@ def _body(s: _Parts, storage: str | None, object_bytes: int) -> list[str]:
     if s.object_mode == "method":
         ctor = f"{prim}& coopgen_obj = *static_cast<{prim}*>(coopgen_self);"
         obj = "coopgen_obj"
-    explicit = _explicit_template_args(r)
+    # the method's leading template parameters, which C++ cannot deduce from the arguments
+    # (BlockRadixRankMatch::CallBack<KEYS_PER_THREAD>)
+    explicit = [str(dict(r.extents)[t]) for t in itertools.takewhile(
+        lambda t: not any(t in p.type for p in r.method.params), r.method.tparams)]
     method = f"template {r.method.name}<{', '.join(explicit)}>" if explicit else r.method.name
     call = f"{obj}.{method}({', '.join(s.call_args)})"
     body = [*s.pre, ctor]
@@ -361,14 +326,18 @@ def build(r: Plan, op_signatures: dict[int, tuple], object_mode: str | None = No
     """The shim for ``r``; ``op_signatures[i]``: (argtypes, restype) of operator binding i.
     ``object_mode``: None (a call on a temporary), "construct" (placement-new into the caller's
     ``coopgen_self`` buffer) or "method" (a call on that object)."""
-    ts_obj = _temp_storage_object(r)
+    ts = r.temp_storage_arg[1] if r.temp_storage_arg is not None else None
+    ts_obj = ts.obj if isinstance(ts, Storage) else None
     h = _shim_key(r, op_signatures, object_mode, object_bytes, use_index, ts_obj)
     symbol = f"coopgen_{r.cls.name}_{r.method.name}_{h}"
     # Named by the class and its template arguments only, so a constructor and the methods
     # called on its object agree on the type.
     cfg = f"coopgen_cfg_{_h(r.cls.cpp, r.template_args)}"
     s = _Parts(r, h, cfg, f"::cub::{cfg}::prim", object_mode)
-    s.decls = [struct_decl(rec) for rec in _records(r)] + [cfg_struct(cfg, r.cls, r.template_args)]
+    records = [item_type(b.type) for b in r.bindings if b.type is not None]
+    records += [t for _, t, _ in r.returns]
+    s.decls = [struct_decl(rec) for rec in dict.fromkeys(t for t in records if is_struct(t))]
+    s.decls.append(cfg_struct(cfg, r.cls, r.template_args))
     s.explicit_storage = f"*reinterpret_cast<typename {s.prim}::TempStorage*>(coopgen_temp_storage)"
     if ts_obj is not None:
         member = f"m_{_h(r.cls.cpp, r.template_args)}"
@@ -377,7 +346,16 @@ def build(r: Plan, op_signatures: dict[int, tuple], object_mode: str | None = No
         s.ts_use = (ts_obj, f"typename {s.prim}::TempStorage", member)
         s.explicit_storage = (f"reinterpret_cast<typename {s.prim}::TempStorage&>"
                               f"({STORAGE}.{ts_obj.symbol}.{member})")
-    _arguments(s, op_signatures)
+    for i, b in enumerate(r.bindings):
+        if b.source == "default":
+            _default_argument(s, i, b)
+        elif b.operator is not None:
+            _operator_argument(s, i, b, op_signatures)
+        elif b.source == "return":
+            s.pre.append(f"{b.ctype} {b.param.name};")
+            s.call_args.append(b.param.name)
+        elif b.param.role != "temp_storage":
+            _passed_argument(s, b)
     s.c_params += [(ctype + "*", f"coopgen_ret_{what}", "ret", k)
                    for k, (what, _, ctype) in enumerate(r.returns)]
     storage, block_storage, warp_storage = None, None, None
@@ -386,7 +364,8 @@ def build(r: Plan, op_signatures: dict[int, tuple], object_mode: str | None = No
             s.c_params.insert(0, ("void*", "coopgen_temp_storage", "arg", r.temp_storage_arg[0]))
         s.c_params.insert(0, ("void*", "coopgen_self", "self", -1))
     elif r.temp_storage == "explicit":
-        storage = _explicit_storage(s, ts_obj)
+        storage = s.explicit_storage
+        _explicit_storage(s, ts_obj)
     elif r.temp_storage == "implicit":
         storage, block_storage, warp_storage = _implicit_storage(s, symbol)
     params = ", ".join(f"{t} {n}" for t, n, _, _ in s.c_params) or "void"
