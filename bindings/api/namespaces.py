@@ -10,11 +10,9 @@ from .primitives import Primitive, PrimitiveClass
 def build(scope: str) -> dict:
     """{name: object} for one scope: faithful classes, then Pythonic functions, then the
     enums of their selectors (``block.BlockExchangeType``)."""
-    out = dict(enums.SELECTORS[scope])
     classes = registry.classes()
-    for cls in classes.values():
-        if cls.scope == scope:
-            out[cls.name] = PrimitiveClass(scope, cls)
+    out = dict(enums.SELECTORS[scope])
+    out.update({c.name: PrimitiveClass(scope, c) for c in classes.values() if c.scope == scope})
     pkg = registry.package()
     keywords = getattr(pkg, "PYTHONIC_KEYWORDS", ())
     for row in pkg.PYTHONIC:

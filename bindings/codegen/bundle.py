@@ -24,17 +24,14 @@ class Shim:
     symbol: str
     source: str
     includes: tuple = ()
-    #: Namespace-scope declarations it needs (config structs, operator functors).
-    decls: str = ""
-    #: Its TempStorage type in the translation unit's implicit block storage union.
-    block_storage: str | None = None
-    #: A coopgen.TempStorage use: (object, member C++ type, member name).
-    temp_storage: tuple | None = None
+    decls: str = ""  # namespace-scope declarations: config structs, operator functors
+    block_storage: str | None = None  # its TempStorage type in the implicit block storage union
+    temp_storage: tuple | None = None  # a coopgen.TempStorage use: (object, C++ type, member)
     #: (TempStorage type, logical warps, logical warp threads): a slice per logical warp in
     #: the warp-storage union of that logical warp size.
     warp_storage: tuple | None = None
-    #: (bytes, alignment) of a large coopgen.shared.array this shim returns the address of:
-    #: a member of the storage struct named by the symbol (arrays.STORAGE_ARRAY_BYTES).
+    #: (bytes, alignment) of a large coopgen.shared.array whose address the shim returns: a
+    #: member of the storage struct named by the symbol (arrays.STORAGE_ARRAY_BYTES).
     shared_array: tuple | None = None
 
 

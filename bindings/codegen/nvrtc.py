@@ -18,7 +18,6 @@ from cuda.bindings import nvrtc as _nvrtc
 from . import toolchain
 from . import cache as _cache
 
-#: coopgen's version, in the cache key: a new coopgen may emit other code for one source
 VERSION = _cache.own_version()
 
 
@@ -32,8 +31,7 @@ class NvrtcError(RuntimeError):
 
 
 _lock = threading.Lock()
-#: (event, output kind) -> count, process wide (tests assert on them); kinds: "ltoir" (kernels'
-#: shims), "ptx" (sizes read back).
+#: (event, kind) -> count, process wide (tests assert on them); "ptx" compiles read sizes back.
 _counts = {(event, kind): 0 for event in ("compile", "hit") for kind in ("ltoir", "ptx")}
 
 
@@ -142,9 +140,7 @@ def half_include_dir() -> str:
     return str(d)
 
 
-def cache_dir() -> Path | None:
-    """The LTO-IR cache directory, or None when caching is disabled."""
-    return _cache.shim_dir()
+cache_dir = _cache.shim_dir  # the LTO-IR cache folder, or None when caching is disabled
 
 
 def _normalize_arch(arch: str) -> str:
@@ -265,9 +261,8 @@ def compile_ltoir(source: str, *, include_dirs: list[str] | None = None,
     refused = unsupported_arch(arch)
     if refused:
         raise NvrtcError(refused)
-    if include_dirs is None:
-        include_dirs = [cccl_include_dir()]
-    include_dirs = [str(d) for d in include_dirs] + [half_include_dir()]
+    include_dirs = [str(d) for d in (include_dirs if include_dirs is not None
+                                     else [cccl_include_dir()])] + [half_include_dir()]
     # CCCL only enables its __half/__nv_bfloat16 code when these headers were seen first;
     # without them CCCL 3.0.1's ThreadReduce picks a SIMD path for int/float min/max/plus
     # that ends in assert(false) (CUDA_ERROR_ASSERT at run time). nvcc always includes them.

@@ -77,10 +77,8 @@ def cfg_struct(name: str, cls, template_args) -> str:
 def _extent(r: Plan, extent: str, cfg: str) -> str:
     if extent in {t.name for t, _ in r.template_args}:
         return f"{cfg}::{extent}"
-    for name, n in r.extents:
-        if name == extent:
-            return str(n)
-    return f"{cfg}::prim::{extent}"  # a class constant such as BINS_TRACKED_PER_THREAD
+    # else a count the call fixed, or a class constant such as BINS_TRACKED_PER_THREAD
+    return next((str(n) for name, n in r.extents if name == extent), f"{cfg}::prim::{extent}")
 
 
 def _op_functor(name: str, sym: str, op, argtypes, restype) -> str:
@@ -251,17 +249,11 @@ def _passed_argument(s: _Parts, b) -> None:
         s.call_args.append(p.name)
 
 
-def _explicit_storage(s: _Parts, ts_obj) -> None:
-    """temp_storage= given: a coopgen.TempStorage's member, or the storage argument."""
-    r, prim = s.r, s.prim
-    if ts_obj is not None:
-        if ts_obj.auto_sync:  # the previous use of the shared storage may still read it
-            s.pre.insert(0, "__syncthreads();")
-        return
-    index, ty = r.temp_storage_arg
-    s.c_params.insert(0, ("void*", "coopgen_temp_storage", "arg", index))
+def _check_storage_array(s: _Parts) -> None:
+    """temp_storage= a coopgen.shared.array (its size known here) must hold the TempStorage."""
+    r, prim, ty = s.r, s.prim, s.r.temp_storage_arg[1]
     n = ty.length if isinstance(ty, Array) else None
-    if n is not None:  # a coopgen.shared.array: its size is known here
+    if n is not None:
         s.pre.insert(0, f"static_assert(sizeof(typename {prim}::TempStorage) <= {n}, "
                         f"\"coopgen: {r.cls.name}: temp_storage is too small: it needs "
                         f"sizeof(TempStorage) bytes\");")
@@ -298,11 +290,9 @@ def _implicit_storage(s: _Parts, symbol: str) -> tuple[str, str | None, tuple | 
 
 def _body(s: _Parts, storage: str | None, object_bytes: int) -> list[str]:
     r, prim = s.r, s.prim
-    ctor = f"{prim} coopgen_p({storage});" if storage else f"{prim} coopgen_p;"
-    obj = "coopgen_p"
+    obj, ctor = "coopgen_p", f"{prim} coopgen_p({storage});" if storage else f"{prim} coopgen_p;"
     if s.object_mode == "method":
-        ctor = f"{prim}& coopgen_obj = *static_cast<{prim}*>(coopgen_self);"
-        obj = "coopgen_obj"
+        obj, ctor = "coopgen_obj", f"{prim}& coopgen_obj = *static_cast<{prim}*>(coopgen_self);"
     # the method's leading template parameters, which C++ cannot deduce from the arguments
     # (BlockRadixRankMatch::CallBack<KEYS_PER_THREAD>)
     explicit = [str(dict(r.extents)[t]) for t in itertools.takewhile(
@@ -359,13 +349,16 @@ def build(r: Plan, op_signatures: dict[int, tuple], object_mode: str | None = No
     s.c_params += [(ctype + "*", f"coopgen_ret_{what}", "ret", k)
                    for k, (what, _, ctype) in enumerate(r.returns)]
     storage, block_storage, warp_storage = None, None, None
+    if r.temp_storage == "explicit" and ts_obj is None:  # the storage argument
+        s.c_params.insert(0, ("void*", "coopgen_temp_storage", "arg", r.temp_storage_arg[0]))
     if object_mode is not None:  # the constructor takes CUB's own storage or temp_storage=
-        if r.temp_storage == "explicit" and ts_obj is None:
-            s.c_params.insert(0, ("void*", "coopgen_temp_storage", "arg", r.temp_storage_arg[0]))
         s.c_params.insert(0, ("void*", "coopgen_self", "self", -1))
     elif r.temp_storage == "explicit":
         storage = s.explicit_storage
-        _explicit_storage(s, ts_obj)
+        if ts_obj is None:
+            _check_storage_array(s)
+        elif ts_obj.auto_sync:  # the previous use of the shared storage may still read it
+            s.pre.insert(0, "__syncthreads();")
     elif r.temp_storage == "implicit":
         storage, block_storage, warp_storage = _implicit_storage(s, symbol)
     params = ", ".join(f"{t} {n}" for t, n, _, _ in s.c_params) or "void"

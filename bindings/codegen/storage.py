@@ -4,9 +4,9 @@
     ex = coopgen.TempStorage(sharing="exclusive")  # each use gets its own aligned slice
 
 Made on the host or in the kernel (``coop.TempStorage(...)``). Each call passing it records the
-TempStorage type it needs; the kernel's translation unit defines one ``__shared__`` union of
-them ("shared") or struct of one member per call site ("exclusive"). A use that does not fit
-``size=``/``alignment=`` is a compile-time error.
+TempStorage type it needs; the kernel's storage holds a union of them ("shared") or a struct of
+one member per call site ("exclusive"). A use that does not fit ``size=``/``alignment=`` is a
+compile-time error.
 """
 from __future__ import annotations
 
@@ -38,9 +38,7 @@ class TempStorage:
         if sharing == "exclusive" and auto_sync:
             raise ValueError("coopgen.TempStorage: auto_sync=True needs sharing='shared': "
                              "exclusive slices never overlap, so there is nothing to wait for")
-        self.sharing = sharing
-        self.size = size
-        self.alignment = alignment
+        self.sharing, self.size, self.alignment = sharing, size, alignment
         self.auto_sync = sharing == "shared" if auto_sync is None else bool(auto_sync)
         # A name for the kernel's __shared__ object: stable for this object's lifetime and
         # distinct between objects (so two TempStorage objects never alias).

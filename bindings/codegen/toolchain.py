@@ -66,24 +66,18 @@ def cuda_major_of(path: str) -> tuple[int | None, str]:
     """(CUDA major, version) of the pip package or toolkit holding the library at ``path``."""
     real = os.path.realpath(path)
     for dist_name in NVVM_DISTRIBUTIONS:
-        try:
+        with contextlib.suppress(importlib.metadata.PackageNotFoundError):
             dist = importlib.metadata.distribution(dist_name)
-        except importlib.metadata.PackageNotFoundError:
-            continue
-        base = os.path.realpath(dist.locate_file(""))
-        if not real.startswith(base + os.sep):
-            continue
-        rel = Path(os.path.relpath(real, base)).as_posix()
-        if any(str(f) == rel for f in dist.files or ()):
-            return int(dist.version.split(".")[0]), dist.version
+            base = os.path.realpath(dist.locate_file(""))
+            rel = Path(os.path.relpath(real, base)).as_posix()
+            if real.startswith(base + os.sep) and any(str(f) == rel for f in dist.files or ()):
+                return int(dist.version.split(".")[0]), dist.version
     for parent in Path(real).parents:  # a CUDA toolkit: its version.json or its dist-info
         meta = parent / "version.json"
         if meta.is_file():
-            try:
+            with contextlib.suppress(ValueError, KeyError, OSError):
                 version = json.loads(meta.read_text())["cuda"]["version"]
                 return int(version.split(".")[0]), version
-            except (ValueError, KeyError, OSError):
-                pass
         infos = sorted((parent / "dist-info").glob("nvidia_nvvm-*.dist-info"))
         if infos:
             version = infos[-1].name[len("nvidia_nvvm-"):-len(".dist-info")]
@@ -117,14 +111,12 @@ def parts() -> tuple[Part, ...]:
 @functools.lru_cache(maxsize=None)
 def driver_version() -> tuple[int, int] | None:
     """The CUDA version of the installed driver, e.g. (13, 0); None without a driver."""
-    try:
+    with contextlib.suppress(Exception):  # no libcuda: a machine without a GPU
         from cuda.bindings import driver
         err, v = driver.cuDriverGetVersion()
-        if err != driver.CUresult.CUDA_SUCCESS or not v:
-            return None
-        return (v // 1000, v % 1000 // 10)
-    except Exception:  # no libcuda: a machine without a GPU
-        return None
+        if err == driver.CUresult.CUDA_SUCCESS and v:
+            return (v // 1000, v % 1000 // 10)
+    return None
 
 
 def problems(found: tuple[Part, ...] | None = None,
