@@ -29,10 +29,9 @@ def unsupported(declared: list[str] | None = None, installed=importlib.metadata.
     problems = []
     for line in declared:
         req = Requirement(line)
-        if req.marker is not None and not req.marker.evaluate({"extra": ""}):
-            continue  # an extra's requirement ([generate], [dev])
-        if canonicalize_name(req.name) not in CHECKED:
-            continue
+        if canonicalize_name(req.name) not in CHECKED or (
+                req.marker is not None and not req.marker.evaluate({"extra": ""})):
+            continue  # not checked, or an extra's requirement ([generate], [dev])
         try:
             found = installed(req.name)
         except importlib.metadata.PackageNotFoundError:

@@ -8,7 +8,12 @@ import functools
 import threading
 from dataclasses import dataclass
 
+from ..model import registry
+from ..types.cpp import TYPE_HEADERS
 from . import nvrtc
+from .placement import storage_definition
+from .shims import BLOCK_MEMBER, OPERATOR_HEADERS, WARP_MEMBER
+from .storage import definition
 
 #: ``COOPGEN_SHIM``, the prefix of every shim definition: ``inline`` gives it ODR linkage (PTX
 #: ``.weak``), which nvJitLink merges across bundles; ``used`` makes NVRTC emit it although
@@ -97,10 +102,6 @@ class ShimBundle:
     def _storage(self, shims) -> list[str]:
         """All the translation unit's storage (implicit, warp, TempStorage objects, large
         shared arrays) as one struct, which the shims reach through ``coopgen_storage()``."""
-        from .placement import storage_definition
-        from .shims import BLOCK_MEMBER, WARP_MEMBER
-        from .storage import definition
-
         def union(name: str, types) -> str:
             body = "".join(f"  {t} m{i};\n" for i, t in enumerate(sorted(types)))
             return f"union {name} {{\n{body}}};\n"
@@ -180,9 +181,5 @@ def canonical_includes() -> tuple[str, ...]:
     """Every bound class's header, in one fixed order: every translation unit starts with them,
     so one PCH serves every kernel (nvrtc._use_pch); unused ones cost nothing measurable, as
     they share their dependencies with the used ones."""
-    from ..model import registry
-    from ..types.cpp import TYPE_HEADERS
-    from .shims import OPERATOR_HEADERS
-
     return tuple(sorted({c.header for c in registry.package().CLASSES} | set(OPERATOR_HEADERS)
                         | set(TYPE_HEADERS)))

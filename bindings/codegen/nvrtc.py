@@ -8,6 +8,8 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
+import importlib.metadata
+import importlib.util
 import os
 import re
 import threading
@@ -15,8 +17,9 @@ from pathlib import Path
 
 from cuda.bindings import nvrtc as _nvrtc
 
-from . import toolchain
+from ..model import registry
 from . import cache as _cache
+from . import toolchain
 
 VERSION = _cache.own_version()
 
@@ -122,8 +125,6 @@ def cccl_include_dir() -> str:
     """The verified CCCL headers of the bindings' lock entry: the only include directory
     needed, as CCCL never includes the toolkit's runtime headers under NVRTC (adding the
     toolkit's would change the emitted LTO-IR)."""
-    from ..model import registry
-
     return os.path.realpath(registry.include_dir())
 
 
@@ -131,8 +132,6 @@ def cccl_include_dir() -> str:
 def half_include_dir() -> str:
     """cuda_fp16.h / cuda_bf16.h (NVRTC has none built in): numba-cuda's copies for this NVRTC
     major, found without importing numba-cuda (codegen serves any backend)."""
-    import importlib.util
-
     spec = importlib.util.find_spec("numba_cuda")
     base = Path(spec.submodule_search_locations[0]) / "numba" / "cuda" / "include"
     major = str(nvrtc_version()[0])
@@ -165,11 +164,9 @@ def _dir_identity(d: str) -> str:
     """An include directory's identity for the cache key, cheaper than hashing its headers."""
     p = os.path.realpath(d)
     if p == cccl_include_dir():  # the locked headers: their digest says it all
-        from ..model import registry
         return registry.package().HEADERS_DIGEST
     if p == os.path.realpath(half_include_dir()):  # pinned with numba-cuda
-        from importlib.metadata import version
-        return f"numba-cuda-{version('numba-cuda')}-half-headers"
+        return f"numba-cuda-{importlib.metadata.version('numba-cuda')}-half-headers"
     try:  # another folder (none in coopgen): a reinstall changes its mtime
         return f"{p}:{os.stat(p).st_mtime_ns}"
     except OSError:
@@ -254,8 +251,6 @@ def compile_ptx(source: str, *, arch: str | None = None) -> str:
 def compile_ltoir(source: str, *, include_dirs: list[str] | None = None,
                   arch: str | None = None, kind: str = "ltoir") -> bytes:
     """One translation unit to LTO-IR (cached on disk); NvrtcError carries NVRTC's log."""
-    from ..model import registry
-
     toolchain.require_consistent()  # a mixed stack: one error here, not a linker's
     arch = arch or default_arch()
     refused = unsupported_arch(arch)

@@ -127,17 +127,6 @@ def _op_functor(name: str, sym: str, op, argtypes, restype) -> str:
     return _once(name, f"{decl}\nstruct {name} {{\n{member}{body}}};")
 
 
-def _decomposer_functor(name: str, r: Plan, op) -> str:
-    prim = f"{r.cls.scope}.{r.cls.name}.{r.method.name}"
-    fields = decomposer_fields(prim, r, op)
-    refs = [f"{ct}&" for ct, _ in fields]
-    exprs = [f"*reinterpret_cast<{ct}*>(reinterpret_cast<unsigned char*>(&key) + {offset})"
-             for ct, offset in fields]
-    key = struct_name(key_record(r))
-    return (f"struct {name} {{\n  __device__ ::cuda::std::tuple<{', '.join(refs)}> "
-            f"operator()({key}& key) const {{\n    return {{{', '.join(exprs)}}};\n  }}\n}};")
-
-
 def _logical_warps(r: Plan) -> tuple[int, str, str]:
     """(logical warps per block, the calling thread's logical warp index, logical warp
     threads). CUB forms logical warps inside each hardware warp (lane / size), so a size that
@@ -205,10 +194,16 @@ def _default_argument(s: _Parts, i: int, b) -> None:
 
 
 def _operator_argument(s: _Parts, i: int, b, op_signatures) -> None:
-    op, p = b.operator, b.param
-    if op.fields:
+    op, p, r = b.operator, b.param, s.r
+    if op.fields:  # a decomposer: a tuple of references to the record key's fields
+        fields = decomposer_fields(f"{r.cls.scope}.{r.cls.name}.{r.method.name}", r, op)
+        refs = ", ".join(f"{ct}&" for ct, _ in fields)
+        exprs = ", ".join(f"*reinterpret_cast<{ct}*>(reinterpret_cast<unsigned char*>(&key) + "
+                          f"{offset})" for ct, offset in fields)
         fname = f"coopgen_decompose_{s.h}_{i}"
-        s.decls.append(_decomposer_functor(fname, s.r, op))
+        s.decls.append(f"struct {fname} {{\n  __device__ ::cuda::std::tuple<{refs}> operator()("
+                       f"{struct_name(key_record(r))}& key) const {{\n    return {{{exprs}}};"
+                       f"\n  }}\n}};")
         s.call_args.append(f"{fname}{{}}")
         return
     if op.builtin is not None:
@@ -221,27 +216,23 @@ def _operator_argument(s: _Parts, i: int, b, op_signatures) -> None:
     s.op_syms.append((i, sym, argtypes, restype))
     if op.state is not None:
         s.c_params.append(("void*", p.name, "state", b.arg_index))
-        s.pre.append(f"{fname} {p.name}_op{{{p.name}}};")
-    else:
-        s.pre.append(f"{fname} {p.name}_op{{}};")
+    s.pre.append(f"{fname} {p.name}_op{{{p.name if op.state is not None else ''}}};")
     s.call_args.append(f"{p.name}_op")
 
 
 def _passed_argument(s: _Parts, b) -> None:
     """An argument the call passes: a C parameter, spelled for CUB (arrays as references to
     arrays of their extent, scalar outputs through their pointer)."""
-    r, p, cfg = s.r, b.param, "::cub::" + s.cfg
+    r, p = s.r, b.param
     s.c_params.append((b.ctype, p.name, "arg", b.arg_index))
     n = b.type.length if isinstance(b.type, Array) else None
-    if p.extent and n is not None and _extent(r, p.extent, cfg).endswith(f"prim::{p.extent}"):
-        s.pre.append(f'static_assert({_extent(r, p.extent, cfg)} == {n}, '
-                     f'"coopgen: {r.cls.name}.{r.method.name}: {p.name} must have {p.extent} '
-                     f'items, not {n}");')
-    if p.role in RANGE_ROLES:  # passed as T(&)[N]: C++ deduces the range type from it
-        s.call_args.append(f"*reinterpret_cast<{b.ctype[:-1]}(*)[{n}]>({p.name})")
-    elif p.extent:
-        s.call_args.append(f"*reinterpret_cast<{b.ctype[:-1]}(*)[{_extent(r, p.extent, cfg)}]>"
-                           f"({p.name})")
+    extent = _extent(r, p.extent, "::cub::" + s.cfg) if p.extent else None
+    if extent and n is not None and extent.endswith(f"prim::{p.extent}"):
+        s.pre.append(f'static_assert({extent} == {n}, "coopgen: {r.cls.name}.{r.method.name}: '
+                     f'{p.name} must have {p.extent} items, not {n}");')
+    if p.role in RANGE_ROLES or extent:  # T(&)[N]: C++ deduces a range's type from it
+        s.call_args.append(f"*reinterpret_cast<{b.ctype[:-1]}(*)"
+                           f"[{n if p.role in RANGE_ROLES else extent}]>({p.name})")
     elif p.role in ("output_scalar", "inout_scalar") or b.ctype.endswith("*") and \
             p.role == "input_scalar":
         s.call_args.append(f"*{p.name}")
@@ -299,16 +290,14 @@ def _body(s: _Parts, storage: str | None, object_bytes: int) -> list[str]:
         lambda t: not any(t in p.type for p in r.method.params), r.method.tparams)]
     method = f"template {r.method.name}<{', '.join(explicit)}>" if explicit else r.method.name
     call = f"{obj}.{method}({', '.join(s.call_args)})"
-    body = [*s.pre, ctor]
     if s.object_mode == "construct":
-        body = [*s.pre,
-                f"static_assert(sizeof({prim}) <= {object_bytes} && alignof({prim}) <= 16, "
-                f"\"coopgen: {r.cls.name} does not fit the {object_bytes}-byte object slot\");"]
+        ctor = (f"static_assert(sizeof({prim}) <= {object_bytes} && alignof({prim}) <= 16, "
+                f"\"coopgen: {r.cls.name} does not fit the {object_bytes}-byte object slot\");")
         call = f"::new (coopgen_self) {prim}({', '.join(s.call_args)})"
-    body.append(f"*coopgen_ret_return = {call};" if r.method.returns not in ("void", "")
-                else f"{call};")
-    body += [f"*coopgen_ret_{what} = {what};" for what, _, _ in r.returns if what != "return"]
-    return body
+    if r.method.returns not in ("void", ""):
+        call = f"*coopgen_ret_return = {call}"
+    return [*s.pre, ctor, f"{call};",
+            *(f"*coopgen_ret_{what} = {what};" for what, _, _ in r.returns if what != "return")]
 
 
 def build(r: Plan, op_signatures: dict[int, tuple], object_mode: str | None = None,
