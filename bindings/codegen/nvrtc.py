@@ -135,8 +135,7 @@ def half_include_dir() -> str:
     spec = importlib.util.find_spec("numba_cuda")
     base = Path(spec.submodule_search_locations[0]) / "numba" / "cuda" / "include"
     major = str(nvrtc_version()[0])
-    d = base / major if (base / major).is_dir() else max(base.iterdir())
-    return str(d)
+    return str(base / major if (base / major).is_dir() else max(base.iterdir()))
 
 
 cache_dir = _cache.shim_dir  # the LTO-IR cache folder, or None when caching is disabled

@@ -1,14 +1,10 @@
 """C++ shim text for one resolved call: small named templates, no typing logic.
 
-Layout of one shim (all names derive from a hash of what the shim is, never a counter):
-
-    namespace cub { struct coopgen_cfg_<h> {            // template arguments, named as in CUB,
-        using T = int; static constexpr int BLOCK_DIM_X = 128; ...   // so header defaults
-        using prim = BlockReduce<T, BLOCK_DIM_X, ...>; }; }           // that use them compile
-    <operator functors>
-    COOPGEN_SHIM void coopgen_BlockReduce_Sum_<h>(int* in, int* coopgen_ret) {
-        <temp storage>; prim p(storage); *coopgen_ret = p.Sum(*reinterpret_cast<int(*)[16]>(in));
-    }
+A shim is a config struct ``cub::coopgen_cfg_<h>`` that names the template arguments as CUB
+does (so header defaults that use them compile) and the class as ``prim``, the operator
+functors, and ``COOPGEN_SHIM void coopgen_<Class>_<Method>_<h>(...)``, which makes a ``prim`` on
+its temp storage and calls the method. Names derive from a hash of what the shim is, never a
+counter.
 
 Implicit block temp storage is one union in the bundle's storage struct (``coopgen_storage()``),
 entered with a barrier so successive primitives may reuse it, as CUB requires; warp primitives
