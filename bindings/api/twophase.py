@@ -53,18 +53,8 @@ def host_arguments(p, args: tuple, kws: dict) -> tuple[dict, dict]:
         check_template_values(p, fixed)
     except CoopgenError as e:  # numba's error text carries terminal colours
         raise ValueError(re.sub(r"\x1b\[[0-9;]*m", "", str(e)).strip()) from None
-    _check_together(p, fixed, given)
-    return fixed, call
-
-
-class HostArgumentError(TypeError, ValueError):
-    """A two-phase constructor's arguments that no CUB overload takes (cuda.coop raises
-    ValueError for such combinations; Python raises TypeError for an unknown argument)."""
-
-
-def _check_together(p, fixed: dict, given: list) -> None:
-    """The call arguments a host call fixes must be ones a single overload takes together
-    (no CUB scan takes an initial value and a prefix callback)."""
+    # The call arguments fixed must be ones a single overload takes together (no CUB scan takes
+    # an initial value and a prefix callback).
     selector = fixed.get(p.select) if p.select else None
     methods = p.pick_methods(selector) if selector is not None or not p.select else \
         tuple(m for ms in p.methods.values() for m in ms)
@@ -74,6 +64,12 @@ def _check_together(p, fixed: dict, given: list) -> None:
         names = ", ".join(sorted({m.name for m in methods}))
         raise HostArgumentError(f"{p.name}: no CUB overload ({names}) takes {together} "
                                 f"together")
+    return fixed, call
+
+
+class HostArgumentError(TypeError, ValueError):
+    """A two-phase constructor's arguments that no CUB overload takes (cuda.coop raises
+    ValueError for such combinations; Python raises TypeError for an unknown argument)."""
 
 
 def check_template_values(p, fixed: dict) -> None:

@@ -38,11 +38,8 @@ class CacheWarning(UserWarning):
 
 
 def root() -> Path:
-    override = os.environ.get("COOPGEN_CACHE_DIR")
-    if override:
-        return Path(override)
     xdg = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(xdg) / "coopgen"
+    return Path(os.environ.get("COOPGEN_CACHE_DIR") or Path(xdg) / "coopgen")
 
 
 def shim_dir() -> Path | None:

@@ -191,14 +191,13 @@ def _cache_key(source: str, opts: list[str], arch: str, include_dirs) -> str:
 def _check(err, what: str, prog=None, source: str = ""):
     if err == _nvrtc.nvrtcResult.NVRTC_SUCCESS:
         return
-    log, size = "", 0
+    log = ""
     if prog is not None:
         log_err, size = _nvrtc.nvrtcGetProgramLogSize(prog)
-        size = size if log_err == _nvrtc.nvrtcResult.NVRTC_SUCCESS else 0
-    if size > 1:
-        buf = b" " * size
-        _nvrtc.nvrtcGetProgramLog(prog, buf)
-        log = buf.rstrip(b"\0").decode(errors="replace")
+        if log_err == _nvrtc.nvrtcResult.NVRTC_SUCCESS and size > 1:
+            buf = b" " * size
+            _nvrtc.nvrtcGetProgramLog(prog, buf)
+            log = buf.rstrip(b"\0").decode(errors="replace")
     raise NvrtcError(f"{what} failed: {err.name}", log, source)
 
 
