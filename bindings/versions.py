@@ -14,13 +14,6 @@ CHECKED = ("numba-cuda", "numba", "numpy")
 VERSION = own_version()
 
 
-def _declared() -> list[str]:
-    try:
-        return importlib.metadata.requires("coopgen") or []
-    except importlib.metadata.PackageNotFoundError:  # imported from a source tree: no metadata
-        return []
-
-
 def unsupported(declared: list[str] | None = None, installed=importlib.metadata.version) \
         -> list[tuple[str, str | None]]:
     """(requirement, version found or None) of each checked package outside its range, e.g.
@@ -28,13 +21,17 @@ def unsupported(declared: list[str] | None = None, installed=importlib.metadata.
     from packaging.requirements import Requirement
     from packaging.utils import canonicalize_name
 
+    if declared is None:
+        try:
+            declared = importlib.metadata.requires("coopgen") or []
+        except importlib.metadata.PackageNotFoundError:  # imported from a source tree
+            declared = []
     problems = []
-    for line in _declared() if declared is None else declared:
+    for line in declared:
         req = Requirement(line)
-        if req.marker is not None and not req.marker.evaluate({"extra": ""}):
-            continue  # an extra's requirement ([generate], [dev])
-        if canonicalize_name(req.name) not in CHECKED:
-            continue
+        if canonicalize_name(req.name) not in CHECKED or (
+                req.marker is not None and not req.marker.evaluate({"extra": ""})):
+            continue  # not checked, or an extra's requirement ([generate], [dev])
         try:
             found = installed(req.name)
         except importlib.metadata.PackageNotFoundError:

@@ -2,10 +2,12 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import importlib.metadata
 import importlib.util
 import json
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -186,6 +188,26 @@ def _doctor_headers() -> list[str]:
     return problems
 
 
+def gpu_archs() -> list[tuple[int, str, int]]:
+    """(index, name, sm number) of each GPU the driver sees; empty without one."""
+    try:
+        from cuda.bindings import driver
+        if driver.cuInit(0)[0] != driver.CUresult.CUDA_SUCCESS:
+            return []
+        err, count = driver.cuDeviceGetCount()
+        cc = (driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+              driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)
+        out = []
+        for i in range(count if err == driver.CUresult.CUDA_SUCCESS else 0):
+            dev = driver.cuDeviceGet(i)[1]
+            major, minor = (driver.cuDeviceGetAttribute(a, dev)[1] for a in cc)
+            name = driver.cuDeviceGetName(64, dev)[1].split(b"\0")[0]
+            out.append((i, name.decode(errors="replace"), major * 10 + minor))
+        return out
+    except Exception:
+        return []
+
+
 def cmd_doctor(args) -> int:
     """What coopgen found, and exit status 1 when anything needed is missing or inconsistent:
     headers against the lock, the toolchain's majors, the toolchain against the driver, a GPU
@@ -203,7 +225,7 @@ def cmd_doctor(args) -> int:
     driver = toolchain.driver_version()
     print(f"driver: CUDA {driver[0]}.{driver[1]}" if driver else "driver: none (no GPU: "
           "kernels compile and link, launches need one)")
-    gpus = toolchain.gpu_archs()
+    gpus = gpu_archs()
     if gpus and toolchain.parts()[0].major is not None:  # NVRTC loads: check its targets
         from coopgen.codegen import nvrtc
         for index, name, sm in gpus:
@@ -232,22 +254,41 @@ def _size(n: int) -> str:
     return f"{n:.1f} GiB"
 
 
+def _tree_bytes(d: Path) -> int:
+    total = 0
+    for f in d.rglob("*"):
+        with contextlib.suppress(OSError):  # removed meanwhile
+            total += f.stat().st_size if f.is_file() else 0
+    return total
+
+
 def cmd_cache(args) -> int:
     from coopgen.codegen import cache
-    if args.action == "clear":
-        removed, freed = cache.clear(headers=args.headers)
+    hdir = cache.headers_dir()
+    if args.action == "clear":  # every shim entry (and the fetched headers)
+        removed, freed = 0, 0
+        for path, size, _ in cache.entries():
+            with contextlib.suppress(OSError):  # removed meanwhile, or a read-only folder
+                path.unlink()
+                removed, freed = removed + 1, freed + size
+        if args.headers and hdir.is_dir():
+            freed += _tree_bytes(hdir)
+            shutil.rmtree(hdir, ignore_errors=True)
         print(f"removed {removed} entries from {cache.root() / 'ltoir'}"
-              + (f" and the fetched headers in {cache.headers_dir()}" if args.headers else "")
+              + (f" and the fetched headers in {hdir}" if args.headers else "")
               + f" ({_size(freed)})")
         return 0
-    u = cache.usage()
-    cap = _size(u["max_bytes"]) if u["max_bytes"] else "no cap"
-    print(f"cache folder: {u['root']} (COOPGEN_CACHE_DIR, else $XDG_CACHE_HOME/coopgen)")
-    print(f"compiled shims: {u['shim_dir']}: {u['entries']} entries, {_size(u['bytes'])} of "
-          f"{cap} (COOPGEN_CACHE_MAX_SIZE; least recently used go first)"
-          + (" [disabled: COOPGEN_DISABLE_CACHE]" if u["disabled"] else ""))
-    fetched = ", ".join(f"{name} ({_size(size)})" for name, size in u["headers"]) or "none"
-    print(f"fetched CCCL headers: {cache.headers_dir()}: {fetched}")
+    shims = cache.entries()
+    cap = _size(cache.max_bytes()) if cache.max_bytes() else "no cap"
+    print(f"cache folder: {cache.root()} (COOPGEN_CACHE_DIR, else $XDG_CACHE_HOME/coopgen)")
+    print(f"compiled shims: {cache.root() / 'ltoir'}: {len(shims)} entries, "
+          f"{_size(sum(size for _, size, _ in shims))} of {cap} (COOPGEN_CACHE_MAX_SIZE; least "
+          f"recently used go first)"
+          + (" [disabled: COOPGEN_DISABLE_CACHE]" if cache.shim_dir() is None else ""))
+    fetched = [(d.name, _tree_bytes(d)) for d in sorted(hdir.iterdir()) if d.is_dir()] \
+        if hdir.is_dir() else []
+    print(f"fetched CCCL headers: {hdir}: "
+          f"{', '.join(f'{name} ({_size(size)})' for name, size in fetched) or 'none'}")
     return 0
 
 

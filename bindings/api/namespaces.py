@@ -7,23 +7,12 @@ from ..types import enums
 from .primitives import Primitive, PrimitiveClass
 
 
-def _filtered(cls, method: str, needs, excludes):
-    chosen = []
-    for m in cls.overloads(method):
-        names = {p.name for p in m.params}
-        if all(n in names for n in needs) and not any(n in names for n in excludes):
-            chosen.append(m)
-    return tuple(chosen)
-
-
 def build(scope: str) -> dict:
     """{name: object} for one scope: faithful classes, then Pythonic functions, then the
     enums of their selectors (``block.BlockExchangeType``)."""
-    out = dict(enums.SELECTORS[scope])
     classes = registry.classes()
-    for cls in classes.values():
-        if cls.scope == scope:
-            out[cls.name] = PrimitiveClass(scope, cls)
+    out = dict(enums.SELECTORS[scope])
+    out.update({c.name: PrimitiveClass(scope, c) for c in classes.values() if c.scope == scope})
     pkg = registry.package()
     keywords = getattr(pkg, "PYTHONIC_KEYWORDS", ())
     for row in pkg.PYTHONIC:
@@ -40,8 +29,10 @@ def build(scope: str) -> dict:
                                       method_args=dict(row.method_args))
             continue
         methods: dict = {}  # selector value -> overloads (a value may name several methods)
-        for sel, m in row.methods:
-            methods[sel] = methods.get(sel, ()) + _filtered(cls, m, row.needs, row.excludes)
+        for sel, m in row.methods:  # the overloads with every parameter of needs, none of excludes
+            methods[sel] = methods.get(sel, ()) + tuple(
+                o for o in cls.overloads(m) if {x.name for x in o.params} >= set(row.needs)
+                and not {x.name for x in o.params} & set(row.excludes))
         methods = {k: v for k, v in methods.items() if v}
         if methods:
             out[row.name] = Primitive(name, cls, methods, select=row.select, shape=shape,

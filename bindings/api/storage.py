@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from ..codegen.storage import SHARING, TempStorage  # noqa: F401
 
+
 def kernel_temp_storage(*objects, sharing: str = "shared") -> tuple[int, int]:
     """(bytes, alignment) that two-phase primitives need together, before any launch:
     the largest of them ("shared") or all of them in aligned slices ("exclusive")."""

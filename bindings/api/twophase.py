@@ -6,6 +6,7 @@ object's fixed keywords, method arguments are passed by every call. Bad values r
 from __future__ import annotations
 
 import re
+import types as pytypes
 
 from ..lower.operators import StatefulFunction, device_function
 from ..model import registry
@@ -33,8 +34,11 @@ def host_arguments(p, args: tuple, kws: dict) -> tuple[dict, dict]:
             fixed[name] = value
             continue
         if name in params or name in shape.bit_range_names():
-            if not isinstance(value, StatefulFunction):  # it declares the prefix callback
-                call[name] = as_operator_value(value)  # ... whose state each call passes
+            # A StatefulFunction declares the prefix callback, whose state each call passes; a
+            # Python function is compiled as a device function, as when a kernel passes one.
+            if not isinstance(value, StatefulFunction):
+                call[name] = device_function(value) if isinstance(value, pytypes.FunctionType) \
+                    else value
         else:
             raise HostArgumentError(f"{p.name}: unexpected argument {name!r} on the host; "
                                     f"template keywords are {', '.join(sorted(template_names))}")
@@ -49,18 +53,8 @@ def host_arguments(p, args: tuple, kws: dict) -> tuple[dict, dict]:
         check_template_values(p, fixed)
     except CoopgenError as e:  # numba's error text carries terminal colours
         raise ValueError(re.sub(r"\x1b\[[0-9;]*m", "", str(e)).strip()) from None
-    _check_together(p, fixed, given)
-    return fixed, call
-
-
-class HostArgumentError(TypeError, ValueError):
-    """A two-phase constructor's arguments that no CUB overload takes (cuda.coop raises
-    ValueError for such combinations; Python raises TypeError for an unknown argument)."""
-
-
-def _check_together(p, fixed: dict, given: list) -> None:
-    """The call arguments a host call fixes must be ones a single overload takes together
-    (no CUB scan takes an initial value and a prefix callback)."""
+    # The call arguments fixed must be ones a single overload takes together (no CUB scan takes
+    # an initial value and a prefix callback).
     selector = fixed.get(p.select) if p.select else None
     methods = p.pick_methods(selector) if selector is not None or not p.select else \
         tuple(m for ms in p.methods.values() for m in ms)
@@ -70,14 +64,12 @@ def _check_together(p, fixed: dict, given: list) -> None:
         names = ", ".join(sorted({m.name for m in methods}))
         raise HostArgumentError(f"{p.name}: no CUB overload ({names}) takes {together} "
                                 f"together")
+    return fixed, call
 
 
-def as_operator_value(value):
-    """A plain Python function (an operator) is compiled as a device function, as it is when a
-    kernel passes one (coopgen.rewrite); other values are kept."""
-    import types as pytypes
-
-    return device_function(value) if isinstance(value, pytypes.FunctionType) else value
+class HostArgumentError(TypeError, ValueError):
+    """A two-phase constructor's arguments that no CUB overload takes (cuda.coop raises
+    ValueError for such combinations; Python raises TypeError for an unknown argument)."""
 
 
 def check_template_values(p, fixed: dict) -> None:
@@ -95,14 +87,15 @@ def check_template_values(p, fixed: dict) -> None:
     if "dtype" in fixed:
         cpp.as_dtype(fixed["dtype"], p.name, "dtype")
     # the rest (block shape, logical warp size, per-thread counts, other dtypes, aliases)
-    check_host_keywords(p.name, p.cls, fixed, registry.enums(),
-                        also=(p.select,) if p.select else ())
+    check_host_keywords(p.name, p.cls, fixed, enums, also=(p.select,) if p.select else ())
 
 
 def object_shape(p, fixed: dict, call_fixed: dict, args: tuple, kws: dict):
     """The call shape of the object a host call of ``p`` returns (None: CUB's order)."""
+    if p.shape is None:
+        return None
     instance = p.instance
-    if instance is None and p.shape is not None and p.shape.slots is not None:
+    if instance is None and p.shape.slots is not None:
         # cuda.coop's objects take the single-phase call less its template arguments and
         # the operators the host call fixed; a value the host call gave (an initial value,
         # a valid count) keeps its slot, so ws(x, 0) passes the initial value again
@@ -110,23 +103,13 @@ def object_shape(p, fixed: dict, call_fixed: dict, args: tuple, kws: dict):
         taken = set(fixed) | operators | p.template_keywords()
         instance = tuple(n for n in p.shape.slots
                          if p.shape.rename.get(n, n) not in taken and n not in taken)
-    if instance is not None and p.shape is not None:
-        instance = _declared_first(instance, p.host or (), args, kws)
-    if p.shape is None:
-        return None
-    return p.shape.with_slots(None) if instance is None else \
-        p.shape.for_objects(instance, fixed, call_fixed)
-
-
-def _declared_first(instance: tuple, host_slots: tuple, args: tuple, kws: dict) -> tuple:
-    """An argument the host call declared rather than gave (a ``StatefulFunction``: each call
-    passes its state) comes right after the leading two arrays in the object's calls, as in
-    cuda.coop's scan objects: ``scan(ts, items, out, state)``, ``scan(ts, item, state)``."""
-    declared = [k for k, v in kws.items() if isinstance(v, StatefulFunction)]
-    declared += [host_slots[i] for i, v in enumerate(args)
-                 if isinstance(v, StatefulFunction) and i < len(host_slots)]
-    moved = [n for n in instance if n in declared]
-    if not moved:
-        return instance
-    rest = [n for n in instance if n not in moved]
-    return tuple(rest[:2] + moved + rest[2:])
+    if instance is None:
+        return p.shape.with_slots(None)
+    # An argument the host call declared rather than gave (a StatefulFunction: each call passes
+    # its state) comes right after the leading two arrays in the object's calls, as in
+    # cuda.coop's scan objects: ``scan(ts, items, out, state)``, ``scan(ts, item, state)``.
+    declared = {k for k, v in kws.items() if isinstance(v, StatefulFunction)}
+    declared |= {slot for slot, v in zip(p.host or (), args) if isinstance(v, StatefulFunction)}
+    rest = [n for n in instance if n not in declared]
+    instance = tuple(rest[:2] + [n for n in instance if n in declared] + rest[2:])
+    return p.shape.for_objects(instance, fixed, call_fixed)

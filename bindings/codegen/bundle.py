@@ -1,19 +1,23 @@
 """The shims lowered into one code library (a kernel, or a device function or ``@overload``
 whose library the kernel links), deduplicated by symbol and compiled in *one* NVRTC call when a
 linker first reads the bundle. One shim may so be defined in two bundles of one link, hence its
-ODR linkage (:data:`SHIM_DECL`)."""
+ODR linkage (``COOPGEN_SHIM``)."""
 from __future__ import annotations
 
 import functools
 import threading
 from dataclasses import dataclass
 
+from ..model import registry
+from ..types.cpp import TYPE_HEADERS
 from . import nvrtc
+from .placement import storage_definition
+from .shims import BLOCK_MEMBER, OPERATOR_HEADERS, WARP_MEMBER
+from .storage import definition
 
-#: Prefix of every shim definition: ``inline`` gives it ODR linkage (PTX ``.weak``), which
-#: nvJitLink merges across bundles; ``used`` makes NVRTC emit it although nothing calls it.
-#: (NVRTC 13 ignores ``__attribute__((weak))``: "symbol multiply defined".)
-SHIM_DECL = "COOPGEN_SHIM"
+#: ``COOPGEN_SHIM``, the prefix of every shim definition: ``inline`` gives it ODR linkage (PTX
+#: ``.weak``), which nvJitLink merges across bundles; ``used`` makes NVRTC emit it although
+#: nothing calls it. (NVRTC 13 ignores ``__attribute__((weak))``: "symbol multiply defined".)
 _PRELUDE = ('#ifndef COOPGEN_SHIM\n#define COOPGEN_SHIM extern "C" __device__ inline '
             '__attribute__((used))\n#endif\n')
 
@@ -25,17 +29,14 @@ class Shim:
     symbol: str
     source: str
     includes: tuple = ()
-    #: Namespace-scope declarations it needs (config structs, operator functors).
-    decls: str = ""
-    #: Its TempStorage type in the translation unit's implicit block storage union.
-    block_storage: str | None = None
-    #: A coopgen.TempStorage use: (object, member C++ type, member name).
-    temp_storage: tuple | None = None
+    decls: str = ""  # namespace-scope declarations: config structs, operator functors
+    block_storage: str | None = None  # its TempStorage type in the implicit block storage union
+    temp_storage: tuple | None = None  # a coopgen.TempStorage use: (object, C++ type, member)
     #: (TempStorage type, logical warps, logical warp threads): a slice per logical warp in
     #: the warp-storage union of that logical warp size.
     warp_storage: tuple | None = None
-    #: (bytes, alignment) of a large coopgen.shared.array this shim returns the address of:
-    #: a member of the storage struct named by the symbol (arrays.STORAGE_ARRAY_BYTES).
+    #: (bytes, alignment) of a large coopgen.shared.array whose address the shim returns: a
+    #: member of the storage struct named by the symbol (arrays.STORAGE_ARRAY_BYTES).
     shared_array: tuple | None = None
 
 
@@ -101,17 +102,16 @@ class ShimBundle:
     def _storage(self, shims) -> list[str]:
         """All the translation unit's storage (implicit, warp, TempStorage objects, large
         shared arrays) as one struct, which the shims reach through ``coopgen_storage()``."""
-        from .placement import storage_definition
-        from .shims import BLOCK_MEMBER, WARP_MEMBER
-        from .storage import definition
+        def union(name: str, types) -> str:
+            body = "".join(f"  {t} m{i};\n" for i, t in enumerate(sorted(types)))
+            return f"union {name} {{\n{body}}};\n"
 
         parts, members = [], []
         warp = sorted({s.warp_storage for s in shims if s.warp_storage})
         for lwt in sorted({w[2] for w in warp}):  # per logical warp size: slices of a union
-            types = sorted({t for t, _, size in warp if size == lwt})
+            parts.append(union(f"coopgen_warp_storage_{lwt}_t",
+                               {t for t, _, size in warp if size == lwt}))
             slices = max(n for _, n, size in warp if size == lwt)
-            body = "".join(f"  {t} m{i};\n" for i, t in enumerate(types))
-            parts.append(f"union coopgen_warp_storage_{lwt}_t {{\n{body}}};\n")
             members.append((f"coopgen_warp_storage_{lwt}_t", f"{WARP_MEMBER}_{lwt}[{slices}]"))
         # coopgen.TempStorage objects: one member each, sized from its uses.
         objects = {}
@@ -127,11 +127,9 @@ class ShimBundle:
             if s.shared_array:
                 nbytes, align = s.shared_array
                 members.append((f"alignas({align}) unsigned char", f"{s.symbol}[{nbytes}]"))
-        block = sorted({s.block_storage for s in shims if s.block_storage})
-        if block:
-            # As large and as aligned as the largest TempStorage of the translation unit.
-            body = "".join(f"  {t} m{i};\n" for i, t in enumerate(block))
-            parts.append(f"union coopgen_block_storage_t {{\n{body}}};\n")
+        block = {s.block_storage for s in shims if s.block_storage}
+        if block:  # as large and as aligned as the largest TempStorage of the translation unit
+            parts.append(union("coopgen_block_storage_t", block))
             members.append(("coopgen_block_storage_t", BLOCK_MEMBER))
         if members:
             parts.append(storage_definition(members, **self._kernel_shared_memory()))
@@ -183,9 +181,5 @@ def canonical_includes() -> tuple[str, ...]:
     """Every bound class's header, in one fixed order: every translation unit starts with them,
     so one PCH serves every kernel (nvrtc._use_pch); unused ones cost nothing measurable, as
     they share their dependencies with the used ones."""
-    from ..model import registry
-    from ..types.cpp import TYPE_HEADERS
-    from .shims import OPERATOR_HEADERS
-
     return tuple(sorted({c.header for c in registry.package().CLASSES} | set(OPERATOR_HEADERS)
                         | set(TYPE_HEADERS)))

@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-import shutil
 import tempfile
 import warnings
 from pathlib import Path
@@ -30,12 +29,8 @@ def own_version() -> str:
 
 #: First bytes of every shim entry; the number changes if the framing does.
 MAGIC = b"coopgen-shim-cache-1\n"
-_LENGTH = 8  # bytes of the little-endian payload length
-_DIGEST = 32  # bytes of the payload's sha256
-_HEADER = len(MAGIC) + _LENGTH + _DIGEST
-#: Suffixes of shim entries (what eviction and ``coopgen cache clear`` touch).
-SUFFIXES = (".ltoir", ".ptx")
-DEFAULT_MAX = "512M"
+_LENGTH = 8  # bytes of the little-endian payload length, then 32 of its sha256
+_HEADER = len(MAGIC) + _LENGTH + 32
 
 
 class CacheWarning(UserWarning):
@@ -43,19 +38,14 @@ class CacheWarning(UserWarning):
 
 
 def root() -> Path:
-    override = os.environ.get("COOPGEN_CACHE_DIR")
-    if override:
-        return Path(override)
     xdg = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(xdg) / "coopgen"
-
-
-def disabled() -> bool:
-    return os.environ.get("COOPGEN_DISABLE_CACHE", "") not in ("", "0")
+    return Path(os.environ.get("COOPGEN_CACHE_DIR") or Path(xdg) / "coopgen")
 
 
 def shim_dir() -> Path | None:
-    return None if disabled() else root() / "ltoir"
+    """The folder of compiled shims; None when COOPGEN_DISABLE_CACHE disables it."""
+    disabled = os.environ.get("COOPGEN_DISABLE_CACHE", "") not in ("", "0")
+    return None if disabled else root() / "ltoir"
 
 
 def headers_dir() -> Path:
@@ -63,7 +53,7 @@ def headers_dir() -> Path:
 
 
 def max_bytes() -> int:
-    value = os.environ.get("COOPGEN_CACHE_MAX_SIZE", DEFAULT_MAX).strip()
+    value = os.environ.get("COOPGEN_CACHE_MAX_SIZE", "512M").strip()
     scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(value[-1:].upper())
     try:
         size = int(float(value[:-1] if scale else value) * (scale or 1))
@@ -76,7 +66,6 @@ def max_bytes() -> int:
 
 
 def frame(data: bytes) -> bytes:
-    """An entry's bytes on disk: magic, payload length, payload sha256, payload."""
     return MAGIC + len(data).to_bytes(_LENGTH, "little") + hashlib.sha256(data).digest() + data
 
 
@@ -112,12 +101,22 @@ def read(path: Path) -> bytes | None:
 
 
 def write(path: Path, data: bytes) -> None:
-    """Store ``data`` atomically (a read-only or full folder: silently not), then evict."""
+    """Store ``data`` atomically (a read-only or full folder: silently not), then evict the
+    least recently used entries past the cap."""
     try:
         atomic_write(path, frame(data))
     except OSError:
         return
-    evict(path.parent, keep=path)
+    cap = max_bytes()
+    found = entries(path.parent) if cap else []
+    total = sum(size for _, size, _ in found)
+    for old, size, _ in found:
+        if total <= cap:
+            break
+        if old != path:
+            with contextlib.suppress(OSError):  # removed meanwhile, or a read-only folder
+                old.unlink()
+                total -= size
 
 
 def atomic_write(path: Path, data: bytes) -> None:
@@ -135,68 +134,14 @@ def atomic_write(path: Path, data: bytes) -> None:
 
 def entries(folder: Path | None = None) -> list[tuple[Path, int, float]]:
     """(path, size, last use) of every shim entry, least recently used first."""
-    folder = folder if folder is not None else root() / "ltoir"
     found = []
     try:
-        with os.scandir(folder) as it:
+        with os.scandir(folder if folder is not None else root() / "ltoir") as it:
             for e in it:
-                if e.name.endswith(SUFFIXES) and not e.name.startswith(".tmp-"):
-                    try:
+                if e.name.endswith((".ltoir", ".ptx")) and not e.name.startswith(".tmp-"):
+                    with contextlib.suppress(OSError):  # removed meanwhile
                         st = e.stat()
-                    except OSError:  # removed meanwhile
-                        continue
-                    found.append((Path(e.path), st.st_size, st.st_mtime))
+                        found.append((Path(e.path), st.st_size, st.st_mtime))
     except OSError:
         return []
-    found.sort(key=lambda t: (t[2], t[0].name))
-    return found
-
-
-def _remove(path: Path) -> bool:
-    try:
-        path.unlink()
-        return True
-    except OSError:  # removed meanwhile, or a read-only folder
-        return False
-
-
-def evict(folder: Path | None = None, keep: Path | None = None) -> int:
-    """Remove least recently used entries until the folder fits the cap; returns how many."""
-    cap = max_bytes()
-    found = entries(folder) if cap else []
-    total, removed = sum(size for _, size, _ in found), 0
-    for path, size, _ in found:
-        if total <= cap:
-            break
-        if path != keep and _remove(path):
-            total, removed = total - size, removed + 1
-    return removed
-
-
-def usage() -> dict:
-    """What ``coopgen cache`` shows."""
-    shims = entries()
-    hdir = headers_dir()
-    fetched = [(d.name, _tree_bytes(d)) for d in sorted(hdir.iterdir()) if d.is_dir()] \
-        if hdir.is_dir() else []
-    return {"root": root(), "shim_dir": root() / "ltoir", "disabled": disabled(),
-            "entries": len(shims), "bytes": sum(size for _, size, _ in shims),
-            "max_bytes": max_bytes(), "headers": fetched}
-
-
-def _tree_bytes(d: Path) -> int:
-    total = 0
-    for f in d.rglob("*"):
-        with contextlib.suppress(OSError):  # removed meanwhile
-            total += f.stat().st_size if f.is_file() else 0
-    return total
-
-
-def clear(*, headers: bool = False) -> tuple[int, int]:
-    """Remove every shim entry (and the fetched headers); (entries removed, bytes freed)."""
-    sizes = [size for path, size, _ in entries() if _remove(path)]
-    freed = sum(sizes)
-    if headers and headers_dir().is_dir():
-        freed += _tree_bytes(headers_dir())
-        shutil.rmtree(headers_dir(), ignore_errors=True)
-    return len(sizes), freed
+    return sorted(found, key=lambda t: (t[2], t[0].name))

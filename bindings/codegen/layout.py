@@ -10,8 +10,10 @@ import functools
 import re
 
 from ..model import registry
+from ..model.errors import CoopgenError
 from ..resolve.templates import class_template_args
 from ..types.cpp import STRUCT_DECLS
+from ..types.desc import Array, Storage
 from . import nvrtc
 from .shims import cfg_struct
 
@@ -48,9 +50,6 @@ def resolved_layout(cls, args: tuple) -> tuple[int, int]:
 def check_storage_fits(prim: str, r) -> None:
     """Explicit storage whose size the kernel's types know must hold the class's TempStorage
     (CUB would silently run past its end)."""
-    from ..model.errors import CoopgenError
-    from ..types.desc import Array, Storage
-
     ty = r.temp_storage_arg[1] if r.temp_storage_arg else None
     if isinstance(ty, Array) and ty.length is not None:
         given, what, given_align = ty.length * max(1, getattr(ty.dtype, "bits", 8) // 8), \

@@ -5,18 +5,22 @@
 (_use_pch). Both are read on every call, so tests can monkeypatch them."""
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
+import importlib.metadata
+import importlib.util
 import os
+import re
 import threading
 from pathlib import Path
 
 from cuda.bindings import nvrtc as _nvrtc
 
-from . import toolchain
+from ..model import registry
 from . import cache as _cache
+from . import toolchain
 
-#: coopgen's version, in the cache key: a new coopgen may emit other code for one source
 VERSION = _cache.own_version()
 
 
@@ -30,8 +34,7 @@ class NvrtcError(RuntimeError):
 
 
 _lock = threading.Lock()
-#: (event, output kind) -> count, process wide (tests assert on them); kinds: "ltoir" (kernels'
-#: shims), "ptx" (sizes read back).
+#: (event, kind) -> count, process wide (tests assert on them); "ptx" compiles read sizes back.
 _counts = {(event, kind): 0 for event in ("compile", "hit") for kind in ("ltoir", "ptx")}
 
 
@@ -67,12 +70,10 @@ def supported_archs() -> tuple[int, ...]:
 def default_arch() -> str:
     """The arch of compiles no kernel compile chose (two-phase temp storage sizes): the current
     device's, or sm_90 without one (CPU-only compile checks)."""
-    try:
+    with contextlib.suppress(Exception):  # no driver or no device: compile for the default
         cc = current_device_cc() if current_device_cc is not None else None
         if cc:
             return f"sm_{cc[0]}{cc[1]}"
-    except Exception:  # no driver or no device: compile for the default
-        pass
     return "sm_90"
 
 
@@ -82,11 +83,10 @@ current_device_cc = None
 
 def unsupported_arch(arch) -> str | None:
     """Why this NVRTC cannot compile for ``arch``, or None when it can."""
-    n = arch_number(arch)
-    if n in supported_archs():
+    n, archs = arch_number(arch), supported_archs()
+    if n in archs:
         return None
     major, minor = nvrtc_version()
-    archs = supported_archs()
     if n > max(archs):
         hint = (f"sm_{n} needs a newer CUDA 13 toolkit: pip install -U 'coopgen[cu13]'"
                 if major >= 13 else
@@ -112,13 +112,11 @@ def _nvrtc_identity() -> str:
     """Version plus libnvrtc's size, so patch releases (both 13.0) get their own cache entries;
     no paths or times, so a cache warmed on one machine serves another."""
     ident = repr(nvrtc_version())
-    try:
+    with contextlib.suppress(Exception):  # identity is best effort; the version is enough
         from cuda import pathfinder
 
         p = os.path.realpath(pathfinder.load_nvidia_dynamic_lib("nvrtc").abs_path)
         ident += f":{os.stat(p).st_size}"
-    except Exception:  # identity is best effort; the version is enough to run
-        pass
     return ident
 
 
@@ -127,8 +125,6 @@ def cccl_include_dir() -> str:
     """The verified CCCL headers of the bindings' lock entry: the only include directory
     needed, as CCCL never includes the toolkit's runtime headers under NVRTC (adding the
     toolkit's would change the emitted LTO-IR)."""
-    from ..model import registry
-
     return os.path.realpath(registry.include_dir())
 
 
@@ -136,28 +132,19 @@ def cccl_include_dir() -> str:
 def half_include_dir() -> str:
     """cuda_fp16.h / cuda_bf16.h (NVRTC has none built in): numba-cuda's copies for this NVRTC
     major, found without importing numba-cuda (codegen serves any backend)."""
-    import importlib.util
-
     spec = importlib.util.find_spec("numba_cuda")
     base = Path(spec.submodule_search_locations[0]) / "numba" / "cuda" / "include"
     major = str(nvrtc_version()[0])
-    d = base / major if (base / major).is_dir() else max(base.iterdir())
-    return str(d)
+    return str(base / major if (base / major).is_dir() else max(base.iterdir()))
 
 
-def cache_dir() -> Path | None:
-    """The LTO-IR cache directory, or None when caching is disabled."""
-    return _cache.shim_dir()
+cache_dir = _cache.shim_dir  # the LTO-IR cache folder, or None when caching is disabled
 
 
 def _normalize_arch(arch: str) -> str:
     """'sm_90' / 'compute_90' / '90' / 'sm_90a' -> 'compute_90' / 'compute_90a': LTO-IR is
     virtual-architecture code; nvJitLink picks the real ``sm_XX`` at link time."""
-    a = str(arch)
-    for prefix in ("sm_", "compute_", "lto_"):
-        if a.startswith(prefix):
-            a = a[len(prefix):]
-    return f"compute_{a}"
+    return "compute_" + re.sub(r"^(sm_)?(compute_)?(lto_)?", "", str(arch))
 
 
 def base_options(arch: str, include_dirs, extra=(), kind: str = "ltoir") -> list[str]:
@@ -176,11 +163,9 @@ def _dir_identity(d: str) -> str:
     """An include directory's identity for the cache key, cheaper than hashing its headers."""
     p = os.path.realpath(d)
     if p == cccl_include_dir():  # the locked headers: their digest says it all
-        from ..model import registry
         return registry.package().HEADERS_DIGEST
     if p == os.path.realpath(half_include_dir()):  # pinned with numba-cuda
-        from importlib.metadata import version
-        return f"numba-cuda-{version('numba-cuda')}-half-headers"
+        return f"numba-cuda-{importlib.metadata.version('numba-cuda')}-half-headers"
     try:  # another folder (none in coopgen): a reinstall changes its mtime
         return f"{p}:{os.stat(p).st_mtime_ns}"
     except OSError:
@@ -204,18 +189,16 @@ def _cache_key(source: str, opts: list[str], arch: str, include_dirs) -> str:
 
 
 def _check(err, what: str, prog=None, source: str = ""):
-    if err != _nvrtc.nvrtcResult.NVRTC_SUCCESS:
-        log = _get_log(prog) if prog is not None else ""
-        raise NvrtcError(f"{what} failed: {err.name}", log, source)
-
-
-def _get_log(prog) -> str:
-    err, size = _nvrtc.nvrtcGetProgramLogSize(prog)
-    if err != _nvrtc.nvrtcResult.NVRTC_SUCCESS or size <= 1:
-        return ""
-    buf = b" " * size
-    _nvrtc.nvrtcGetProgramLog(prog, buf)
-    return buf.rstrip(b"\0").decode(errors="replace")
+    if err == _nvrtc.nvrtcResult.NVRTC_SUCCESS:
+        return
+    log = ""
+    if prog is not None:
+        log_err, size = _nvrtc.nvrtcGetProgramLogSize(prog)
+        if log_err == _nvrtc.nvrtcResult.NVRTC_SUCCESS and size > 1:
+            buf = b" " * size
+            _nvrtc.nvrtcGetProgramLog(prog, buf)
+            log = buf.rstrip(b"\0").decode(errors="replace")
+    raise NvrtcError(f"{what} failed: {err.name}", log, source)
 
 
 _PCH_POLICIES = {"0": "off", "off": "off", "1": "second", "second": "second", "first": "first"}
@@ -266,16 +249,13 @@ def compile_ptx(source: str, *, arch: str | None = None) -> str:
 def compile_ltoir(source: str, *, include_dirs: list[str] | None = None,
                   arch: str | None = None, kind: str = "ltoir") -> bytes:
     """One translation unit to LTO-IR (cached on disk); NvrtcError carries NVRTC's log."""
-    from ..model import registry
-
     toolchain.require_consistent()  # a mixed stack: one error here, not a linker's
     arch = arch or default_arch()
     refused = unsupported_arch(arch)
     if refused:
         raise NvrtcError(refused)
-    if include_dirs is None:
-        include_dirs = [cccl_include_dir()]
-    include_dirs = [str(d) for d in include_dirs] + [half_include_dir()]
+    include_dirs = [str(d) for d in (include_dirs if include_dirs is not None
+                                     else [cccl_include_dir()])] + [half_include_dir()]
     # CCCL only enables its __half/__nv_bfloat16 code when these headers were seen first;
     # without them CCCL 3.0.1's ThreadReduce picks a SIMD path for int/float min/max/plus
     # that ends in assert(false) (CUDA_ERROR_ASSERT at run time). nvcc always includes them.

@@ -11,7 +11,7 @@ compiling (finding it at run time cost 1.3% of a 1024-thread radix sort).
 """
 from __future__ import annotations
 
-import struct
+import re
 
 #: Static shared memory a kernel may declare (CUDA's limit on every architecture).
 STATIC_SHARED_LIMIT = 48 * 1024
@@ -29,8 +29,7 @@ def storage_definition(members: list[tuple[str, str]], *, may_be_dynamic: bool,
     body = "".join(f"  {t} {n};\n" for t, n in members)
     dynamic = (f"sizeof(coopgen_storage_t) + {other_static_bytes} > {STATIC_SHARED_LIMIT}"
                if may_be_dynamic else "false")
-    base_align = DYNAMIC_BASE_ALIGNMENT
-    after = "true" if after_user_bytes else "false"
+    base_align, after = DYNAMIC_BASE_ALIGNMENT, "true" if after_user_bytes else "false"
     return f"""struct coopgen_storage_t {{
 {body}}};
 // Past the static limit the storage is dynamic shared memory; the launch adds what
@@ -86,32 +85,17 @@ def launch_bytes(user_bytes: int, need: tuple[int, int, bool]) -> int:
     return -(-user_bytes // DYNAMIC_BASE_ALIGNMENT) * DYNAMIC_BASE_ALIGNMENT + size
 
 
-# -- the requirement, read from a linked cubin (ELF) ------------------------------------------
-
-_SECTION = struct.Struct("<IIQQQQIIQQ")
-_SYMBOL = struct.Struct("<IBBHQQ")
-_SHT_SYMTAB = 2
+#: The need symbol's instantiation: its template arguments are the requirement.
+_NEED = re.compile(rb"_Z\d+" + NEED_SYMBOL.encode() + rb"ILy(\d+)ELy(\d+)ELy(\d+)EE")
 
 
 def dynamic_requirement(cubin: bytes) -> tuple[int, int, bool] | None:
     """(bytes, alignment, after the user's bytes) of a linked kernel's storage in dynamic shared
-    memory, or None when it is static. ``cubin``: bytes or a cuda.core ObjectCode."""
+    memory, or None when it is static. ``cubin``: bytes or a cuda.core ObjectCode. The values
+    are read from the mangled name of the need symbol (Itanium: ``L y <value> E`` per unsigned
+    long long template argument), which the cubin's symbol table holds only when dynamic."""
     data = bytes(getattr(cubin, "code", cubin))
     if data[:4] != b"\x7fELF" or data[4] != 2:  # ELFCLASS64
         raise ValueError("dynamic_requirement: not a 64-bit ELF cubin")
-    (shoff,) = struct.unpack_from("<Q", data, 0x28)
-    shentsize, shnum = struct.unpack_from("<HH", data, 0x3A)
-    sections = [_SECTION.unpack_from(data, shoff + i * shentsize) for i in range(shnum)]
-    for _, kind, _, _, offset, size, link, _, _, entsize in sections:
-        if kind != _SHT_SYMTAB or not entsize:
-            continue
-        strings = sections[link][4]
-        for i in range(size // entsize):
-            name_at, _, _, shndx, value, sym_size = _SYMBOL.unpack_from(data, offset + i * entsize)
-            start = strings + name_at
-            name = data[start:data.index(b"\0", start)]
-            if NEED_SYMBOL.encode() in name and sym_size == 24 and shndx < len(sections):
-                sec = sections[shndx]
-                size, align, after = struct.unpack_from("<QQQ", data, sec[4] + value - sec[3])
-                return size, align, bool(after)
-    return None
+    found = _NEED.search(data)
+    return None if found is None else (int(found[1]), int(found[2]), bool(int(found[3])))

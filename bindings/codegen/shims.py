@@ -1,29 +1,25 @@
 """C++ shim text for one resolved call: small named templates, no typing logic.
 
-Layout of one shim (all names derive from a hash of what the shim is, never a counter):
+A shim is a config struct ``cub::coopgen_cfg_<h>`` that names the template arguments as CUB
+does (so header defaults that use them compile) and the class as ``prim``, the operator
+functors, and ``COOPGEN_SHIM void coopgen_<Class>_<Method>_<h>(...)``, which makes a ``prim`` on
+its temp storage and calls the method. Names derive from a hash of what the shim is, never a
+counter.
 
-    namespace cub { struct coopgen_cfg_<h> {            // template arguments, named as in CUB,
-        using T = int; static constexpr int BLOCK_DIM_X = 128; ...   // so header defaults
-        using prim = BlockReduce<T, BLOCK_DIM_X, ...>; }; }           // that use them compile
-    <operator functors>
-    COOPGEN_SHIM void coopgen_BlockReduce_Sum_<h>(int* inputs, int* coopgen_ret) {
-        <temp storage>; prim p(storage); *coopgen_ret = p.Sum(*reinterpret_cast<int(*)[16]>(inputs));
-    }
-
-Implicit block temp storage is one union per translation unit (the bundle declares it, in the
-storage struct ``coopgen_storage()`` returns: static or dynamic shared memory), entered with a
-barrier so successive primitives may reuse it, as CUB requires. Warp primitives get per-warp
-slices of their own array there.
+Implicit block temp storage is one union in the bundle's storage struct (``coopgen_storage()``),
+entered with a barrier so successive primitives may reuse it, as CUB requires; warp primitives
+get per-warp slices of their own array there.
 """
 from __future__ import annotations
 
 import hashlib
+import itertools
 from dataclasses import dataclass, field
 
 from ..resolve.operators import decomposer_fields, key_record
 from ..resolve.plan import RANGE_ROLES, Plan
 from ..types.cpp import CPP_OF, by_pointer, is_struct, struct_decl, struct_name
-from ..types.desc import VOID, Array, Pointer, Storage, Struct, item_type, unliteral
+from ..types.desc import VOID, Array, Pointer, Storage, item_type, unliteral
 
 #: Alignment of coopgen's shared arrays (coopgen.shared.array), enough for any TempStorage.
 SHARED_ALIGNMENT = 16
@@ -34,8 +30,6 @@ OPERATOR_HEADERS = ("cuda/functional", "cuda/std/functional")
 # Members of the translation unit's storage struct (shimcall, shared_placement).
 STORAGE = "coopgen_storage()"
 BLOCK_MEMBER, WARP_MEMBER = "coopgen_block_storage", "coopgen_warp_storage"
-BLOCK_STORAGE = f"{STORAGE}.{BLOCK_MEMBER}"
-WARP_STORAGE = f"{STORAGE}.{WARP_MEMBER}"
 LINEAR_TID = "(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z))"
 
 
@@ -53,7 +47,8 @@ class ShimText:
     # ``index`` (its data pointer for arrays), "state": the state array of the operator
     # argument ``index``, "ret": returned value ``index``.
     c_params: tuple[tuple[str, str, str, int], ...]
-    op_symbols: tuple[tuple[int, str, tuple, object], ...]  # (binding index, symbol, argtypes, restype)
+    # (binding index, symbol, argtypes, restype) of each operator to compile
+    op_symbols: tuple[tuple[int, str, tuple, object], ...]
 
 
 def _h(*parts) -> str:
@@ -78,10 +73,8 @@ def cfg_struct(name: str, cls, template_args) -> str:
 def _extent(r: Plan, extent: str, cfg: str) -> str:
     if extent in {t.name for t, _ in r.template_args}:
         return f"{cfg}::{extent}"
-    for name, n in r.extents:
-        if name == extent:
-            return str(n)
-    return f"{cfg}::prim::{extent}"  # a class constant such as BINS_TRACKED_PER_THREAD
+    # else a count the call fixed, or a class constant such as BINS_TRACKED_PER_THREAD
+    return next((str(n) for name, n in r.extents if name == extent), f"{cfg}::prim::{extent}")
 
 
 def _op_functor(name: str, sym: str, op, argtypes, restype) -> str:
@@ -131,28 +124,6 @@ def _op_functor(name: str, sym: str, op, argtypes, restype) -> str:
     return _once(name, f"{decl}\nstruct {name} {{\n{member}{body}}};")
 
 
-def _temp_storage_object(r: Plan):
-    if r.temp_storage_arg is not None and isinstance(r.temp_storage_arg[1], Storage):
-        return r.temp_storage_arg[1].obj
-    return None
-
-
-def _decomposer_functor(name: str, r: Plan, op) -> str:
-    prim = f"{r.cls.scope}.{r.cls.name}.{r.method.name}"
-    fields = decomposer_fields(prim, r, op)
-    refs = [f"{ct}&" for ct, _ in fields]
-    exprs = [f"*reinterpret_cast<{ct}*>(reinterpret_cast<unsigned char*>(&key) + {offset})"
-             for ct, offset in fields]
-    key = struct_name(key_record(r))
-    return (f"struct {name} {{\n  __device__ ::cuda::std::tuple<{', '.join(refs)}> "
-            f"operator()({key}& key) const {{\n    return {{{', '.join(exprs)}}};\n  }}\n}};")
-
-
-def _records(r: Plan) -> list:
-    types = [item_type(b.type) for b in r.bindings if b.type is not None]
-    return list(dict.fromkeys(t for t in types + [t for _, t, _ in r.returns] if is_struct(t)))
-
-
 def _logical_warps(r: Plan) -> tuple[int, str, str]:
     """(logical warps per block, the calling thread's logical warp index, logical warp
     threads). CUB forms logical warps inside each hardware warp (lane / size), so a size that
@@ -167,22 +138,9 @@ def _logical_warps(r: Plan) -> tuple[int, str, str]:
     return warps, f"({LINEAR_TID} / 32 * {per_hw_warp} + {LINEAR_TID} % 32 / {lwt})", lwt
 
 
-def _explicit_template_args(r: Plan) -> list[str]:
-    """Values of the method's leading template parameters that C++ cannot deduce from the
-    arguments (BlockRadixRankMatch::CallBack<KEYS_PER_THREAD>)."""
-    out = []
-    extents = dict(r.extents)
-    for t in r.method.tparams:
-        if any(t in p.type for p in r.method.params):
-            break
-        out.append(str(extents[t]))
-    return out
-
-
 @dataclass
 class _Parts:
-    """What writing one shim collects: C parameters, call arguments, statements before the
-    call, declarations, the operators to compile."""
+    """What writing one shim collects."""
     r: Plan
     h: str
     cfg: str
@@ -233,10 +191,16 @@ def _default_argument(s: _Parts, i: int, b) -> None:
 
 
 def _operator_argument(s: _Parts, i: int, b, op_signatures) -> None:
-    op, p = b.operator, b.param
-    if op.fields:
+    op, p, r = b.operator, b.param, s.r
+    if op.fields:  # a decomposer: a tuple of references to the record key's fields
+        fields = decomposer_fields(f"{r.cls.scope}.{r.cls.name}.{r.method.name}", r, op)
+        refs = ", ".join(f"{ct}&" for ct, _ in fields)
+        exprs = ", ".join(f"*reinterpret_cast<{ct}*>(reinterpret_cast<unsigned char*>(&key) + "
+                          f"{offset})" for ct, offset in fields)
         fname = f"coopgen_decompose_{s.h}_{i}"
-        s.decls.append(_decomposer_functor(fname, s.r, op))
+        s.decls.append(f"struct {fname} {{\n  __device__ ::cuda::std::tuple<{refs}> operator()("
+                       f"{struct_name(key_record(r))}& key) const {{\n    return {{{exprs}}};"
+                       f"\n  }}\n}};")
         s.call_args.append(f"{fname}{{}}")
         return
     if op.builtin is not None:
@@ -249,27 +213,23 @@ def _operator_argument(s: _Parts, i: int, b, op_signatures) -> None:
     s.op_syms.append((i, sym, argtypes, restype))
     if op.state is not None:
         s.c_params.append(("void*", p.name, "state", b.arg_index))
-        s.pre.append(f"{fname} {p.name}_op{{{p.name}}};")
-    else:
-        s.pre.append(f"{fname} {p.name}_op{{}};")
+    s.pre.append(f"{fname} {p.name}_op{{{p.name if op.state is not None else ''}}};")
     s.call_args.append(f"{p.name}_op")
 
 
 def _passed_argument(s: _Parts, b) -> None:
     """An argument the call passes: a C parameter, spelled for CUB (arrays as references to
     arrays of their extent, scalar outputs through their pointer)."""
-    r, p, cfg = s.r, b.param, "::cub::" + s.cfg
+    r, p = s.r, b.param
     s.c_params.append((b.ctype, p.name, "arg", b.arg_index))
     n = b.type.length if isinstance(b.type, Array) else None
-    if p.extent and n is not None and _extent(r, p.extent, cfg).endswith(f"prim::{p.extent}"):
-        s.pre.append(f'static_assert({_extent(r, p.extent, cfg)} == {n}, '
-                     f'"coopgen: {r.cls.name}.{r.method.name}: {p.name} must have {p.extent} '
-                     f'items, not {n}");')
-    if p.role in RANGE_ROLES:  # passed as T(&)[N]: C++ deduces the range type from it
-        s.call_args.append(f"*reinterpret_cast<{b.ctype[:-1]}(*)[{n}]>({p.name})")
-    elif p.extent:
-        s.call_args.append(f"*reinterpret_cast<{b.ctype[:-1]}(*)[{_extent(r, p.extent, cfg)}]>"
-                           f"({p.name})")
+    extent = _extent(r, p.extent, "::cub::" + s.cfg) if p.extent else None
+    if extent and n is not None and extent.endswith(f"prim::{p.extent}"):
+        s.pre.append(f'static_assert({extent} == {n}, "coopgen: {r.cls.name}.{r.method.name}: '
+                     f'{p.name} must have {p.extent} items, not {n}");')
+    if p.role in RANGE_ROLES or extent:  # T(&)[N]: C++ deduces a range's type from it
+        s.call_args.append(f"*reinterpret_cast<{b.ctype[:-1]}(*)"
+                           f"[{n if p.role in RANGE_ROLES else extent}]>({p.name})")
     elif p.role in ("output_scalar", "inout_scalar") or b.ctype.endswith("*") and \
             p.role == "input_scalar":
         s.call_args.append(f"*{p.name}")
@@ -277,30 +237,11 @@ def _passed_argument(s: _Parts, b) -> None:
         s.call_args.append(p.name)
 
 
-def _arguments(s: _Parts, op_signatures) -> None:
-    for i, b in enumerate(s.r.bindings):
-        if b.source == "default":
-            _default_argument(s, i, b)
-        elif b.operator is not None:
-            _operator_argument(s, i, b, op_signatures)
-        elif b.source == "return":
-            s.pre.append(f"{b.ctype} {b.param.name};")
-            s.call_args.append(b.param.name)
-        elif b.param.role != "temp_storage":
-            _passed_argument(s, b)
-
-
-def _explicit_storage(s: _Parts, ts_obj) -> str | None:
-    """temp_storage= given: a coopgen.TempStorage's member, or the storage argument."""
-    r, prim = s.r, s.prim
-    if ts_obj is not None:
-        if ts_obj.auto_sync:  # the previous use of the shared storage may still read it
-            s.pre.insert(0, "__syncthreads();")
-        return s.explicit_storage
-    index, ty = r.temp_storage_arg
-    s.c_params.insert(0, ("void*", "coopgen_temp_storage", "arg", index))
+def _check_storage_array(s: _Parts) -> None:
+    """temp_storage= a coopgen.shared.array (its size known here) must hold the TempStorage."""
+    r, prim, ty = s.r, s.prim, s.r.temp_storage_arg[1]
     n = ty.length if isinstance(ty, Array) else None
-    if n is not None:  # a coopgen.shared.array: its size is known here
+    if n is not None:
         s.pre.insert(0, f"static_assert(sizeof(typename {prim}::TempStorage) <= {n}, "
                         f"\"coopgen: {r.cls.name}: temp_storage is too small: it needs "
                         f"sizeof(TempStorage) bytes\");")
@@ -308,7 +249,6 @@ def _explicit_storage(s: _Parts, ts_obj) -> str | None:
                         f"{SHARED_ALIGNMENT}, \"coopgen: {r.cls.name}: temp_storage is "
                         f"misaligned: TempStorage needs more than {SHARED_ALIGNMENT}-byte "
                         f"alignment; use a coopgen.TempStorage\");")
-    return s.explicit_storage
 
 
 def _implicit_storage(s: _Parts, symbol: str) -> tuple[str, str | None, tuple | None]:
@@ -320,7 +260,7 @@ def _implicit_storage(s: _Parts, symbol: str) -> tuple[str, str | None, tuple | 
         # (ShimBundle._storage_barriers).
         s.pre.insert(0, f"if constexpr (coopgen_barrier_{symbol}) __syncthreads();  "
                         f"// the storage may have just been used")
-        return (f"reinterpret_cast<typename {prim}::TempStorage&>({BLOCK_STORAGE})",
+        return (f"reinterpret_cast<typename {prim}::TempStorage&>({STORAGE}.{BLOCK_MEMBER})",
                 f"typename {prim}::TempStorage", None)
     warps, index, lwt = _logical_warps(r)
     # One slice per logical warp, shared by the warp primitives of the translation unit with
@@ -331,30 +271,30 @@ def _implicit_storage(s: _Parts, symbol: str) -> tuple[str, str | None, tuple | 
             f"((0xffffffffu >> (32 - {lwt})) << (({LINEAR_TID} % 32) / {lwt} * {lwt}))")
     s.pre.insert(0, f"if constexpr (sizeof(typename {prim}::TempStorage) > 1) "
                     f"__syncwarp({mask});")
-    return (f"reinterpret_cast<typename {prim}::TempStorage&>({WARP_STORAGE}_{lwt}[{index}])",
+    return (f"reinterpret_cast<typename {prim}::TempStorage&>"
+            f"({STORAGE}.{WARP_MEMBER}_{lwt}[{index}])",
             None, (f"typename {prim}::TempStorage", warps, int(lwt)))
 
 
 def _body(s: _Parts, storage: str | None, object_bytes: int) -> list[str]:
     r, prim = s.r, s.prim
-    ctor = f"{prim} coopgen_p({storage});" if storage else f"{prim} coopgen_p;"
-    obj = "coopgen_p"
+    obj, ctor = "coopgen_p", f"{prim} coopgen_p({storage});" if storage else f"{prim} coopgen_p;"
     if s.object_mode == "method":
-        ctor = f"{prim}& coopgen_obj = *static_cast<{prim}*>(coopgen_self);"
-        obj = "coopgen_obj"
-    explicit = _explicit_template_args(r)
+        obj, ctor = "coopgen_obj", f"{prim}& coopgen_obj = *static_cast<{prim}*>(coopgen_self);"
+    # the method's leading template parameters, which C++ cannot deduce from the arguments
+    # (BlockRadixRankMatch::CallBack<KEYS_PER_THREAD>)
+    explicit = [str(dict(r.extents)[t]) for t in itertools.takewhile(
+        lambda t: not any(t in p.type for p in r.method.params), r.method.tparams)]
     method = f"template {r.method.name}<{', '.join(explicit)}>" if explicit else r.method.name
     call = f"{obj}.{method}({', '.join(s.call_args)})"
-    body = [*s.pre, ctor]
     if s.object_mode == "construct":
-        body = [*s.pre,
-                f"static_assert(sizeof({prim}) <= {object_bytes} && alignof({prim}) <= 16, "
-                f"\"coopgen: {r.cls.name} does not fit the {object_bytes}-byte object slot\");"]
+        ctor = (f"static_assert(sizeof({prim}) <= {object_bytes} && alignof({prim}) <= 16, "
+                f"\"coopgen: {r.cls.name} does not fit the {object_bytes}-byte object slot\");")
         call = f"::new (coopgen_self) {prim}({', '.join(s.call_args)})"
-    body.append(f"*coopgen_ret_return = {call};" if r.method.returns not in ("void", "")
-                else f"{call};")
-    body += [f"*coopgen_ret_{what} = {what};" for what, _, _ in r.returns if what != "return"]
-    return body
+    if r.method.returns not in ("void", ""):
+        call = f"*coopgen_ret_return = {call}"
+    return [*s.pre, ctor, f"{call};",
+            *(f"*coopgen_ret_{what} = {what};" for what, _, _ in r.returns if what != "return")]
 
 
 def build(r: Plan, op_signatures: dict[int, tuple], object_mode: str | None = None,
@@ -362,14 +302,18 @@ def build(r: Plan, op_signatures: dict[int, tuple], object_mode: str | None = No
     """The shim for ``r``; ``op_signatures[i]``: (argtypes, restype) of operator binding i.
     ``object_mode``: None (a call on a temporary), "construct" (placement-new into the caller's
     ``coopgen_self`` buffer) or "method" (a call on that object)."""
-    ts_obj = _temp_storage_object(r)
+    ts = r.temp_storage_arg[1] if r.temp_storage_arg is not None else None
+    ts_obj = ts.obj if isinstance(ts, Storage) else None
     h = _shim_key(r, op_signatures, object_mode, object_bytes, use_index, ts_obj)
     symbol = f"coopgen_{r.cls.name}_{r.method.name}_{h}"
     # Named by the class and its template arguments only, so a constructor and the methods
     # called on its object agree on the type.
     cfg = f"coopgen_cfg_{_h(r.cls.cpp, r.template_args)}"
     s = _Parts(r, h, cfg, f"::cub::{cfg}::prim", object_mode)
-    s.decls = [struct_decl(rec) for rec in _records(r)] + [cfg_struct(cfg, r.cls, r.template_args)]
+    records = [item_type(b.type) for b in r.bindings if b.type is not None]
+    records += [t for _, t, _ in r.returns]
+    s.decls = [struct_decl(rec) for rec in dict.fromkeys(t for t in records if is_struct(t))]
+    s.decls.append(cfg_struct(cfg, r.cls, r.template_args))
     s.explicit_storage = f"*reinterpret_cast<typename {s.prim}::TempStorage*>(coopgen_temp_storage)"
     if ts_obj is not None:
         member = f"m_{_h(r.cls.cpp, r.template_args)}"
@@ -378,16 +322,29 @@ def build(r: Plan, op_signatures: dict[int, tuple], object_mode: str | None = No
         s.ts_use = (ts_obj, f"typename {s.prim}::TempStorage", member)
         s.explicit_storage = (f"reinterpret_cast<typename {s.prim}::TempStorage&>"
                               f"({STORAGE}.{ts_obj.symbol}.{member})")
-    _arguments(s, op_signatures)
+    for i, b in enumerate(r.bindings):
+        if b.source == "default":
+            _default_argument(s, i, b)
+        elif b.operator is not None:
+            _operator_argument(s, i, b, op_signatures)
+        elif b.source == "return":
+            s.pre.append(f"{b.ctype} {b.param.name};")
+            s.call_args.append(b.param.name)
+        elif b.param.role != "temp_storage":
+            _passed_argument(s, b)
     s.c_params += [(ctype + "*", f"coopgen_ret_{what}", "ret", k)
                    for k, (what, _, ctype) in enumerate(r.returns)]
     storage, block_storage, warp_storage = None, None, None
+    if r.temp_storage == "explicit" and ts_obj is None:  # the storage argument
+        s.c_params.insert(0, ("void*", "coopgen_temp_storage", "arg", r.temp_storage_arg[0]))
     if object_mode is not None:  # the constructor takes CUB's own storage or temp_storage=
-        if r.temp_storage == "explicit" and ts_obj is None:
-            s.c_params.insert(0, ("void*", "coopgen_temp_storage", "arg", r.temp_storage_arg[0]))
         s.c_params.insert(0, ("void*", "coopgen_self", "self", -1))
     elif r.temp_storage == "explicit":
-        storage = _explicit_storage(s, ts_obj)
+        storage = s.explicit_storage
+        if ts_obj is None:
+            _check_storage_array(s)
+        elif ts_obj.auto_sync:  # the previous use of the shared storage may still read it
+            s.pre.insert(0, "__syncthreads();")
     elif r.temp_storage == "implicit":
         storage, block_storage, warp_storage = _implicit_storage(s, symbol)
     params = ", ".join(f"{t} {n}" for t, n, _, _ in s.c_params) or "void"

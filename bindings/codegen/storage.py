@@ -40,9 +40,7 @@ class TempStorage:
         if sharing == "exclusive" and auto_sync:
             raise ValueError("coopgen.TempStorage: auto_sync=True needs sharing='shared': "
                              "exclusive slices never overlap, so there is nothing to wait for")
-        self.sharing = sharing
-        self.size = size
-        self.alignment = alignment
+        self.sharing, self.size, self.alignment = sharing, size, alignment
         self.auto_sync = sharing == "shared" if auto_sync is None else bool(auto_sync)
         # A name for the kernel's __shared__ object: stable for this object's lifetime and
         # distinct between objects (so two TempStorage objects never alias).

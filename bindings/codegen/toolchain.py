@@ -5,7 +5,9 @@ error wall); :func:`problems` tells ``coopgen doctor``. Every NVVM reports 2.0, 
 comes from the package or toolkit holding it."""
 from __future__ import annotations
 
+import contextlib
 import functools
+import importlib
 import importlib.metadata
 import json
 import os
@@ -39,63 +41,43 @@ def _lib_path(name: str) -> str:
         return f"not found: {e}"
 
 
-def _nvrtc() -> Part:
+def _probe(name: str, lib: str, version) -> Part:
+    """``name`` as found: ``version()`` gives its version numbers, or raises when it is missing."""
     try:
-        from cuda.bindings import nvrtc
-        err, major, minor = nvrtc.nvrtcVersion()
-        if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
-            raise RuntimeError(err.name)
-        return Part("NVRTC", f"{major}.{minor}", major, _lib_path("nvrtc"))
+        v = version()
+        return Part(name, ".".join(map(str, v)), v[0], _lib_path(lib))
     except Exception as e:
-        return Part("NVRTC", "not found", None, str(e))
+        return Part(name, "not found", None, str(e))
 
 
-def _nvjitlink() -> Part:
-    try:
-        from cuda.bindings import nvjitlink
-        v = nvjitlink.version()
-        return Part("nvJitLink", ".".join(map(str, v)), v[0], _lib_path("nvJitLink"))
-    except Exception as e:
-        return Part("nvJitLink", "not found", None, str(e))
+def _nvrtc_version() -> tuple[int, int]:
+    from cuda.bindings import nvrtc
+    err, major, minor = nvrtc.nvrtcVersion()
+    if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+        raise RuntimeError(err.name)
+    return major, minor
 
 
 #: () -> the libNVVM path the backend compiles kernels with (coopgen.lower sets it), or None.
 backend_nvvm_path = None
 
 
-def _nvvm_path() -> str:
-    """The libNVVM the backend compiles kernels with (its own search), else pathfinder's."""
-    try:
-        found = backend_nvvm_path() if backend_nvvm_path is not None else None
-        if found and os.path.isfile(found):
-            return found
-    except Exception:  # an older or newer backend layout: fall back
-        pass
-    return _lib_path("nvvm")
-
-
 def cuda_major_of(path: str) -> tuple[int | None, str]:
     """(CUDA major, version) of the pip package or toolkit holding the library at ``path``."""
     real = os.path.realpath(path)
     for dist_name in NVVM_DISTRIBUTIONS:
-        try:
+        with contextlib.suppress(importlib.metadata.PackageNotFoundError):
             dist = importlib.metadata.distribution(dist_name)
-        except importlib.metadata.PackageNotFoundError:
-            continue
-        base = os.path.realpath(dist.locate_file(""))
-        if not real.startswith(base + os.sep):
-            continue
-        rel = Path(os.path.relpath(real, base)).as_posix()
-        if any(str(f) == rel for f in dist.files or ()):
-            return int(dist.version.split(".")[0]), dist.version
+            base = os.path.realpath(dist.locate_file(""))
+            rel = Path(os.path.relpath(real, base)).as_posix()
+            if real.startswith(base + os.sep) and any(str(f) == rel for f in dist.files or ()):
+                return int(dist.version.split(".")[0]), dist.version
     for parent in Path(real).parents:  # a CUDA toolkit: its version.json or its dist-info
         meta = parent / "version.json"
         if meta.is_file():
-            try:
+            with contextlib.suppress(ValueError, KeyError, OSError):
                 version = json.loads(meta.read_text())["cuda"]["version"]
                 return int(version.split(".")[0]), version
-            except (ValueError, KeyError, OSError):
-                pass
         infos = sorted((parent / "dist-info").glob("nvidia_nvvm-*.dist-info"))
         if infos:
             version = infos[-1].name[len("nvidia_nvvm-"):-len(".dist-info")]
@@ -104,7 +86,13 @@ def cuda_major_of(path: str) -> tuple[int | None, str]:
 
 
 def _nvvm() -> Part:
-    path = _nvvm_path()
+    """The libNVVM the backend compiles kernels with (its own search), else pathfinder's."""
+    try:
+        path = backend_nvvm_path() if backend_nvvm_path is not None else None
+        path = path if path and os.path.isfile(path) else None
+    except Exception:  # an older or newer backend layout: fall back
+        path = None
+    path = path or _lib_path("nvvm")
     if path.startswith("not found"):
         return Part("NVVM", "not found", None, path)
     major, version = cuda_major_of(path)
@@ -114,47 +102,21 @@ def _nvvm() -> Part:
 @functools.lru_cache(maxsize=None)
 def parts() -> tuple[Part, ...]:
     """NVRTC, nvJitLink and NVVM as this process loads them."""
-    return (_nvrtc(), _nvjitlink(), _nvvm())
-
-
-def bindings_major() -> int | None:
-    try:
-        return int(importlib.metadata.version("cuda-bindings").split(".")[0])
-    except (importlib.metadata.PackageNotFoundError, ValueError):
-        return None
+    return (_probe("NVRTC", "nvrtc", _nvrtc_version),
+            _probe("nvJitLink", "nvJitLink",
+                   lambda: importlib.import_module("cuda.bindings.nvjitlink").version()),
+            _nvvm())
 
 
 @functools.lru_cache(maxsize=None)
 def driver_version() -> tuple[int, int] | None:
     """The CUDA version of the installed driver, e.g. (13, 0); None without a driver."""
-    try:
+    with contextlib.suppress(Exception):  # no libcuda: a machine without a GPU
         from cuda.bindings import driver
         err, v = driver.cuDriverGetVersion()
-        if err != driver.CUresult.CUDA_SUCCESS or not v:
-            return None
-        return (v // 1000, v % 1000 // 10)
-    except Exception:  # no libcuda: a machine without a GPU
-        return None
-
-
-def gpu_archs() -> list[tuple[int, str, int]]:
-    """(index, name, sm number) of each GPU the driver sees; empty without one."""
-    try:
-        from cuda.bindings import driver
-        if driver.cuInit(0)[0] != driver.CUresult.CUDA_SUCCESS:
-            return []
-        err, count = driver.cuDeviceGetCount()
-        cc = (driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
-              driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)
-        out = []
-        for i in range(count if err == driver.CUresult.CUDA_SUCCESS else 0):
-            dev = driver.cuDeviceGet(i)[1]
-            major, minor = (driver.cuDeviceGetAttribute(a, dev)[1] for a in cc)
-            name = driver.cuDeviceGetName(64, dev)[1].split(b"\0")[0]
-            out.append((i, name.decode(errors="replace"), major * 10 + minor))
-        return out
-    except Exception:
-        return []
+        if err == driver.CUresult.CUDA_SUCCESS and v:
+            return (v // 1000, v % 1000 // 10)
+    return None
 
 
 def problems(found: tuple[Part, ...] | None = None,
@@ -166,10 +128,13 @@ def problems(found: tuple[Part, ...] | None = None,
     out = []
     missing = [p for p in found if p.version == "not found"]
     majors = {p.major for p in found if p.major is not None}
-    want = (max(majors) if majors else None) or bindings_major() or 13
-    extra = f"coopgen[cu{want}]"
+    want = max(majors) if majors else None
+    if not want:  # nothing to go by but cuda-bindings' major
+        with contextlib.suppress(importlib.metadata.PackageNotFoundError, ValueError):
+            want = int(importlib.metadata.version("cuda-bindings").split(".")[0])
     if missing:
-        out.append(f"missing: {'; '.join(map(str, missing))}. Fix: pip install '{extra}'")
+        out.append(f"missing: {'; '.join(map(str, missing))}. Fix: pip install "
+                   f"'coopgen[cu{want or 13}]'")
     if len(majors) > 1:
         listed = ", ".join(f"{p.name} {p.version} from {p.where}" for p in found
                            if p.major is not None)

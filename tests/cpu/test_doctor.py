@@ -20,7 +20,7 @@ def _parts(nvrtc_v="13.0", nvjitlink_v="13.0", nvvm_v="13.0.88"):
 @pytest.fixture
 def no_driver(monkeypatch):
     monkeypatch.setattr(toolchain, "driver_version", lambda: None)
-    monkeypatch.setattr(toolchain, "gpu_archs", lambda: [])
+    monkeypatch.setattr(cli, "gpu_archs", lambda: [])
 
 
 def test_healthy_install_exits_0(capsys, no_driver):
