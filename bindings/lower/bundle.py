@@ -30,11 +30,8 @@ class LinkedShimBundle(ShimBundle, LTOIR):
     def data(self) -> bytes:  # read by numba's linker and by compile_all's consumer
         return self.ltoir()
 
-    def runs_once(self, site) -> bool:
-        return runs_once(site)
-
-    def may_precede(self, a, b) -> bool:
-        return may_precede(a, b)
+    runs_once = staticmethod(runs_once)
+    may_precede = staticmethod(may_precede)
 
     def _kernel_shared_memory(self) -> dict:
         if not any(is_kernel_module(m) for m in self.modules):

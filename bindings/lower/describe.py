@@ -138,29 +138,19 @@ def function(disp, text: str = "") -> desc.Function:
                          text=text or str(fn.__name__), ref=disp)
 
 
-def _builtin_name(ty) -> str | None:
-    key = getattr(ty, "typing_key", None)
-    try:
-        return FUNCTION_NAMES.get(key)
-    except TypeError:  # an unhashable key names no built-in
-        return None
-
-
 def describe(ty):
     """The description of a numba argument type."""
     text = str(ty)
     if isinstance(ty, TempStorageType):
         return desc.Storage(ty.obj, ty.obj.symbol)
     if isinstance(ty, types.Array):
-        state = stateful_function(ty.dtype)
+        state, sized = stateful_function(ty.dtype), isinstance(ty, SizedArray)
         return desc.Array(dtype_of(ty.dtype), ty.ndim, ty.layout in ("C", "F"),
-                          ty.size if isinstance(ty, SizedArray) else None,
-                          ty.space if isinstance(ty, SizedArray) else None,
+                          ty.size if sized else None, ty.space if sized else None,
                           function(state) if state is not None else None, text=text)
-    if isinstance(ty, types.StringLiteral):
-        return desc.Literal(ty.literal_value, None, text=text)
-    if isinstance(ty, types.Literal):
-        return desc.Literal(ty.literal_value, dtype_of(ty.literal_type), text=text)
+    if isinstance(ty, types.Literal):  # a string is no dtype
+        return desc.Literal(ty.literal_value, None if isinstance(ty, types.StringLiteral)
+                            else dtype_of(ty.literal_type), text=text)
     if isinstance(ty, (types.NumberClass, types.DType)):
         return desc.DtypeValue(dtype_of(ty.dtype), ref=ty)
     if isinstance(ty, (types.Omitted, types.NoneType)):
@@ -168,7 +158,10 @@ def describe(ty):
     disp = getattr(ty, "dispatcher", None)
     if disp is not None:
         return function(disp, text)
-    named = _builtin_name(ty)
+    try:
+        named = FUNCTION_NAMES.get(getattr(ty, "typing_key", None))
+    except TypeError:  # an unhashable key names no built-in
+        named = None
     if named is not None:
         return desc.Function(text, builtin=named, text=text)
     if isinstance(ty, types.BaseTuple):
@@ -185,10 +178,6 @@ def constant_type(value) -> types.Type:
     if isinstance(value, tuple):
         return types.Tuple([constant_type(v) for v in value])
     return typeof(value, Purpose.constant)
-
-
-def describe_constant(value):
-    return describe(constant_type(value))
 
 
 def to_numba(d) -> types.Type:

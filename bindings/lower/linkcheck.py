@@ -102,9 +102,7 @@ def _to_object_code(piece, i: int) -> ObjectCode:
               lc.Object: ObjectCode.from_object, lc.Archive: ObjectCode.from_library}
     for cls, make in makers.items():
         if isinstance(piece, cls):
-            data = piece.data
-            if isinstance(data, str):
-                data = data.encode()
+            data = piece.data.encode() if isinstance(piece.data, str) else piece.data
             return make(data, name=str(piece.name))
     raise TypeError(f"don't know how to link {piece!r}")
 
@@ -159,8 +157,7 @@ def link_pieces(pieces, *, arch=(9, 0), optimize_unused_variables: bool = False)
 def link_ptx(kernel, sig, *, arch=(9, 0), pieces=None) -> str:
     """The LTO-linked PTX: what LTO made of the shims (e.g. no path folded into ``trap``,
     LLVM's verdict on undefined behaviour); ``pieces`` saves compiling the kernel again."""
-    if pieces is None:
-        pieces = compile_kernel_pieces(kernel, sig, arch=arch)
+    pieces = compile_kernel_pieces(kernel, sig, arch=arch) if pieces is None else pieces
     return _link(pieces, arch, "ptx", ptx=True)[0].decode()
 
 
@@ -169,8 +166,8 @@ def link_cubin(kernel, signature, *, arch=(9, 0),
     """Compile ``kernel`` and LTO-link it to a cubin. ``optimize_unused_variables`` (nvJitLink's
     flag) is off as on numba's launch path, to report what a launch gets (libcu++'s static
     constexpr members then show up as ``gmem``)."""
-    pieces = compile_kernel_pieces(kernel, signature, arch=arch)
-    return link_pieces(pieces, arch=arch, optimize_unused_variables=optimize_unused_variables)
+    return link_pieces(compile_kernel_pieces(kernel, signature, arch=arch), arch=arch,
+                       optimize_unused_variables=optimize_unused_variables)
 
 
 class _LaunchOnCpu:

@@ -6,26 +6,9 @@ in-memory LTO-IR, so :func:`install_kernel_cache` stores coopgen's with the libr
 process loads the kernel with no typing, lowering, NVVM or NVRTC."""
 from __future__ import annotations
 
+import importlib
+import inspect
 import sys
-
-#: (what coopgen reads, how to find it) -- checked by problems().
-EXPECTED = (
-    "numba.cuda.lowering.Lower.lower_function_body: a method whose frame holds `self` (the "
-    "Lower, with .func_ir) and `offset` (the label of the block being lowered)",
-    "numba.cuda.core.targetconfig.ConfigStack: top() holds the flags, with compute_capability",
-    "numba.cuda.codegen.CUDACodeLibrary: _reduce_states(), classmethod _rebuild(**state), "
-    "_linking_files (a set), _entry_name, get_cubin()",
-    "numba.cuda.cudadrv.linkable_code.LTOIR(data, name=)",
-    "numba.cuda.core.analysis.compute_cfg_from_blocks",
-    "numba.cuda.cudadrv.nvvm: set_launch_bounds(function, n) and NVVM().data_layout",
-    "numba.cuda.dispatcher._Kernel.launch(self, args, griddim, blockdim, stream, sharedmem): "
-    "launch_hook adds dynamic shared memory (pre-launch callbacks run too late)",
-    "numba.cuda.dispatcher.get_current_device (linkcheck compiles a kernel's device functions "
-    "for the checked arch on a machine without a GPU)",
-    "numba.cuda._internal.cuda_fp16/cuda_bf16.shim_obj: the CUDA sources of numba-cuda's "
-    "float16/bfloat16 operator shims, which an operator compiled apart from its kernel links",
-)
-
 
 def half_shims() -> tuple:
     """The CUDA sources numba-cuda's float16 and bfloat16 operators call into."""
@@ -108,7 +91,7 @@ def install_kernel_cache() -> bool:
 
     if getattr(CUDACodeLibrary, "_coopgen_cache", False):
         return True
-    if _code_library_problems():
+    if not _code_library_fits():
         return False  # leave numba's cache as it is; tests report the change
     _ORIGINAL["reduce"] = CUDACodeLibrary._reduce_states
     _ORIGINAL["rebuild"] = CUDACodeLibrary._rebuild.__func__
@@ -118,83 +101,63 @@ def install_kernel_cache() -> bool:
     return True
 
 
-def _code_library_problems() -> list[str]:
-    import inspect
+def _code_library_fits() -> bool:
+    library = _at("numba.cuda.codegen:CUDACodeLibrary")
+    init_names = library.__init__.__code__.co_names
+    return (all(callable(getattr(library, name, None))
+                for name in ("_reduce_states", "get_cubin", "add_linking_file"))
+            and isinstance(inspect.getattr_static(library, "_rebuild", None), classmethod)
+            and all(attr in init_names for attr in ("_linking_files", "_entry_name")))
 
-    from numba.cuda.codegen import CUDACodeLibrary
 
-    out = []
-    for name in ("_reduce_states", "get_cubin", "add_linking_file"):
-        if not callable(getattr(CUDACodeLibrary, name, None)):
-            out.append(f"CUDACodeLibrary.{name} is gone")
-    rebuild = inspect.getattr_static(CUDACodeLibrary, "_rebuild", None)
-    if not isinstance(rebuild, classmethod):
-        out.append("CUDACodeLibrary._rebuild is no longer a classmethod")
-    init_names = CUDACodeLibrary.__init__.__code__.co_names
-    for attr in ("_linking_files", "_entry_name"):
-        if attr not in init_names:
-            out.append(f"CUDACodeLibrary.__init__ no longer sets {attr}")
-    return out
+def _at(path: str):
+    """What ``"module:attribute.attribute"`` names."""
+    module, _, attributes = path.partition(":")
+    found = importlib.import_module(module)
+    for name in attributes.split(".") if attributes else ():
+        found = getattr(found, name)
+    return found
+
+
+_LOWER = "numba.cuda.lowering:Lower"
+#: (what coopgen reads, a check that the installed numba-cuda still has it) -- run by problems().
+EXPECTED = (
+    ("numba.cuda.lowering.Lower.lower_function_body: a method whose frame holds `self` (the "
+     "Lower, with .func_ir) and `offset` (the label of the block being lowered)",
+     lambda: {"self", "offset"} <= set(getattr(_at(_LOWER), _LOWER_FRAME).__code__.co_varnames)
+     and "func_ir" in inspect.getsource(_at(_LOWER).__init__)),
+    ("numba.cuda.core.targetconfig.ConfigStack: top() holds the flags, with compute_capability",
+     lambda: hasattr(_at("numba.cuda.core.targetconfig:ConfigStack"), "top")
+     and "compute_capability" in _at("numba.cuda.compiler:CUDAFlags").options),
+    ("numba.cuda.codegen.CUDACodeLibrary: _reduce_states(), classmethod _rebuild(**state), "
+     "_linking_files (a set), _entry_name, get_cubin()", _code_library_fits),
+    ("numba.cuda.cudadrv.linkable_code.LTOIR(data, name=)",
+     lambda: "name" in inspect.signature(_at("numba.cuda.cudadrv.linkable_code:LTOIR")).parameters),
+    ("numba.cuda.core.analysis.compute_cfg_from_blocks",
+     lambda: callable(_at("numba.cuda.core.analysis:compute_cfg_from_blocks"))),
+    ("numba.cuda.cudadrv.nvvm: set_launch_bounds(function, n) and NVVM().data_layout",
+     lambda: callable(_at("numba.cuda.cudadrv.nvvm:set_launch_bounds"))
+     and hasattr(_at("numba.cuda.cudadrv.nvvm:NVVM"), "data_layout")),
+    ("numba.cuda.dispatcher._Kernel.launch(self, args, griddim, blockdim, stream, sharedmem): "
+     "launch_hook adds dynamic shared memory (pre-launch callbacks run too late)",
+     lambda: _at(f"{__package__}.launch_hook:check_internals")() is None),
+    ("numba.cuda.dispatcher.get_current_device (linkcheck compiles a kernel's device functions "
+     "for the checked arch on a machine without a GPU)",
+     lambda: callable(_at("numba.cuda.dispatcher:get_current_device"))),
+    ("numba.cuda._internal.cuda_fp16/cuda_bf16.shim_obj: the CUDA sources of numba-cuda's "
+     "float16/bfloat16 operator shims, which an operator compiled apart from its kernel links",
+     lambda: all(isinstance(shims, _at("numba.cuda.cudadrv.linkable_code:LinkableCode"))
+                 for shims in half_shims())),
+)
 
 
 def problems() -> list[str]:
     """Each internal of :data:`EXPECTED` the installed numba-cuda no longer provides."""
-    import inspect
-
     out = []
-    try:
-        from numba.cuda.lowering import Lower
-        fn = getattr(Lower, _LOWER_FRAME)
-        missing = {"self", "offset"} - set(fn.__code__.co_varnames)
-        if missing:
-            out.append(f"Lower.{_LOWER_FRAME} has no local(s) {sorted(missing)}")
-        if "func_ir" not in inspect.getsource(Lower.__init__):
-            out.append("Lower no longer keeps func_ir")
-    except (ImportError, AttributeError) as e:
-        out.append(f"Lower.{_LOWER_FRAME}: {e}")
-    try:
-        from numba.cuda.core import targetconfig
-        if not hasattr(targetconfig.ConfigStack, "top"):
-            out.append("ConfigStack.top is gone")
-    except ImportError as e:
-        out.append(f"ConfigStack: {e}")
-    try:
-        from numba.cuda.compiler import CUDAFlags
-        if "compute_capability" not in CUDAFlags.options:
-            out.append("CUDAFlags has no compute_capability option")
-    except (ImportError, AttributeError) as e:
-        out.append(f"CUDAFlags.compute_capability: {e}")
-    try:
-        out += _code_library_problems()
-    except ImportError as e:
-        out.append(f"CUDACodeLibrary: {e}")
-    try:
-        from numba.cuda.cudadrv.linkable_code import LTOIR
-        if "name" not in inspect.signature(LTOIR).parameters:
-            out.append("LTOIR(data, name=) lost its name parameter")
-    except (ImportError, ValueError) as e:
-        out.append(f"LTOIR: {e}")
-    try:
-        from numba.cuda.core.analysis import compute_cfg_from_blocks  # noqa: F401
-        from numba.cuda.cudadrv import nvvm
-        if not callable(getattr(nvvm, "set_launch_bounds", None)):
-            out.append("nvvm.set_launch_bounds is gone")
-        if not hasattr(nvvm.NVVM, "data_layout"):
-            out.append("NVVM().data_layout is gone")
-    except ImportError as e:
-        out.append(f"analysis/nvvm: {e}")
-    try:
-        from .launch_hook import check_internals
-        check_internals()
-    except (ImportError, RuntimeError) as e:
-        out.append(f"_Kernel.launch: {e}")
-    try:
-        from numba.cuda.cudadrv.linkable_code import LinkableCode
-        if not all(isinstance(s, LinkableCode) for s in half_shims()):
-            out.append("cuda_fp16/cuda_bf16.shim_obj is no linkable code")
-    except (ImportError, AttributeError) as e:
-        out.append(f"cuda_fp16/cuda_bf16.shim_obj: {e}")
-    from numba.cuda import dispatcher
-    if not callable(getattr(dispatcher, "get_current_device", None)):
-        out.append("numba.cuda.dispatcher.get_current_device is gone")
+    for what, holds in EXPECTED:
+        try:
+            if not holds():
+                out.append(f"changed: {what}")
+        except (ImportError, AttributeError, TypeError, ValueError, RuntimeError) as e:
+            out.append(f"{what}: {type(e).__name__}: {e}")
     return out

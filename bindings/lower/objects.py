@@ -4,7 +4,6 @@ attributes are its methods and whose call constructs the object, and the constru
 on it."""
 from __future__ import annotations
 
-from llvmlite import ir
 from numba.cuda import types
 from numba.cuda.core.imputils import lower_getattr_generic
 from numba.cuda.datamodel.models import OpaqueModel
@@ -16,7 +15,7 @@ from ..model.spec import ClassSpec
 from ..resolve.entry import Entry
 from .errors import CoopgenTypeError
 from .host_objects import CallableObject
-from .parent import ParentType, bound_offset
+from .parent import ParentType, bound_slot
 from .typing import call_type, lower_call, positional_signature
 
 
@@ -78,12 +77,8 @@ def _parent_method_template(cls: ClassSpec, attr: str):
         parent = sig.recvr if sig.recvr is not None else sig.args[0]
         p = _method_entry(cls, attr, parent)
         msig = signature(sig.return_type, *margs).replace(pysig=sig.pysig)
-        kept = {}
-        for k, (name, ty) in enumerate(parent.bound):
-            if name in _bound_kws(parent, attr):
-                slot = builder.gep(args[0], [ir.Constant(ir.IntType(32), bound_offset(k))])
-                ptr = builder.load(builder.bitcast(slot, ir.IntType(8).as_pointer().as_pointer()))
-                kept[name] = (ty, ptr)
+        kept = {name: (ty, builder.load(bound_slot(builder, args[0], k)))
+                for k, (name, ty) in enumerate(parent.bound) if name in _bound_kws(parent, attr)}
         return lower_call(p, context, builder, msig, args[1:], self_ptr=args[0], kept=kept)
 
     _PARENT_METHODS[key] = ParentMethod

@@ -3,6 +3,7 @@ the constructing thread's frame and its value is a pointer to it; its methods ar
 (typed in coopgen.lower.objects)."""
 from __future__ import annotations
 
+from llvmlite import ir
 from numba.cuda import types
 from numba.cuda.core.imputils import lower_cast
 from numba.cuda.datamodel.models import OpaqueModel
@@ -14,8 +15,7 @@ PARENT_BYTES, PARENT_ALIGN = 256, 16
 
 
 class ParentType(types.Type):
-    """A constructed CUB object (BlockRunLengthDecode, BlockHistogram, ...) living in the
-    calling thread's memory; the value is a pointer to it. Its methods are the class's."""
+    """Such an object's numba type; the value is a pointer to it."""
 
     def __init__(self, ctor, resolved, template_kws: tuple,
                  bound: tuple = (), aliases: dict | None = None):
@@ -43,10 +43,10 @@ class ParentType(types.Type):
                 tuple(sorted((m, s.slots) for m, s in self.shapes.items())))
 
 
-
-def bound_offset(k: int) -> int:
-    """Where the k-th kept argument's data pointer sits in the object slot (its tail)."""
-    return PARENT_BYTES - 8 * (k + 1)
+def bound_slot(builder, self_ptr, k: int):
+    """Where the k-th kept argument's data pointer sits in the object (its tail), an i8**."""
+    slot = builder.gep(self_ptr, [ir.Constant(ir.IntType(32), PARENT_BYTES - 8 * (k + 1))])
+    return builder.bitcast(slot, ir.IntType(8).as_pointer().as_pointer())
 
 
 register_model(ParentType)(OpaqueModel)

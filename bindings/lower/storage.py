@@ -1,7 +1,6 @@
 """``coopgen.TempStorage`` objects in kernels: a type whose value is nothing at run time (the
-shims reach the storage by its symbol)."""
+shims reach the storage by its symbol; numba lowers such constants as its dummy value)."""
 from numba.cuda import types
-from numba.cuda.core.imputils import lower_constant
 from numba.cuda.datamodel.models import OpaqueModel
 from numba.cuda.extending import register_model, typeof_impl
 
@@ -19,13 +18,4 @@ class TempStorageType(types.Opaque):
 
 
 register_model(TempStorageType)(OpaqueModel)
-
-
-@typeof_impl.register(TempStorage)
-def _typeof(val, c):
-    return TempStorageType(val)
-
-
-@lower_constant(TempStorageType)
-def _lower(context, builder, ty, pyval):
-    return context.get_dummy_value()
+typeof_impl.register(TempStorage)(lambda val, c: TempStorageType(val))

@@ -23,16 +23,17 @@ from ..resolve.operators import operator_signatures
 from ..types import desc
 from ..types.cpp import by_pointer
 from .bundle import bundle_for
-from .describe import constant_type, describe, describe_constant, dtype_of, to_numba
+from .describe import constant_type, describe, dtype_of, to_numba
 from .errors import CoopgenTypeError, as_typing_errors
 from .lowering_context import (bound_kernel_threads, check_not_in_device_function,
                                kernel_lowering_site, launch_config, use_short_shared_pointers)
 from .operators import bit_field_digits, compile_operator
-from .parent import PARENT_ALIGN, PARENT_BYTES, ParentType, bound_offset
+from .parent import PARENT_ALIGN, PARENT_BYTES, ParentType, bound_slot
 from .shared_memory import align_numba_shared_bytes
 from .storage import TempStorageType
 
 _POS = "coopgen_pos_"  # names of positional parameters in the folded pysig
+_I8P = ir.IntType(8).as_pointer()
 #: "Class::Signature" of recent resolutions, so tests can see which overload a call chose.
 RESOLVED = collections.deque(maxlen=10000)
 _assumed_block = contextvars.ContextVar("coopgen_assumed_block", default=None)
@@ -64,24 +65,21 @@ def _described(args, kws):
     return tuple(describe(a) for a in args), {k: describe(v) for k, v in kws.items()}
 
 
-def _fitted(p, r):
-    if r.temp_storage_arg is not None:
-        check_storage_fits(p.name, r)
-    return r
+def _resolve(p, args: tuple, kws: dict, block_dims=None, infer: bool = True):
+    """(plan, the arguments an object factory keeps) of a call of ``p``."""
+    with as_typing_errors():
+        described = _described(args, kws)
+        if infer and p.infer:
+            r, bound = calls.resolve_object(p, *described)
+        else:
+            r, bound = calls.resolve_call(p, *described, block_dims=block_dims), ()
+        if r.temp_storage_arg is not None:
+            check_storage_fits(p.name, r)
+        return r, bound
 
 
 def resolve_call(p, args: tuple, kws: dict, block_dims=None):
-    with as_typing_errors():
-        return _fitted(p, calls.resolve_call(p, *_described(args, kws), block_dims=block_dims))
-
-
-def _resolve(p, args: tuple, kws: dict):
-    """(plan, the arguments an object factory keeps) of a call of ``p``."""
-    if not p.infer:
-        return resolve_call(p, args, kws), ()
-    with as_typing_errors():
-        r, bound = calls.resolve_object(p, *_described(args, kws))
-        return _fitted(p, r), bound
+    return _resolve(p, args, kws, block_dims, infer=False)[0]
 
 
 def split_call(p, args: tuple, kws: dict):
@@ -89,22 +87,18 @@ def split_call(p, args: tuple, kws: dict):
         return calls.split_call(p, *_described(args, kws))
 
 
-def return_type(r) -> types.Type:
-    vals = [to_numba(t) for _, t, _ in r.returns]
-    return types.none if not vals else vals[0] if len(vals) == 1 else types.Tuple(vals)
-
-
 def call_type(p, args: tuple, kws: dict):
-    """The return type of a call of ``p`` (it resolves the overload, or raises)."""
+    """The return type of a call of ``p`` (it resolves the overload, or raises): a constructor
+    returns the object first."""
     r, bound = _resolve(p, args, kws)
     RESOLVED.append(f"{r.cls.name}::{r.method.signature}")
-    if not p.constructor:
-        return return_type(r)
-    folded = tuple(args) + tuple(kws.values())
-    parent = ParentType(p, r, tuple(split_call(p, args, kws).tkws.items()),
-                        bound=tuple((n, folded[i]) for n, _, i in bound), aliases=p.aliases)
     outs = [to_numba(t) for _, t, _ in r.returns]
-    return types.Tuple([parent] + outs) if outs else parent
+    if p.constructor:
+        folded = tuple(args) + tuple(kws.values())
+        outs.insert(0, ParentType(p, r, tuple(split_call(p, args, kws).tkws.items()),
+                                  bound=tuple((n, folded[i]) for n, _, i in bound),
+                                  aliases=p.aliases))
+    return types.none if not outs else outs[0] if len(outs) == 1 else types.Tuple(outs)
 
 
 def _storage_first(p, args: tuple, kws: dict) -> bool:
@@ -199,16 +193,15 @@ def _shim_text(p, context, builder, r, n_bound):
 def _pass(context, builder, ty, val, source, target):
     """An argument as the shim takes it: data pointers for arrays, records and structs, bytes
     for booleans, numbers converted to the bound C type."""
-    i8p = ir.IntType(8).as_pointer()
     if source == "state" and isinstance(ty, types.BaseTuple):  # (function, state array)
         ty, val = ty[1], builder.extract_value(val, 1)
     if isinstance(ty, types.Array):
-        return builder.bitcast(context.make_array(ty)(context, builder, val).data, i8p)
+        return builder.bitcast(context.make_array(ty)(context, builder, val).data, _I8P)
     if isinstance(ty, types.Record):  # a record value is a pointer to its data
-        return builder.bitcast(val, i8p)
+        return builder.bitcast(val, _I8P)
     if by_pointer(dtype_of(target or ty)):  # a struct, half, complex or vector: a copy
         val = context.cast(builder, val, ty, target) if target is not None else val
-        return builder.bitcast(cgutils.alloca_once_value(builder, val), i8p)
+        return builder.bitcast(cgutils.alloca_once_value(builder, val), _I8P)
     if isinstance(ty, types.Boolean) or types.unliteral(ty) == types.boolean:
         return builder.zext(val, ir.IntType(8))
     return context.cast(builder, val, ty, target or types.unliteral(ty))
@@ -232,7 +225,7 @@ def lower_call(p, context, builder, sig, args, self_ptr=None, kept=None):
             slot = cgutils.alloca_once(builder, ir.ArrayType(ir.IntType(8), PARENT_BYTES),
                                        name="coopgen_parent")
             slot.align = PARENT_ALIGN
-            self_ptr = builder.bitcast(slot, ir.IntType(8).as_pointer())
+            self_ptr = builder.bitcast(slot, _I8P)
         text = _shim_text(p, context, builder, r, len(bound))
     passed = (list(zip(sig_args, args)) + list(kept.values())
               + [_constant(context, v) for _, v in constants])
@@ -240,7 +233,7 @@ def lower_call(p, context, builder, sig, args, self_ptr=None, kept=None):
     target = {b.arg_index: to_numba(b.type) for b in r.bindings
               if b.source == "arg" and isinstance(b.type, desc.Scalar)}
     llargs, slots = [], []
-    for ctype, name, source, index in text.c_params:
+    for _, _, source, index in text.c_params:
         if source == "self":
             llargs.append(self_ptr)
         elif source == "ret":
@@ -248,27 +241,20 @@ def lower_call(p, context, builder, sig, args, self_ptr=None, kept=None):
             slots.append((cgutils.alloca_once(builder, context.get_data_type(nbty)), nbty))
             llargs.append(slots[-1][0])
         elif n_call <= index < n_call + n_kept:  # a kept argument: already a data pointer
-            llargs.append(builder.bitcast(passed[index][1], ir.IntType(8).as_pointer()))
+            llargs.append(builder.bitcast(passed[index][1], _I8P))
         else:
             llargs.append(_pass(context, builder, *passed[index], source, target.get(index)))
     fnty = ir.FunctionType(ir.VoidType(), [a.type for a in llargs])
     builder.call(cgutils.get_or_insert_function(builder.module, fnty, text.symbol), llargs)
     vals = [context.data_model_manager[t].load_from_data_pointer(builder, s) for s, t in slots]
-    if p.constructor:
-        _keep_bound_arrays(context, builder, self_ptr, bound, sig_args, args)
+    if p.constructor:  # the data pointers of the arrays it keeps go to the slot's tail
+        for k, (_, _, index) in enumerate(bound):
+            data = context.make_array(sig_args[index])(context, builder, args[index]).data
+            builder.store(builder.bitcast(data, _I8P), bound_slot(builder, self_ptr, k))
         vals = [self_ptr] + vals
     if not vals:
         return context.get_dummy_value()
     return vals[0] if len(vals) == 1 else context.make_tuple(builder, sig.return_type, vals)
-
-
-def _keep_bound_arrays(context, builder, self_ptr, bound, sig_args, args) -> None:
-    """Store the data pointers of the arrays an object keeps at the tail of its slot."""
-    i8p = ir.IntType(8).as_pointer()
-    for k, (_, _, index) in enumerate(bound):
-        data = context.make_array(sig_args[index])(context, builder, args[index]).data
-        slot = builder.gep(self_ptr, [ir.Constant(ir.IntType(32), bound_offset(k))])
-        builder.store(builder.bitcast(data, i8p), builder.bitcast(slot, i8p.as_pointer()))
 
 
 def _constant(context, value):
@@ -285,6 +271,6 @@ def _constant(context, value):
     return ty, context.get_dummy_value()
 
 
-hooks.describe_constant = describe_constant
+hooks.describe_constant = lambda value: describe(constant_type(value))
 hooks.launch_dims = _launch_dims
 hooks.bit_field_digits = bit_field_digits
