@@ -1,7 +1,7 @@
 """``coopgen.local.array``/``coopgen.shared.array``: numba's arrays with the static shape and
 memory space in the type (numba's carry no shape to infer ``items_per_thread`` from); slicing
-drops them.
-"""
+drops them. ``coopgen.TempStorage`` objects: a type whose value is nothing at run time (the
+shims reach the storage by its symbol; numba lowers such constants as its dummy value)."""
 from __future__ import annotations
 
 import hashlib
@@ -12,14 +12,15 @@ from llvmlite import ir
 from numba.cuda import cgutils, types
 from numba.cuda.cudaimpl import _generic_array, _get_unique_smem_id
 from numba.cuda.cudadrv import nvvm
-from numba.cuda.datamodel.models import ArrayModel
-from numba.cuda.extending import lower_builtin, register_model
+from numba.cuda.datamodel.models import ArrayModel, OpaqueModel
+from numba.cuda.extending import lower_builtin, register_model, typeof_impl
 from numba.cuda.typing.npydecl import parse_dtype
 from numba.cuda.typing.templates import AbstractTemplate, infer_global, signature
 from numba.cuda.vector_types import VectorType, vector_types
 
 from ..codegen.bundle import Shim
 from ..codegen.shims import SHARED_ALIGNMENT, STORAGE
+from ..codegen.storage import TempStorage
 from .bundle import bundle_for
 from .errors import CoopgenTypeError
 from .lowering_context import lowering_function
@@ -53,13 +54,18 @@ class SizedArray(types.Array):
 register_model(SizedArray)(ArrayModel)
 
 
-def _literal_shape(shape) -> tuple[int, ...] | None:
-    if isinstance(shape, types.IntegerLiteral):
-        return (shape.literal_value,)
-    if isinstance(shape, types.BaseTuple) and all(
-            isinstance(s, types.IntegerLiteral) for s in shape):
-        return tuple(s.literal_value for s in shape)
-    return None
+class TempStorageType(types.Opaque):
+    def __init__(self, obj: TempStorage):
+        self.obj = obj
+        super().__init__(f"coopgen.TempStorage<{obj.symbol}>")
+
+    @property
+    def key(self):
+        return self.obj.symbol
+
+
+register_model(TempStorageType)(OpaqueModel)
+typeof_impl.register(TempStorage)(lambda val, c: TempStorageType(val))
 
 
 ARRAY_PARAMETERS = ("shape", "dtype", "alignment")
@@ -114,15 +120,17 @@ def _make_array_function(space: str):
 
         def generic(self, args, kws):
             given = _array_arguments(space, args, kws)
-            shape = _literal_shape(given["shape"])
-            dtype = parse_dtype(given["dtype"]) or vector_type(
-                getattr(given["dtype"], "typing_key", None))
-            if shape is None:
+            shape = given["shape"]
+            shape = tuple(shape) if isinstance(shape, types.BaseTuple) else (shape,)
+            if not all(isinstance(n, types.IntegerLiteral) for n in shape):
                 raise CoopgenTypeError(
                     f"coopgen.{space}.array: shape={given['shape']} must be a compile-time "
                     f"constant: an int or a tuple of ints, a kernel argument or an array's "
                     f".shape (read from the launch's arguments when a launch compiles the "
                     f"kernel)")
+            shape = tuple(n.literal_value for n in shape)
+            dtype = parse_dtype(given["dtype"]) or vector_type(
+                getattr(given["dtype"], "typing_key", None))
             if dtype is None:
                 raise CoopgenTypeError(f"coopgen.{space}.array: dtype={given['dtype']} is not a "
                                        f"dtype (a numpy/numba type or an array's .dtype)")

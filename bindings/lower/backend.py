@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..codegen import nvrtc, toolchain
 from ..types import desc
-from . import enums, launch_hook, numba_internals, rewrite, storage, typing  # noqa: F401
+from . import enums, launch_hook, numba_internals, rewrite, typing  # noqa: F401
 from .describe import host_dtype
 
 

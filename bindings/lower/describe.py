@@ -12,8 +12,7 @@ from numba.cuda.vector_types import VectorType, vector_types
 
 from ..resolve.operators import FUNCTION_NAMES
 from ..types import desc
-from .arrays import SizedArray, vector_type
-from .storage import TempStorageType
+from .arrays import SizedArray, TempStorageType, vector_type
 
 #: numba type (its name) of a stateful operator's state -> the device function (cuda.coop's
 #: StatefulFunction; coopgen.lower.operators fills it).

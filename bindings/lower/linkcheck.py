@@ -26,10 +26,7 @@ class FunctionInfo:
     smem: int = 0  # static shared memory, bytes
     lmem: int = 0  # explicit local memory, if reported
     cmem: dict = field(default_factory=dict)  # bank -> bytes
-
-    @property
-    def local_bytes(self) -> int:
-        return self.stack_frame + self.lmem
+    local_bytes = property(lambda self: self.stack_frame + self.lmem)
 
 
 @dataclass
@@ -40,12 +37,9 @@ class LinkResult:
     entries: list  # kernel (entry) names in the order ptxas compiled them
     gmem: int  # bytes of global (__device__) variables in the module
 
-    @property
-    def kernel(self) -> FunctionInfo:
-        """The (first) entry function."""
-        return self.functions[self.entries[0]]
-
-    # the kernel's registers and shared memory; the spills and local memory of any function
+    # the (first) entry function's registers and shared memory; the spills and local memory
+    # of any function
+    kernel = property(lambda self: self.functions[self.entries[0]])
     registers = property(lambda self: self.kernel.registers)
     smem = property(lambda self: self.kernel.smem)
     spill_stores = property(lambda self: sum(f.spill_stores for f in self.functions.values()))

@@ -15,8 +15,7 @@ from ..model.spec import ClassSpec
 from ..resolve.entry import Entry
 from .errors import CoopgenTypeError
 from .host_objects import CallableObject
-from .parent import ParentType, bound_slot
-from .typing import call_type, lower_call, positional_signature
+from .typing import ParentType, bound_slot, call_type, lower_call, positional_signature
 
 
 def _method_entry(cls: ClassSpec, attr: str, parent) -> Entry:

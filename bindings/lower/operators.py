@@ -33,20 +33,15 @@ class StatefulFunction:
         STATEFUL_FUNCTIONS[str(numba_type)] = self.function
 
 
+@functools.cache
 def device_function(fn):
     """A plain Python function used as an operator, compiled as a device function (once)."""
     from numba import cuda
 
-    disp = _DEVICE_FUNCTIONS.get(fn)
-    if disp is None:
-        disp = _DEVICE_FUNCTIONS[fn] = cuda.jit(device=True)(fn)
-    return disp
+    return cuda.jit(device=True)(fn)
 
 
-_DEVICE_FUNCTIONS: dict = {}
-
-
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def bit_field_digits(begin: int, bits: int):
     """A digit extractor of the key bits [begin, begin + bits), as a device function."""
     import numpy as np

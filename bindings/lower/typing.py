@@ -1,6 +1,8 @@
 """numba typing and lowering of primitive calls: argument types described, resolved to a
 plan, written as a shim that joins the kernel's bundle, lowered to a call of that shim. One
-template class types every entry point, one lowering function emits every call."""
+template class types every entry point, one lowering function emits every call. A constructed
+CUB object (BlockRunLengthDecode, BlockHistogram, ...) lives in the constructing thread's frame
+and its value is a pointer to it; its methods are the class's (typed in coopgen.lower.objects)."""
 from __future__ import annotations
 
 import collections
@@ -11,7 +13,9 @@ import inspect
 import numpy as np
 from llvmlite import ir
 from numba.cuda import cgutils, types
-from numba.cuda.extending import lower_builtin
+from numba.cuda.core.imputils import lower_cast
+from numba.cuda.datamodel.models import OpaqueModel
+from numba.cuda.extending import lower_builtin, register_model
 from numba.cuda.typing.templates import AbstractTemplate, signature
 
 from ..codegen import shims
@@ -22,21 +26,66 @@ from ..resolve import hooks
 from ..resolve.operators import operator_signatures
 from ..types import desc
 from ..types.cpp import by_pointer
+from .arrays import TempStorageType
 from .bundle import bundle_for
 from .describe import constant_type, describe, dtype_of, to_numba
 from .errors import CoopgenTypeError, as_typing_errors
 from .lowering_context import (bound_kernel_threads, check_not_in_device_function,
                                kernel_lowering_site, launch_config, use_short_shared_pointers)
 from .operators import bit_field_digits, compile_operator
-from .parent import PARENT_ALIGN, PARENT_BYTES, ParentType, bound_slot
 from .shared_memory import align_numba_shared_bytes
-from .storage import TempStorageType
 
 _POS = "coopgen_pos_"  # names of positional parameters in the folded pysig
 _I8P = ir.IntType(8).as_pointer()
 #: "Class::Signature" of recent resolutions, so tests can see which overload a call chose.
 RESOLVED = collections.deque(maxlen=10000)
 _assumed_block = contextvars.ContextVar("coopgen_assumed_block", default=None)
+#: Bytes reserved for a parent object in the constructing thread's frame; the constructor
+#: shim static_asserts that the CUB class fits.
+PARENT_BYTES, PARENT_ALIGN = 256, 16
+
+
+class ParentType(types.Type):
+    """A constructed CUB object's numba type; the value is a pointer to it."""
+
+    def __init__(self, ctor, resolved, template_kws: tuple,
+                 bound: tuple = (), aliases: dict | None = None):
+        self.cls = resolved.cls
+        self.template_args = resolved.template_args
+        self.block_dims = resolved.block_dims
+        self.template_kws = template_kws
+        self.ctor = ctor
+        self.bound = bound  # (name, type) of arguments the object keeps (object factories)
+        self.aliases = dict(aliases) if aliases else None  # snake_case name -> CUB method
+        # CUB method -> its call shape (cuda.coop's names and order, pythonic.toml's
+        # method_args), for objects of the Pythonic surface
+        self.shapes = {}
+        if self.aliases and ctor.shape is not None:
+            self.shapes = {m: ctor.shape.with_slots(ctor.method_args[a])
+                           for a, m in self.aliases.items() if a in ctor.method_args}
+        args = ", ".join(v for _, v in resolved.template_args)
+        super().__init__(f"coopgen.{self.cls.name}<{args}>"
+                         + (f"[{', '.join(n for n, _ in bound)}]" if bound else ""))
+
+    @property
+    def key(self):
+        return (self.cls.name, self.template_args, self.block_dims, self.bound,
+                tuple(sorted(self.aliases.items())) if self.aliases else None,
+                tuple(sorted((m, s.slots) for m, s in self.shapes.items())))
+
+
+def bound_slot(builder, self_ptr, k: int):
+    """Where the k-th kept argument's data pointer sits in the object (its tail), an i8**."""
+    slot = builder.gep(self_ptr, [ir.Constant(ir.IntType(32), PARENT_BYTES - 8 * (k + 1))])
+    return builder.bitcast(slot, _I8P.as_pointer())
+
+
+register_model(ParentType)(OpaqueModel)
+
+
+@lower_cast(ParentType, ParentType)
+def _cast_parent(context, builder, fromty, toty, val):
+    return val  # the same object (bound-method lowering casts the receiver to itself)
 
 
 @contextlib.contextmanager
