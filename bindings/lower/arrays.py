@@ -69,6 +69,16 @@ typeof_impl.register(TempStorage)(lambda val, c: TempStorageType(val))
 
 
 ARRAY_PARAMETERS = ("shape", "dtype", "alignment")
+POSITIONAL = "coopgen_pos_"  # names of positional parameters in a folded pysig
+
+
+def positional_signature(ret, args, kws, recvr=None, lead=()):
+    """numba's signature of a call with its keywords folded after the positionals (the first
+    of which are named ``lead``)."""
+    names = list(lead) + [f"{POSITIONAL}{i}" for i in range(len(args) - len(lead))] + list(kws)
+    pysig = inspect.Signature([inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+                               for n in names])
+    return signature(ret, *args, *kws.values(), recvr=recvr).replace(pysig=pysig)
 
 
 def _array_arguments(space: str, args, kws) -> dict:
@@ -137,29 +147,23 @@ def _make_array_function(space: str):
             if any(n < 1 for n in shape):
                 raise CoopgenTypeError(f"coopgen.{space}.array: shape={shape} must be positive")
             ret = SizedArray(dtype, shape, space, _alignment(space, given.get("alignment")))
-            names = list(ARRAY_PARAMETERS[:len(args)]) + list(kws)
-            pysig = inspect.Signature([inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-                                       for n in names])
-            return signature(ret, *(tuple(args) + tuple(kws.values()))).replace(pysig=pysig)
+            return positional_signature(ret, args, kws, lead=ARRAY_PARAMETERS[:len(args)])
 
     infer_global(array, types.Function(Template))
 
     @lower_builtin(array, types.VarArg(types.Any))
     def lower(context, builder, sig, args):
         ret = sig.return_type
-        if space == "local":
-            # Records are reached by typed field offsets in C++, complex and vector types are
-            # more aligned there than in numba: give them room to be aligned.
-            align = SHARED_ALIGNMENT if isinstance(ret.dtype, (types.Record, types.Complex,
-                                                               VectorType)) else None
-            name, addrspace = "_coopgen_lmem", nvvm.ADDRSPACE_LOCAL
-        else:
-            # 16-byte aligned, so a uint8 array can hold any CUB TempStorage.
-            name, addrspace, align = (_get_unique_smem_id("_coopgen_smem"),
-                                      nvvm.ADDRSPACE_SHARED, SHARED_ALIGNMENT)
+        # Shared arrays are 16-byte aligned, so that a uint8 one can hold any CUB TempStorage.
+        # Records are reached by typed field offsets in C++, complex and vector types are more
+        # aligned there than in numba: local ones get room to be aligned too.
+        align = SHARED_ALIGNMENT if space == "shared" or isinstance(
+            ret.dtype, (types.Record, types.Complex, VectorType)) else None
         if ret.alignment is not None:
             align = max(align or 1, ret.alignment)
+        name, addrspace = "_coopgen_lmem", nvvm.ADDRSPACE_LOCAL
         if space == "shared":
+            name, addrspace = _get_unique_smem_id("_coopgen_smem"), nvvm.ADDRSPACE_SHARED
             nbytes = ret.size * context.get_abi_sizeof(context.get_data_type(ret.dtype))
             if nbytes >= STORAGE_ARRAY_BYTES:
                 return _storage_array(context, builder, ret, nbytes, align)

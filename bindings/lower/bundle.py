@@ -59,15 +59,13 @@ def current_arch() -> str:
 
 
 def bundle_for(library, what: str = "coopgen", module=None) -> LinkedShimBundle:
-    """The bundle of ``library``, created and linked on first use, for the arch being compiled
-    for; ``what`` (the primitive being lowered) names an arch NVRTC cannot target; ``module``
-    is the LLVM module being lowered into the library."""
+    """The bundle of ``library`` (made and linked on first use, for the arch compiled for), to
+    which ``module`` (LLVM) is lowered; ``what``, the primitive, names an arch NVRTC refuses."""
     with _bundles_lock:
         bundle = _bundles.get(library)
         if bundle is None:
             arch = current_arch()
-            refused = nvrtc.unsupported_arch(arch)
-            if refused:
+            if refused := nvrtc.unsupported_arch(arch):
                 raise CoopgenTypeError(f"{what}: {refused}")
             bundle = LinkedShimBundle(arch, name=f"coopgen-shims-{library.name}")
             bundle.library = weakref.ref(library)

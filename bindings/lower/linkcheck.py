@@ -101,33 +101,21 @@ def _to_object_code(piece, i: int) -> ObjectCode:
     raise TypeError(f"don't know how to link {piece!r}")
 
 
-@contextlib.contextmanager
-def _device_functions_for(arch):
-    """numba compiles the device functions and ``@overload``s a kernel calls for the current
-    device; without a GPU, compile them for ``arch`` like the kernel."""
+def compile_kernel_pieces(kernel, signature, *, arch=(9, 0)):
+    """``numba.cuda.compile_all`` for a kernel (or its dispatcher): [kernel LTO-IR, *linking
+    files]. numba compiles the device functions and ``@overload``s a kernel calls for the
+    current device; without a GPU, they are compiled for ``arch`` like the kernel."""
     from numba import cuda
     from numba.cuda import dispatcher
 
-    if cuda.is_available():
-        yield
-        return
     saved = dispatcher.get_current_device
-    dispatcher.get_current_device = lambda: SimpleNamespace(compute_capability=tuple(arch))
+    if not cuda.is_available():
+        dispatcher.get_current_device = lambda: SimpleNamespace(compute_capability=tuple(arch))
     try:
-        yield
+        return cuda.compile_all(getattr(kernel, "py_func", kernel), signature, device=False,
+                                abi="numba", cc=tuple(arch), output="ltoir")[0]
     finally:
         dispatcher.get_current_device = saved
-
-
-def compile_kernel_pieces(kernel, signature, *, arch=(9, 0)):
-    """``numba.cuda.compile_all`` for a kernel: [kernel LTO-IR, *linking files]."""
-    from numba import cuda
-
-    pyfunc = getattr(kernel, "py_func", kernel)  # accept a CUDADispatcher
-    with _device_functions_for(arch):
-        pieces, _resty = cuda.compile_all(pyfunc, signature, device=False, abi="numba",
-                                          cc=tuple(arch), output="ltoir")
-    return pieces
 
 
 def _link(pieces, arch, output: str, **options):

@@ -10,6 +10,7 @@ import importlib
 import inspect
 import sys
 
+
 def half_shims() -> tuple:
     """The CUDA sources numba-cuda's float16 and bfloat16 operators call into."""
     from numba.cuda._internal import cuda_bf16, cuda_fp16
@@ -24,13 +25,9 @@ def lowering_site():
     frame = sys._getframe(1)
     while frame is not None and frame.f_code.co_name != _LOWER_FRAME:
         frame = frame.f_back
-    if frame is None:
-        return None
-    lower, offset = frame.f_locals.get("self"), frame.f_locals.get("offset")
-    func_ir = getattr(lower, "func_ir", None)
-    if func_ir is None or offset is None:
-        return None
-    return func_ir, offset
+    func_ir = getattr(frame.f_locals.get("self"), "func_ir", None) if frame else None
+    offset = frame.f_locals.get("offset") if frame else None
+    return None if func_ir is None or offset is None else (func_ir, offset)
 
 
 def compiling_for_cc() -> tuple[int, int] | None:
@@ -44,14 +41,10 @@ def compiling_for_cc() -> tuple[int, int] | None:
     return tuple(cc) if cc else None
 
 
-def _coopgen_files(library) -> list:
+def _reduce_states(self):
     from numba.cuda.cudadrv.linkable_code import LTOIR
 
-    return [f for f in library._linking_files if isinstance(f, LTOIR)]
-
-
-def _reduce_states(self):
-    ours = _coopgen_files(self)
+    ours = [f for f in self._linking_files if isinstance(f, LTOIR)]
     if not ours:
         return _ORIGINAL["reduce"](self)
     if self._entry_name is not None:

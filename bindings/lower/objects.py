@@ -1,7 +1,6 @@
 """CUB objects in kernels: a faithful class (``block.BlockHistogram``) as a value whose
-attributes are its methods and whose call constructs the object, and the constructed object
-(``ParentType``: a pointer to it in the constructing thread's frame) whose methods call shims
-on it."""
+attributes are its methods and whose call constructs the object (a ``ParentType``), whose
+methods call shims on it."""
 from __future__ import annotations
 
 from numba.cuda import types
@@ -13,9 +12,10 @@ from numba.cuda.typing.templates import (AbstractTemplate, AttributeTemplate, in
 
 from ..model.spec import ClassSpec
 from ..resolve.entry import Entry
+from .arrays import positional_signature
 from .errors import CoopgenTypeError
 from .host_objects import CallableObject
-from .typing import ParentType, bound_slot, call_type, lower_call, positional_signature
+from .typing import ParentType, bound_slot, call_type, lower_call
 
 
 def _method_entry(cls: ClassSpec, attr: str, parent) -> Entry:
@@ -29,13 +29,12 @@ class PrimitiveClassType(CallableObject):
 
     def __init__(self, obj):
         super().__init__(obj, f"coopgen.{obj._scope}.{obj._cls.name}@{id(obj):x}")
-        self._ctor = obj.constructor
 
     def _target(self):
-        return self._ctor._nbtype
+        return self.obj.constructor._nbtype
 
     def get_impl_key(self, sig):
-        return self._ctor
+        return self.obj.constructor
 
 
 register_model(PrimitiveClassType)(OpaqueModel)

@@ -126,9 +126,8 @@ def _in_coopgen(module_name) -> bool:
 
 
 def _is_coopgen(obj) -> bool:
-    if isinstance(obj, host_objects.ENTRY_CLASSES):
-        return True
-    return callable(obj) and _in_coopgen(getattr(obj, "__module__", "") or "")
+    return isinstance(obj, host_objects.ENTRY_CLASSES) or callable(obj) and _in_coopgen(
+        getattr(obj, "__module__", "") or "")
 
 
 def _device_function_calling_primitives(obj) -> bool:

@@ -8,7 +8,6 @@ from __future__ import annotations
 import collections
 import contextlib
 import contextvars
-import inspect
 
 import numpy as np
 from llvmlite import ir
@@ -16,7 +15,7 @@ from numba.cuda import cgutils, types
 from numba.cuda.core.imputils import lower_cast
 from numba.cuda.datamodel.models import OpaqueModel
 from numba.cuda.extending import lower_builtin, register_model
-from numba.cuda.typing.templates import AbstractTemplate, signature
+from numba.cuda.typing.templates import AbstractTemplate
 
 from ..codegen import shims
 from ..codegen.bundle import Shim
@@ -26,7 +25,7 @@ from ..resolve import hooks
 from ..resolve.operators import operator_signatures
 from ..types import desc
 from ..types.cpp import by_pointer
-from .arrays import TempStorageType
+from .arrays import POSITIONAL, TempStorageType, positional_signature
 from .bundle import bundle_for
 from .describe import constant_type, describe, dtype_of, to_numba
 from .errors import CoopgenTypeError, as_typing_errors
@@ -35,7 +34,6 @@ from .lowering_context import (bound_kernel_threads, check_not_in_device_functio
 from .operators import bit_field_digits, compile_operator
 from .shared_memory import align_numba_shared_bytes
 
-_POS = "coopgen_pos_"  # names of positional parameters in the folded pysig
 _I8P = ir.IntType(8).as_pointer()
 #: "Class::Signature" of recent resolutions, so tests can see which overload a call chose.
 RESOLVED = collections.deque(maxlen=10000)
@@ -161,15 +159,6 @@ def _storage_first(p, args: tuple, kws: dict) -> bool:
         isinstance(ts, types.Array) and ts.ndim == 1 and ts.dtype == types.uint8)
 
 
-def positional_signature(ret, args, kws, names=None, recvr=None):
-    """numba's signature of a call with its keywords folded after the positionals."""
-    names = names or [f"{_POS}{i}" for i in range(len(args))] + list(kws)
-    pysig = inspect.Signature([inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-                               for n in names])
-    return signature(ret, *(tuple(args) + tuple(kws.values())), recvr=recvr).replace(
-        pysig=pysig)
-
-
 def make_template(p):
     class CoopgenCall(AbstractTemplate):
         key = p
@@ -188,9 +177,7 @@ def make_template(p):
                     if isinstance(args[0], TempStorageType):
                         raise
                     raise first from None
-                names = (["temp_storage"] + [f"{_POS}{i}" for i in range(len(args) - 1)]
-                         + list(kws))
-                return positional_signature(ret, args, kws, names)
+                return positional_signature(ret, args, kws, lead=("temp_storage",))
 
     CoopgenCall.__name__ = f"CoopgenCall_{p.name.replace('.', '_')}"
     return CoopgenCall
@@ -210,8 +197,8 @@ def _split_sig(sig):
     if sig.pysig is None:  # numba drops it from bound-method signatures: all positional
         return sig.args, {}, list(range(len(sig.args)))
     names = list(sig.pysig.parameters)
-    pos = [i for i, n in enumerate(names) if n.startswith(_POS)]
-    kw = [i for i, n in enumerate(names) if not n.startswith(_POS)]
+    pos = [i for i, n in enumerate(names) if n.startswith(POSITIONAL)]
+    kw = [i for i, n in enumerate(names) if not n.startswith(POSITIONAL)]
     return tuple(sig.args[i] for i in pos), {names[i]: sig.args[i] for i in kw}, pos + kw
 
 
@@ -231,9 +218,7 @@ def _shim_text(p, context, builder, r, n_bound):
                     block_storage=text.block_storage, temp_storage=text.ts_use,
                     warp_storage=text.warp_storage), site=site)
     use_short_shared_pointers(builder.module)
-    cfg = launch_config()
-    if cfg is not None:
-        bound_kernel_threads(builder, site, tuple(cfg.blockdim))
+    bound_kernel_threads(builder, site)
     for i, sym, argtypes, restype in text.op_symbols:
         compile_operator(context, sym, r.bindings[i].operator, argtypes, restype, p.name)
     return text
