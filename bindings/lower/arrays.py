@@ -2,8 +2,6 @@
 memory space in the type (numba's carry no shape to infer ``items_per_thread`` from); slicing
 drops them. ``coopgen.TempStorage`` objects: a type whose value is nothing at run time (the
 shims reach the storage by its symbol; numba lowers such constants as its dummy value)."""
-from __future__ import annotations
-
 import hashlib
 import inspect
 import math

@@ -1,8 +1,6 @@
 """A kernel's shim bundle as numba-cuda links it: an ``LTOIR`` linking file of the code library,
 compiled on first read (coopgen.codegen.bundle), that knows the kernel's shared memory and the
 order of its calls (numba's IR)."""
-from __future__ import annotations
-
 import threading
 import weakref
 

@@ -1,7 +1,5 @@
 """numba-cuda's types <-> coopgen's descriptions (coopgen.types.desc), which are all the
 numba-free stages see of a call's arguments."""
-from __future__ import annotations
-
 import hashlib
 
 import numpy as np

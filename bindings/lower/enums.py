@@ -1,7 +1,5 @@
 """coopgen's enums (coopgen.types.enums) in numba kernels: members are compile-time constants,
 classes are values whose attributes are members."""
-from __future__ import annotations
-
 from numba.cuda import types
 from numba.cuda.core.imputils import lower_cast, lower_constant, lower_getattr_generic
 from numba.cuda.datamodel.models import IntegerModel, OpaqueModel

@@ -1,8 +1,6 @@
 """Link kernels without a GPU: numba's ``compile_all`` runs only NVVM (and NVRTC for the
 shims), nvJitLink (cuda.core's ``Linker``) takes an explicit arch. Its verbose log (ptxas info
 lines) is parsed, so tests can assert e.g. "no local memory, no spills"."""
-from __future__ import annotations
-
 import contextlib
 import re
 from dataclasses import dataclass, field

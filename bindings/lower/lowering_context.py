@@ -1,8 +1,6 @@
 """What numba does not tell a lowering function: which Python function is being lowered, and
 whether it is the kernel being launched (read off numba's internals by
 coopgen.numba_internals.lowering_site); every answer is optional."""
-from __future__ import annotations
-
 import math
 
 from numba.cuda import launchconfig

@@ -4,8 +4,6 @@ configuration, ``extending``, typing templates, ``imputils`` and ``rewrites`` ar
 (tests/cpu/test_numba_internals.py). ``cache=True`` needs one: numba refuses to pickle
 in-memory LTO-IR, so :func:`install_kernel_cache` stores coopgen's with the library and a later
 process loads the kernel with no typing, lowering, NVVM or NVRTC."""
-from __future__ import annotations
-
 import importlib
 import inspect
 import sys

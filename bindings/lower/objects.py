@@ -1,8 +1,6 @@
 """CUB objects in kernels: a faithful class (``block.BlockHistogram``) as a value whose
 attributes are its methods and whose call constructs the object (a ``ParentType``), whose
 methods call shims on it."""
-from __future__ import annotations
-
 from numba.cuda import types
 from numba.cuda.core.imputils import lower_getattr_generic
 from numba.cuda.datamodel.models import OpaqueModel

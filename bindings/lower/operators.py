@@ -1,8 +1,6 @@
 """Python operators compiled for the shims: a ``@cuda.jit(device=True)`` function is compiled
 to LTO-IR with a C ABI under the name coopgen.resolve.operators.Operator.symbol gives, with
 the signature the functor needs (coopgen.resolve.operators.operator_signatures)."""
-from __future__ import annotations
-
 import functools
 
 from numba.cuda.cudadrv.linkable_code import LTOIR

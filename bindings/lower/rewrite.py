@@ -5,8 +5,6 @@ constants (``coop.TempStorage(n)``) are made on the host; ``prim[ts](...)`` is
 ``prim(..., temp_storage=ts)``; Python operators become device functions; ``ThreadData(n)`` is
 ``local.array(n, dtype)``; numba's local/shared arrays passed to a primitive become coopgen's,
 whose type carries the shape (items per thread and bins are inferred from it)."""
-from __future__ import annotations
-
 import operator
 import types as pytypes
 

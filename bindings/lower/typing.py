@@ -3,8 +3,6 @@ plan, written as a shim that joins the kernel's bundle, lowered to a call of tha
 template class types every entry point, one lowering function emits every call. A constructed
 CUB object (BlockRunLengthDecode, BlockHistogram, ...) lives in the constructing thread's frame
 and its value is a pointer to it; its methods are the class's (typed in coopgen.lower.objects)."""
-from __future__ import annotations
-
 import collections
 import contextlib
 import contextvars
