@@ -60,8 +60,7 @@ def bundle_for(library, what: str = "coopgen", module=None) -> LinkedShimBundle:
     """The bundle of ``library`` (made and linked on first use, for the arch compiled for), to
     which ``module`` (LLVM) is lowered; ``what``, the primitive, names an arch NVRTC refuses."""
     with _bundles_lock:
-        bundle = _bundles.get(library)
-        if bundle is None:
+        if (bundle := _bundles.get(library)) is None:
             arch = current_arch()
             if refused := nvrtc.unsupported_arch(arch):
                 raise CoopgenTypeError(f"{what}: {refused}")

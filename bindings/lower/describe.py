@@ -64,8 +64,7 @@ def dtype_of(dt):
             for n, f in dt.fields.items())
         return desc.Struct(str(dt.dtype.descr), dt.size, record_alignment(dt), fields, True,
                            text=str(dt), ref=dt)
-    layout = udt_layout(dt)
-    if layout is not None:
+    if (layout := udt_layout(dt)) is not None:
         return desc.Struct(f"{dt!r}:{layout}", layout[0], layout[1], text=str(dt), ref=dt)
     return desc.Other(str(dt))
 
@@ -152,8 +151,7 @@ def describe(ty):
         return desc.DtypeValue(dtype_of(ty.dtype), ref=ty)
     if isinstance(ty, (types.Omitted, types.NoneType)):
         return desc.Omitted(getattr(ty, "value", None))
-    disp = getattr(ty, "dispatcher", None)
-    if disp is not None:
+    if (disp := getattr(ty, "dispatcher", None)) is not None:
         return function(disp, text)
     try:
         named = FUNCTION_NAMES.get(getattr(ty, "typing_key", None))

@@ -33,61 +33,50 @@ def compiling_for_cc() -> tuple[int, int] | None:
     from numba.cuda.core import targetconfig
 
     stack = targetconfig.ConfigStack()
-    if not len(stack):
-        return None
-    cc = getattr(stack.top(), "compute_capability", None)
+    cc = getattr(stack.top(), "compute_capability", None) if len(stack) else None
     return tuple(cc) if cc else None
-
-
-def _reduce_states(self):
-    from numba.cuda.cudadrv.linkable_code import LTOIR
-
-    ours = [f for f in self._linking_files if isinstance(f, LTOIR)]
-    if not ours:
-        return _ORIGINAL["reduce"](self)
-    if self._entry_name is not None:
-        # Link now (the first launch would, in this process) so the cache holds the cubin and
-        # a later process skips the link-time optimisation too.
-        try:
-            self.get_cubin()
-        except Exception:  # no device to pick the arch: the loader links instead
-            pass
-    saved = self._linking_files
-    self._linking_files = {f for f in saved if f not in ours}
-    try:
-        state = _ORIGINAL["reduce"](self)
-    finally:
-        self._linking_files = saved
-    state["coopgen_ltoir"] = tuple((f.name, bytes(f.data)) for f in
-                                   sorted(ours, key=lambda f: str(f.name)))
-    return state
-
-
-def _rebuild(cls, coopgen_ltoir=(), **state):
-    from numba.cuda.cudadrv.linkable_code import LTOIR
-
-    instance = _ORIGINAL["rebuild"](cls, **state)
-    for name, data in coopgen_ltoir:
-        instance._linking_files.add(LTOIR(data, name=name))
-    return instance
-
-
-_ORIGINAL: dict = {}
 
 
 def install_kernel_cache() -> bool:
     """Let ``@cuda.jit(cache=True)`` keep kernels linking coopgen's LTO-IR; False where numba's
     code library no longer has the expected shape."""
     from numba.cuda.codegen import CUDACodeLibrary
+    from numba.cuda.cudadrv.linkable_code import LTOIR
 
     if getattr(CUDACodeLibrary, "_coopgen_cache", False):
         return True
     if not _code_library_fits():
         return False  # leave numba's cache as it is; tests report the change
-    _ORIGINAL["reduce"] = CUDACodeLibrary._reduce_states
-    _ORIGINAL["rebuild"] = CUDACodeLibrary._rebuild.__func__
-    CUDACodeLibrary._reduce_states = _reduce_states
-    CUDACodeLibrary._rebuild = classmethod(_rebuild)
+    reduce, rebuild = CUDACodeLibrary._reduce_states, CUDACodeLibrary._rebuild.__func__
+
+    def reduce_states(self):
+        ours = [f for f in self._linking_files if isinstance(f, LTOIR)]
+        if not ours:
+            return reduce(self)
+        if self._entry_name is not None:
+            # Link now (the first launch would, in this process) so the cache holds the cubin
+            # and a later process skips the link-time optimisation too.
+            try:
+                self.get_cubin()
+            except Exception:  # no device to pick the arch: the loader links instead
+                pass
+        saved = self._linking_files
+        self._linking_files = {f for f in saved if f not in ours}
+        try:
+            state = reduce(self)
+        finally:
+            self._linking_files = saved
+        state["coopgen_ltoir"] = tuple((f.name, bytes(f.data)) for f in
+                                       sorted(ours, key=lambda f: str(f.name)))
+        return state
+
+    def rebuilt(cls, coopgen_ltoir=(), **state):
+        instance = rebuild(cls, **state)
+        instance._linking_files.update(LTOIR(data, name=name) for name, data in coopgen_ltoir)
+        return instance
+
+    CUDACodeLibrary._reduce_states = reduce_states
+    CUDACodeLibrary._rebuild = classmethod(rebuilt)
     CUDACodeLibrary._coopgen_cache = True
     return True
 

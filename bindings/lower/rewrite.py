@@ -249,8 +249,7 @@ class CoopgenRewrite(Rewrite):
         consts = {}
         for var in list(expr.args) + [v for _, v in expr.kws]:
             value, from_launch = self.trace.value(var)
-            rejected = getattr(value, "_coopgen_rejected", None)
-            if isinstance(rejected, str):
+            if isinstance(rejected := getattr(value, "_coopgen_rejected", None), str):
                 raise ValueError(rejected)
             if isinstance(value, pytypes.FunctionType) and not _is_coopgen(value):
                 d = self.trace.definition(var)  # its global now names its device function

@@ -55,10 +55,9 @@ class ParentType(types.Type):
         self.aliases = dict(aliases) if aliases else None  # snake_case name -> CUB method
         # CUB method -> its call shape (cuda.coop's names and order, pythonic.toml's
         # method_args), for objects of the Pythonic surface
-        self.shapes = {}
-        if self.aliases and ctor.shape is not None:
-            self.shapes = {m: ctor.shape.with_slots(ctor.method_args[a])
-                           for a, m in self.aliases.items() if a in ctor.method_args}
+        self.shapes = {m: ctor.shape.with_slots(ctor.method_args[a])
+                       for a, m in (self.aliases or {}).items()
+                       if ctor.shape is not None and a in ctor.method_args}
         args = ", ".join(v for _, v in resolved.template_args)
         super().__init__(f"coopgen.{self.cls.name}<{args}>"
                          + (f"[{', '.join(n for n, _ in bound)}]" if bound else ""))
@@ -98,8 +97,7 @@ def block_shape(threads_per_block):
 
 def _launch_dims(needed: bool):
     """The launching block shape (and mark the kernel as specialised on it)."""
-    cfg = launch_config()
-    if cfg is None:
+    if (cfg := launch_config()) is None:
         return _assumed_block.get()
     if needed:
         cfg.dispatcher.mark_launch_config_sensitive()
