@@ -40,7 +40,6 @@ def udt_layout(dt) -> tuple[int, int] | None:
         return None  # numba's own types (strings, tuples, ...) are no user's structs
     from numba.cuda.datamodel.models import StructModel
     from numba.cuda.descriptor import cuda_target
-
     ctx = cuda_target.target_context
     try:
         model = ctx.data_model_manager[dt]

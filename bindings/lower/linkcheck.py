@@ -86,7 +86,6 @@ def _to_object_code(piece, i: int) -> ObjectCode:
     if isinstance(piece, (bytes, bytearray)):
         return ObjectCode.from_ltoir(bytes(piece), name=f"piece{i}")
     from numba.cuda.cudadrv import linkable_code as lc
-
     if isinstance(piece, str):  # a path
         piece = lc.LinkableCode.from_path(piece)
     makers = {lc.LTOIR: ObjectCode.from_ltoir, lc.PTXSource: ObjectCode.from_ptx,
@@ -105,7 +104,6 @@ def compile_kernel_pieces(kernel, signature, *, arch=(9, 0)):
     current device; without a GPU, they are compiled for ``arch`` like the kernel."""
     from numba import cuda
     from numba.cuda import dispatcher
-
     saved = dispatcher.get_current_device
     if not cuda.is_available():
         dispatcher.get_current_device = lambda: SimpleNamespace(compute_capability=tuple(arch))

@@ -31,7 +31,6 @@ def lowering_site():
 def compiling_for_cc() -> tuple[int, int] | None:
     """(major, minor) numba is compiling for (as its math lowering reads it), or None."""
     from numba.cuda.core import targetconfig
-
     stack = targetconfig.ConfigStack()
     cc = getattr(stack.top(), "compute_capability", None) if len(stack) else None
     return tuple(cc) if cc else None
@@ -42,7 +41,6 @@ def install_kernel_cache() -> bool:
     code library no longer has the expected shape."""
     from numba.cuda.codegen import CUDACodeLibrary
     from numba.cuda.cudadrv.linkable_code import LTOIR
-
     if getattr(CUDACodeLibrary, "_coopgen_cache", False):
         return True
     if not _code_library_fits():

@@ -95,8 +95,7 @@ class _PrimitiveClassAttrs(AttributeTemplate):
     key = PrimitiveClassType
 
     def generic_resolve(self, typ, attr):
-        method = typ.obj._methods.get(attr)
-        return method._nbtype if method is not None else None
+        return method._nbtype if (method := typ.obj._methods.get(attr)) is not None else None
 
 
 @lower_getattr_generic(PrimitiveClassType)

@@ -115,8 +115,7 @@ class _Trace:
 
     def callee(self, var):
         """The Python object a call calls, when the host knows it."""
-        value = self.value(var)[0]
-        return None if value is _UNKNOWN else value
+        return None if (value := self.value(var)[0]) is _UNKNOWN else value
 
 
 def _in_coopgen(module_name) -> bool:
