@@ -1,9 +1,7 @@
 """``coopgen.local.array``/``coopgen.shared.array``: numba's arrays with the static shape and
 memory space in the type (numba's carry no shape to infer ``items_per_thread`` from); slicing
-drops them.
-"""
-from __future__ import annotations
-
+drops them. ``coopgen.TempStorage`` objects: a type whose value is nothing at run time (the
+shims reach the storage by its symbol; numba lowers such constants as its dummy value)."""
 import hashlib
 import inspect
 import math
@@ -12,14 +10,15 @@ from llvmlite import ir
 from numba.cuda import cgutils, types
 from numba.cuda.cudaimpl import _generic_array, _get_unique_smem_id
 from numba.cuda.cudadrv import nvvm
-from numba.cuda.datamodel.models import ArrayModel
-from numba.cuda.extending import lower_builtin, register_model
+from numba.cuda.datamodel.models import ArrayModel, OpaqueModel
+from numba.cuda.extending import lower_builtin, register_model, typeof_impl
 from numba.cuda.typing.npydecl import parse_dtype
 from numba.cuda.typing.templates import AbstractTemplate, infer_global, signature
 from numba.cuda.vector_types import VectorType, vector_types
 
 from ..codegen.bundle import Shim
 from ..codegen.shims import SHARED_ALIGNMENT, STORAGE
+from ..codegen.storage import TempStorage
 from .bundle import bundle_for
 from .errors import CoopgenTypeError
 from .lowering_context import lowering_function
@@ -53,16 +52,31 @@ class SizedArray(types.Array):
 register_model(SizedArray)(ArrayModel)
 
 
-def _literal_shape(shape) -> tuple[int, ...] | None:
-    if isinstance(shape, types.IntegerLiteral):
-        return (shape.literal_value,)
-    if isinstance(shape, types.BaseTuple) and all(
-            isinstance(s, types.IntegerLiteral) for s in shape):
-        return tuple(s.literal_value for s in shape)
-    return None
+class TempStorageType(types.Opaque):
+    def __init__(self, obj: TempStorage):
+        self.obj = obj
+        super().__init__(f"coopgen.TempStorage<{obj.symbol}>")
+
+    @property
+    def key(self):
+        return self.obj.symbol
+
+
+register_model(TempStorageType)(OpaqueModel)
+typeof_impl.register(TempStorage)(lambda val, c: TempStorageType(val))
 
 
 ARRAY_PARAMETERS = ("shape", "dtype", "alignment")
+POSITIONAL = "coopgen_pos_"  # names of positional parameters in a folded pysig
+
+
+def positional_signature(ret, args, kws, recvr=None, lead=()):
+    """numba's signature of a call with its keywords folded after the positionals (the first
+    of which are named ``lead``)."""
+    names = list(lead) + [f"{POSITIONAL}{i}" for i in range(len(args) - len(lead))] + list(kws)
+    pysig = inspect.Signature([inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+                               for n in names])
+    return signature(ret, *args, *kws.values(), recvr=recvr).replace(pysig=pysig)
 
 
 def _array_arguments(space: str, args, kws) -> dict:
@@ -114,44 +128,40 @@ def _make_array_function(space: str):
 
         def generic(self, args, kws):
             given = _array_arguments(space, args, kws)
-            shape = _literal_shape(given["shape"])
-            dtype = parse_dtype(given["dtype"]) or vector_type(
-                getattr(given["dtype"], "typing_key", None))
-            if shape is None:
+            shape = given["shape"]
+            shape = tuple(shape) if isinstance(shape, types.BaseTuple) else (shape,)
+            if not all(isinstance(n, types.IntegerLiteral) for n in shape):
                 raise CoopgenTypeError(
                     f"coopgen.{space}.array: shape={given['shape']} must be a compile-time "
                     f"constant: an int or a tuple of ints, a kernel argument or an array's "
                     f".shape (read from the launch's arguments when a launch compiles the "
                     f"kernel)")
+            shape = tuple(n.literal_value for n in shape)
+            dtype = parse_dtype(given["dtype"]) or vector_type(
+                getattr(given["dtype"], "typing_key", None))
             if dtype is None:
                 raise CoopgenTypeError(f"coopgen.{space}.array: dtype={given['dtype']} is not a "
                                        f"dtype (a numpy/numba type or an array's .dtype)")
             if any(n < 1 for n in shape):
                 raise CoopgenTypeError(f"coopgen.{space}.array: shape={shape} must be positive")
             ret = SizedArray(dtype, shape, space, _alignment(space, given.get("alignment")))
-            names = list(ARRAY_PARAMETERS[:len(args)]) + list(kws)
-            pysig = inspect.Signature([inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-                                       for n in names])
-            return signature(ret, *(tuple(args) + tuple(kws.values()))).replace(pysig=pysig)
+            return positional_signature(ret, args, kws, lead=ARRAY_PARAMETERS[:len(args)])
 
     infer_global(array, types.Function(Template))
 
     @lower_builtin(array, types.VarArg(types.Any))
     def lower(context, builder, sig, args):
         ret = sig.return_type
-        if space == "local":
-            # Records are reached by typed field offsets in C++, complex and vector types are
-            # more aligned there than in numba: give them room to be aligned.
-            align = SHARED_ALIGNMENT if isinstance(ret.dtype, (types.Record, types.Complex,
-                                                               VectorType)) else None
-            name, addrspace = "_coopgen_lmem", nvvm.ADDRSPACE_LOCAL
-        else:
-            # 16-byte aligned, so a uint8 array can hold any CUB TempStorage.
-            name, addrspace, align = (_get_unique_smem_id("_coopgen_smem"),
-                                      nvvm.ADDRSPACE_SHARED, SHARED_ALIGNMENT)
+        # Shared arrays are 16-byte aligned, so that a uint8 one can hold any CUB TempStorage.
+        # Records are reached by typed field offsets in C++, complex and vector types are more
+        # aligned there than in numba: local ones get room to be aligned too.
+        align = SHARED_ALIGNMENT if space == "shared" or isinstance(
+            ret.dtype, (types.Record, types.Complex, VectorType)) else None
         if ret.alignment is not None:
             align = max(align or 1, ret.alignment)
+        name, addrspace = "_coopgen_lmem", nvvm.ADDRSPACE_LOCAL
         if space == "shared":
+            name, addrspace = _get_unique_smem_id("_coopgen_smem"), nvvm.ADDRSPACE_SHARED
             nbytes = ret.size * context.get_abi_sizeof(context.get_data_type(ret.dtype))
             if nbytes >= STORAGE_ARRAY_BYTES:
                 return _storage_array(context, builder, ret, nbytes, align)

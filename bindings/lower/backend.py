@@ -1,10 +1,8 @@
 """The numba-cuda backend, wired up: importing it registers coopgen's types, typing and lowering
 with numba-cuda and answers what the numba-free stages ask of a backend."""
-from __future__ import annotations
-
 from ..codegen import nvrtc, toolchain
 from ..types import desc
-from . import enums, launch_hook, numba_internals, rewrite, storage, typing  # noqa: F401
+from . import enums, launch_hook, numba_internals, rewrite, typing  # noqa: F401
 from .describe import host_dtype
 
 

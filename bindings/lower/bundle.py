@@ -1,8 +1,6 @@
 """A kernel's shim bundle as numba-cuda links it: an ``LTOIR`` linking file of the code library,
 compiled on first read (coopgen.codegen.bundle), that knows the kernel's shared memory and the
 order of its calls (numba's IR)."""
-from __future__ import annotations
-
 import threading
 import weakref
 
@@ -31,11 +29,8 @@ class LinkedShimBundle(ShimBundle, LTOIR):
     def data(self) -> bytes:  # read by numba's linker and by compile_all's consumer
         return self.ltoir()
 
-    def runs_once(self, site) -> bool:
-        return runs_once(site)
-
-    def may_precede(self, a, b) -> bool:
-        return may_precede(a, b)
+    runs_once = staticmethod(runs_once)
+    may_precede = staticmethod(may_precede)
 
     def _kernel_shared_memory(self) -> dict:
         if not any(is_kernel_module(m) for m in self.modules):
@@ -63,15 +58,12 @@ def current_arch() -> str:
 
 
 def bundle_for(library, what: str = "coopgen", module=None) -> LinkedShimBundle:
-    """The bundle of ``library``, created and linked on first use, for the arch being compiled
-    for; ``what`` (the primitive being lowered) names an arch NVRTC cannot target; ``module``
-    is the LLVM module being lowered into the library."""
+    """The bundle of ``library`` (made and linked on first use, for the arch compiled for), to
+    which ``module`` (LLVM) is lowered; ``what``, the primitive, names an arch NVRTC refuses."""
     with _bundles_lock:
-        bundle = _bundles.get(library)
-        if bundle is None:
+        if (bundle := _bundles.get(library)) is None:
             arch = current_arch()
-            refused = nvrtc.unsupported_arch(arch)
-            if refused:
+            if refused := nvrtc.unsupported_arch(arch):
                 raise CoopgenTypeError(f"{what}: {refused}")
             bundle = LinkedShimBundle(arch, name=f"coopgen-shims-{library.name}")
             bundle.library = weakref.ref(library)

@@ -1,7 +1,5 @@
 """numba-cuda's types <-> coopgen's descriptions (coopgen.types.desc), which are all the
 numba-free stages see of a call's arguments."""
-from __future__ import annotations
-
 import hashlib
 
 import numpy as np
@@ -12,8 +10,7 @@ from numba.cuda.vector_types import VectorType, vector_types
 
 from ..resolve.operators import FUNCTION_NAMES
 from ..types import desc
-from .arrays import SizedArray, vector_type
-from .storage import TempStorageType
+from .arrays import SizedArray, TempStorageType, vector_type
 
 #: numba type (its name) of a stateful operator's state -> the device function (cuda.coop's
 #: StatefulFunction; coopgen.lower.operators fills it).
@@ -43,7 +40,6 @@ def udt_layout(dt) -> tuple[int, int] | None:
         return None  # numba's own types (strings, tuples, ...) are no user's structs
     from numba.cuda.datamodel.models import StructModel
     from numba.cuda.descriptor import cuda_target
-
     ctx = cuda_target.target_context
     try:
         model = ctx.data_model_manager[dt]
@@ -67,8 +63,7 @@ def dtype_of(dt):
             for n, f in dt.fields.items())
         return desc.Struct(str(dt.dtype.descr), dt.size, record_alignment(dt), fields, True,
                            text=str(dt), ref=dt)
-    layout = udt_layout(dt)
-    if layout is not None:
+    if (layout := udt_layout(dt)) is not None:
         return desc.Struct(f"{dt!r}:{layout}", layout[0], layout[1], text=str(dt), ref=dt)
     return desc.Other(str(dt))
 
@@ -138,37 +133,29 @@ def function(disp, text: str = "") -> desc.Function:
                          text=text or str(fn.__name__), ref=disp)
 
 
-def _builtin_name(ty) -> str | None:
-    key = getattr(ty, "typing_key", None)
-    try:
-        return FUNCTION_NAMES.get(key)
-    except TypeError:  # an unhashable key names no built-in
-        return None
-
-
 def describe(ty):
     """The description of a numba argument type."""
     text = str(ty)
     if isinstance(ty, TempStorageType):
         return desc.Storage(ty.obj, ty.obj.symbol)
     if isinstance(ty, types.Array):
-        state = stateful_function(ty.dtype)
+        state, sized = stateful_function(ty.dtype), isinstance(ty, SizedArray)
         return desc.Array(dtype_of(ty.dtype), ty.ndim, ty.layout in ("C", "F"),
-                          ty.size if isinstance(ty, SizedArray) else None,
-                          ty.space if isinstance(ty, SizedArray) else None,
+                          ty.size if sized else None, ty.space if sized else None,
                           function(state) if state is not None else None, text=text)
-    if isinstance(ty, types.StringLiteral):
-        return desc.Literal(ty.literal_value, None, text=text)
-    if isinstance(ty, types.Literal):
-        return desc.Literal(ty.literal_value, dtype_of(ty.literal_type), text=text)
+    if isinstance(ty, types.Literal):  # a string is no dtype
+        return desc.Literal(ty.literal_value, None if isinstance(ty, types.StringLiteral)
+                            else dtype_of(ty.literal_type), text=text)
     if isinstance(ty, (types.NumberClass, types.DType)):
         return desc.DtypeValue(dtype_of(ty.dtype), ref=ty)
     if isinstance(ty, (types.Omitted, types.NoneType)):
         return desc.Omitted(getattr(ty, "value", None))
-    disp = getattr(ty, "dispatcher", None)
-    if disp is not None:
+    if (disp := getattr(ty, "dispatcher", None)) is not None:
         return function(disp, text)
-    named = _builtin_name(ty)
+    try:
+        named = FUNCTION_NAMES.get(getattr(ty, "typing_key", None))
+    except TypeError:  # an unhashable key names no built-in
+        named = None
     if named is not None:
         return desc.Function(text, builtin=named, text=text)
     if isinstance(ty, types.BaseTuple):
@@ -185,10 +172,6 @@ def constant_type(value) -> types.Type:
     if isinstance(value, tuple):
         return types.Tuple([constant_type(v) for v in value])
     return typeof(value, Purpose.constant)
-
-
-def describe_constant(value):
-    return describe(constant_type(value))
 
 
 def to_numba(d) -> types.Type:

@@ -1,7 +1,5 @@
 """coopgen's enums (coopgen.types.enums) in numba kernels: members are compile-time constants,
 classes are values whose attributes are members."""
-from __future__ import annotations
-
 from numba.cuda import types
 from numba.cuda.core.imputils import lower_cast, lower_constant, lower_getattr_generic
 from numba.cuda.datamodel.models import IntegerModel, OpaqueModel
@@ -10,6 +8,7 @@ from numba.cuda.typing.templates import AttributeTemplate, infer_getattr
 from numba.cuda.typing.typeof import Purpose
 
 from ..types.enums import CoopEnum, CoopEnumMeta
+
 
 class EnumMemberLiteral(types.IntegerLiteral):
     """A coopgen enum member as a literal: the member itself is the value, so coopgen reads
@@ -36,6 +35,7 @@ class EnumClassType(types.Opaque):
 
 register_model(EnumMemberLiteral)(IntegerModel)
 register_model(EnumClassType)(OpaqueModel)
+typeof_impl.register(CoopEnumMeta)(lambda val, c: EnumClassType(val))
 
 
 @typeof_impl.register(CoopEnum)
@@ -43,11 +43,6 @@ def _typeof_member(val, c):
     if c.purpose == Purpose.constant:
         return EnumMemberLiteral(val)
     return types.IntEnumMember(type(val), types.int64)  # a kernel argument: a run-time int
-
-
-@typeof_impl.register(CoopEnumMeta)
-def _typeof_class(val, c):
-    return EnumClassType(val)
 
 
 @infer_getattr
@@ -62,11 +57,6 @@ class _EnumClassAttrs(AttributeTemplate):
 @lower_getattr_generic(EnumClassType)
 def _lower_member(context, builder, typ, value, attr):
     return context.get_constant(types.int64, int(typ.cls[attr]))
-
-
-@lower_constant(EnumClassType)
-def _lower_class(context, builder, ty, pyval):
-    return context.get_dummy_value()
 
 
 @lower_constant(EnumMemberLiteral)

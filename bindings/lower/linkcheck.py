@@ -1,8 +1,6 @@
 """Link kernels without a GPU: numba's ``compile_all`` runs only NVVM (and NVRTC for the
 shims), nvJitLink (cuda.core's ``Linker``) takes an explicit arch. Its verbose log (ptxas info
 lines) is parsed, so tests can assert e.g. "no local memory, no spills"."""
-from __future__ import annotations
-
 import contextlib
 import re
 from dataclasses import dataclass, field
@@ -26,10 +24,7 @@ class FunctionInfo:
     smem: int = 0  # static shared memory, bytes
     lmem: int = 0  # explicit local memory, if reported
     cmem: dict = field(default_factory=dict)  # bank -> bytes
-
-    @property
-    def local_bytes(self) -> int:
-        return self.stack_frame + self.lmem
+    local_bytes = property(lambda self: self.stack_frame + self.lmem)
 
 
 @dataclass
@@ -40,12 +35,9 @@ class LinkResult:
     entries: list  # kernel (entry) names in the order ptxas compiled them
     gmem: int  # bytes of global (__device__) variables in the module
 
-    @property
-    def kernel(self) -> FunctionInfo:
-        """The (first) entry function."""
-        return self.functions[self.entries[0]]
-
-    # the kernel's registers and shared memory; the spills and local memory of any function
+    # the (first) entry function's registers and shared memory; the spills and local memory
+    # of any function
+    kernel = property(lambda self: self.functions[self.entries[0]])
     registers = property(lambda self: self.kernel.registers)
     smem = property(lambda self: self.kernel.smem)
     spill_stores = property(lambda self: sum(f.spill_stores for f in self.functions.values()))
@@ -94,7 +86,6 @@ def _to_object_code(piece, i: int) -> ObjectCode:
     if isinstance(piece, (bytes, bytearray)):
         return ObjectCode.from_ltoir(bytes(piece), name=f"piece{i}")
     from numba.cuda.cudadrv import linkable_code as lc
-
     if isinstance(piece, str):  # a path
         piece = lc.LinkableCode.from_path(piece)
     makers = {lc.LTOIR: ObjectCode.from_ltoir, lc.PTXSource: ObjectCode.from_ptx,
@@ -102,40 +93,25 @@ def _to_object_code(piece, i: int) -> ObjectCode:
               lc.Object: ObjectCode.from_object, lc.Archive: ObjectCode.from_library}
     for cls, make in makers.items():
         if isinstance(piece, cls):
-            data = piece.data
-            if isinstance(data, str):
-                data = data.encode()
+            data = piece.data.encode() if isinstance(piece.data, str) else piece.data
             return make(data, name=str(piece.name))
     raise TypeError(f"don't know how to link {piece!r}")
 
 
-@contextlib.contextmanager
-def _device_functions_for(arch):
-    """numba compiles the device functions and ``@overload``s a kernel calls for the current
-    device; without a GPU, compile them for ``arch`` like the kernel."""
+def compile_kernel_pieces(kernel, signature, *, arch=(9, 0)):
+    """``numba.cuda.compile_all`` for a kernel (or its dispatcher): [kernel LTO-IR, *linking
+    files]. numba compiles the device functions and ``@overload``s a kernel calls for the
+    current device; without a GPU, they are compiled for ``arch`` like the kernel."""
     from numba import cuda
     from numba.cuda import dispatcher
-
-    if cuda.is_available():
-        yield
-        return
     saved = dispatcher.get_current_device
-    dispatcher.get_current_device = lambda: SimpleNamespace(compute_capability=tuple(arch))
+    if not cuda.is_available():
+        dispatcher.get_current_device = lambda: SimpleNamespace(compute_capability=tuple(arch))
     try:
-        yield
+        return cuda.compile_all(getattr(kernel, "py_func", kernel), signature, device=False,
+                                abi="numba", cc=tuple(arch), output="ltoir")[0]
     finally:
         dispatcher.get_current_device = saved
-
-
-def compile_kernel_pieces(kernel, signature, *, arch=(9, 0)):
-    """``numba.cuda.compile_all`` for a kernel: [kernel LTO-IR, *linking files]."""
-    from numba import cuda
-
-    pyfunc = getattr(kernel, "py_func", kernel)  # accept a CUDADispatcher
-    with _device_functions_for(arch):
-        pieces, _resty = cuda.compile_all(pyfunc, signature, device=False, abi="numba",
-                                          cc=tuple(arch), output="ltoir")
-    return pieces
 
 
 def _link(pieces, arch, output: str, **options):
@@ -159,8 +135,7 @@ def link_pieces(pieces, *, arch=(9, 0), optimize_unused_variables: bool = False)
 def link_ptx(kernel, sig, *, arch=(9, 0), pieces=None) -> str:
     """The LTO-linked PTX: what LTO made of the shims (e.g. no path folded into ``trap``,
     LLVM's verdict on undefined behaviour); ``pieces`` saves compiling the kernel again."""
-    if pieces is None:
-        pieces = compile_kernel_pieces(kernel, sig, arch=arch)
+    pieces = compile_kernel_pieces(kernel, sig, arch=arch) if pieces is None else pieces
     return _link(pieces, arch, "ptx", ptx=True)[0].decode()
 
 
@@ -169,8 +144,8 @@ def link_cubin(kernel, signature, *, arch=(9, 0),
     """Compile ``kernel`` and LTO-link it to a cubin. ``optimize_unused_variables`` (nvJitLink's
     flag) is off as on numba's launch path, to report what a launch gets (libcu++'s static
     constexpr members then show up as ``gmem``)."""
-    pieces = compile_kernel_pieces(kernel, signature, arch=arch)
-    return link_pieces(pieces, arch=arch, optimize_unused_variables=optimize_unused_variables)
+    return link_pieces(compile_kernel_pieces(kernel, signature, arch=arch), arch=arch,
+                       optimize_unused_variables=optimize_unused_variables)
 
 
 class _LaunchOnCpu:

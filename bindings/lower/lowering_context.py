@@ -1,7 +1,7 @@
 """What numba does not tell a lowering function: which Python function is being lowered, and
 whether it is the kernel being launched (read off numba's internals by
 coopgen.numba_internals.lowering_site); every answer is optional."""
-from __future__ import annotations
+import math
 
 from numba.cuda import launchconfig
 from numba.cuda.cudadrv import nvvm
@@ -54,10 +54,8 @@ def _cfg(func_ir):
 
 def runs_once(site) -> bool:
     """Whether the call runs once per kernel execution: in the kernel, outside every loop."""
-    if site is None:
-        return False
-    func_ir, offset = site
-    return not any(offset in loop.body for loop in _cfg(func_ir).loops().values())
+    return site is not None and not any(
+        site[1] in loop.body for loop in _cfg(site[0]).loops().values())
 
 
 def may_precede(a, b) -> bool:
@@ -70,13 +68,14 @@ def may_precede(a, b) -> bool:
     return b[1] in _cfg(a[0]).descendents(a[1])
 
 
-def bound_kernel_threads(builder, site, dims) -> None:
-    """Tell ptxas the block shape the kernel is specialised on (``maxntid``, C++'s
-    ``__launch_bounds__``), so a 1024-thread block of a heavy primitive gets its registers."""
-    fn = builder.function
-    if site is None or dims is None or getattr(fn, "_coopgen_bounded", False):
+def bound_kernel_threads(builder, site) -> None:
+    """Tell ptxas the block shape the kernel (where the call at ``site`` sits) is specialised on
+    (``maxntid``, C++'s ``__launch_bounds__``): a 1024-thread block of a heavy primitive then
+    gets its registers."""
+    fn, cfg = builder.function, launch_config()
+    if site is None or cfg is None or getattr(fn, "_coopgen_bounded", False):
         return
-    nvvm.set_launch_bounds(fn, dims[0] * dims[1] * dims[2])
+    nvvm.set_launch_bounds(fn, math.prod(cfg.blockdim))
     fn._coopgen_bounded = True
 
 

@@ -1,10 +1,6 @@
 """CUB objects in kernels: a faithful class (``block.BlockHistogram``) as a value whose
-attributes are its methods and whose call constructs the object, and the constructed object
-(``ParentType``: a pointer to it in the constructing thread's frame) whose methods call shims
-on it."""
-from __future__ import annotations
-
-from llvmlite import ir
+attributes are its methods and whose call constructs the object (a ``ParentType``), whose
+methods call shims on it."""
 from numba.cuda import types
 from numba.cuda.core.imputils import lower_getattr_generic
 from numba.cuda.datamodel.models import OpaqueModel
@@ -14,10 +10,10 @@ from numba.cuda.typing.templates import (AbstractTemplate, AttributeTemplate, in
 
 from ..model.spec import ClassSpec
 from ..resolve.entry import Entry
+from .arrays import positional_signature
 from .errors import CoopgenTypeError
 from .host_objects import CallableObject
-from .parent import ParentType, bound_offset
-from .typing import call_type, lower_call, positional_signature
+from .typing import ParentType, bound_slot, call_type, lower_call
 
 
 def _method_entry(cls: ClassSpec, attr: str, parent) -> Entry:
@@ -31,13 +27,12 @@ class PrimitiveClassType(CallableObject):
 
     def __init__(self, obj):
         super().__init__(obj, f"coopgen.{obj._scope}.{obj._cls.name}@{id(obj):x}")
-        self._ctor = obj.constructor
 
     def _target(self):
-        return self._ctor._nbtype
+        return self.obj.constructor._nbtype
 
     def get_impl_key(self, sig):
-        return self._ctor
+        return self.obj.constructor
 
 
 register_model(PrimitiveClassType)(OpaqueModel)
@@ -78,12 +73,8 @@ def _parent_method_template(cls: ClassSpec, attr: str):
         parent = sig.recvr if sig.recvr is not None else sig.args[0]
         p = _method_entry(cls, attr, parent)
         msig = signature(sig.return_type, *margs).replace(pysig=sig.pysig)
-        kept = {}
-        for k, (name, ty) in enumerate(parent.bound):
-            if name in _bound_kws(parent, attr):
-                slot = builder.gep(args[0], [ir.Constant(ir.IntType(32), bound_offset(k))])
-                ptr = builder.load(builder.bitcast(slot, ir.IntType(8).as_pointer().as_pointer()))
-                kept[name] = (ty, ptr)
+        kept = {name: (ty, builder.load(bound_slot(builder, args[0], k)))
+                for k, (name, ty) in enumerate(parent.bound) if name in _bound_kws(parent, attr)}
         return lower_call(p, context, builder, msig, args[1:], self_ptr=args[0], kept=kept)
 
     _PARENT_METHODS[key] = ParentMethod
@@ -104,8 +95,7 @@ class _PrimitiveClassAttrs(AttributeTemplate):
     key = PrimitiveClassType
 
     def generic_resolve(self, typ, attr):
-        method = typ.obj._methods.get(attr)
-        return method._nbtype if method is not None else None
+        return method._nbtype if (method := typ.obj._methods.get(attr)) is not None else None
 
 
 @lower_getattr_generic(PrimitiveClassType)

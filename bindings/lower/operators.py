@@ -1,8 +1,6 @@
 """Python operators compiled for the shims: a ``@cuda.jit(device=True)`` function is compiled
 to LTO-IR with a C ABI under the name coopgen.resolve.operators.Operator.symbol gives, with
 the signature the functor needs (coopgen.resolve.operators.operator_signatures)."""
-from __future__ import annotations
-
 import functools
 
 from numba.cuda.cudadrv.linkable_code import LTOIR
@@ -22,7 +20,6 @@ class StatefulFunction:
 
     def __init__(self, op_class, numba_type, name=None):
         from numba import cuda
-
         call = getattr(op_class, "__call__", None)
         if call is None or not hasattr(call, "__code__"):
             raise TypeError(f"StatefulFunction: {op_class!r} has no Python __call__")
@@ -33,25 +30,18 @@ class StatefulFunction:
         STATEFUL_FUNCTIONS[str(numba_type)] = self.function
 
 
+@functools.cache
 def device_function(fn):
     """A plain Python function used as an operator, compiled as a device function (once)."""
     from numba import cuda
-
-    disp = _DEVICE_FUNCTIONS.get(fn)
-    if disp is None:
-        disp = _DEVICE_FUNCTIONS[fn] = cuda.jit(device=True)(fn)
-    return disp
+    return cuda.jit(device=True)(fn)
 
 
-_DEVICE_FUNCTIONS: dict = {}
-
-
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def bit_field_digits(begin: int, bits: int):
     """A digit extractor of the key bits [begin, begin + bits), as a device function."""
     import numpy as np
     from numba import cuda
-
     mask = (1 << bits) - 1
 
     @cuda.jit(device=True)
@@ -65,7 +55,6 @@ def compile_operator(context, sym: str, op, argtypes, restype, prim: str = "") -
     """Compile a Python operator to LTO-IR with a C ABI and link it into this library."""
     from numba import cuda
     from numba.core.errors import TypingError
-
     library = context.active_code_library
     done = library.__dict__.setdefault("_coopgen_ops", set())
     if sym in done:

@@ -5,8 +5,6 @@ constants (``coop.TempStorage(n)``) are made on the host; ``prim[ts](...)`` is
 ``prim(..., temp_storage=ts)``; Python operators become device functions; ``ThreadData(n)`` is
 ``local.array(n, dtype)``; numba's local/shared arrays passed to a primitive become coopgen's,
 whose type carries the shape (items per thread and bins are inferred from it)."""
-from __future__ import annotations
-
 import operator
 import types as pytypes
 
@@ -26,8 +24,13 @@ from .operators import device_function
 
 #: Attributes of an array argument known on the host; other objects' public attributes are too.
 ARRAY_ATTRIBUTES = ("shape", "size", "ndim")
-_BINOPS = (operator.add, operator.sub, operator.mul, operator.floordiv, operator.mod,
-           operator.lshift, operator.rshift)
+#: The integer arithmetic the host does for the kernel, and the operands of each expression
+#: whose value it may compute from theirs.
+_ARITHMETIC = (operator.add, operator.sub, operator.mul, operator.floordiv, operator.mod,
+               operator.lshift, operator.rshift, operator.neg)
+_OPERANDS = {"build_tuple": lambda d: d.items, "static_getitem": lambda d: (d.value,),
+             "getitem": lambda d: (d.value, d.index), "binop": lambda d: (d.lhs, d.rhs),
+             "unary": lambda d: (d.value,)}
 _UNKNOWN = object()
 _NOT_KNOWN = (_UNKNOWN, False)
 
@@ -67,29 +70,20 @@ class _Trace:
             return d.value, False
         if isinstance(d, ir.arg_types):
             return self._argument(d.index, ())
-        if not isinstance(d, ir.expr_types):
-            return _NOT_KNOWN
-        if d.op == "getattr":
+        if _is_op(d, "getattr"):
             return self._attribute(d)
-        if d.op == "build_tuple":
-            items = [self.value(x) for x in d.items]
-            if any(v is _UNKNOWN for v, _ in items):
-                return _NOT_KNOWN
-            return tuple(v for v, _ in items), any(dep for _, dep in items)
+        operands = _OPERANDS.get(d.op) if isinstance(d, ir.expr_types) else None
+        known = [self.value(x) for x in operands(d)] if operands is not None else [_NOT_KNOWN]
+        if any(v is _UNKNOWN for v, _ in known):
+            return _NOT_KNOWN
+        values, dep = [v for v, _ in known], any(dep for _, dep in known)
         try:
-            if d.op in ("static_getitem", "getitem"):
-                (base, da), (idx, db) = self.value(d.value), (
-                    (d.index, False) if d.op == "static_getitem" else self.value(d.index))
-                if isinstance(base, tuple) and idx is not _UNKNOWN:
-                    return base[idx], da or db
-            elif d.op == "binop" and d.fn in _BINOPS:
-                (a, da), (b, db) = self.value(d.lhs), self.value(d.rhs)
-                if _is_int(a) and _is_int(b):
-                    return d.fn(a, b), da or db
-            elif d.op == "unary" and d.fn == operator.neg:
-                a, da = self.value(d.value)
-                if _is_int(a):
-                    return -a, da
+            if d.op == "build_tuple":
+                return tuple(values), dep
+            if d.op.endswith("getitem") and isinstance(values[0], tuple):
+                return values[0][d.index if d.op == "static_getitem" else values[1]], dep
+            if d.op in ("binop", "unary") and d.fn in _ARITHMETIC and all(map(_is_int, values)):
+                return d.fn(*values), dep
         except (IndexError, TypeError, ArithmeticError):
             pass
         return _NOT_KNOWN
@@ -121,8 +115,7 @@ class _Trace:
 
     def callee(self, var):
         """The Python object a call calls, when the host knows it."""
-        value = self.value(var)[0]
-        return None if value is _UNKNOWN else value
+        return None if (value := self.value(var)[0]) is _UNKNOWN else value
 
 
 def _in_coopgen(module_name) -> bool:
@@ -130,9 +123,8 @@ def _in_coopgen(module_name) -> bool:
 
 
 def _is_coopgen(obj) -> bool:
-    if isinstance(obj, host_objects.ENTRY_CLASSES):
-        return True
-    return callable(obj) and _in_coopgen(getattr(obj, "__module__", "") or "")
+    return isinstance(obj, host_objects.ENTRY_CLASSES) or callable(obj) and _in_coopgen(
+        getattr(obj, "__module__", "") or "")
 
 
 def _device_function_calling_primitives(obj) -> bool:
@@ -147,8 +139,7 @@ def _device_function_calling_primitives(obj) -> bool:
         code = codes.pop()
         names |= set(code.co_names) | set(code.co_freevars)
         codes += [c for c in code.co_consts if isinstance(c, pytypes.CodeType)]
-    values = [fn.__globals__.get(n) for n in names]
-    values += [cell_value(c) for c in fn.__closure__ or ()]
+    values = [fn.__globals__.get(n) for n in names] + list(map(cell_value, fn.__closure__ or ()))
     return any(_is_coopgen(v) or isinstance(v, pytypes.ModuleType) and _in_coopgen(v.__name__)
                for v in values)
 
@@ -228,6 +219,11 @@ class CoopgenRewrite(Rewrite):
         self.func_ir._definitions[stmt.target.name] = [value]
         self.changed = True
 
+    def _redefine(self, definition, value):
+        """The (first) assignment of ``definition`` now assigns ``value``."""
+        for stmt in self._assignments(lambda s: s.value is definition)[:1]:
+            self._replace_value(stmt, value)
+
     def _call(self, new, stmt, index):
         expr = stmt.value
         fdef = self.trace.definition(expr.func)
@@ -252,11 +248,11 @@ class CoopgenRewrite(Rewrite):
         consts = {}
         for var in list(expr.args) + [v for _, v in expr.kws]:
             value, from_launch = self.trace.value(var)
-            rejected = getattr(value, "_coopgen_rejected", None)
-            if isinstance(rejected, str):
+            if isinstance(rejected := getattr(value, "_coopgen_rejected", None), str):
                 raise ValueError(rejected)
             if isinstance(value, pytypes.FunctionType) and not _is_coopgen(value):
-                self._compile_operator(var, value)
+                d = self.trace.definition(var)  # its global now names its device function
+                self._redefine(d, ir.Global(value.__name__, device_function(value), d.loc))
             if from_launch and _is_host_constant(value):
                 consts[var.name] = self._constant(new, _plain(value), var.loc)
         if consts:
@@ -304,12 +300,6 @@ class CoopgenRewrite(Rewrite):
                 return True
         return False
 
-    def _compile_operator(self, var, fn):
-        """An operator's global now names its device function."""
-        d = self.trace.definition(var)
-        for stmt in self._assignments(lambda s: s.value is d)[:1]:
-            self._replace_value(stmt, ir.Global(fn.__name__, device_function(fn), d.loc))
-
     def _temp_storage_subscript(self, new, expr, fdef):
         """``prim[ts](...)`` -> ``prim(..., temp_storage=ts)``."""
         if any(k == "temp_storage" for k, _ in expr.kws):
@@ -319,8 +309,7 @@ class CoopgenRewrite(Rewrite):
         if ts is None:
             ts = self._define(new, ir.Const(fdef.index, expr.loc), expr.loc)
         expr.kws = list(expr.kws) + [("temp_storage", ts)]
-        for stmt in self._assignments(lambda s: s.value is fdef)[:1]:
-            self._replace_value(stmt, fdef.value)  # the subscript now just names the primitive
+        self._redefine(fdef, fdef.value)  # the subscript now just names the primitive
         expr.func = fdef.value
         self.changed = True
 
@@ -349,8 +338,8 @@ class CoopgenRewrite(Rewrite):
         dtype = args[1] if len(args) > 1 else kws.pop("dtype", None)
         if shape is None or len(args) > 2 or kws:
             raise CoopgenTypeError("coop.ThreadData: takes (items_per_thread, dtype=None)")
-        if dtype is None or isinstance(self.trace.definition(dtype), ir.const_types) and \
-                self.trace.definition(dtype).value is None:
+        if dtype is None or isinstance(d := self.trace.definition(dtype), ir.const_types) \
+                and d.value is None:
             root = self._first_use_source(stmt.target, index)
             dtype = self._define(new, ir.Expr.getattr(root, "dtype", stmt.loc), stmt.loc)
         func = self._array_function(new, local_array, stmt.loc)
@@ -361,14 +350,16 @@ class CoopgenRewrite(Rewrite):
         """The array, defined before ThreadData ``target``, whose dtype it takes: another
         array of the first coopgen call using ``target``."""
         blocks = self.func_ir.blocks
+        before = {s.target.name for s in self.block.body[:index] if isinstance(s, ir.assign_types)}
         for stmt in (s for label in sorted(blocks) for s in blocks[label].body if _is_call(s)):
             used = list(stmt.value.args) + [v for _, v in stmt.value.kws]
             if not takes_constants(self.trace.callee(stmt.value.func)) or \
                     not any(v.name == target.name for v in used):
                 continue
             for root in map(self._root, used):
-                if root is not None and root.name != target.name and \
-                        self._defined_before(root, index):
+                defined = root is not None and (root.name in before or isinstance(
+                    self.trace.definition(root), ir.arg_types))
+                if defined and root.name != target.name:
                     return root
             raise CoopgenTypeError(
                 f"coop.ThreadData: cannot infer the dtype of {target.name!r} from its first "
@@ -383,11 +374,6 @@ class CoopgenRewrite(Rewrite):
         while _is_op(d, "getitem", "static_getitem"):
             var, d = d.value, self.trace.definition(d.value)
         return var if isinstance(d, ir.arg_types) or _is_op(d, "call") else None
-
-    def _defined_before(self, var, index) -> bool:
-        return isinstance(self.trace.definition(var), ir.arg_types) or any(
-            isinstance(s, ir.assign_types) and s.target.name == var.name
-            for s in self.block.body[:index])
 
 
 def depends_on(dispatcher, keys) -> None:

@@ -1,18 +1,19 @@
 """numba typing and lowering of primitive calls: argument types described, resolved to a
 plan, written as a shim that joins the kernel's bundle, lowered to a call of that shim. One
-template class types every entry point, one lowering function emits every call."""
-from __future__ import annotations
-
+template class types every entry point, one lowering function emits every call. A constructed
+CUB object (BlockRunLengthDecode, BlockHistogram, ...) lives in the constructing thread's frame
+and its value is a pointer to it; its methods are the class's (typed in coopgen.lower.objects)."""
 import collections
 import contextlib
 import contextvars
-import inspect
 
 import numpy as np
 from llvmlite import ir
 from numba.cuda import cgutils, types
-from numba.cuda.extending import lower_builtin
-from numba.cuda.typing.templates import AbstractTemplate, signature
+from numba.cuda.core.imputils import lower_cast
+from numba.cuda.datamodel.models import OpaqueModel
+from numba.cuda.extending import lower_builtin, register_model
+from numba.cuda.typing.templates import AbstractTemplate
 
 from ..codegen import shims
 from ..codegen.bundle import Shim
@@ -22,20 +23,64 @@ from ..resolve import hooks
 from ..resolve.operators import operator_signatures
 from ..types import desc
 from ..types.cpp import by_pointer
+from .arrays import POSITIONAL, TempStorageType, positional_signature
 from .bundle import bundle_for
-from .describe import constant_type, describe, describe_constant, dtype_of, to_numba
+from .describe import constant_type, describe, dtype_of, to_numba
 from .errors import CoopgenTypeError, as_typing_errors
 from .lowering_context import (bound_kernel_threads, check_not_in_device_function,
                                kernel_lowering_site, launch_config, use_short_shared_pointers)
 from .operators import bit_field_digits, compile_operator
-from .parent import PARENT_ALIGN, PARENT_BYTES, ParentType, bound_offset
 from .shared_memory import align_numba_shared_bytes
-from .storage import TempStorageType
 
-_POS = "coopgen_pos_"  # names of positional parameters in the folded pysig
+_I8P = ir.IntType(8).as_pointer()
 #: "Class::Signature" of recent resolutions, so tests can see which overload a call chose.
 RESOLVED = collections.deque(maxlen=10000)
 _assumed_block = contextvars.ContextVar("coopgen_assumed_block", default=None)
+#: Bytes reserved for a parent object in the constructing thread's frame; the constructor
+#: shim static_asserts that the CUB class fits.
+PARENT_BYTES, PARENT_ALIGN = 256, 16
+
+
+class ParentType(types.Type):
+    """A constructed CUB object's numba type; the value is a pointer to it."""
+
+    def __init__(self, ctor, resolved, template_kws: tuple,
+                 bound: tuple = (), aliases: dict | None = None):
+        self.cls = resolved.cls
+        self.template_args = resolved.template_args
+        self.block_dims = resolved.block_dims
+        self.template_kws = template_kws
+        self.ctor = ctor
+        self.bound = bound  # (name, type) of arguments the object keeps (object factories)
+        self.aliases = dict(aliases) if aliases else None  # snake_case name -> CUB method
+        # CUB method -> its call shape (cuda.coop's names and order, pythonic.toml's
+        # method_args), for objects of the Pythonic surface
+        self.shapes = {m: ctor.shape.with_slots(ctor.method_args[a])
+                       for a, m in (self.aliases or {}).items()
+                       if ctor.shape is not None and a in ctor.method_args}
+        args = ", ".join(v for _, v in resolved.template_args)
+        super().__init__(f"coopgen.{self.cls.name}<{args}>"
+                         + (f"[{', '.join(n for n, _ in bound)}]" if bound else ""))
+
+    @property
+    def key(self):
+        return (self.cls.name, self.template_args, self.block_dims, self.bound,
+                tuple(sorted(self.aliases.items())) if self.aliases else None,
+                tuple(sorted((m, s.slots) for m, s in self.shapes.items())))
+
+
+def bound_slot(builder, self_ptr, k: int):
+    """Where the k-th kept argument's data pointer sits in the object (its tail), an i8**."""
+    slot = builder.gep(self_ptr, [ir.Constant(ir.IntType(32), PARENT_BYTES - 8 * (k + 1))])
+    return builder.bitcast(slot, _I8P.as_pointer())
+
+
+register_model(ParentType)(OpaqueModel)
+
+
+@lower_cast(ParentType, ParentType)
+def _cast_parent(context, builder, fromty, toty, val):
+    return val  # the same object (bound-method lowering casts the receiver to itself)
 
 
 @contextlib.contextmanager
@@ -52,8 +97,7 @@ def block_shape(threads_per_block):
 
 def _launch_dims(needed: bool):
     """The launching block shape (and mark the kernel as specialised on it)."""
-    cfg = launch_config()
-    if cfg is None:
+    if (cfg := launch_config()) is None:
         return _assumed_block.get()
     if needed:
         cfg.dispatcher.mark_launch_config_sensitive()
@@ -64,24 +108,21 @@ def _described(args, kws):
     return tuple(describe(a) for a in args), {k: describe(v) for k, v in kws.items()}
 
 
-def _fitted(p, r):
-    if r.temp_storage_arg is not None:
-        check_storage_fits(p.name, r)
-    return r
+def _resolve(p, args: tuple, kws: dict, block_dims=None, infer: bool = True):
+    """(plan, the arguments an object factory keeps) of a call of ``p``."""
+    with as_typing_errors():
+        described = _described(args, kws)
+        if infer and p.infer:
+            r, bound = calls.resolve_object(p, *described)
+        else:
+            r, bound = calls.resolve_call(p, *described, block_dims=block_dims), ()
+        if r.temp_storage_arg is not None:
+            check_storage_fits(p.name, r)
+        return r, bound
 
 
 def resolve_call(p, args: tuple, kws: dict, block_dims=None):
-    with as_typing_errors():
-        return _fitted(p, calls.resolve_call(p, *_described(args, kws), block_dims=block_dims))
-
-
-def _resolve(p, args: tuple, kws: dict):
-    """(plan, the arguments an object factory keeps) of a call of ``p``."""
-    if not p.infer:
-        return resolve_call(p, args, kws), ()
-    with as_typing_errors():
-        r, bound = calls.resolve_object(p, *_described(args, kws))
-        return _fitted(p, r), bound
+    return _resolve(p, args, kws, block_dims, infer=False)[0]
 
 
 def split_call(p, args: tuple, kws: dict):
@@ -89,22 +130,18 @@ def split_call(p, args: tuple, kws: dict):
         return calls.split_call(p, *_described(args, kws))
 
 
-def return_type(r) -> types.Type:
-    vals = [to_numba(t) for _, t, _ in r.returns]
-    return types.none if not vals else vals[0] if len(vals) == 1 else types.Tuple(vals)
-
-
 def call_type(p, args: tuple, kws: dict):
-    """The return type of a call of ``p`` (it resolves the overload, or raises)."""
+    """The return type of a call of ``p`` (it resolves the overload, or raises): a constructor
+    returns the object first."""
     r, bound = _resolve(p, args, kws)
     RESOLVED.append(f"{r.cls.name}::{r.method.signature}")
-    if not p.constructor:
-        return return_type(r)
-    folded = tuple(args) + tuple(kws.values())
-    parent = ParentType(p, r, tuple(split_call(p, args, kws).tkws.items()),
-                        bound=tuple((n, folded[i]) for n, _, i in bound), aliases=p.aliases)
     outs = [to_numba(t) for _, t, _ in r.returns]
-    return types.Tuple([parent] + outs) if outs else parent
+    if p.constructor:
+        folded = tuple(args) + tuple(kws.values())
+        outs.insert(0, ParentType(p, r, tuple(split_call(p, args, kws).tkws.items()),
+                                  bound=tuple((n, folded[i]) for n, _, i in bound),
+                                  aliases=p.aliases))
+    return types.none if not outs else outs[0] if len(outs) == 1 else types.Tuple(outs)
 
 
 def _storage_first(p, args: tuple, kws: dict) -> bool:
@@ -116,15 +153,6 @@ def _storage_first(p, args: tuple, kws: dict) -> bool:
     ts = args[0]
     return isinstance(ts, TempStorageType) or (
         isinstance(ts, types.Array) and ts.ndim == 1 and ts.dtype == types.uint8)
-
-
-def positional_signature(ret, args, kws, names=None, recvr=None):
-    """numba's signature of a call with its keywords folded after the positionals."""
-    names = names or [f"{_POS}{i}" for i in range(len(args))] + list(kws)
-    pysig = inspect.Signature([inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-                               for n in names])
-    return signature(ret, *(tuple(args) + tuple(kws.values())), recvr=recvr).replace(
-        pysig=pysig)
 
 
 def make_template(p):
@@ -145,9 +173,7 @@ def make_template(p):
                     if isinstance(args[0], TempStorageType):
                         raise
                     raise first from None
-                names = (["temp_storage"] + [f"{_POS}{i}" for i in range(len(args) - 1)]
-                         + list(kws))
-                return positional_signature(ret, args, kws, names)
+                return positional_signature(ret, args, kws, lead=("temp_storage",))
 
     CoopgenCall.__name__ = f"CoopgenCall_{p.name.replace('.', '_')}"
     return CoopgenCall
@@ -167,8 +193,8 @@ def _split_sig(sig):
     if sig.pysig is None:  # numba drops it from bound-method signatures: all positional
         return sig.args, {}, list(range(len(sig.args)))
     names = list(sig.pysig.parameters)
-    pos = [i for i, n in enumerate(names) if n.startswith(_POS)]
-    kw = [i for i, n in enumerate(names) if not n.startswith(_POS)]
+    pos = [i for i, n in enumerate(names) if n.startswith(POSITIONAL)]
+    kw = [i for i, n in enumerate(names) if not n.startswith(POSITIONAL)]
     return tuple(sig.args[i] for i in pos), {names[i]: sig.args[i] for i in kw}, pos + kw
 
 
@@ -188,9 +214,7 @@ def _shim_text(p, context, builder, r, n_bound):
                     block_storage=text.block_storage, temp_storage=text.ts_use,
                     warp_storage=text.warp_storage), site=site)
     use_short_shared_pointers(builder.module)
-    cfg = launch_config()
-    if cfg is not None:
-        bound_kernel_threads(builder, site, tuple(cfg.blockdim))
+    bound_kernel_threads(builder, site)
     for i, sym, argtypes, restype in text.op_symbols:
         compile_operator(context, sym, r.bindings[i].operator, argtypes, restype, p.name)
     return text
@@ -199,16 +223,15 @@ def _shim_text(p, context, builder, r, n_bound):
 def _pass(context, builder, ty, val, source, target):
     """An argument as the shim takes it: data pointers for arrays, records and structs, bytes
     for booleans, numbers converted to the bound C type."""
-    i8p = ir.IntType(8).as_pointer()
     if source == "state" and isinstance(ty, types.BaseTuple):  # (function, state array)
         ty, val = ty[1], builder.extract_value(val, 1)
     if isinstance(ty, types.Array):
-        return builder.bitcast(context.make_array(ty)(context, builder, val).data, i8p)
+        return builder.bitcast(context.make_array(ty)(context, builder, val).data, _I8P)
     if isinstance(ty, types.Record):  # a record value is a pointer to its data
-        return builder.bitcast(val, i8p)
+        return builder.bitcast(val, _I8P)
     if by_pointer(dtype_of(target or ty)):  # a struct, half, complex or vector: a copy
         val = context.cast(builder, val, ty, target) if target is not None else val
-        return builder.bitcast(cgutils.alloca_once_value(builder, val), i8p)
+        return builder.bitcast(cgutils.alloca_once_value(builder, val), _I8P)
     if isinstance(ty, types.Boolean) or types.unliteral(ty) == types.boolean:
         return builder.zext(val, ir.IntType(8))
     return context.cast(builder, val, ty, target or types.unliteral(ty))
@@ -232,7 +255,7 @@ def lower_call(p, context, builder, sig, args, self_ptr=None, kept=None):
             slot = cgutils.alloca_once(builder, ir.ArrayType(ir.IntType(8), PARENT_BYTES),
                                        name="coopgen_parent")
             slot.align = PARENT_ALIGN
-            self_ptr = builder.bitcast(slot, ir.IntType(8).as_pointer())
+            self_ptr = builder.bitcast(slot, _I8P)
         text = _shim_text(p, context, builder, r, len(bound))
     passed = (list(zip(sig_args, args)) + list(kept.values())
               + [_constant(context, v) for _, v in constants])
@@ -240,7 +263,7 @@ def lower_call(p, context, builder, sig, args, self_ptr=None, kept=None):
     target = {b.arg_index: to_numba(b.type) for b in r.bindings
               if b.source == "arg" and isinstance(b.type, desc.Scalar)}
     llargs, slots = [], []
-    for ctype, name, source, index in text.c_params:
+    for _, _, source, index in text.c_params:
         if source == "self":
             llargs.append(self_ptr)
         elif source == "ret":
@@ -248,27 +271,20 @@ def lower_call(p, context, builder, sig, args, self_ptr=None, kept=None):
             slots.append((cgutils.alloca_once(builder, context.get_data_type(nbty)), nbty))
             llargs.append(slots[-1][0])
         elif n_call <= index < n_call + n_kept:  # a kept argument: already a data pointer
-            llargs.append(builder.bitcast(passed[index][1], ir.IntType(8).as_pointer()))
+            llargs.append(builder.bitcast(passed[index][1], _I8P))
         else:
             llargs.append(_pass(context, builder, *passed[index], source, target.get(index)))
     fnty = ir.FunctionType(ir.VoidType(), [a.type for a in llargs])
     builder.call(cgutils.get_or_insert_function(builder.module, fnty, text.symbol), llargs)
     vals = [context.data_model_manager[t].load_from_data_pointer(builder, s) for s, t in slots]
-    if p.constructor:
-        _keep_bound_arrays(context, builder, self_ptr, bound, sig_args, args)
+    if p.constructor:  # the data pointers of the arrays it keeps go to the slot's tail
+        for k, (_, _, index) in enumerate(bound):
+            data = context.make_array(sig_args[index])(context, builder, args[index]).data
+            builder.store(builder.bitcast(data, _I8P), bound_slot(builder, self_ptr, k))
         vals = [self_ptr] + vals
     if not vals:
         return context.get_dummy_value()
     return vals[0] if len(vals) == 1 else context.make_tuple(builder, sig.return_type, vals)
-
-
-def _keep_bound_arrays(context, builder, self_ptr, bound, sig_args, args) -> None:
-    """Store the data pointers of the arrays an object keeps at the tail of its slot."""
-    i8p = ir.IntType(8).as_pointer()
-    for k, (_, _, index) in enumerate(bound):
-        data = context.make_array(sig_args[index])(context, builder, args[index]).data
-        slot = builder.gep(self_ptr, [ir.Constant(ir.IntType(32), bound_offset(k))])
-        builder.store(builder.bitcast(data, i8p), builder.bitcast(slot, i8p.as_pointer()))
 
 
 def _constant(context, value):
@@ -285,6 +301,6 @@ def _constant(context, value):
     return ty, context.get_dummy_value()
 
 
-hooks.describe_constant = describe_constant
+hooks.describe_constant = lambda value: describe(constant_type(value))
 hooks.launch_dims = _launch_dims
 hooks.bit_field_digits = bit_field_digits
