@@ -19,7 +19,7 @@ GENERATOR_VERSION = "1"
 PYTHONIC_PATH = Path(__file__).parent / "data" / "pythonic.toml"
 LIMITS_PATH = Path(__file__).parent / "data" / "limits.toml"
 LIMIT_KEYS = {"class", "methods", "reason", "template", "below", "params", "operators",
-              "multi_dim_block", "lone_odd_warp", "item_kinds"}
+              "multi_dim_block", "lone_odd_warp", "item_kinds", "without"}
 
 
 def header_line(entry: LockEntry) -> str:
@@ -284,10 +284,12 @@ def _cpp_value(value) -> str:
     return ("true" if value else "false") if isinstance(value, bool) else str(value)
 
 
-def load_limits(model: ApiModel) -> list[str]:
-    """LimitSpec literals of the limits table that apply to this model. Unknown keys, classes,
+def limit_specs(model: ApiModel) -> list:
+    """The LimitSpecs of the limits table that apply to this model. Unknown keys, classes,
     methods and parameters are errors; a limit on a template keyword or enum value this
     release lacks does not apply."""
+    from coopgen.model.spec import LimitSpec
+
     with open(LIMITS_PATH, "rb") as f:
         table = tomllib.load(f)
     enum_values = {v.name for e in model.enums for v in e.values}
@@ -302,25 +304,33 @@ def load_limits(model: ApiModel) -> list[str]:
         for m in methods:
             if not any(o.name == m for o in cls.methods):
                 raise ValueError(f"{where}: {cls.name} has no method {m}")
-        params = tuple(row.get("params", ()))
+        params, without = tuple(row.get("params", ())), tuple(row.get("without", ()))
         names = {p.name for o in cls.methods if not methods or o.name in methods for p in o.params}
-        if any(p not in names for p in params):
-            raise ValueError(f"{where}: no such parameter in {params}")
+        if any(p not in names for p in params + without):
+            raise ValueError(f"{where}: no such parameter in {params + without}")
         keywords = {t.keyword for t in cls.template_params}
         conditions = dict(row.get("template", {}), **row.get("below", {}))
         if any(k not in keywords for k in conditions) or any(
                 isinstance(v, str) and v not in enum_values for v in row.get("template", {}).values()):
             continue  # not in this release
-        template = tuple((k, _cpp_value(v)) for k, v in row.get("template", {}).items())
-        below = tuple((k, int(v)) for k, v in row.get("below", {}).items())
-        out.append(f"    LimitSpec({cls.name!r}, {methods!r}, {row['reason']!r}, "
-                   f"template={template!r}, below={below!r}, params={params!r}, "
-                   f"operators={tuple(row.get('operators', ()))!r}, "
-                   f"multi_dim_block={bool(row.get('multi_dim_block', False))!r}, "
-                   f"lone_odd_warp={bool(row.get('lone_odd_warp', False))!r}"
-                   + (f", item_kinds={tuple(row['item_kinds'])!r}" if row.get("item_kinds")
-                      else "") + "),\n")
+        out.append(LimitSpec(
+            cls.name, methods, row["reason"],
+            template=tuple((k, _cpp_value(v)) for k, v in row.get("template", {}).items()),
+            below=tuple((k, int(v)) for k, v in row.get("below", {}).items()), params=params,
+            operators=tuple(row.get("operators", ())),
+            multi_dim_block=bool(row.get("multi_dim_block", False)),
+            lone_odd_warp=bool(row.get("lone_odd_warp", False)),
+            item_kinds=tuple(row.get("item_kinds", ())), without=without))
     return out
+
+
+def _limit_literal(lim) -> str:
+    return (f"    LimitSpec({lim.cls!r}, {lim.methods!r}, {lim.reason!r}, "
+            f"template={lim.template!r}, below={lim.below!r}, params={lim.params!r}, "
+            f"operators={lim.operators!r}, multi_dim_block={lim.multi_dim_block!r}, "
+            f"lone_odd_warp={lim.lone_odd_warp!r}"
+            + (f", item_kinds={lim.item_kinds!r}" if lim.item_kinds else "")
+            + (f", without={lim.without!r}" if lim.without else "") + "),\n")
 
 
 def emit_init(entry: LockEntry, model: ApiModel, classes: list[ClassModel]) -> str:
@@ -345,7 +355,7 @@ def emit_init(entry: LockEntry, model: ApiModel, classes: list[ClassModel]) -> s
             + f"ENUMS = (\n{enums})\n\n"
             + f"PYTHONIC = (\n{pythonic})\n\n"
             + "# Combinations CUB does not handle: refused at compile time (limits.toml).\n"
-            + f"LIMITS = (\n{''.join(load_limits(model))})\n\n"
+            + f"LIMITS = (\n{''.join(map(_limit_literal, limit_specs(model)))})\n\n"
             + "# Keyword aliases every Pythonic function and two-phase constructor accepts.\n"
             + f"PYTHONIC_KEYWORDS = {keywords!r}\n\n"
             + "# Class::Signature of every overload bound here; tests/cpu compiles each of them\n"

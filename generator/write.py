@@ -51,11 +51,13 @@ def write_release_pages(entries: tuple[LockEntry, ...], models: list[ApiModel],
                         bound: list[frozenset[str]], docs_dir: Path, mkdocs_yml: Path,
                         out_dir: Path) -> list[Path]:
     """What depends on every lock entry: the API index, the release matrix, the docs nav and
-    the generated package's list of releases (the runtime's default is the first)."""
-    from .emit_docs import emit_api_index, emit_nav, emit_release_matrix
+    the generated package's list of releases (the runtime's default is the first); and the
+    supported-types page, of the default."""
+    from .emit_docs import emit_api_index, emit_nav, emit_release_matrix, emit_types_page
 
     written: list[Path] = []
     _write_if_changed(docs_dir / "index.md", emit_api_index(entries), written)
+    _write_if_changed(docs_dir / "types.md", emit_types_page(entries[0], models[0]), written)
     _write_if_changed(docs_dir / "releases.md", emit_release_matrix(entries, models, bound),
                       written)
     _write_if_changed(mkdocs_yml, emit_nav(mkdocs_yml.read_text(), entries), written)

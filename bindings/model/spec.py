@@ -122,6 +122,7 @@ class LimitSpec:
     multi_dim_block: bool = False
     lone_odd_warp: bool = False  # a logical warp size not a power of two, block > one warp
     item_kinds: tuple[str, ...] = ()  # the items are of one of these kinds (struct, complex, ...)
+    without: tuple[str, ...] = ()  # the overload has none of these parameters
 
 
 #: Parameter roles the runtime binds (coopgen.resolve implements each; a test checks it).

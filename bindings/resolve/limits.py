@@ -1,19 +1,23 @@
 """Combinations CUB accepts but does not handle (generator/data/limits.toml, found by the
-differential suite): refused at compile time with the reason."""
+differential suite): refused at compile time with the reason. :func:`refusal` asks these checks
+and the operators' about one item type: the supported-types table is made of its answers."""
 from __future__ import annotations
 
 from ..model import registry
-from ..types.cpp import CPP_OF, KIND_OF_CPP
-from .operators import BUILTINS
-from .plan import Mismatch
+from ..model.errors import CoopgenError
+from ..model.spec import PSpec
+from ..types.cpp import CPP_OF, KIND_OF_CPP, ctype
+from ..types.desc import Array
+from .operators import BUILTINS, check_operators
+from .plan import Binding, Mismatch, Plan
 
 
-def check_limits(prim, cls, method, template_args, block, operators) -> None:
-    """Refuse a combination the limits table (generator/data/limits.toml) says CUB does not
-    handle: every condition of a limit must hold."""
+def check_limits(prim, cls, method, template_args, block, operators, limits=None) -> None:
+    """Refuse a combination the limits table (generator/data/limits.toml, or ``limits``) says
+    CUB does not handle: every condition of a limit must hold."""
     args = {t.keyword: v.removeprefix("cub::") for t, v in template_args}
     names = {p.name for p in method.params}
-    for lim in getattr(registry.package(), "LIMITS", ()):
+    for lim in getattr(registry.package(), "LIMITS", ()) if limits is None else limits:
         if lim.cls != cls.name or (lim.methods and method.name not in lim.methods):
             continue
         why = []
@@ -27,6 +31,8 @@ def check_limits(prim, cls, method, template_args, block, operators) -> None:
                     break
                 why.append(f"{kw}={args[kw]} (< {least})")
             else:
+                if names & set(lim.without):
+                    continue
                 if lim.params:
                     given = sorted(names & set(lim.params))
                     if not given:
@@ -53,10 +59,28 @@ def check_limits(prim, cls, method, template_args, block, operators) -> None:
                 if lim.item_kinds:
                     items = dict((t.name, v) for t, v in template_args).get(
                         cls.value_type.name if cls.value_type else "")
-                    kinds = {KIND_OF_CPP.get(items, "struct")} | {n for n, c in CPP_OF.items() if c == items}
-                    if items is None or not kinds & set(lim.item_kinds):
+                    dtypes = [n for n, c in CPP_OF.items() if c == items]
+                    if items is None or not {KIND_OF_CPP.get(items, "struct"), *dtypes} \
+                            & set(lim.item_kinds):
                         continue
-                    why.append(f"items of {items}")
+                    why.append(f"items of {dtypes[0] if dtypes else 'a struct type'}")
                 raise Mismatch(f"{prim}: {', '.join(why)} is not supported: {lim.reason}")
 
 
+def refusal(prim, cls, method, dtype, operators=(), template=(), limits=None) -> str | None:
+    """The error a call of ``method`` on items of ``dtype`` meets in the checks every call
+    passes (check_limits, check_operators), or None. ``operators`` (Operator values),
+    ``template`` ((TParam, C++ argument) pairs) and ``limits`` stand for the rest of the call."""
+    items = cls.value_type
+    targs = ((items, ctype(dtype, prim, "items")),) + tuple(template)
+    bindings = (Binding(PSpec("items", "input_array", items.name, items.name, None, None),
+                        "arg", 0, Array(dtype), ""),)
+    bindings += tuple(Binding(PSpec(op.param, "operator", op.kind, op.kind, None, None), "arg",
+                              i + 1, None, "", op) for i, op in enumerate(operators))
+    try:
+        check_limits(prim, cls, method, targs, None, operators, limits)
+        check_operators(prim, Plan(cls, method, bindings, targs, (), (), None, "none",
+                                   tuple(operators)))
+    except (CoopgenError, Mismatch) as e:
+        return str(e)
+    return None

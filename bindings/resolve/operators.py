@@ -40,12 +40,14 @@ BUILTINS = {
 _NAME = {f: n for t in BUILTINS.values() for n, f in reversed(t.items())}  # a functor's 1st name
 #: Per item kind, the built-ins C++ does not define for it, and why (the other kinds: all).
 _ORDER = {_MIN, _MAX, *_COMPARE.values()}
+_ALL = {f for t in BUILTINS.values() for f in t.values()}
 UNDEFINED = {
     "float": ({_AND, _OR, _XOR}, "C++ has no bitwise operators on floating point numbers"),
     "complex": ({_AND, _OR, _XOR} | _ORDER, "C++ does not order complex numbers (no <, min, "
                 "max) and has no bitwise operators on them"),
-    "vector": ({f for t in BUILTINS.values() for f in t.values()}, "CUDA's vector types have "
-               "no operators"),
+    "vector": (_ALL, "CUDA's vector types have no operators"),
+    "struct": (_ALL, "a struct to C++ is opaque bytes with no operators (a Python operator "
+               "takes it as op(out, a, b) on pointers)"),
 }
 #: Python arities accepted per kind (the state pointer of a stateful operator not counted).
 #: (For record dtypes, operators that return a value take one more argument: the output.)
@@ -266,41 +268,35 @@ def check_operators(prim: str, r) -> None:
 
 
 def _check_struct_arithmetic(prim: str, r) -> None:
-    """Items of a struct type (records, numba struct types) are opaque bytes to C++: CUB's
-    built-in operators, and its sums (which add with +), cannot work on them; complex numbers,
-    floating point numbers and vector types lack some of them (UNDEFINED)."""
+    """The built-in operators, and CUB's sums (which add with +) and maxima, the items lack:
+    structs (records, numba struct types: opaque bytes to C++) and vector types have none;
+    complex and floating point numbers lack some (UNDEFINED)."""
     dtypes = argument_dtypes(r)
     item = dtypes.get(r.cls.value_type.name if r.cls.value_type else None, dtypes.get("KeyT"))
-    undefined, why = UNDEFINED.get(getattr(item, "kind", None), ((), ""))  # structs: no kind
-    struct = item is not None and is_struct(item)
+    kind = "struct" if item is not None and is_struct(item) else getattr(item, "kind", None)
+    undefined, why = UNDEFINED.get(kind, ((), ""))
     for b in r.bindings:
         builtin = b.operator.builtin if b.operator is not None else None
         if builtin in undefined:
             raise CoopgenError(f"{prim}: {b.param.name}={_NAME[builtin]!r} is not defined for "
                                f"items of {item}: {why}; pass a @cuda.jit(device=True) function")
-        if struct and builtin is not None:
-            raise CoopgenError(f"{prim}: {b.param.name}= is a C++ built-in, which items of "
-                               f"{item} (a struct to C++) do not have; pass a Python function, "
-                               f"op(out, a, b) on pointers")
     if _PLUS in undefined and "Sum" in r.method.name:
         raise CoopgenError(f"{prim}: CUB's {r.method.name} adds items with +, which items of "
                            f"{item} do not have: {why}")
     if r.method.name in ("Max", "Min") and {_MAX, _MIN} & set(undefined):  # WarpReduce.Max/Min
         raise CoopgenError(f"{prim}: CUB's {r.method.name} is not defined for items of {item}: "
                            f"{why}; use Reduce with a @cuda.jit(device=True) function")
-    if struct and "Sum" in r.method.name:
-        raise CoopgenError(f"{prim}: items of {item} are a struct to C++, which CUB's "
-                           f"{r.method.name} cannot add; use the reduce/scan form with a Python "
-                           f"function op(out, a, b) on pointers")
+
+
+_BY_CPP = {v: Scalar(k) for k, v in CPP_OF.items()}
 
 
 def argument_dtypes(r) -> dict:
     """C++ type name -> dtype, from the bound arguments and template arguments."""
-    by_cpp = {v: Scalar(k) for k, v in CPP_OF.items()}
     out = {}
     for t, v in r.template_args:
-        if t.kind == "type" and v in by_cpp:
-            out[t.name] = by_cpp[v]
+        if t.kind == "type" and v in _BY_CPP:
+            out[t.name] = _BY_CPP[v]
     for b in r.bindings:
         if b.type is None or b.operator is not None:
             continue

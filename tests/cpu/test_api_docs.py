@@ -11,7 +11,8 @@ import pytest
 
 from coopgen.generator import cli, headers
 from coopgen.generator.emit_docs import (emit_api_index, emit_docs, emit_docstrings,
-                                         load_aliases, split_doc, to_markdown)
+                                         emit_nav, emit_types_page, load_aliases, split_doc,
+                                         to_markdown)
 
 ENTRIES = headers.load_lock()
 
@@ -35,6 +36,10 @@ def test_no_drift(entry_pages):
     docstrings = cli.generated_dir() / entry.tag / "docstrings.py"
     assert docstrings.read_text() == emit_docstrings(entry, model)
     assert (cli.docs_api_dir() / "index.md").read_text() == emit_api_index(ENTRIES)
+    if entry == ENTRIES[0]:  # the supported-types page is the default release's
+        assert (cli.docs_api_dir() / "types.md").read_text() == emit_types_page(entry, model)
+        mkdocs = (cli.docs_api_dir().parents[1] / "mkdocs.yml").read_text()
+        assert emit_nav(mkdocs, ENTRIES) == mkdocs
 
 
 def test_every_bound_overload_is_documented(entry_pages):

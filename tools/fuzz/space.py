@@ -258,6 +258,8 @@ def refused_by_limits(cfg: Config) -> bool:
             continue
         if lim.params and not {p.name for p in m.params} & set(lim.params):
             continue
+        if {p.name for p in m.params} & set(lim.without):
+            continue
         kinds = {p.base for p in m.params if p.role == "operator"}
         if lim.operators and not any(
                 BUILTINS.get(k, {}).get(cfg.op) not in {BUILTINS.get(k, {}).get(n) for n in lim.operators}
