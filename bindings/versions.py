@@ -1,8 +1,6 @@
 """The numba-cuda, numba and numpy releases coopgen supports (the ranges its package metadata
 declares, so written once), checked at ``import coopgen`` before numba or numpy is touched: one
 message naming each package, its range and the version found, not an error deep in lowering."""
-from __future__ import annotations
-
 import importlib.metadata
 
 from .codegen.cache import own_version

@@ -4,8 +4,6 @@
 order and keywords) plus cuda.coop's ``make_*`` factories; containers and helpers are coopgen's
 in cuda.coop's spelling. Only argument order is decided here (lower.rewrite does the rest).
 """
-from __future__ import annotations
-
 import dataclasses as _dataclasses
 import sys as _sys
 import types as _pytypes

@@ -1,6 +1,4 @@
 """Build the ``block`` and ``warp`` namespaces from the generated specs and naming table."""
-from __future__ import annotations
-
 from ..model import registry
 from ..resolve.shape import CallShape
 from ..types import enums

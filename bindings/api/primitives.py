@@ -2,8 +2,6 @@
 ``block.BlockRadixSort``. In kernels their calls are typed and lowered by coopgen.lower; on the
 host, called with a dtype and template arguments, they return two-phase objects with those
 fixed, which kernels call in turn."""
-from __future__ import annotations
-
 import inspect
 
 from numba.cuda.extending import typeof_impl

@@ -1,6 +1,4 @@
 """``coopgen.TempStorage`` (coopgen.codegen.storage) and the storage two-phase objects need."""
-from __future__ import annotations
-
 from ..codegen.storage import SHARING, TempStorage  # noqa: F401
 
 

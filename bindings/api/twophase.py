@@ -3,8 +3,6 @@ kernels. Arguments follow the ``host`` order (cuda.coop's); template arguments b
 object's fixed keywords, method arguments are passed by every call. Bad values raise
 ``ValueError`` here, as in cuda.coop, not at the first kernel compile.
 """
-from __future__ import annotations
-
 import re
 import types as pytypes
 

@@ -2,8 +2,6 @@
 whose library the kernel links), deduplicated by symbol and compiled in *one* NVRTC call when a
 linker first reads the bundle. One shim may so be defined in two bundles of one link, hence its
 ODR linkage (``COOPGEN_SHIM``)."""
-from __future__ import annotations
-
 import functools
 import threading
 from dataclasses import dataclass

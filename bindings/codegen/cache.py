@@ -8,8 +8,6 @@ Failures are never fatal: an entry is framed (magic, length, sha256), so a damag
 CacheWarning and a recompile; a read-only or full folder makes writes give up; writes are
 atomic, so processes can share the folder. A hit sets the entry's mtime (access times are often
 not kept), and writes evict the least recently used past the cap."""
-from __future__ import annotations
-
 import contextlib
 import hashlib
 import os

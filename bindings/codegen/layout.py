@@ -4,8 +4,6 @@ The source declares two ``__device__`` constants holding ``sizeof``/``alignof`` 
 primitive's TempStorage; NVRTC compiles it to PTX (cached on disk like every compile) and the
 values are read back from their initialisers.
 """
-from __future__ import annotations
-
 import functools
 import re
 

@@ -3,8 +3,6 @@
 ``COOPGEN_DUMP_SHIMS=<dir>`` writes every source compiled (cache hits included) to
 ``<dir>/<key>.cu``; ``COOPGEN_NVRTC_PCH`` says when to build NVRTC's precompiled header
 (_use_pch). Both are read on every call, so tests can monkeypatch them."""
-from __future__ import annotations
-
 import contextlib
 import functools
 import hashlib

@@ -9,8 +9,6 @@ dynamic shared memory itself (``cuda.shared.array(0, ...)``) the storage follows
 bytes, found from ``%dynamic_smem_size``; else it sits at the base, at an address known when
 compiling (finding it at run time cost 1.3% of a 1024-thread radix sort).
 """
-from __future__ import annotations
-
 import re
 
 #: Static shared memory a kernel may declare (CUDA's limit on every architecture).

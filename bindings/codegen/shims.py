@@ -10,8 +10,6 @@ Implicit block temp storage is one union in the bundle's storage struct (``coopg
 entered with a barrier so successive primitives may reuse it, as CUB requires; warp primitives
 get per-warp slices of their own array there.
 """
-from __future__ import annotations
-
 import hashlib
 import itertools
 from dataclasses import dataclass, field

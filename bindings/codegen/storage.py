@@ -10,8 +10,6 @@ them ("shared") or struct of one member per call site ("exclusive", in call orde
 48 KB, in dynamic shared memory); a use that does not fit ``size=``/``alignment=`` is a
 compile-time error.
 """
-from __future__ import annotations
-
 import hashlib
 import itertools
 

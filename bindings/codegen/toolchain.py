@@ -3,8 +3,6 @@ kernels) and nvJitLink make LTO-IR of one CUDA major, and a driver must be of it
 :func:`require_consistent` raises one ToolchainError before the first compile (not an nvJitLink
 error wall); :func:`problems` tells ``coopgen doctor``. Every NVVM reports 2.0, so its major
 comes from the package or toolkit holding it."""
-from __future__ import annotations
-
 import contextlib
 import functools
 import importlib

@@ -3,8 +3,6 @@ and ``coop.gpu_dataclass`` instances holding them. Such an argument's type holds
 calling it calls the primitive and its fields are compile-time constants; the kernel gets one
 unused pointer-sized parameter, which :data:`ARGUMENTS` fills with 0 at launch.
 """
-from __future__ import annotations
-
 import dataclasses
 import sys
 

@@ -6,8 +6,6 @@ dictionary lookup. As in cuda.coop, the launch configuration reports the real to
 callback the kernel's compile registers (:func:`report_on`) sets its ``sharedmem``, and the
 dispatcher keys its kernels on the bytes the user asked for (reporting compiles nothing again).
 """
-from __future__ import annotations
-
 import inspect
 import threading
 from types import SimpleNamespace

@@ -1,8 +1,6 @@
 """What a numba kernel's LLVM modules do with shared memory (for where coopgen's storage may
 live, coopgen.codegen.placement), and the alignment numba's own shared byte arrays need to
 serve as temp storage."""
-from __future__ import annotations
-
 import re
 
 from numba.cuda.cudadrv import nvvm
