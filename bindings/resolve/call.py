@@ -189,8 +189,8 @@ def resolve_call(p: Entry, args: tuple, kws: dict, block_dims=None) -> Plan:
     split = split_call(p, args, kws) if p.shape is not None else \
         SplitCall(tuple(args), dict(kws), {}, list(range(len(args) + len(kws))), {}, None)
     r = resolve(p.name, p.cls, p.pick_methods(None), split.args, split.mkws, template_kws={},
-                block_dims=p.parent.block_dims, enums=registry.enums(),
-                pinned=_pinned(p.parent.template_args), alternatives=split.alternatives)
+                block_dims=p.parent.block_dims, pinned=_pinned(p.parent.template_args),
+                alternatives=split.alternatives)
     return _remapped(r, split.origins)
 
 
@@ -204,8 +204,7 @@ def _resolve_split(p: Entry, split: SplitCall, block_dims=None) -> Plan:
         methods = with_ts if split.storage is not None else (_with_storage(methods, False)
                                                              or with_ts)
     r = resolve(p.name, p.cls, methods, split.args, split.mkws, template_kws=tkws,
-                block_dims=dims, enums=registry.enums(), temp_storage=split.storage,
-                alternatives=split.alternatives)
+                block_dims=dims, temp_storage=split.storage, alternatives=split.alternatives)
     return _remapped(r, split.origins)
 
 
@@ -234,8 +233,7 @@ def resolve_object(p: Entry, args: tuple, kws: dict):
         r_inf = _resolve_split(inf, split)
         pinned, dims, bindings = _pinned(r_inf.template_args), r_inf.block_dims, r_inf.bindings
     r = resolve(p.name, p.cls, _with_storage(p.cls.constructors, storage is not None), (), {},
-                template_kws={}, block_dims=dims, enums=registry.enums(),
-                temp_storage=storage, pinned=pinned)
+                template_kws={}, block_dims=dims, temp_storage=storage, pinned=pinned)
     bound = tuple((b.param.name, b.type, b.arg_index) for b in bindings
                   if b.param.name in p.bind and b.source == "arg")
     return r, bound

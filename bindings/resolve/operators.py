@@ -64,10 +64,6 @@ class Operator:
     arity: int
     fields: tuple[str, ...] = ()  # a decomposer: the key's fields, most significant first
 
-    @property
-    def state_ctype(self) -> str:
-        return "void*" if self.state is not None else ""
-
     def symbol(self, argtypes: tuple) -> str:
         """C ABI name of the compiled function: from what it is (its code and what its
         closure captured, the backend's ``Function.identity``) and its signature."""
@@ -88,23 +84,21 @@ def identity_of(op_ty, dtype) -> object | None:
     """A built-in operator's identity for ``dtype`` as a numpy scalar, or None. (cuda.coop seeds
     scans with Python functions from 0, wrong for a product or a max: those need
     initial_value=.)"""
-    if not isinstance(dtype, Scalar) or dtype.kind not in ("int", "uint", "float"):
+    functor = _ARITH.get(_name_of(op_ty))
+    kind = dtype.kind if isinstance(dtype, Scalar) else None
+    if functor is None or kind not in ("int", "uint", "float") or (functor, kind) == (_AND, "float"):
         return None
     try:  # bfloat16: numpy knows it only through ml_dtypes, whose finfo numpy's does not read
         np_type = np.dtype(dtype.name).type
-        info = np.finfo(np_type) if dtype.kind == "float" else np.iinfo(np_type)
+        info = np.finfo(np_type) if kind == "float" else np.iinfo(np_type)
     except (TypeError, ValueError):
         import importlib
         try:
             info = importlib.import_module("ml_dtypes").finfo(np_type)
         except (ImportError, UnboundLocalError, ValueError):
             return None
-    named = _name_of(op_ty)
-    functor = _ARITH.get(named) if named is not None else None
-    if functor is None or (functor == _AND and dtype.kind == "float"):
-        return None
     table = {_PLUS: 0, _OR: 0, _XOR: 0, _TIMES: 1, _MIN: info.max, _MAX: info.min,
-             _AND: -1 if dtype.kind == "int" else info.max}
+             _AND: -1 if kind == "int" else info.max}
     return np_type(table[functor])
 
 
@@ -157,27 +151,16 @@ def _decomposer(prim: str, p, ty) -> Operator | None:
                 f"values, not references")
         else:
             return None
-    if not names:
-        return None
-    return Operator("DecomposerT", p.name, None, None, None, 0, tuple(names))
+    return Operator("DecomposerT", p.name, None, None, None, 0, tuple(names)) if names else None
 
 
-def _functor_signature(kind: str, op: Operator, dtypes: dict, t) -> tuple:
-    """(argument types, result type) of the functor CUB calls for an operator ``kind``."""
-    if kind in ("ReductionOp", "ScanOp"):
-        return (t, t), t
-    if kind == "CompareOp":
-        k = dtypes.get("KeyT", t)
-        return (k, k), BOOL
-    if kind == "FlagOp":
-        return (t, t, INT32)[:op.arity], BOOL
-    if kind == "DifferenceOpT":
-        return (t, t), dtypes.get("OutputType", dtypes.get("OutputT", t))
-    if kind == "DigitExtractorT":
-        return (dtypes.get("UnsignedBits"),), UINT32
-    if kind == "CountsCallback":
-        return (Pointer(INT32),), VOID
-    return (t,), t  # BlockPrefixCallbackOp
+def _functor_signature(op: Operator, dtypes: dict, t) -> tuple:
+    """(argument types, result type) of the functor CUB calls for an operator of ``op.kind``."""
+    key, difference = dtypes.get("KeyT", t), dtypes.get("OutputType", dtypes.get("OutputT", t))
+    return {"ReductionOp": ((t, t), t), "ScanOp": ((t, t), t), "CompareOp": ((key, key), BOOL),
+            "FlagOp": ((t, t, INT32)[:op.arity], BOOL), "DifferenceOpT": ((t, t), difference),
+            "DigitExtractorT": ((dtypes.get("UnsignedBits"),), UINT32),
+            "CountsCallback": ((Pointer(INT32),), VOID)}.get(op.kind, ((t,), t))  # prefix op
 
 
 def _user_struct(t) -> bool:
@@ -194,7 +177,7 @@ def operator_signatures(prim: str, r) -> dict[int, tuple]:
         op = b.operator
         if op is None or op.function is None:
             continue
-        args, res = _functor_signature(op.kind, op, dtypes, dtypes.get(first_type))
+        args, res = _functor_signature(op, dtypes, dtypes.get(first_type))
         fn = op.function.name
         if _user_struct(res):
             # a user-defined struct type: cuda.coop's op(out, a, b) on pointers, writing out[0]
@@ -258,13 +241,9 @@ def check_operators(prim: str, r) -> None:
     for b in r.bindings:
         if b.operator is not None and b.operator.fields:
             decomposer_fields(prim, r, b.operator)
-    _check_struct_arithmetic(prim, r)
-
-
-def _check_struct_arithmetic(prim: str, r) -> None:
-    """Items of a struct type (records, numba struct types) are opaque bytes to C++: CUB's
-    built-in operators, and its sums (which add with +), cannot work on them; complex numbers,
-    floating point numbers and vector types lack some of them (UNDEFINED)."""
+    # Items of a struct type (records, numba struct types) are opaque bytes to C++: CUB's
+    # built-in operators, and its sums (which add with +), cannot work on them; complex
+    # numbers, floating point numbers and vector types lack some of them (UNDEFINED).
     dtypes = argument_dtypes(r)
     item = dtypes.get(r.cls.value_type.name if r.cls.value_type else None, dtypes.get("KeyT"))
     undefined, why = UNDEFINED.get(getattr(item, "kind", None), ((), ""))  # structs: no kind
@@ -293,12 +272,8 @@ def _check_struct_arithmetic(prim: str, r) -> None:
 def argument_dtypes(r) -> dict:
     """C++ type name -> dtype, from the bound arguments and template arguments."""
     by_cpp = {v: Scalar(k) for k, v in CPP_OF.items()}
-    out = {}
-    for t, v in r.template_args:
-        if t.kind == "type" and v in by_cpp:
-            out[t.name] = by_cpp[v]
+    out = {t.name: by_cpp[v] for t, v in r.template_args if t.kind == "type" and v in by_cpp}
     for b in r.bindings:
-        if b.type is None or b.operator is not None:
-            continue
-        out.setdefault(b.param.base.split("[")[0].strip(), item_type(b.type))
+        if b.type is not None and b.operator is None:
+            out.setdefault(b.param.base.split("[")[0].strip(), item_type(b.type))
     return out

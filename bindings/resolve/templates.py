@@ -32,8 +32,8 @@ def template_keywords(cls: ClassSpec) -> set[str]:
     return kws
 
 
-def template_args(att: Attempt, cls: ClassSpec, kw: dict, block_dims, enums, warp_default,
-                   pinned: dict | None = None):
+def template_args(att: Attempt, cls: ClassSpec, kw: dict, block_dims, enums,
+                  pinned: dict | None = None):
     """C++ template arguments, in order. ``pinned`` holds those of a constructed object whose
     method is being called: they are fixed, and arguments that imply others are an error."""
     prim = att.prim
@@ -57,8 +57,8 @@ def template_args(att: Attempt, cls: ClassSpec, kw: dict, block_dims, enums, war
                                               for t in cls.template_params)
     block = block_dims_of(prim, tpb, block_dims) if needs_block or tpb or block_dims else None
     _apply_items_per_thread(att, cls, given.pop("items_per_thread", None))
-    out = tuple((t, _template_arg(att, cls, t, given.pop(t.keyword, None), block, enums,
-                                  warp_default)) for t in cls.template_params)
+    out = tuple((t, _template_arg(att, cls, t, given.pop(t.keyword, None), block, enums))
+                for t in cls.template_params)
     if given:
         k = sorted(given)[0]
         raise Mismatch(f"{prim}: unknown keyword {k!r}; template keywords are "
@@ -66,7 +66,7 @@ def template_args(att: Attempt, cls: ClassSpec, kw: dict, block_dims, enums, war
     return out, block
 
 
-def _template_arg(att: Attempt, cls: ClassSpec, t, kwv, block, enums, warp_default) -> str:
+def _template_arg(att: Attempt, cls: ClassSpec, t, kwv, block, enums) -> str:
     """The C++ spelling of template parameter ``t``; ``kwv`` its keyword's value, if given."""
     prim = att.prim
     if t.keyword in BLOCK_DIM_KEYWORDS and block is not None:
@@ -86,7 +86,7 @@ def _template_arg(att: Attempt, cls: ClassSpec, t, kwv, block, enums, warp_defau
             raise Mismatch(f"{prim}: {t.keyword}={kwv} disagrees with {where} ({n} items)")
         return str(n)
     if t.keyword == "logical_warp_threads":
-        n = warp_default if kwv is None else _warp_threads(prim, cls, t, kwv)
+        n = 32 if kwv is None else _warp_threads(prim, cls, t, kwv)
         if block is not None and math.prod(block) % n:
             raise Mismatch(f"{prim}: logical_warp_threads={n} does not divide the "
                            f"{math.prod(block)} threads of the block")
@@ -225,6 +225,6 @@ def class_template_args(prim: str, cls: ClassSpec, template_kws: dict, enums: di
     """Template arguments of ``cls`` from keywords alone (two-phase objects on the host)."""
     att = Attempt(prim, cls, MSpec("", "", "method", "void", ()))
     try:
-        return template_args(att, cls, dict(template_kws), None, enums, 32)[0]
+        return template_args(att, cls, dict(template_kws), None, enums)[0]
     except Mismatch as e:
         raise CoopgenError(str(e)) from None
