@@ -29,12 +29,8 @@ def enums() -> dict:
 @functools.lru_cache(maxsize=None)
 def docstrings() -> dict:
     """The API reference's sections, keyed by the names users write (``block.BlockScan``,
-    ``block.BlockScan.ExclusiveSum``, ``block.sum``): what ``help()`` shows. Empty for bindings
-    generated before the reference was (``coopgen generate`` writes it)."""
-    try:
-        return importlib.import_module(f"{package().__name__}.docstrings").DOCSTRINGS
-    except ModuleNotFoundError:
-        return {}
+    ``block.BlockScan.ExclusiveSum``, ``block.sum``): what ``help()`` shows."""
+    return importlib.import_module(f"{package().__name__}.docstrings").DOCSTRINGS
 
 
 def classes() -> dict:

@@ -48,10 +48,7 @@ class Entry:
         return {k: v for k, v in self.fixed.items() if k != self.select}
 
     def template_keywords(self) -> set[str]:
-        kws = template_keywords(self.cls)
-        if self.select:
-            kws.add(self.select)
-        return kws
+        return template_keywords(self.cls) | ({self.select} if self.select else set())
 
     def pick_methods(self, selector) -> tuple[MSpec, ...]:
         if self.select is None:

@@ -86,7 +86,8 @@ def identity_of(op_ty, dtype) -> object | None:
     initial_value=.)"""
     functor = _ARITH.get(_name_of(op_ty))
     kind = dtype.kind if isinstance(dtype, Scalar) else None
-    if functor is None or kind not in ("int", "uint", "float") or (functor, kind) == (_AND, "float"):
+    if functor is None or kind not in ("int", "uint", "float") \
+            or functor == _AND and kind == "float":
         return None
     try:  # bfloat16: numpy knows it only through ml_dtypes, whose finfo numpy's does not read
         np_type = np.dtype(dtype.name).type

@@ -14,16 +14,6 @@ from dataclasses import dataclass, field
 from ..model.errors import CoopgenError
 from ..types.desc import Function, Literal, Omitted, Other, Scalar, Struct
 
-#: A bound argument: (name, value, origin); in kernels a type description and its index in
-#: the call's folded arguments (positionals, then keywords).
-Named = tuple
-
-
-def is_omitted(ty) -> bool:
-    """``dst=None``, an omitted optional or a host ``None``: the argument is not given."""
-    return ty is None or (isinstance(ty, Omitted) and ty.value is None)
-
-
 def is_int_constant(ty) -> bool:
     """An integer known when the kernel compiles (a literal, or a Python int on the host)."""
     if isinstance(ty, Literal):
@@ -42,9 +32,6 @@ def is_scalar(ty) -> bool:
     return isinstance(ty, (Scalar, Struct, Literal, Other)) and not is_operator(ty)
 
 
-#: Slots of a per-thread count, which an operator passed positionally skips (a newcomer's
-#: ``block.reduce(items, op)`` where cuda.coop's order has items_per_thread second).
-COUNT_SLOTS = frozenset({"items_per_thread"})
 #: Accepted by every function for cuda.coop's sake and not needed: ``methods=`` gives a user
 #: type's C++ construct/assign code, but C++ only copies coopgen's opaque struct of its bytes.
 NOT_NEEDED = frozenset({"methods"})
@@ -83,7 +70,7 @@ class CallShape:
         return cls(prim, row.args, rename, dict(row.defaults), dict(row.inplace),
                    dict(row.fixed), dict(row.since), frozenset(row.deduced) | NOT_NEEDED,
                    row.identity, row.digits, row.scalar_output,
-                   only=dict(getattr(row, "only", ())))
+                   only=dict(row.only))
 
     def with_slots(self, slots) -> "CallShape":
         return dataclasses.replace(self, slots=None if slots is None else tuple(slots))
@@ -97,22 +84,25 @@ class CallShape:
             fixed_slots=frozenset(n for n in slots if n in fixed),
             operator_slots=frozenset(n for n in slots if self.rename.get(n, n) in operators))
 
-    def name_arguments(self, args: tuple, kws: dict, *, error=CoopgenError) -> list[Named]:
+    def name_arguments(self, args: tuple, kws: dict, *, error=CoopgenError) -> list[tuple]:
         """The call's arguments as (name, value, origin), spelled as CUB spells them; a name
         with several CUB spellings keeps its tuple of candidates (the resolver picks the one
-        the overload has). ``error`` is raised for a call Python itself would refuse."""
+        the overload has). In kernels a value is a type description and its origin its index
+        in the call's folded arguments (positionals, then keywords). ``error`` is raised for a
+        call Python itself would refuse."""
         if self.slots is None:
             raise ValueError("name_arguments needs positional slots")
         slots = list(self.slots)
         if self.scalar_output in slots and args and is_scalar(args[0]):
             slots.remove(self.scalar_output)
         for i, a in enumerate(args):
-            # a value that cannot fill a slot goes to the next one: an operator is no count
-            # (block.reduce(items, op)), and an object's fixed slots take only their kind
+            # a value that cannot fill a slot goes to the next one: an operator is no per-thread
+            # count (a newcomer's block.reduce(items, op), where cuda.coop's order has
+            # items_per_thread second), and an object's fixed slots take only their kind
             while i < len(slots) and (
                     slots[i] in self.fixed_slots and not is_int_constant(a)
                     or slots[i] in self.operator_slots and not is_operator(a)
-                    or slots[i] in COUNT_SLOTS and is_operator(a)):
+                    or slots[i] == "items_per_thread" and is_operator(a)):
                 del slots[i]
         if len(args) > len(slots):
             raise error(f"{self.prim}: takes at most {len(slots)} positional arguments "
@@ -120,10 +110,11 @@ class CallShape:
                         f"keyword")
         given = [(slots[i], a, i) for i, a in enumerate(args)]
         given += [(k, v, len(args) + j) for j, (k, v) in enumerate(kws.items())]
-        out: list[Named] = []
-        seen: dict = {}
+        out, seen = [], {}
         for name, value, origin in given:
-            if is_omitted(value) or name in self.deduced:
+            # dst=None, an omitted optional or a host None: the argument is not given
+            if value is None or isinstance(value, Omitted) and value.value is None \
+                    or name in self.deduced:
                 continue
             spelled = self.rename.get(name, name)
             key = _first(spelled)

@@ -139,18 +139,14 @@ def enum_spelling(prim: str, keyword: str, enum, value) -> str:
     count from 1 in CUB's order, as cuda.coop's IntEnums do (CUB's own values start at 0)."""
     names = [n for n, _ in enum.values]
     short = {short_name(n, names).lower(): n for n in names}
-    if isinstance(value, Enum):
-        value = value.name
-    if isinstance(value, str):
-        key = value.strip()
-        if key.upper() in names:
-            return f"cub::{key.upper()}"
-        if key.lower() in short:
-            return f"cub::{short[key.lower()]}"
-    elif is_whole(value):
-        ordered = [n for n, _ in sorted(enum.values, key=lambda nv: nv[1])]
-        if 1 <= value <= len(ordered):
-            return f"cub::{ordered[value - 1]}"
+    if isinstance(value, (str, Enum)):
+        key = value.name if isinstance(value, Enum) else value.strip()
+        name = key.upper() if key.upper() in names else short.get(key.lower())
+    else:
+        in_range = is_whole(value) and 1 <= value <= len(names)
+        name = sorted(enum.values, key=lambda nv: nv[1])[value - 1][0] if in_range else None
+    if name is not None:
+        return f"cub::{name}"
     allowed = ", ".join(repr(s) for s in short)
     raise CoopgenError(f"{prim}: unknown {keyword}={value!r}; allowed: {allowed} (or 1 to "
                        f"{len(names)}, in that order)")

@@ -41,7 +41,7 @@ def _build() -> tuple[dict, dict]:
     algorithms = {e.name: _algorithm_enum(e) for e in pkg.ENUMS}
     selectors: dict = {"block": {}, "warp": {}}
     for row in pkg.PYTHONIC:
-        if getattr(row, "enum", None):
+        if row.enum:
             keys = dict.fromkeys(sel for sel, _ in row.methods)
             selectors[row.scope][row.enum] = CoopEnum(
                 row.enum, [(k, i + 1) for i, k in enumerate(keys)], module="coopgen.enums",
