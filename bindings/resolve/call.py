@@ -25,8 +25,8 @@ def _literal(prim: str, key: str, ty):
     """The Python value of a template keyword argument, which must be a compile-time constant."""
     if isinstance(ty, (Literal, Omitted)):
         return ty.value
-    if isinstance(ty, Tuple) and all(isinstance(t, Literal) for t in ty):
-        return tuple(t.value for t in ty)
+    if isinstance(ty, Tuple) and all(isinstance(t, Literal) for t in ty.items):
+        return tuple(t.value for t in ty.items)
     if isinstance(ty, DtypeValue):
         return ty.dtype
     raise CoopgenError(f"{prim}: {key}= must be a compile-time constant, got {ty}")

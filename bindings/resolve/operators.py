@@ -6,6 +6,7 @@ and the shim wraps in a functor of the shape CUB expects. A stateful operator is
 from __future__ import annotations
 
 import hashlib
+import importlib
 import operator
 import re
 from dataclasses import dataclass
@@ -93,7 +94,6 @@ def identity_of(op_ty, dtype) -> object | None:
         np_type = np.dtype(dtype.name).type
         info = np.finfo(np_type) if kind == "float" else np.iinfo(np_type)
     except (TypeError, ValueError):
-        import importlib
         try:
             info = importlib.import_module("ml_dtypes").finfo(np_type)
         except (ImportError, UnboundLocalError, ValueError):
@@ -108,16 +108,14 @@ def as_operator(prim: str, p, ty) -> Operator | None:
     kind = p.base
     if kind == "DecomposerT":
         return _decomposer(prim, p, ty)
-    state = None
-    if isinstance(ty, Tuple) and len(ty) == 2 and isinstance(ty[0], Function) \
-            and ty[0].builtin is None and isinstance(ty[1], Array):
-        fn, state = ty[0], ty[1]
+    fn, state = ty, None
+    if isinstance(ty, Tuple) and len(ty.items) == 2 and isinstance(ty.items[0], Function) \
+            and ty.items[0].builtin is None and isinstance(ty.items[1], Array):
+        fn, state = ty.items
     elif p.role == "prefix_callback" and isinstance(ty, Array) and ty.stateful is not None:
         # cuda.coop's spelling: the state array alone; its dtype names the function (for
         # prefix callbacks only: any other operator given an array is a wrong call)
         return Operator(kind, p.name, None, ty.stateful, ty, ty.stateful.argcount - 1)
-    else:
-        fn = ty
     name = _name_of(fn)
     if name is not None:
         table = BUILTINS.get(kind, {})
@@ -142,7 +140,7 @@ def _decomposer(prim: str, p, ty) -> Operator | None:
     """CUB's decomposer returns a tuple of references to the key's members. From Python it is
     the tuple of field names of the record key to sort by, most significant first."""
     names = []
-    for t in (list(ty) if isinstance(ty, Tuple) else [ty]):
+    for t in (ty.items if isinstance(ty, Tuple) else [ty]):
         if isinstance(t, Literal) and isinstance(t.value, str):
             names.append(t.value)
         elif isinstance(t, Function):
@@ -155,15 +153,6 @@ def _decomposer(prim: str, p, ty) -> Operator | None:
     return Operator("DecomposerT", p.name, None, None, None, 0, tuple(names)) if names else None
 
 
-def _functor_signature(op: Operator, dtypes: dict, t) -> tuple:
-    """(argument types, result type) of the functor CUB calls for an operator of ``op.kind``."""
-    key, difference = dtypes.get("KeyT", t), dtypes.get("OutputType", dtypes.get("OutputT", t))
-    return {"ReductionOp": ((t, t), t), "ScanOp": ((t, t), t), "CompareOp": ((key, key), BOOL),
-            "FlagOp": ((t, t, INT32)[:op.arity], BOOL), "DifferenceOpT": ((t, t), difference),
-            "DigitExtractorT": ((dtypes.get("UnsignedBits"),), UINT32),
-            "CountsCallback": ((Pointer(INT32),), VOID)}.get(op.kind, ((t,), t))  # prefix op
-
-
 def _user_struct(t) -> bool:
     return isinstance(t, Struct) and not t.record
 
@@ -171,14 +160,20 @@ def _user_struct(t) -> bool:
 def operator_signatures(prim: str, r) -> dict[int, tuple]:
     """(argtypes, restype) of each Python operator, from the kind of functor CUB expects.
     Raises CoopgenError for an operator whose arity does not fit the dtypes."""
-    first_type = r.cls.value_type.name if r.cls.value_type else None
     dtypes = argument_dtypes(r)
+    t = dtypes.get(r.cls.value_type.name if r.cls.value_type else None)
+    key, difference = dtypes.get("KeyT", t), dtypes.get("OutputType", dtypes.get("OutputT", t))
     out = {}
     for i, b in enumerate(r.bindings):
         op = b.operator
         if op is None or op.function is None:
             continue
-        args, res = _functor_signature(op, dtypes, dtypes.get(first_type))
+        # the functor CUB calls for an operator of this kind (else a prefix callback)
+        args, res = {
+            "ReductionOp": ((t, t), t), "ScanOp": ((t, t), t), "CompareOp": ((key, key), BOOL),
+            "FlagOp": ((t, t, INT32)[:op.arity], BOOL), "DifferenceOpT": ((t, t), difference),
+            "DigitExtractorT": ((dtypes.get("UnsignedBits"),), UINT32),
+            "CountsCallback": ((Pointer(INT32),), VOID)}.get(op.kind, ((t,), t))
         fn = op.function.name
         if _user_struct(res):
             # a user-defined struct type: cuda.coop's op(out, a, b) on pointers, writing out[0]
@@ -239,9 +234,6 @@ def decomposer_fields(prim: str, r, op) -> list[tuple[str, int]]:
 def check_operators(prim: str, r) -> None:
     """Everything about the call's operators that can be known before lowering."""
     operator_signatures(prim, r)
-    for b in r.bindings:
-        if b.operator is not None and b.operator.fields:
-            decomposer_fields(prim, r, b.operator)
     # Items of a struct type (records, numba struct types) are opaque bytes to C++: CUB's
     # built-in operators, and its sums (which add with +), cannot work on them; complex
     # numbers, floating point numbers and vector types lack some of them (UNDEFINED).
@@ -250,6 +242,8 @@ def check_operators(prim: str, r) -> None:
     undefined, why = UNDEFINED.get(getattr(item, "kind", None), ((), ""))  # structs: no kind
     struct = item is not None and is_struct(item)
     for b in r.bindings:
+        if b.operator is not None and b.operator.fields:
+            decomposer_fields(prim, r, b.operator)
         builtin = b.operator.builtin if b.operator is not None else None
         if builtin in undefined:
             raise CoopgenError(f"{prim}: {b.param.name}={_NAME[builtin]!r} is not defined for "

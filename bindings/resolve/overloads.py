@@ -67,7 +67,18 @@ def resolve(prim: str, cls: ClassSpec, methods: tuple[MSpec, ...], args: tuple, 
     Python values (items_per_thread=16); ``alternatives``: a keyword's CUB spellings where
     overloads differ."""
     if temp_storage is not None:
-        _check_temp_storage(prim, cls, temp_storage[1])
+        ty = temp_storage[1]
+        if cls.temp_storage == "none":
+            raise CoopgenError(f"{prim}: takes no temp_storage (CUB's {cls.name} has none)")
+        if isinstance(ty, Array) and ty.space not in (None, "shared"):
+            raise CoopgenError(f"{prim}: temp_storage={ty} is a thread's own array: each "
+                               f"thread would get its own copy, but the threads share the "
+                               f"storage, in shared memory: use cuda.shared.array(nbytes, "
+                               f"np.uint8), coopgen.shared.array or a coopgen.TempStorage")
+        if not isinstance(ty, Storage) and (not isinstance(ty, Array) or ty.dtype != UINT8):
+            raise CoopgenError(f"{prim}: temp_storage must be a coopgen.TempStorage or a uint8 "
+                               f"array in shared memory (coopgen.shared.array(nbytes, "
+                               f"np.uint8)), got {ty}")
     known = {p.name for m in methods for p in m.params}
     alternatives = alternatives or {}
     unknown = sorted(k for k in kws if not known.intersection(alternatives.get(k, (k,))))
@@ -91,15 +102,8 @@ def resolve(prim: str, cls: ClassSpec, methods: tuple[MSpec, ...], args: tuple, 
             unassignable.setdefault(*why)
         for positional in candidates:
             try:
-                r = _bind(Attempt(prim, cls, method), args, spelled, positional, template_kws,
-                          block_dims, pinned)
-                if method.excluded:
-                    raise CoopgenError(f"{prim}: {method.signature} is not bound: "
-                                       f"{method.excluded}")
-                if temp_storage is not None:
-                    r = dataclasses.replace(r, temp_storage="explicit",
-                                            temp_storage_arg=temp_storage)
-                return r
+                return _bind(Attempt(prim, cls, method), args, spelled, positional,
+                             template_kws, block_dims, pinned, temp_storage)
             except Mismatch as e:
                 mismatches.append(str(e))
             except NoMatch as e:
@@ -126,23 +130,8 @@ def resolve(prim: str, cls: ClassSpec, methods: tuple[MSpec, ...], args: tuple, 
     raise CoopgenError("\n".join(lines))
 
 
-def _check_temp_storage(prim: str, cls: ClassSpec, ty) -> None:
-    if cls.temp_storage == "none":
-        raise CoopgenError(f"{prim}: takes no temp_storage (CUB's {cls.name} has none)")
-    if isinstance(ty, Storage):
-        return
-    if isinstance(ty, Array) and ty.space not in (None, "shared"):
-        raise CoopgenError(f"{prim}: temp_storage={ty} is a thread's own array: each thread "
-                           f"would get its own copy, but the threads share the storage, in "
-                           f"shared memory: use cuda.shared.array(nbytes, np.uint8), "
-                           f"coopgen.shared.array or a coopgen.TempStorage")
-    if not isinstance(ty, Array) or ty.dtype != UINT8:
-        raise CoopgenError(f"{prim}: temp_storage must be a coopgen.TempStorage or a uint8 "
-                           f"array in shared memory (coopgen.shared.array(nbytes, np.uint8)), "
-                           f"got {ty}")
-
-
-def _bind(att: Attempt, args, kws, positional, template_kws, block_dims, pinned) -> Plan:
+def _bind(att: Attempt, args, kws, positional, template_kws, block_dims, pinned,
+          temp_storage) -> Plan:
     prim, cls, method, params = att.prim, att.cls, att.method, att.method.params
     index = {p.name: i for i, p in enumerate(params)}
     # parameter -> (index among the call's arguments, description)
@@ -175,13 +164,16 @@ def _bind(att: Attempt, args, kws, positional, template_kws, block_dims, pinned)
         returns.insert(0, ("return", dt, cpp.ctype(dt, prim, "return value")))
     method_extents = tuple((name, n) for name, (n, _) in sorted(att.extents.items())
                            if name not in {t.name for t in cls.template_params})
-    storage = cls.temp_storage != "none" or any(p.role == "temp_storage" for p in params)
+    implicit = cls.temp_storage != "none" or any(p.role == "temp_storage" for p in params)
     plan = Plan(cls, method, tuple(bindings), targs, method_extents, tuple(returns), block,
-                "implicit" if storage else "none", operators)
+                "explicit" if temp_storage is not None else "implicit" if implicit else "none",
+                operators, temp_storage)
     try:
         check_operators(prim, plan)
     except CoopgenError as e:  # definite, but another overload may still match
         raise Mismatch(str(e)) from None
+    if method.excluded:
+        raise CoopgenError(f"{prim}: {method.signature} is not bound: {method.excluded}")
     return plan
 
 

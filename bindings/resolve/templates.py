@@ -38,7 +38,14 @@ def template_args(att: Attempt, cls: ClassSpec, kw: dict, block_dims, enums,
     method is being called: they are fixed, and arguments that imply others are an error."""
     prim = att.prim
     if pinned:
-        return _pinned_args(att, cls, pinned), block_dims
+        for t in cls.template_params:
+            mine = (cpp.ctype(att.dtypes[t.name], prim, t.name)
+                    if t.kind == "type" and t.name in att.dtypes
+                    else str(att.extents[t.name][0]) if t.name in att.extents else pinned[t.name])
+            if mine != pinned[t.name]:
+                raise Mismatch(f"{prim}: the arguments give {t.name} = {mine}, but the "
+                               f"{cls.name} object was built with {t.name} = {pinned[t.name]}")
+        return tuple((t, pinned[t.name]) for t in cls.template_params), block_dims
     given = dict(kw)
     use_alias(prim, given, "threads_in_warp", "logical_warp_threads")
     if cls.value_type is not None:
@@ -129,19 +136,6 @@ def same_value(a, b) -> bool:
         return cpp.as_dtype(a, "", "") == cpp.as_dtype(b, "", "")
     except (CoopgenError, TypeError, ValueError):
         return False
-
-
-def _pinned_args(att: Attempt, cls: ClassSpec, pinned: dict):
-    for t in cls.template_params:
-        value = pinned[t.name]
-        if t.kind == "type" and t.name in att.dtypes:
-            mine = cpp.ctype(att.dtypes[t.name], att.prim, t.name)
-        else:
-            mine = str(att.extents[t.name][0]) if t.name in att.extents else value
-        if mine != value:
-            raise Mismatch(f"{att.prim}: the arguments give {t.name} = {mine}, but the "
-                           f"{cls.name} object was built with {t.name} = {value}")
-    return tuple((t, pinned[t.name]) for t in cls.template_params)
 
 
 def _apply_items_per_thread(att: Attempt, cls: ClassSpec, ipt) -> None:

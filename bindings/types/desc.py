@@ -109,15 +109,6 @@ class Literal:
 class Tuple:
     items: tuple
 
-    def __iter__(self):
-        return iter(self.items)
-
-    def __len__(self):
-        return len(self.items)
-
-    def __getitem__(self, i):
-        return self.items[i]
-
     def __str__(self):
         return f"({', '.join(map(str, self.items))})"
 
