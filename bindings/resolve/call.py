@@ -21,17 +21,6 @@ from .plan import Plan
 from .templates import class_template_args, same_value
 
 
-def _literal(prim: str, key: str, ty):
-    """The Python value of a template keyword argument, which must be a compile-time constant."""
-    if isinstance(ty, (Literal, Omitted)):
-        return ty.value
-    if isinstance(ty, Tuple) and all(isinstance(t, Literal) for t in ty.items):
-        return tuple(t.value for t in ty.items)
-    if isinstance(ty, DtypeValue):
-        return ty.dtype
-    raise CoopgenError(f"{prim}: {key}= must be a compile-time constant, got {ty}")
-
-
 @dataclasses.dataclass
 class SplitCall:
     """A call's arguments sorted for the resolver: positionals (faithful surface only),
@@ -72,8 +61,15 @@ def split_call(p: Entry, args: tuple, kws: dict) -> SplitCall:
             raise CoopgenError(f"{p.name}: {p.refused[name]}")
         if name == "temp_storage":
             split.storage = (origin, ty)
-        elif name in tkw_names or name in bit_range:
-            value = _literal(p.name, name, ty)
+        elif name in tkw_names or name in bit_range:  # must be a compile-time constant
+            if isinstance(ty, (Literal, Omitted)):
+                value = ty.value
+            elif isinstance(ty, Tuple) and all(isinstance(t, Literal) for t in ty.items):
+                value = tuple(t.value for t in ty.items)
+            elif isinstance(ty, DtypeValue):
+                value = ty.dtype
+            else:
+                raise CoopgenError(f"{p.name}: {name}= must be a compile-time constant, got {ty}")
             if name in p.fixed and not same_value(p.fixed[name], value):
                 raise CoopgenError(f"{p.name}: {name}={value!r}, but this object was made "
                                        f"with {name}={p.fixed[name]!r}")

@@ -107,7 +107,20 @@ def as_operator(prim: str, p, ty) -> Operator | None:
     """The Operator a call passes for parameter ``p`` (None when ``ty`` is not an operator)."""
     kind = p.base
     if kind == "DecomposerT":
-        return _decomposer(prim, p, ty)
+        # CUB's decomposer returns a tuple of references to the key's members; from Python it
+        # is the tuple of field names of the record key to sort by, most significant first
+        names = []
+        for t in (ty.items if isinstance(ty, Tuple) else [ty]):
+            if isinstance(t, Literal) and isinstance(t.value, str):
+                names.append(t.value)
+            elif isinstance(t, Function):
+                raise CoopgenError(
+                    f"{prim}: {p.name} must name the key's fields, e.g. ('a', 'b'): a decomposer "
+                    f"returns references to the key's members, and a device function returns "
+                    f"values, not references")
+            else:
+                return None
+        return Operator(kind, p.name, None, None, None, 0, tuple(names)) if names else None
     fn, state = ty, None
     if isinstance(ty, Tuple) and len(ty.items) == 2 and isinstance(ty.items[0], Function) \
             and ty.items[0].builtin is None and isinstance(ty.items[1], Array):
@@ -134,23 +147,6 @@ def as_operator(prim: str, p, ty) -> Operator | None:
         raise CoopgenError(f"{prim}: {p.name}={fn.name} takes {n} argument(s){extra}; a {kind} "
                            f"takes {want}")
     return Operator(kind, p.name, None, fn, state, n)
-
-
-def _decomposer(prim: str, p, ty) -> Operator | None:
-    """CUB's decomposer returns a tuple of references to the key's members. From Python it is
-    the tuple of field names of the record key to sort by, most significant first."""
-    names = []
-    for t in (ty.items if isinstance(ty, Tuple) else [ty]):
-        if isinstance(t, Literal) and isinstance(t.value, str):
-            names.append(t.value)
-        elif isinstance(t, Function):
-            raise CoopgenError(
-                f"{prim}: {p.name} must name the key's fields, e.g. ('a', 'b'): a decomposer "
-                f"returns references to the key's members, and a device function returns "
-                f"values, not references")
-        else:
-            return None
-    return Operator("DecomposerT", p.name, None, None, None, 0, tuple(names)) if names else None
 
 
 def _user_struct(t) -> bool:

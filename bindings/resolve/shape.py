@@ -27,11 +27,6 @@ def is_operator(ty) -> bool:
         or (isinstance(ty, Other) and ty.callable)
 
 
-def is_scalar(ty) -> bool:
-    """One item (a number, a record, a struct), not an array or a tuple."""
-    return isinstance(ty, (Scalar, Struct, Literal, Other)) and not is_operator(ty)
-
-
 #: Accepted by every function for cuda.coop's sake and not needed: ``methods=`` gives a user
 #: type's C++ construct/assign code, but C++ only copies coopgen's opaque struct of its bytes.
 NOT_NEEDED = frozenset({"methods"})
@@ -93,7 +88,9 @@ class CallShape:
         if self.slots is None:
             raise ValueError("name_arguments needs positional slots")
         slots = list(self.slots)
-        if self.scalar_output in slots and args and is_scalar(args[0]):
+        # one item (a number, a record, a struct) first, not an array or a tuple
+        if self.scalar_output in slots and args and not is_operator(args[0]) \
+                and isinstance(args[0], (Scalar, Struct, Literal, Other)):
             slots.remove(self.scalar_output)
         for i, a in enumerate(args):
             # a value that cannot fill a slot goes to the next one: an operator is no per-thread

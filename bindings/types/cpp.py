@@ -133,30 +133,26 @@ def short_name(name: str, names: list[str]) -> str:
     return name[len(prefix):] or name
 
 
-def enum_spelling(prim: str, keyword: str, enum, value) -> str:
-    """"warp_transpose", "BLOCK_LOAD_WARP_TRANSPOSE", an enum member of that name
-    (coopgen.enums) or its int -> cub::BLOCK_LOAD_WARP_TRANSPOSE. Members map by name and ints
-    count from 1 in CUB's order, as cuda.coop's IntEnums do (CUB's own values start at 0)."""
-    names = [n for n, _ in enum.values]
-    short = {short_name(n, names).lower(): n for n in names}
-    if isinstance(value, (str, Enum)):
-        key = value.name if isinstance(value, Enum) else value.strip()
-        name = key.upper() if key.upper() in names else short.get(key.lower())
-    else:
-        in_range = is_whole(value) and 1 <= value <= len(names)
-        name = sorted(enum.values, key=lambda nv: nv[1])[value - 1][0] if in_range else None
-    if name is not None:
-        return f"cub::{name}"
-    allowed = ", ".join(repr(s) for s in short)
-    raise CoopgenError(f"{prim}: unknown {keyword}={value!r}; allowed: {allowed} (or 1 to "
-                       f"{len(names)}, in that order)")
-
-
 def template_value(prim: str, tparam, value, enums) -> str:
-    """A template keyword's Python value -> its C++ template argument."""
+    """A template keyword's Python value -> its C++ template argument. An enum's value is
+    "warp_transpose", "BLOCK_LOAD_WARP_TRANSPOSE", an enum member of that name (coopgen.enums)
+    or its int -> cub::BLOCK_LOAD_WARP_TRANSPOSE: members map by name and ints count from 1 in
+    CUB's order, as cuda.coop's IntEnums do (CUB's own values start at 0)."""
     enum = enums.get(tparam.cpp_type)
     if enum is not None:
-        return enum_spelling(prim, tparam.keyword, enum, value)
+        names = [n for n, _ in enum.values]
+        short = {short_name(n, names).lower(): n for n in names}
+        if isinstance(value, (str, Enum)):
+            key = value.name if isinstance(value, Enum) else value.strip()
+            name = key.upper() if key.upper() in names else short.get(key.lower())
+        else:
+            in_range = is_whole(value) and 1 <= value <= len(names)
+            name = sorted(enum.values, key=lambda nv: nv[1])[value - 1][0] if in_range else None
+        if name is None:
+            raise CoopgenError(f"{prim}: unknown {tparam.keyword}={value!r}; allowed: "
+                               f"{', '.join(repr(s) for s in short)} (or 1 to {len(names)}, "
+                               f"in that order)")
+        return f"cub::{name}"
     if tparam.cpp_type == "bool":
         if not isinstance(value, (bool, np.bool_)):
             raise CoopgenError(f"{prim}: {tparam.keyword}={value!r} must be True or False")

@@ -26,19 +26,17 @@ class AlgorithmEnum(CoopEnum):
         return f"::cub::{self.cub_name}"
 
 
-def _algorithm_enum(spec) -> type:
-    names = [n for n, _ in sorted(spec.values, key=lambda nv: nv[1])]
-    members = [(short_name(n, names), i + 1) for i, n in enumerate(names)]
-    cls = AlgorithmEnum(spec.name, members, module="coopgen.enums", qualname=spec.name)
-    for member, cub in zip(cls, names):
-        member.cub_name = cub
-    return cls
-
-
 def _build() -> tuple[dict, dict]:
     """({name: enum} of CUB's enums, {scope: {name: enum}} of the selector enums)."""
     pkg = registry.package()
-    algorithms = {e.name: _algorithm_enum(e) for e in pkg.ENUMS}
+    algorithms = {}
+    for spec in pkg.ENUMS:
+        names = [n for n, _ in sorted(spec.values, key=lambda nv: nv[1])]
+        members = [(short_name(n, names), i + 1) for i, n in enumerate(names)]
+        algorithms[spec.name] = AlgorithmEnum(spec.name, members, module="coopgen.enums",
+                                              qualname=spec.name)
+        for member, cub in zip(algorithms[spec.name], names):
+            member.cub_name = cub
     selectors: dict = {"block": {}, "warp": {}}
     for row in pkg.PYTHONIC:
         if row.enum:
