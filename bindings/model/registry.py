@@ -1,5 +1,4 @@
-"""The generated bindings in use: one lock entry's package (the lock's default unless COOPGEN_CCCL
-says)."""
+"""The generated bindings in use: one lock entry's package (the default, or COOPGEN_CCCL's)."""
 from __future__ import annotations
 
 import functools
@@ -46,7 +45,6 @@ def include_dir():
     from coopgen.generator import headers
 
     pkg = package()
-    entry = headers.LockEntry(cccl=pkg.CCCL, wheel=pkg.WHEEL, wheel_file=pkg.WHEEL_FILE,
-                              wheel_sha256=pkg.WHEEL_SHA256, headers_digest=pkg.HEADERS_DIGEST,
-                              header_files=0)
+    entry = headers.LockEntry(pkg.CCCL, pkg.WHEEL, pkg.WHEEL_FILE, pkg.WHEEL_SHA256,
+                              pkg.HEADERS_DIGEST, header_files=0)
     return headers.installed_wheel_root(entry) or headers.locate(entry).include_root

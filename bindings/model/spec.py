@@ -1,5 +1,4 @@
-"""Declarative specs that the generated modules are made of (one ``ClassSpec`` each); no logic
-lives here."""
+"""Declarative specs the generated modules are made of (one ``ClassSpec`` each); no logic."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -121,9 +120,9 @@ class LimitSpec:
 
 #: Parameter roles the runtime binds (coopgen.resolve implements each; a test checks it).
 BINDABLE_ROLES = frozenset({
-    "input_array", "output_array", "inout_array", "input_scalar", "output_scalar",
-    "inout_scalar", "count", "iterator_in", "iterator_out", "memory_inout", "operator",
-    "prefix_callback", "temp_storage", "range_input", "range_output"})
+    "input_array", "output_array", "inout_array", "input_scalar", "output_scalar", "inout_scalar",
+    "count", "iterator_in", "iterator_out", "memory_inout", "operator", "prefix_callback",
+    "temp_storage", "range_input", "range_output"})
 
 #: Functor parameter types the runtime can build from Python (coopgen.operators).
 OPERATOR_KINDS = frozenset({"ReductionOp", "ScanOp", "CompareOp", "FlagOp", "DifferenceOpT",

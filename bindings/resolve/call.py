@@ -1,8 +1,6 @@
 """A call of an entry point -> its plan: the call shape names the arguments, template keywords
-are read as constants, constants the call passes by itself are added (fixed operators, an
-identity initial value, a digit extractor), and the overload is resolved. ``origins`` map back
-to the call's folded arguments, then the added constants.
-"""
+are read as constants, the constants the call passes by itself (fixed operators, an identity
+initial value, a digit extractor) are added, and the overload is resolved."""
 from __future__ import annotations
 
 import dataclasses
@@ -115,9 +113,8 @@ def _drop_only(p: Entry, split: SplitCall) -> None:
         given = ty.value if isinstance(ty, Literal) else ty
         if given != value:
             names = ", ".join(sorted({m.name for m in methods}))
-            raise CoopgenError(f"{p.name}: {name}={given} is not supported by CUB's "
-                               f"{p.cls.name}::{names}, which takes no {name} ({name}={value!r} "
-                               f"only)")
+            raise CoopgenError(f"{p.name}: {name}={given} is not supported by CUB's {p.cls.name}"
+                               f"::{names}, which takes no {name} ({name}={value!r} only)")
         del split.origins[len(split.args) + list(split.mkws).index(name)]
         del split.mkws[name]
 
@@ -162,9 +159,8 @@ def _check_since(p: Entry, mkws: dict) -> None:
     for name, version in p.shape.since.items():
         cub = p.shape.rename.get(name, name)
         if cub in mkws and cub not in have:
-            raise CoopgenError(
-                f"{p.name}: {name}= needs CCCL {version} or newer (this is CCCL "
-                f"{registry.package().CCCL}); set COOPGEN_CCCL={version} to use it")
+            raise CoopgenError(f"{p.name}: {name}= needs CCCL {version} or newer (this is CCCL "
+                               f"{registry.package().CCCL}); set COOPGEN_CCCL={version} to use it")
 
 
 def _resolved(p: Entry, split: SplitCall, methods, **kws) -> Plan:
@@ -206,8 +202,7 @@ def _resolve_split(p: Entry, split: SplitCall, block_dims=None) -> Plan:
 
 def _with_storage(methods, storage: bool) -> tuple:
     """The overloads that take a TempStorage& (``storage``), or those that do not."""
-    return tuple(m for m in methods
-                 if any(x.role == "temp_storage" for x in m.params) == storage)
+    return tuple(m for m in methods if any(x.role == "temp_storage" for x in m.params) == storage)
 
 
 def resolve_object(p: Entry, args: tuple, kws: dict):

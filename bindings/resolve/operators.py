@@ -1,8 +1,7 @@
 """Operators: CUB's built-in functors by name, or Python functions (``Function``), which the
 backend compiles with :func:`operator_signatures`' C signature under :meth:`Operator.symbol`
 and the shim wraps in a functor of the shape CUB expects. A stateful operator is a
-``(function, state_array)`` pair: the functor holds the state's pointer, passed first.
-"""
+``(function, state_array)`` pair: the functor holds the state's pointer, passed first."""
 from __future__ import annotations
 
 import hashlib
@@ -174,9 +173,9 @@ def operator_signatures(prim: str, r) -> dict[int, tuple]:
         if _user_struct(res):
             # a user-defined struct type: cuda.coop's op(out, a, b) on pointers, writing out[0]
             if op.arity != len(args) + 1:
-                raise CoopgenError(
-                    f"{prim}: {op.param}={fn} works on {res}: it must take {len(args) + 1} "
-                    f"pointers, op(out, a, b), and write its result to out[0]")
+                raise CoopgenError(f"{prim}: {op.param}={fn} works on {res}: it must take "
+                                   f"{len(args) + 1} pointers, op(out, a, b), and write its "
+                                   f"result to out[0]")
             args, res = (Pointer(res),) + tuple(Pointer(a) for a in args), VOID
         elif any(_user_struct(a) for a in args):
             # struct operands of an operator with another result (a comparison, a flag):

@@ -1,7 +1,6 @@
 """Overload resolution: argument descriptions -> the plan of one CUB call. Arguments are
 matched to each overload's parameters and roles and fix its dtypes and extents; all that can be
-known before C++ is written is checked, and every error names the primitive and the parameter.
-"""
+known before C++ is written is checked, and every error names the primitive and the parameter."""
 from __future__ import annotations
 
 import dataclasses
@@ -118,8 +117,7 @@ def resolve(prim: str, cls: ClassSpec, methods: tuple[MSpec, ...], args: tuple, 
         raise CoopgenError(f"{prim}: missing required argument {unassignable['missing']!r} "
                            f"(overloads: {overloads})")
     if not reasons and "too_many" in unassignable and not lacks_keyword:
-        most = max(len(_slots(m, set(spelled_for(m, kws, alternatives)))[0])
-                   for m in methods)
+        most = max(len(_slots(m, set(spelled_for(m, kws, alternatives)))[0]) for m in methods)
         raise CoopgenError(f"{prim}: takes at most {most} positional argument(s) here, got "
                            f"{len(args)} (overloads: {overloads})")
     given = ", ".join([str(a) for a in args] + [f"{k}={v}" for k, v in kws.items()])
@@ -201,9 +199,8 @@ def _pointer_elem(att: Attempt, p: PSpec, ty):
     extent = p.extent if per_thread else None
     if role in RANGE_ROLES:
         if ty.length is None:
-            raise Mismatch(f"{att.prim}: {p.name} must have a compile-time length: "
-                           f"allocate it with coopgen.local.array(n, dtype) or "
-                           f"coopgen.shared.array")
+            raise Mismatch(f"{att.prim}: {p.name} must have a compile-time length: allocate it "
+                           f"with coopgen.local.array(n, dtype) or coopgen.shared.array")
         # CUB wants the range's elements to be the class's value type.
         att.need_dtype(att.cls.value_type.name, elem, p.name)
     elif role == "memory_inout":

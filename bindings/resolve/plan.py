@@ -1,8 +1,6 @@
-"""The plan of one primitive call: which CUB overload, how each C++ parameter is supplied, the
-template arguments, what comes back and what storage it needs. Pure data: argument types are
-coopgen's descriptions (coopgen.types.desc) and C++ spellings; the backend lowers it and
-coopgen.codegen writes its C++ from it.
-"""
+"""The plan of one primitive call: the CUB overload, how each C++ parameter is supplied, the
+template arguments, what comes back and what storage it needs. Pure data (descriptions and C++
+spellings): the backend lowers it and coopgen.codegen writes its C++ from it."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field

@@ -2,9 +2,7 @@
 positionals take the names of ``args`` (kernels), ``host`` (two-phase constructors) or
 ``instance`` (two-phase objects) in order (an unnamed one is an error, never dropped); names are
 then spelled as CUB spells them, omitted in-place outputs get their input again, defaults fill
-the rest. The resolver then sees keywords only: ``block.load(src, dst, 4)`` means
-items_per_thread=4, as in cuda.coop.
-"""
+the rest. So ``block.load(src, dst, 4)`` means items_per_thread=4, as in cuda.coop."""
 from __future__ import annotations
 
 import dataclasses
@@ -64,8 +62,7 @@ class CallShape:
         rename.update({k: v[0] if len(v) == 1 else v for k, v in row.rename})
         return cls(prim, row.args, rename, dict(row.defaults), dict(row.inplace),
                    dict(row.fixed), dict(row.since), frozenset(row.deduced) | NOT_NEEDED,
-                   row.identity, row.digits, row.scalar_output,
-                   only=dict(row.only))
+                   row.identity, row.digits, row.scalar_output, only=dict(row.only))
 
     def with_slots(self, slots) -> "CallShape":
         return dataclasses.replace(self, slots=None if slots is None else tuple(slots))
@@ -103,8 +100,7 @@ class CallShape:
                 del slots[i]
         if len(args) > len(slots):
             raise error(f"{self.prim}: takes at most {len(slots)} positional arguments "
-                        f"({', '.join(slots)}), got {len(args)}; pass the others by "
-                        f"keyword")
+                        f"({', '.join(slots)}), got {len(args)}; pass the others by keyword")
         given = [(slots[i], a, i) for i, a in enumerate(args)]
         given += [(k, v, len(args) + j) for j, (k, v) in enumerate(kws.items())]
         out, seen = [], {}

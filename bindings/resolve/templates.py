@@ -17,8 +17,7 @@ def whole_number(prim: str, keyword: str, value, low: int, high: int | None = No
     """A template keyword's integer value, checked against [low, high]."""
     if not cpp.is_whole(value) or value < low or (high is not None and value > high):
         allowed = f"from {low} to {high}" if high is not None else f"of at least {low}"
-        raise Mismatch(f"{prim}: {keyword}={value!r} is not allowed; it takes an integer "
-                        f"{allowed}")
+        raise Mismatch(f"{prim}: {keyword}={value!r} is not allowed; it takes an integer {allowed}")
     return int(value)
 
 

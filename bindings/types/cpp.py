@@ -149,9 +149,9 @@ def template_value(prim: str, tparam, value, enums) -> str:
             in_range = is_whole(value) and 1 <= value <= len(names)
             name = sorted(enum.values, key=lambda nv: nv[1])[value - 1][0] if in_range else None
         if name is None:
-            raise CoopgenError(f"{prim}: unknown {tparam.keyword}={value!r}; allowed: "
-                               f"{', '.join(repr(s) for s in short)} (or 1 to {len(names)}, "
-                               f"in that order)")
+            allowed = ", ".join(map(repr, short))
+            raise CoopgenError(f"{prim}: unknown {tparam.keyword}={value!r}; allowed: {allowed} "
+                               f"(or 1 to {len(names)}, in that order)")
         return f"cub::{name}"
     if tparam.cpp_type == "bool":
         if not isinstance(value, (bool, np.bool_)):

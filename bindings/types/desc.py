@@ -1,7 +1,6 @@
 """What a primitive call passes, described without the backend's type objects (see
 lower.describe). They compare by what matters to C++; ``text`` is the backend's spelling, for
-messages; ``ref`` the backend's object, carried through the plan untouched.
-"""
+messages; ``ref`` the backend's object, carried through the plan untouched."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field

@@ -1,8 +1,7 @@
 """cuda.coop's enums, built from the generated bindings: ``BlockLoadAlgorithm``, ... from CUB's
 enums (members without the shared prefix, values from 1 in CUB's order as cuda.coop's, ``str``
 CUB's spelling); ``BlockExchangeType``, ... from a Pythonic row's selector keys. Members are
-mapped BY NAME, never by value (cuda.coop's are CUB's + 1); in kernels they are constants.
-"""
+mapped BY NAME, never by value (cuda.coop's are CUB's + 1); in kernels they are constants."""
 from __future__ import annotations
 
 import enum
