@@ -96,7 +96,13 @@ def split_call(p: Entry, args: tuple, kws: dict) -> SplitCall:
     if shape is not None:
         for k, v in shape.defaults_for(set(split.tkws) | set(split.mkws)).items():
             split.tkws.setdefault(k, v)
-        _check_since(p, split.mkws)
+        # an argument only newer CUB has: say which CCCL to select, rather than 'unknown'
+        have = {x.name for ms in p.methods.values() for m in ms for x in m.params}
+        for name, version in shape.since.items():
+            if shape.rename.get(name, name) in split.mkws.keys() - have:
+                raise CoopgenError(f"{p.name}: {name}= needs CCCL {version} or newer (this is "
+                                   f"CCCL {registry.package().CCCL}); set COOPGEN_CCCL={version} "
+                                   f"to use it")
         _drop_only(p, split)
         _inject_identity(p, split)
     return split
@@ -151,16 +157,6 @@ def _inject_identity(p: Entry, split: SplitCall) -> None:
         value = np.dtype(dtype.name).type(0)
     if value is not None:
         split.add_constant(target, value)
-
-
-def _check_since(p: Entry, mkws: dict) -> None:
-    """An argument only newer CUB has: say which CCCL to select, rather than 'unknown'."""
-    have = {x.name for ms in p.methods.values() for m in ms for x in m.params}
-    for name, version in p.shape.since.items():
-        cub = p.shape.rename.get(name, name)
-        if cub in mkws and cub not in have:
-            raise CoopgenError(f"{p.name}: {name}= needs CCCL {version} or newer (this is CCCL "
-                               f"{registry.package().CCCL}); set COOPGEN_CCCL={version} to use it")
 
 
 def _resolved(p: Entry, split: SplitCall, methods, **kws) -> Plan:

@@ -82,8 +82,7 @@ def _name_of(ty) -> str | None:
 
 def identity_of(op_ty, dtype) -> object | None:
     """A built-in operator's identity for ``dtype`` as a numpy scalar, or None. (cuda.coop seeds
-    scans with Python functions from 0, wrong for a product or a max: those need
-    initial_value=.)"""
+    scans with Python functions from 0, wrong for a product or a max: give initial_value=.)"""
     functor = _ARITH.get(_name_of(op_ty))
     kind = dtype.kind if isinstance(dtype, Scalar) else None
     if functor is None or kind not in ("int", "uint", "float") \
@@ -141,10 +140,9 @@ def as_operator(prim: str, p, ty) -> Operator | None:
     n = fn.argcount - (1 if state is not None else 0)
     allowed = ARITY.get(kind, (2,))
     if n not in allowed:
-        want = " or ".join(str(a) for a in allowed)
         extra = " plus the state pointer" if state is not None else ""
         raise CoopgenError(f"{prim}: {p.name}={fn.name} takes {n} argument(s){extra}; a {kind} "
-                           f"takes {want}")
+                           f"takes {' or '.join(map(str, allowed))}")
     return Operator(kind, p.name, None, fn, state, n)
 
 

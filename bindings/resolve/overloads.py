@@ -248,11 +248,9 @@ def _bind_param(att: Attempt, p: PSpec, ty, index: int) -> Binding:
 
 def _dtype_of(att: Attempt, spelled: str, param: str = ""):
     name = spelled.replace("const ", "").replace("&", "").strip()
-    if name in att.dtypes:
-        return att.dtypes[name]
-    fixed = cpp.FIXED_CPP_TYPES.get(name)
-    if fixed is not None:
-        return fixed
+    dt = att.dtypes.get(name) or cpp.FIXED_CPP_TYPES.get(name)
+    if dt is not None:
+        return dt
     given = (f": pass {param}= (a 1-element array of the dtype wanted)" if param
              else "; pass arrays whose dtype determines it")
     raise CoopgenError(f"{att.prim}: cannot infer the C++ type {name!r} of {param or 'the result'}"

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from ..model.errors import CoopgenError
 from ..types.desc import Function, Literal, Omitted, Other, Scalar, Struct
 
+
 def is_int_constant(ty) -> bool:
     """An integer known when the kernel compiles (a literal, or a Python int on the host)."""
     if isinstance(ty, Literal):
@@ -77,11 +78,10 @@ class CallShape:
             operator_slots=frozenset(n for n in slots if self.rename.get(n, n) in operators))
 
     def name_arguments(self, args: tuple, kws: dict, *, error=CoopgenError) -> list[tuple]:
-        """The call's arguments as (name, value, origin), spelled as CUB spells them; a name
-        with several CUB spellings keeps its tuple of candidates (the resolver picks the one
-        the overload has). In kernels a value is a type description and its origin its index
-        in the call's folded arguments (positionals, then keywords). ``error`` is raised for a
-        call Python itself would refuse."""
+        """The call's arguments as (name, value, origin) under CUB's names (a name CUB spells
+        several ways keeps the tuple: the resolver picks the overload's); in kernels, values are
+        descriptions and origins indices into the folded arguments (positionals, then
+        keywords). ``error`` is raised for a call Python itself would refuse."""
         if self.slots is None:
             raise ValueError("name_arguments needs positional slots")
         slots = list(self.slots)

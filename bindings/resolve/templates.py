@@ -198,10 +198,8 @@ def check_host_keywords(prim: str, cls: ClassSpec, template_kws: dict, enums: di
             block_dims_of(prim, given.pop("threads_per_block"), None)
         if "items_per_thread" in given:
             whole_number(prim, "items_per_thread", given.pop("items_per_thread"), 1)
-        for t in cls.template_params:
-            if t.keyword not in given:
-                continue
-            value = given.pop(t.keyword)
+        for t in (t for t in cls.template_params if t.keyword in given):
+            value = given[t.keyword]
             if t.kind == "type":
                 cpp.as_dtype(value, prim, t.keyword)
             elif t.keyword == "logical_warp_threads":
