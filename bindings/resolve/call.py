@@ -30,10 +30,8 @@ class SplitCall:
     origins: list
     tkws: dict
     storage: tuple | None
-    n_folded: int  # the call's own arguments
-    # Constants the call passes without the user (fixed arguments, an injected identity):
-    # (description, value), following the call's own arguments in the folded list.
-    constants: list = dataclasses.field(default_factory=list)
+    n_folded: int  # the call's own arguments; then come the constants it passes by itself
+    constants: list = dataclasses.field(default_factory=list)  # (description, value)
 
     def add_constant(self, name: str, value) -> None:
         ty = hooks.describe_constant(value)

@@ -24,13 +24,10 @@ class Entry:
     infer: str | None = None  # object factory: the method whose call infers the template args
     bind: tuple = ()  # ... the arguments the object keeps
     aliases: dict | None = None  # ... and its snake_case method names
-    # cuda.coop's call shape (Pythonic functions; None for the faithful surface), the
-    # positional order of the two-phase host call and of the objects it returns, and call
-    # arguments a two-phase constructor fixed (an operator, an initial value)
-    shape: CallShape | None = None
-    host: tuple | None = None
-    instance: tuple | None = None
-    call_fixed: dict | None = None
+    shape: CallShape | None = None  # cuda.coop's call shape (None: the faithful surface)
+    host: tuple | None = None  # positional order of the two-phase host call
+    instance: tuple | None = None  # ... and of the objects it returns
+    call_fixed: dict | None = None  # call arguments a two-phase constructor fixed (an operator)
     method_args: dict | None = None  # object methods' positional order
     refused: dict | None = None  # argument -> why this entry takes none (cuda.coop)
 

@@ -45,9 +45,8 @@ class CallShape:
     identity: tuple = ()  # (argument to fill, operator, argument that makes it unnecessary)
     digits: tuple = ()  # (begin bit, end bit, digit extractor, radix bits): a key bit range
     # Two-phase objects' calls (``for_objects``): an output CUB returns for a scalar first
-    # argument has no slot then; slots of what the object fixed (a template argument, an
-    # operator) may be passed again or left out, so a value of another kind skips them
-    # (sort(keys, begin_bit, end_bit), merge_sort(keys, values)).
+    # argument has no slot; what the object fixed (a template argument, an operator) may be
+    # passed again, else a value of another kind skips its slot (sort(keys, begin_bit, end_bit)).
     object_scalar_output: str | None = None
     scalar_output: str | None = None
     fixed_slots: frozenset = frozenset()
@@ -103,7 +102,7 @@ class CallShape:
                         f"({', '.join(slots)}), got {len(args)}; pass the others by keyword")
         given = [(slots[i], a, i) for i, a in enumerate(args)]
         given += [(k, v, len(args) + j) for j, (k, v) in enumerate(kws.items())]
-        out, seen = [], {}
+        out, seen = [], {}  # CUB's name -> (the name given, value, origin)
         for name, value, origin in given:
             # dst=None, an omitted optional or a host None: the argument is not given
             if value is None or isinstance(value, Omitted) and value.value is None \
@@ -112,19 +111,18 @@ class CallShape:
             spelled = self.rename.get(name, name)
             key = _first(spelled)
             if key in seen:
-                first, by_position = seen[key]
-                if by_position:
+                first, _, first_origin = seen[key]
+                if first_origin < len(args):
                     raise error(f"{self.prim}: argument {name!r} is given both positionally "
                                 f"and by keyword (the positional {first!r})")
                 raise error(f"{self.prim}: argument {name!r} is given twice (also as {first!r})")
-            seen[key] = (name, origin < len(args))
+            seen[key] = (name, value, origin)
             out.append((spelled, value, origin))
-        by_name = {_first(n): (value, origin) for n, value, origin in out}
         for missing, source in self.inplace.items():
             spelled = self.rename.get(missing, missing)
             source = _first(self.rename.get(source, source))
-            if spelled not in by_name and source in by_name:
-                out.append((spelled, *by_name[source]))
+            if spelled not in seen and source in seen:
+                out.append((spelled, *seen[source][1:]))
         return out
 
     def bit_range_names(self) -> tuple:

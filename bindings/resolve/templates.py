@@ -82,23 +82,22 @@ def _template_arg(att: Attempt, cls: ClassSpec, t, kwv, block, enums) -> str:
             att.need_dtype(t.name, cpp.as_dtype(kwv, prim, t.keyword), t.keyword)
         if t.name in att.dtypes:
             return cpp.ctype(att.dtypes[t.name], prim, t.keyword)
-        if t.default is None:
-            raise Mismatch(f"{prim}: missing required argument: cannot infer template "
-                           f"parameter {t.name} (pass {t.keyword}=)")
-        return t.default
-    if t.name in att.extents:
+    elif t.name in att.extents:
         n, where = att.extents[t.name]
         if kwv is not None and whole_number(prim, t.keyword, kwv, 1) != n:
             raise Mismatch(f"{prim}: {t.keyword}={kwv} disagrees with {where} ({n} items)")
         return str(n)
-    if t.keyword == "logical_warp_threads":
+    elif t.keyword == "logical_warp_threads":
         n = 32 if kwv is None else _warp_threads(prim, cls, t, kwv)
         if block is not None and math.prod(block) % n:
             raise Mismatch(f"{prim}: logical_warp_threads={n} does not divide the "
                            f"{math.prod(block)} threads of the block")
         return str(n)
-    if kwv is not None:
+    elif kwv is not None:
         return cpp.template_value(prim, t, kwv, enums)
+    if t.default is None and t.kind == "type":
+        raise Mismatch(f"{prim}: missing required argument: cannot infer template "
+                       f"parameter {t.name} (pass {t.keyword}=)")
     if t.default is None:
         raise Mismatch(f"{prim}: missing required argument {t.keyword}= (template "
                        f"parameter {t.name})")
