@@ -81,8 +81,6 @@ class CallShape:
         several ways keeps the tuple: the resolver picks the overload's); in kernels, values are
         descriptions and origins indices into the folded arguments (positionals, then
         keywords). ``error`` is raised for a call Python itself would refuse."""
-        if self.slots is None:
-            raise ValueError("name_arguments needs positional slots")
         slots = list(self.slots)
         # one item (a number, a record, a struct) first, not an array or a tuple
         if self.scalar_output in slots and args and not is_operator(args[0]) \
