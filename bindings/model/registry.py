@@ -1,7 +1,4 @@
-"""The generated bindings in use: one lock entry's package (the lock's default unless COOPGEN_CCCL
-says)."""
-from __future__ import annotations
-
+"""The generated bindings in use: one lock entry's package (the default, or COOPGEN_CCCL's)."""
 import functools
 import importlib
 import os
@@ -29,12 +26,8 @@ def enums() -> dict:
 @functools.lru_cache(maxsize=None)
 def docstrings() -> dict:
     """The API reference's sections, keyed by the names users write (``block.BlockScan``,
-    ``block.BlockScan.ExclusiveSum``, ``block.sum``): what ``help()`` shows. Empty for bindings
-    generated before the reference was (``coopgen generate`` writes it)."""
-    try:
-        return importlib.import_module(f"{package().__name__}.docstrings").DOCSTRINGS
-    except ModuleNotFoundError:
-        return {}
+    ``block.BlockScan.ExclusiveSum``, ``block.sum``): what ``help()`` shows."""
+    return importlib.import_module(f"{package().__name__}.docstrings").DOCSTRINGS
 
 
 def classes() -> dict:
@@ -50,7 +43,6 @@ def include_dir():
     from coopgen.generator import headers
 
     pkg = package()
-    entry = headers.LockEntry(cccl=pkg.CCCL, wheel=pkg.WHEEL, wheel_file=pkg.WHEEL_FILE,
-                              wheel_sha256=pkg.WHEEL_SHA256, headers_digest=pkg.HEADERS_DIGEST,
-                              header_files=0)
+    entry = headers.LockEntry(pkg.CCCL, pkg.WHEEL, pkg.WHEEL_FILE, pkg.WHEEL_SHA256,
+                              pkg.HEADERS_DIGEST, header_files=0)
     return headers.installed_wheel_root(entry) or headers.locate(entry).include_root

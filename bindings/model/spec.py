@@ -1,7 +1,4 @@
-"""Declarative specs that the generated modules are made of (one ``ClassSpec`` each); no logic
-lives here."""
-from __future__ import annotations
-
+"""Declarative specs the generated modules are made of (one ``ClassSpec`` each); no logic."""
 from dataclasses import dataclass
 
 
@@ -35,9 +32,7 @@ class MSpec:
     static: bool = False
     tparams: tuple[str, ...] = ()  # the method's own template parameters (deduced by C++)
     hidden: bool = False  # undocumented in CUB (bound where the Pythonic table asks for it)
-    # Why this release does not bind it (overrides.toml); a call that resolves to it is an
-    # error giving this text. Only in ClassSpec.excluded.
-    excluded: str = ""
+    excluded: str = ""  # why this release does not bind it (overrides.toml; ClassSpec.excluded)
 
 
 @dataclass(frozen=True)
@@ -51,8 +46,8 @@ class ClassSpec:
     constructors: tuple[MSpec, ...]
     methods: tuple[MSpec, ...]
     brief: str = ""
-    # Public overloads this release does not bind, each with its reason (MSpec.excluded): not
-    # compiled or checked, but found by name so that calling one says why.
+    # Public overloads this release does not bind (MSpec.excluded): found by name so that
+    # calling one says why.
     excluded: tuple[MSpec, ...] = ()
 
     @property
@@ -85,12 +80,9 @@ class PythonicSpec:
     select: str | None = None  # keyword whose string value picks the method
     needs: tuple[str, ...] = ()  # parameter names an overload must have
     excludes: tuple[str, ...] = ()  # parameter names an overload must not have
-    # An object factory: "constructor" (the call is the constructor's), or a method whose call
-    # infers the template arguments; the ``bind`` arguments are kept with the object;
-    # ``methods`` then maps snake_case names to methods.
-    object: str | None = None
-    bind: tuple[str, ...] = ()
-    # cuda.coop's call shape (generator/data/pythonic.toml says what each field means).
+    # cuda.coop's call shape and object factories (pythonic.toml says what each field means)
+    object: str | None = None  # "constructor", or the method whose call infers the class
+    bind: tuple[str, ...] = ()  # arguments an object keeps (``methods``: its snake_case names)
     enum: str | None = None  # the IntEnum the selector values form
     args: tuple[str, ...] | None = None  # positional order in kernels; None: CUB's order
     rename: tuple[tuple[str, tuple[str, ...]], ...] = ()  # name -> CUB name(s)
@@ -127,9 +119,9 @@ class LimitSpec:
 
 #: Parameter roles the runtime binds (coopgen.resolve implements each; a test checks it).
 BINDABLE_ROLES = frozenset({
-    "input_array", "output_array", "inout_array", "input_scalar", "output_scalar",
-    "inout_scalar", "count", "iterator_in", "iterator_out", "memory_inout", "operator",
-    "prefix_callback", "temp_storage", "range_input", "range_output"})
+    "input_array", "output_array", "inout_array", "input_scalar", "output_scalar", "inout_scalar",
+    "count", "iterator_in", "iterator_out", "memory_inout", "operator", "prefix_callback",
+    "temp_storage", "range_input", "range_output"})
 
 #: Functor parameter types the runtime can build from Python (coopgen.operators).
 OPERATOR_KINDS = frozenset({"ReductionOp", "ScanOp", "CompareOp", "FlagOp", "DifferenceOpT",

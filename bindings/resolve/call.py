@@ -1,10 +1,6 @@
 """A call of an entry point -> its plan: the call shape names the arguments, template keywords
-are read as constants, constants the call passes by itself are added (fixed operators, an
-identity initial value, a digit extractor), and the overload is resolved. ``origins`` map back
-to the call's folded arguments, then the added constants.
-"""
-from __future__ import annotations
-
+are read as constants, the constants the call passes by itself (fixed operators, an identity
+initial value, a digit extractor) are added, and the overload is resolved."""
 import dataclasses
 
 import numpy as np
@@ -21,17 +17,6 @@ from .plan import Plan
 from .templates import class_template_args, same_value
 
 
-def _literal(prim: str, key: str, ty):
-    """The Python value of a template keyword argument, which must be a compile-time constant."""
-    if isinstance(ty, (Literal, Omitted)):
-        return ty.value
-    if isinstance(ty, Tuple) and all(isinstance(t, Literal) for t in ty):
-        return tuple(t.value for t in ty)
-    if isinstance(ty, DtypeValue):
-        return ty.dtype
-    raise CoopgenError(f"{prim}: {key}= must be a compile-time constant, got {ty}")
-
-
 @dataclasses.dataclass
 class SplitCall:
     """A call's arguments sorted for the resolver: positionals (faithful surface only),
@@ -43,25 +28,24 @@ class SplitCall:
     origins: list
     tkws: dict
     storage: tuple | None
-    # Constants the call passes without the user (fixed arguments, an injected identity):
-    # (description, value), following the call's own arguments in the folded list.
-    constants: list = dataclasses.field(default_factory=list)
+    n_folded: int  # the call's own arguments; then come the constants it passes by itself
+    constants: list = dataclasses.field(default_factory=list)  # (description, value)
 
-    def add_constant(self, name: str, value, n_folded: int) -> None:
+    def add_constant(self, name: str, value) -> None:
         ty = hooks.describe_constant(value)
         self.mkws[name] = ty
-        self.origins.append(n_folded + len(self.constants))
+        self.origins.append(self.n_folded + len(self.constants))
         self.constants.append((ty, value))
 
 
 def split_call(p: Entry, args: tuple, kws: dict) -> SplitCall:
-    n_folded, shape = len(args) + len(kws), p.shape
+    shape = p.shape
     if shape is not None and shape.slots is not None:
         named, pos = shape.name_arguments(tuple(args), dict(kws)), ()
     else:
         named, pos = [(k, v, len(args) + j) for j, (k, v) in enumerate(kws.items())], tuple(args)
     tkw_names = p.template_keywords() - {"temp_storage"}
-    split = SplitCall(pos, {}, {}, list(range(len(pos))), dict(p.fixed), None)
+    split = SplitCall(pos, {}, {}, list(range(len(pos))), dict(p.fixed), None, len(args) + len(kws))
     bit_range = shape.bit_range_names() if shape is not None else ()
     bits = {}  # begin_bit / end_bit of a digit range (CallShape.digits)
     for name, ty, origin in named:
@@ -71,8 +55,15 @@ def split_call(p: Entry, args: tuple, kws: dict) -> SplitCall:
             raise CoopgenError(f"{p.name}: {p.refused[name]}")
         if name == "temp_storage":
             split.storage = (origin, ty)
-        elif name in tkw_names or name in bit_range:
-            value = _literal(p.name, name, ty)
+        elif name in tkw_names or name in bit_range:  # must be a compile-time constant
+            if isinstance(ty, (Literal, Omitted)):
+                value = ty.value
+            elif isinstance(ty, Tuple) and all(isinstance(t, Literal) for t in ty.items):
+                value = tuple(t.value for t in ty.items)
+            elif isinstance(ty, DtypeValue):
+                value = ty.dtype
+            else:
+                raise CoopgenError(f"{p.name}: {name}= must be a compile-time constant, got {ty}")
             if name in p.fixed and not same_value(p.fixed[name], value):
                 raise CoopgenError(f"{p.name}: {name}={value!r}, but this object was made "
                                        f"with {name}={p.fixed[name]!r}")
@@ -93,39 +84,44 @@ def split_call(p: Entry, args: tuple, kws: dict) -> SplitCall:
         if name in bit_range:
             bits[name] = value
         else:
-            split.add_constant(name, value, n_folded)
+            split.add_constant(name, value)
     if bits or (bit_range and shape.digits[2] not in split.mkws):
         template, (first, count) = shape.digit_arguments(bits)
         split.tkws.update(template)
-        split.add_constant(shape.digits[2], hooks.bit_field_digits(first, count), n_folded)
+        split.add_constant(shape.digits[2], hooks.bit_field_digits(first, count))
     if shape is not None:
         for k, v in shape.defaults_for(set(split.tkws) | set(split.mkws)).items():
             split.tkws.setdefault(k, v)
-        _check_since(p, split.mkws)
+        # an argument only newer CUB has: say which CCCL to select, rather than 'unknown'
+        have = {x.name for ms in p.methods.values() for m in ms for x in m.params}
+        for name, version in shape.since.items():
+            if shape.rename.get(name, name) in split.mkws.keys() - have:
+                raise CoopgenError(f"{p.name}: {name}= needs CCCL {version} or newer (this is "
+                                   f"CCCL {registry.package().CCCL}); set COOPGEN_CCCL={version} "
+                                   f"to use it")
         _drop_only(p, split)
-        _inject_identity(p, split, n_folded)
+        _inject_identity(p, split)
     return split
 
 
 def _drop_only(p: Entry, split: SplitCall) -> None:
     """An argument cuda.coop passes where the chosen methods have no such parameter (the
     table's ``only``): dropped at its one value, else an error saying why."""
+    methods = p.pick_methods(split.tkws.get(p.select))
     for name, value in p.shape.only.items():
         ty = split.mkws.get(name)
-        methods = p.pick_methods(split.tkws.get(p.select) if p.select else None)
         if ty is None or any(x.name == name for m in methods for x in m.params):
             continue
         given = ty.value if isinstance(ty, Literal) else ty
         if given != value:
             names = ", ".join(sorted({m.name for m in methods}))
-            raise CoopgenError(f"{p.name}: {name}={given} is not supported by CUB's "
-                               f"{p.cls.name}::{names}, which takes no {name} ({name}={value!r} "
-                               f"only)")
+            raise CoopgenError(f"{p.name}: {name}={given} is not supported by CUB's {p.cls.name}"
+                               f"::{names}, which takes no {name} ({name}={value!r} only)")
         del split.origins[len(split.args) + list(split.mkws).index(name)]
         del split.mkws[name]
 
 
-def _inject_identity(p: Entry, split: SplitCall, n_folded: int) -> None:
+def _inject_identity(p: Entry, split: SplitCall) -> None:
     """Scans without an initial value start from the operator's identity (CUB has no public
     exclusive scan of arrays without one); the ``identity`` row names (the argument to fill,
     the operator[, the argument that makes it unnecessary]). In coopgen.coop
@@ -145,7 +141,7 @@ def _inject_identity(p: Entry, split: SplitCall, n_folded: int) -> None:
     # alone, and an injected value there is no identity for float items (+inf min the dtype's
     # max is not +inf). (CUB's undocumented exclusive scans without one leave thread 0's first
     # output undefined: they serve operators without a known identity.)
-    methods = p.pick_methods(split.tkws.get(p.select) if p.select else None)
+    methods = p.pick_methods(split.tkws.get(p.select))
     if any(op_name in names and target not in names and unless not in names
            for names in ({x.name for x in m.params} for m in methods if not m.hidden
                          if any(x.extent and x.base == value_type for x in m.params))):
@@ -156,26 +152,17 @@ def _inject_identity(p: Entry, split: SplitCall, n_folded: int) -> None:
             and op.builtin is None and isinstance(dtype, Scalar):
         value = np.dtype(dtype.name).type(0)
     if value is not None:
-        split.add_constant(target, value, n_folded)
+        split.add_constant(target, value)
 
 
-def _check_since(p: Entry, mkws: dict) -> None:
-    """An argument only newer CUB has: say which CCCL to select, rather than 'unknown'."""
-    have = {x.name for ms in p.methods.values() for m in ms for x in m.params}
-    for name, version in p.shape.since.items():
-        cub = p.shape.rename.get(name, name)
-        if cub in mkws and cub not in have:
-            raise CoopgenError(
-                f"{p.name}: {name}= needs CCCL {version} or newer (this is CCCL "
-                f"{registry.package().CCCL}); set COOPGEN_CCCL={version} to use it")
-
-
-def _remapped(r: Plan, origins: list) -> Plan:
-    """Argument indices of ``r`` (into the resolver's arguments) as indices into the call's
-    folded arguments, which lowering reads."""
-    bindings = tuple(dataclasses.replace(b, arg_index=origins[b.arg_index])
-                     if b.arg_index is not None else b for b in r.bindings)
-    return dataclasses.replace(r, bindings=bindings)
+def _resolved(p: Entry, split: SplitCall, methods, **kws) -> Plan:
+    """``resolve`` with the plan's argument indices made indices into the call's folded
+    arguments, which lowering reads."""
+    r = resolve(p.name, p.cls, methods, split.args, split.mkws, alternatives=split.alternatives,
+                **kws)
+    return dataclasses.replace(r, bindings=tuple(
+        dataclasses.replace(b, arg_index=split.origins[b.arg_index])
+        if b.arg_index is not None else b for b in r.bindings))
 
 
 def _pinned(template_args) -> dict:
@@ -186,33 +173,28 @@ def resolve_call(p: Entry, args: tuple, kws: dict, block_dims=None) -> Plan:
     if p.parent is None:
         return _resolve_split(p, split_call(p, args, kws), block_dims)
     # a method of a constructed object: its template arguments are fixed
-    split = split_call(p, args, kws) if p.shape is not None else \
-        SplitCall(tuple(args), dict(kws), {}, list(range(len(args) + len(kws))), {}, None)
-    r = resolve(p.name, p.cls, p.pick_methods(None), split.args, split.mkws, template_kws={},
-                block_dims=p.parent.block_dims, enums=registry.enums(),
-                pinned=_pinned(p.parent.template_args), alternatives=split.alternatives)
-    return _remapped(r, split.origins)
+    split = split_call(p, args, kws) if p.shape is not None else SplitCall(
+        tuple(args), dict(kws), {}, list(range(len(args) + len(kws))), {}, None, 0)
+    return _resolved(p, split, p.pick_methods(None), template_kws={},
+                     block_dims=p.parent.block_dims, pinned=_pinned(p.parent.template_args))
 
 
 def _resolve_split(p: Entry, split: SplitCall, block_dims=None) -> Plan:
     tkws = dict(split.tkws)
-    methods = p.pick_methods(tkws.pop(p.select, None) if p.select else None)
+    methods = p.pick_methods(tkws.pop(p.select, None))
     needs_block = p.cls.scope == "block" or p.cls.temp_storage != "none"
     dims = block_dims or hooks.launch_dims(needs_block and "threads_per_block" not in tkws)
     if p.constructor:  # TempStorage& overloads when temp_storage= is given (or no other)
         with_ts = _with_storage(methods, True)
         methods = with_ts if split.storage is not None else (_with_storage(methods, False)
                                                              or with_ts)
-    r = resolve(p.name, p.cls, methods, split.args, split.mkws, template_kws=tkws,
-                block_dims=dims, enums=registry.enums(), temp_storage=split.storage,
-                alternatives=split.alternatives)
-    return _remapped(r, split.origins)
+    return _resolved(p, split, methods, template_kws=tkws, block_dims=dims,
+                     temp_storage=split.storage)
 
 
 def _with_storage(methods, storage: bool) -> tuple:
     """The overloads that take a TempStorage& (``storage``), or those that do not."""
-    return tuple(m for m in methods
-                 if any(x.role == "temp_storage" for x in m.params) == storage)
+    return tuple(m for m in methods if any(x.role == "temp_storage" for x in m.params) == storage)
 
 
 def resolve_object(p: Entry, args: tuple, kws: dict):
@@ -234,8 +216,7 @@ def resolve_object(p: Entry, args: tuple, kws: dict):
         r_inf = _resolve_split(inf, split)
         pinned, dims, bindings = _pinned(r_inf.template_args), r_inf.block_dims, r_inf.bindings
     r = resolve(p.name, p.cls, _with_storage(p.cls.constructors, storage is not None), (), {},
-                template_kws={}, block_dims=dims, enums=registry.enums(),
-                temp_storage=storage, pinned=pinned)
+                template_kws={}, block_dims=dims, temp_storage=storage, pinned=pinned)
     bound = tuple((b.param.name, b.type, b.arg_index) for b in bindings
                   if b.param.name in p.bind and b.source == "arg")
     return r, bound

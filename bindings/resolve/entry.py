@@ -1,8 +1,6 @@
 """An entry point a kernel calls, as data: one class's overloads (optionally several methods
 picked by a ``select`` keyword), its call shape and what a two-phase constructor fixed. The
 user-facing object (coopgen.api.primitives.Primitive) is one of these with host behaviour."""
-from __future__ import annotations
-
 from dataclasses import KW_ONLY, dataclass
 
 from ..model.errors import CoopgenError
@@ -24,13 +22,10 @@ class Entry:
     infer: str | None = None  # object factory: the method whose call infers the template args
     bind: tuple = ()  # ... the arguments the object keeps
     aliases: dict | None = None  # ... and its snake_case method names
-    # cuda.coop's call shape (Pythonic functions; None for the faithful surface), the
-    # positional order of the two-phase host call and of the objects it returns, and call
-    # arguments a two-phase constructor fixed (an operator, an initial value)
-    shape: CallShape | None = None
-    host: tuple | None = None
-    instance: tuple | None = None
-    call_fixed: dict | None = None
+    shape: CallShape | None = None  # cuda.coop's call shape (None: the faithful surface)
+    host: tuple | None = None  # positional order of the two-phase host call
+    instance: tuple | None = None  # ... and of the objects it returns
+    call_fixed: dict | None = None  # call arguments a two-phase constructor fixed (an operator)
     method_args: dict | None = None  # object methods' positional order
     refused: dict | None = None  # argument -> why this entry takes none (cuda.coop)
 
@@ -48,10 +43,7 @@ class Entry:
         return {k: v for k, v in self.fixed.items() if k != self.select}
 
     def template_keywords(self) -> set[str]:
-        kws = template_keywords(self.cls)
-        if self.select:
-            kws.add(self.select)
-        return kws
+        return template_keywords(self.cls) | ({self.select} if self.select else set())
 
     def pick_methods(self, selector) -> tuple[MSpec, ...]:
         if self.select is None:

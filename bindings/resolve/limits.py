@@ -1,8 +1,6 @@
 """Combinations CUB accepts but does not handle (generator/data/limits.toml, found by the
 differential suite): refused at compile time with the reason. :func:`refusal` asks these checks
 and the operators' about one item type: the supported-types table is made of its answers."""
-from __future__ import annotations
-
 from ..model import registry
 from ..model.errors import CoopgenError
 from ..model.spec import PSpec

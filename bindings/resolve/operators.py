@@ -1,11 +1,9 @@
 """Operators: CUB's built-in functors by name, or Python functions (``Function``), which the
 backend compiles with :func:`operator_signatures`' C signature under :meth:`Operator.symbol`
 and the shim wraps in a functor of the shape CUB expects. A stateful operator is a
-``(function, state_array)`` pair: the functor holds the state's pointer, passed first.
-"""
-from __future__ import annotations
-
+``(function, state_array)`` pair: the functor holds the state's pointer, passed first."""
 import hashlib
+import importlib
 import operator
 import re
 from dataclasses import dataclass
@@ -66,10 +64,6 @@ class Operator:
     arity: int
     fields: tuple[str, ...] = ()  # a decomposer: the key's fields, most significant first
 
-    @property
-    def state_ctype(self) -> str:
-        return "void*" if self.state is not None else ""
-
     def symbol(self, argtypes: tuple) -> str:
         """C ABI name of the compiled function: from what it is (its code and what its
         closure captured, the backend's ``Function.identity``) and its signature."""
@@ -88,25 +82,22 @@ def _name_of(ty) -> str | None:
 
 def identity_of(op_ty, dtype) -> object | None:
     """A built-in operator's identity for ``dtype`` as a numpy scalar, or None. (cuda.coop seeds
-    scans with Python functions from 0, wrong for a product or a max: those need
-    initial_value=.)"""
-    if not isinstance(dtype, Scalar) or dtype.kind not in ("int", "uint", "float"):
+    scans with Python functions from 0, wrong for a product or a max: give initial_value=.)"""
+    functor = _ARITH.get(_name_of(op_ty))
+    kind = dtype.kind if isinstance(dtype, Scalar) else None
+    if functor is None or kind not in ("int", "uint", "float") \
+            or functor == _AND and kind == "float":
         return None
     try:  # bfloat16: numpy knows it only through ml_dtypes, whose finfo numpy's does not read
         np_type = np.dtype(dtype.name).type
-        info = np.finfo(np_type) if dtype.kind == "float" else np.iinfo(np_type)
+        info = np.finfo(np_type) if kind == "float" else np.iinfo(np_type)
     except (TypeError, ValueError):
-        import importlib
         try:
             info = importlib.import_module("ml_dtypes").finfo(np_type)
         except (ImportError, UnboundLocalError, ValueError):
             return None
-    named = _name_of(op_ty)
-    functor = _ARITH.get(named) if named is not None else None
-    if functor is None or (functor == _AND and dtype.kind == "float"):
-        return None
     table = {_PLUS: 0, _OR: 0, _XOR: 0, _TIMES: 1, _MIN: info.max, _MAX: info.min,
-             _AND: -1 if dtype.kind == "int" else info.max}
+             _AND: -1 if kind == "int" else info.max}
     return np_type(table[functor])
 
 
@@ -114,17 +105,28 @@ def as_operator(prim: str, p, ty) -> Operator | None:
     """The Operator a call passes for parameter ``p`` (None when ``ty`` is not an operator)."""
     kind = p.base
     if kind == "DecomposerT":
-        return _decomposer(prim, p, ty)
-    state = None
-    if isinstance(ty, Tuple) and len(ty) == 2 and isinstance(ty[0], Function) \
-            and ty[0].builtin is None and isinstance(ty[1], Array):
-        fn, state = ty[0], ty[1]
+        # CUB's decomposer returns a tuple of references to the key's members; from Python it
+        # is the tuple of field names of the record key to sort by, most significant first
+        names = []
+        for t in (ty.items if isinstance(ty, Tuple) else [ty]):
+            if isinstance(t, Literal) and isinstance(t.value, str):
+                names.append(t.value)
+            elif isinstance(t, Function):
+                raise CoopgenError(
+                    f"{prim}: {p.name} must name the key's fields, e.g. ('a', 'b'): a decomposer "
+                    f"returns references to the key's members, and a device function returns "
+                    f"values, not references")
+            else:
+                return None
+        return Operator(kind, p.name, None, None, None, 0, tuple(names)) if names else None
+    fn, state = ty, None
+    if isinstance(ty, Tuple) and len(ty.items) == 2 and isinstance(ty.items[0], Function) \
+            and ty.items[0].builtin is None and isinstance(ty.items[1], Array):
+        fn, state = ty.items
     elif p.role == "prefix_callback" and isinstance(ty, Array) and ty.stateful is not None:
         # cuda.coop's spelling: the state array alone; its dtype names the function (for
         # prefix callbacks only: any other operator given an array is a wrong call)
         return Operator(kind, p.name, None, ty.stateful, ty, ty.stateful.argcount - 1)
-    else:
-        fn = ty
     name = _name_of(fn)
     if name is not None:
         table = BUILTINS.get(kind, {})
@@ -138,48 +140,10 @@ def as_operator(prim: str, p, ty) -> Operator | None:
     n = fn.argcount - (1 if state is not None else 0)
     allowed = ARITY.get(kind, (2,))
     if n not in allowed:
-        want = " or ".join(str(a) for a in allowed)
         extra = " plus the state pointer" if state is not None else ""
         raise CoopgenError(f"{prim}: {p.name}={fn.name} takes {n} argument(s){extra}; a {kind} "
-                           f"takes {want}")
+                           f"takes {' or '.join(map(str, allowed))}")
     return Operator(kind, p.name, None, fn, state, n)
-
-
-def _decomposer(prim: str, p, ty) -> Operator | None:
-    """CUB's decomposer returns a tuple of references to the key's members. From Python it is
-    the tuple of field names of the record key to sort by, most significant first."""
-    names = []
-    for t in (list(ty) if isinstance(ty, Tuple) else [ty]):
-        if isinstance(t, Literal) and isinstance(t.value, str):
-            names.append(t.value)
-        elif isinstance(t, Function):
-            raise CoopgenError(
-                f"{prim}: {p.name} must name the key's fields, e.g. ('a', 'b'): a decomposer "
-                f"returns references to the key's members, and a device function returns "
-                f"values, not references")
-        else:
-            return None
-    if not names:
-        return None
-    return Operator("DecomposerT", p.name, None, None, None, 0, tuple(names))
-
-
-def _functor_signature(kind: str, op: Operator, dtypes: dict, t) -> tuple:
-    """(argument types, result type) of the functor CUB calls for an operator ``kind``."""
-    if kind in ("ReductionOp", "ScanOp"):
-        return (t, t), t
-    if kind == "CompareOp":
-        k = dtypes.get("KeyT", t)
-        return (k, k), BOOL
-    if kind == "FlagOp":
-        return (t, t, INT32)[:op.arity], BOOL
-    if kind == "DifferenceOpT":
-        return (t, t), dtypes.get("OutputType", dtypes.get("OutputT", t))
-    if kind == "DigitExtractorT":
-        return (dtypes.get("UnsignedBits"),), UINT32
-    if kind == "CountsCallback":
-        return (Pointer(INT32),), VOID
-    return (t,), t  # BlockPrefixCallbackOp
 
 
 def _user_struct(t) -> bool:
@@ -189,14 +153,20 @@ def _user_struct(t) -> bool:
 def operator_signatures(prim: str, r) -> dict[int, tuple]:
     """(argtypes, restype) of each Python operator, from the kind of functor CUB expects.
     Raises CoopgenError for an operator whose arity does not fit the dtypes."""
-    first_type = r.cls.value_type.name if r.cls.value_type else None
     dtypes = argument_dtypes(r)
+    t = dtypes.get(r.cls.value_type.name if r.cls.value_type else None)
+    key, difference = dtypes.get("KeyT", t), dtypes.get("OutputType", dtypes.get("OutputT", t))
     out = {}
     for i, b in enumerate(r.bindings):
         op = b.operator
         if op is None or op.function is None:
             continue
-        args, res = _functor_signature(op.kind, op, dtypes, dtypes.get(first_type))
+        # the functor CUB calls for an operator of this kind (else a prefix callback)
+        args, res = {
+            "ReductionOp": ((t, t), t), "ScanOp": ((t, t), t), "CompareOp": ((key, key), BOOL),
+            "FlagOp": ((t, t, INT32)[:op.arity], BOOL), "DifferenceOpT": ((t, t), difference),
+            "DigitExtractorT": ((dtypes.get("UnsignedBits"),), UINT32),
+            "CountsCallback": ((Pointer(INT32),), VOID)}.get(op.kind, ((t,), t))
         fn = op.function.name
         if _user_struct(res):
             # a user-defined struct type: cuda.coop's op(out, a, b) on pointers, writing out[0];
@@ -264,13 +234,9 @@ def check_operators(prim: str, r) -> None:
     for b in r.bindings:
         if b.operator is not None and b.operator.fields:
             decomposer_fields(prim, r, b.operator)
-    _check_struct_arithmetic(prim, r)
-
-
-def _check_struct_arithmetic(prim: str, r) -> None:
-    """The built-in operators, and CUB's sums (which add with +) and maxima, the items lack:
-    structs (records, numba struct types: opaque bytes to C++) and vector types have none;
-    complex and floating point numbers lack some (UNDEFINED)."""
+    # The built-in operators, and CUB's sums (which add with +) and maxima, the items lack:
+    # structs (records, numba struct types: opaque bytes to C++) and vector types have none;
+    # complex and floating point numbers lack some (UNDEFINED).
     dtypes = argument_dtypes(r)
     item = dtypes.get(r.cls.value_type.name if r.cls.value_type else None, dtypes.get("KeyT"))
     kind = "struct" if item is not None and is_struct(item) else getattr(item, "kind", None)
@@ -293,12 +259,9 @@ _BY_CPP = {v: Scalar(k) for k, v in CPP_OF.items()}
 
 def argument_dtypes(r) -> dict:
     """C++ type name -> dtype, from the bound arguments and template arguments."""
-    out = {}
-    for t, v in r.template_args:
-        if t.kind == "type" and v in _BY_CPP:
-            out[t.name] = _BY_CPP[v]
+    out = {t.name: _BY_CPP[v] for t, v in r.template_args
+           if t.kind == "type" and v in _BY_CPP}
     for b in r.bindings:
-        if b.type is None or b.operator is not None:
-            continue
-        out.setdefault(b.param.base.split("[")[0].strip(), item_type(b.type))
+        if b.type is not None and b.operator is None:
+            out.setdefault(b.param.base.split("[")[0].strip(), item_type(b.type))
     return out

@@ -1,10 +1,6 @@
-"""The plan of one primitive call: which CUB overload, how each C++ parameter is supplied, the
-template arguments, what comes back and what storage it needs. Pure data: argument types are
-coopgen's descriptions (coopgen.types.desc) and C++ spellings; the backend lowers it and
-coopgen.codegen writes its C++ from it.
-"""
-from __future__ import annotations
-
+"""The plan of one primitive call: the CUB overload, how each C++ parameter is supplied, the
+template arguments, what comes back and what storage it needs. Pure data (descriptions and C++
+spellings): the backend lowers it and coopgen.codegen writes its C++ from it."""
 from dataclasses import dataclass, field
 
 from ..model.spec import ClassSpec, MSpec, PSpec, TParam
@@ -18,6 +14,8 @@ RANGE_ROLES = ("range_input", "range_output")
 PER_THREAD_KEYWORDS = ("items_per_thread", "keys_per_thread")
 OMITTABLE_OUTPUTS = ("output_scalar", "inout_scalar")
 BLOCK_DIM_KEYWORDS = ("block_dim_x", "block_dim_y", "block_dim_z")
+#: Method template types C++ deduces from each argument separately.
+LOOSE_TYPES = ("DefaultT", "OffsetT", "ValidFlag", "OutputT", "OutputType", "InputT")
 
 
 @dataclass(frozen=True)
@@ -53,15 +51,14 @@ class Mismatch(Exception):
     """A definite user error for an overload that otherwise matches."""
 
 
+@dataclass
 class Attempt:
     """One try at matching a call against one overload; raises NoMatch to give up."""
-
-    def __init__(self, prim: str, cls: ClassSpec, method: MSpec):
-        self.prim = prim
-        self.cls = cls
-        self.method = method
-        self.dtypes: dict = {}  # C++ type name -> dtype
-        self.extents: dict[str, tuple[int, str]] = {}  # extent name -> (value, where from)
+    prim: str
+    cls: ClassSpec
+    method: MSpec
+    dtypes: dict = field(default_factory=dict)  # C++ type name -> dtype
+    extents: dict = field(default_factory=dict)  # extent name -> (value, where from)
 
     def need_dtype(self, name: str, dt, pname: str) -> None:
         dt = unliteral(dt)
@@ -71,7 +68,7 @@ class Attempt:
                 raise NoMatch(f"parameter {pname!r} must hold {fixed}, got {dt}")
             return
         old = self.dtypes.get(name)
-        if old is not None and old != dt and not loose(name):
+        if old is not None and old != dt and name not in LOOSE_TYPES:
             raise Mismatch(f"{self.prim}: parameter {pname!r} has dtype {dt}, but {name} is "
                            f"already {old} from another argument (all {name} arguments must "
                            f"share one dtype)")
@@ -83,8 +80,3 @@ class Attempt:
             raise Mismatch(f"{self.prim}: {where} has {n} items but {old[1]} has {old[0]} "
                            f"({name} must agree)")
         self.extents.setdefault(name, (n, where))
-
-
-def loose(name: str) -> bool:
-    """Method template types C++ deduces from each argument separately."""
-    return name in ("DefaultT", "OffsetT", "ValidFlag", "OutputT", "OutputType", "InputT")

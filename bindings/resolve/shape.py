@@ -2,26 +2,13 @@
 positionals take the names of ``args`` (kernels), ``host`` (two-phase constructors) or
 ``instance`` (two-phase objects) in order (an unnamed one is an error, never dropped); names are
 then spelled as CUB spells them, omitted in-place outputs get their input again, defaults fill
-the rest. The resolver then sees keywords only: ``block.load(src, dst, 4)`` means
-items_per_thread=4, as in cuda.coop.
-"""
-from __future__ import annotations
-
+the rest. So ``block.load(src, dst, 4)`` means items_per_thread=4, as in cuda.coop."""
 import dataclasses
 import enum
 from dataclasses import dataclass, field
 
 from ..model.errors import CoopgenError
 from ..types.desc import Function, Literal, Omitted, Other, Scalar, Struct
-
-#: A bound argument: (name, value, origin); in kernels a type description and its index in
-#: the call's folded arguments (positionals, then keywords).
-Named = tuple
-
-
-def is_omitted(ty) -> bool:
-    """``dst=None``, an omitted optional or a host ``None``: the argument is not given."""
-    return ty is None or (isinstance(ty, Omitted) and ty.value is None)
 
 
 def is_int_constant(ty) -> bool:
@@ -37,14 +24,6 @@ def is_operator(ty) -> bool:
         or (isinstance(ty, Other) and ty.callable)
 
 
-def is_scalar(ty) -> bool:
-    """One item (a number, a record, a struct), not an array or a tuple."""
-    return isinstance(ty, (Scalar, Struct, Literal, Other)) and not is_operator(ty)
-
-
-#: Slots of a per-thread count, which an operator passed positionally skips (a newcomer's
-#: ``block.reduce(items, op)`` where cuda.coop's order has items_per_thread second).
-COUNT_SLOTS = frozenset({"items_per_thread"})
 #: Accepted by every function for cuda.coop's sake and not needed: ``methods=`` gives a user
 #: type's C++ construct/assign code, but C++ only copies coopgen's opaque struct of its bytes.
 NOT_NEEDED = frozenset({"methods"})
@@ -64,9 +43,8 @@ class CallShape:
     identity: tuple = ()  # (argument to fill, operator, argument that makes it unnecessary)
     digits: tuple = ()  # (begin bit, end bit, digit extractor, radix bits): a key bit range
     # Two-phase objects' calls (``for_objects``): an output CUB returns for a scalar first
-    # argument has no slot then; slots of what the object fixed (a template argument, an
-    # operator) may be passed again or left out, so a value of another kind skips them
-    # (sort(keys, begin_bit, end_bit), merge_sort(keys, values)).
+    # argument has no slot; what the object fixed (a template argument, an operator) may be
+    # passed again, else a value of another kind skips its slot (sort(keys, begin_bit, end_bit)).
     object_scalar_output: str | None = None
     scalar_output: str | None = None
     fixed_slots: frozenset = frozenset()
@@ -82,8 +60,7 @@ class CallShape:
         rename.update({k: v[0] if len(v) == 1 else v for k, v in row.rename})
         return cls(prim, row.args, rename, dict(row.defaults), dict(row.inplace),
                    dict(row.fixed), dict(row.since), frozenset(row.deduced) | NOT_NEEDED,
-                   row.identity, row.digits, row.scalar_output,
-                   only=dict(getattr(row, "only", ())))
+                   row.identity, row.digits, row.scalar_output, only=dict(row.only))
 
     def with_slots(self, slots) -> "CallShape":
         return dataclasses.replace(self, slots=None if slots is None else tuple(slots))
@@ -97,50 +74,51 @@ class CallShape:
             fixed_slots=frozenset(n for n in slots if n in fixed),
             operator_slots=frozenset(n for n in slots if self.rename.get(n, n) in operators))
 
-    def name_arguments(self, args: tuple, kws: dict, *, error=CoopgenError) -> list[Named]:
-        """The call's arguments as (name, value, origin), spelled as CUB spells them; a name
-        with several CUB spellings keeps its tuple of candidates (the resolver picks the one
-        the overload has). ``error`` is raised for a call Python itself would refuse."""
-        if self.slots is None:
-            raise ValueError("name_arguments needs positional slots")
+    def name_arguments(self, args: tuple, kws: dict, *, error=CoopgenError) -> list[tuple]:
+        """The call's arguments as (name, value, origin) under CUB's names (a name CUB spells
+        several ways keeps the tuple: the resolver picks the overload's); in kernels, values are
+        descriptions and origins indices into the folded arguments (positionals, then
+        keywords). ``error`` is raised for a call Python itself would refuse."""
         slots = list(self.slots)
-        if self.scalar_output in slots and args and is_scalar(args[0]):
+        # one item (a number, a record, a struct) first, not an array or a tuple
+        if self.scalar_output in slots and args and not is_operator(args[0]) \
+                and isinstance(args[0], (Scalar, Struct, Literal, Other)):
             slots.remove(self.scalar_output)
         for i, a in enumerate(args):
-            # a value that cannot fill a slot goes to the next one: an operator is no count
-            # (block.reduce(items, op)), and an object's fixed slots take only their kind
+            # a value that cannot fill a slot goes to the next one: an operator is no per-thread
+            # count (a newcomer's block.reduce(items, op), where cuda.coop's order has
+            # items_per_thread second), and an object's fixed slots take only their kind
             while i < len(slots) and (
                     slots[i] in self.fixed_slots and not is_int_constant(a)
                     or slots[i] in self.operator_slots and not is_operator(a)
-                    or slots[i] in COUNT_SLOTS and is_operator(a)):
+                    or slots[i] == "items_per_thread" and is_operator(a)):
                 del slots[i]
         if len(args) > len(slots):
             raise error(f"{self.prim}: takes at most {len(slots)} positional arguments "
-                        f"({', '.join(slots)}), got {len(args)}; pass the others by "
-                        f"keyword")
+                        f"({', '.join(slots)}), got {len(args)}; pass the others by keyword")
         given = [(slots[i], a, i) for i, a in enumerate(args)]
         given += [(k, v, len(args) + j) for j, (k, v) in enumerate(kws.items())]
-        out: list[Named] = []
-        seen: dict = {}
+        out, seen = [], {}  # CUB's name -> (the name given, value, origin)
         for name, value, origin in given:
-            if is_omitted(value) or name in self.deduced:
+            # dst=None, an omitted optional or a host None: the argument is not given
+            if value is None or isinstance(value, Omitted) and value.value is None \
+                    or name in self.deduced:
                 continue
             spelled = self.rename.get(name, name)
             key = _first(spelled)
             if key in seen:
-                first, by_position = seen[key]
-                if by_position:
+                first, _, first_origin = seen[key]
+                if first_origin < len(args):
                     raise error(f"{self.prim}: argument {name!r} is given both positionally "
                                 f"and by keyword (the positional {first!r})")
                 raise error(f"{self.prim}: argument {name!r} is given twice (also as {first!r})")
-            seen[key] = (name, origin < len(args))
+            seen[key] = (name, value, origin)
             out.append((spelled, value, origin))
-        by_name = {_first(n): (value, origin) for n, value, origin in out}
         for missing, source in self.inplace.items():
             spelled = self.rename.get(missing, missing)
             source = _first(self.rename.get(source, source))
-            if spelled not in by_name and source in by_name:
-                out.append((spelled, *by_name[source]))
+            if spelled not in seen and source in seen:
+                out.append((spelled, *seen[source][1:]))
         return out
 
     def bit_range_names(self) -> tuple:

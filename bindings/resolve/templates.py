@@ -1,7 +1,5 @@
 """Template arguments of a call: dtypes and extents the arguments gave, the block shape and
 logical warp size, and the keywords' values (enums, booleans, counts), each checked."""
-from __future__ import annotations
-
 import enum
 import math
 import re
@@ -17,8 +15,7 @@ def whole_number(prim: str, keyword: str, value, low: int, high: int | None = No
     """A template keyword's integer value, checked against [low, high]."""
     if not cpp.is_whole(value) or value < low or (high is not None and value > high):
         allowed = f"from {low} to {high}" if high is not None else f"of at least {low}"
-        raise Mismatch(f"{prim}: {keyword}={value!r} is not allowed; it takes an integer "
-                        f"{allowed}")
+        raise Mismatch(f"{prim}: {keyword}={value!r} is not allowed; it takes an integer {allowed}")
     return int(value)
 
 
@@ -32,13 +29,20 @@ def template_keywords(cls: ClassSpec) -> set[str]:
     return kws
 
 
-def template_args(att: Attempt, cls: ClassSpec, kw: dict, block_dims, enums, warp_default,
-                   pinned: dict | None = None):
+def template_args(att: Attempt, cls: ClassSpec, kw: dict, block_dims, enums,
+                  pinned: dict | None = None):
     """C++ template arguments, in order. ``pinned`` holds those of a constructed object whose
     method is being called: they are fixed, and arguments that imply others are an error."""
     prim = att.prim
     if pinned:
-        return _pinned_args(att, cls, pinned), block_dims
+        for t in cls.template_params:
+            mine = (cpp.ctype(att.dtypes[t.name], prim, t.name)
+                    if t.kind == "type" and t.name in att.dtypes
+                    else str(att.extents[t.name][0]) if t.name in att.extents else pinned[t.name])
+            if mine != pinned[t.name]:
+                raise Mismatch(f"{prim}: the arguments give {t.name} = {mine}, but the "
+                               f"{cls.name} object was built with {t.name} = {pinned[t.name]}")
+        return tuple((t, pinned[t.name]) for t in cls.template_params), block_dims
     given = dict(kw)
     use_alias(prim, given, "threads_in_warp", "logical_warp_threads")
     if cls.value_type is not None:
@@ -57,8 +61,8 @@ def template_args(att: Attempt, cls: ClassSpec, kw: dict, block_dims, enums, war
                                               for t in cls.template_params)
     block = block_dims_of(prim, tpb, block_dims) if needs_block or tpb or block_dims else None
     _apply_items_per_thread(att, cls, given.pop("items_per_thread", None))
-    out = tuple((t, _template_arg(att, cls, t, given.pop(t.keyword, None), block, enums,
-                                  warp_default)) for t in cls.template_params)
+    out = tuple((t, _template_arg(att, cls, t, given.pop(t.keyword, None), block, enums))
+                for t in cls.template_params)
     if given:
         k = sorted(given)[0]
         raise Mismatch(f"{prim}: unknown keyword {k!r}; template keywords are "
@@ -66,7 +70,7 @@ def template_args(att: Attempt, cls: ClassSpec, kw: dict, block_dims, enums, war
     return out, block
 
 
-def _template_arg(att: Attempt, cls: ClassSpec, t, kwv, block, enums, warp_default) -> str:
+def _template_arg(att: Attempt, cls: ClassSpec, t, kwv, block, enums) -> str:
     """The C++ spelling of template parameter ``t``; ``kwv`` its keyword's value, if given."""
     prim = att.prim
     if t.keyword in BLOCK_DIM_KEYWORDS and block is not None:
@@ -76,23 +80,22 @@ def _template_arg(att: Attempt, cls: ClassSpec, t, kwv, block, enums, warp_defau
             att.need_dtype(t.name, cpp.as_dtype(kwv, prim, t.keyword), t.keyword)
         if t.name in att.dtypes:
             return cpp.ctype(att.dtypes[t.name], prim, t.keyword)
-        if t.default is None:
-            raise Mismatch(f"{prim}: missing required argument: cannot infer template "
-                           f"parameter {t.name} (pass {t.keyword}=)")
-        return t.default
-    if t.name in att.extents:
+    elif t.name in att.extents:
         n, where = att.extents[t.name]
         if kwv is not None and whole_number(prim, t.keyword, kwv, 1) != n:
             raise Mismatch(f"{prim}: {t.keyword}={kwv} disagrees with {where} ({n} items)")
         return str(n)
-    if t.keyword == "logical_warp_threads":
-        n = warp_default if kwv is None else _warp_threads(prim, cls, t, kwv)
+    elif t.keyword == "logical_warp_threads":
+        n = 32 if kwv is None else _warp_threads(prim, cls, t, kwv)
         if block is not None and math.prod(block) % n:
             raise Mismatch(f"{prim}: logical_warp_threads={n} does not divide the "
                            f"{math.prod(block)} threads of the block")
         return str(n)
-    if kwv is not None:
+    elif kwv is not None:
         return cpp.template_value(prim, t, kwv, enums)
+    if t.default is None and t.kind == "type":
+        raise Mismatch(f"{prim}: missing required argument: cannot infer template "
+                       f"parameter {t.name} (pass {t.keyword}=)")
     if t.default is None:
         raise Mismatch(f"{prim}: missing required argument {t.keyword}= (template "
                        f"parameter {t.name})")
@@ -129,19 +132,6 @@ def same_value(a, b) -> bool:
         return cpp.as_dtype(a, "", "") == cpp.as_dtype(b, "", "")
     except (CoopgenError, TypeError, ValueError):
         return False
-
-
-def _pinned_args(att: Attempt, cls: ClassSpec, pinned: dict):
-    for t in cls.template_params:
-        value = pinned[t.name]
-        if t.kind == "type" and t.name in att.dtypes:
-            mine = cpp.ctype(att.dtypes[t.name], att.prim, t.name)
-        else:
-            mine = str(att.extents[t.name][0]) if t.name in att.extents else value
-        if mine != value:
-            raise Mismatch(f"{att.prim}: the arguments give {t.name} = {mine}, but the "
-                           f"{cls.name} object was built with {t.name} = {value}")
-    return tuple((t, pinned[t.name]) for t in cls.template_params)
 
 
 def _apply_items_per_thread(att: Attempt, cls: ClassSpec, ipt) -> None:
@@ -205,10 +195,8 @@ def check_host_keywords(prim: str, cls: ClassSpec, template_kws: dict, enums: di
             block_dims_of(prim, given.pop("threads_per_block"), None)
         if "items_per_thread" in given:
             whole_number(prim, "items_per_thread", given.pop("items_per_thread"), 1)
-        for t in cls.template_params:
-            if t.keyword not in given:
-                continue
-            value = given.pop(t.keyword)
+        for t in (t for t in cls.template_params if t.keyword in given):
+            value = given[t.keyword]
             if t.kind == "type":
                 cpp.as_dtype(value, prim, t.keyword)
             elif t.keyword == "logical_warp_threads":
@@ -225,6 +213,6 @@ def class_template_args(prim: str, cls: ClassSpec, template_kws: dict, enums: di
     """Template arguments of ``cls`` from keywords alone (two-phase objects on the host)."""
     att = Attempt(prim, cls, MSpec("", "", "method", "void", ()))
     try:
-        return template_args(att, cls, dict(template_kws), None, enums, 32)[0]
+        return template_args(att, cls, dict(template_kws), None, enums)[0]
     except Mismatch as e:
         raise CoopgenError(str(e)) from None

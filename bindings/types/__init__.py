@@ -1,3 +1,2 @@
-"""coopgen's own description of types and their C++ spelling (``desc``, ``cpp``): what the
-resolver and the C++ writer know of a call's arguments. A backend (coopgen.lower for
-numba-cuda) describes its type objects with these; nothing here imports numba."""
+"""coopgen's own description of types (``desc``) and their C++ spelling (``cpp``): what a backend
+describes its type objects with (coopgen.lower for numba-cuda); nothing here imports numba."""

@@ -1,6 +1,4 @@
 """C++ spellings: dtypes (scalars, records, user structs), enum values and template arguments."""
-from __future__ import annotations
-
 import hashlib
 from enum import Enum
 
@@ -133,34 +131,26 @@ def short_name(name: str, names: list[str]) -> str:
     return name[len(prefix):] or name
 
 
-def enum_spelling(prim: str, keyword: str, enum, value) -> str:
-    """"warp_transpose", "BLOCK_LOAD_WARP_TRANSPOSE", an enum member of that name
-    (coopgen.enums) or its int -> cub::BLOCK_LOAD_WARP_TRANSPOSE. Members map by name and ints
-    count from 1 in CUB's order, as cuda.coop's IntEnums do (CUB's own values start at 0)."""
-    names = [n for n, _ in enum.values]
-    short = {short_name(n, names).lower(): n for n in names}
-    if isinstance(value, Enum):
-        value = value.name
-    if isinstance(value, str):
-        key = value.strip()
-        if key.upper() in names:
-            return f"cub::{key.upper()}"
-        if key.lower() in short:
-            return f"cub::{short[key.lower()]}"
-    elif is_whole(value):
-        ordered = [n for n, _ in sorted(enum.values, key=lambda nv: nv[1])]
-        if 1 <= value <= len(ordered):
-            return f"cub::{ordered[value - 1]}"
-    allowed = ", ".join(repr(s) for s in short)
-    raise CoopgenError(f"{prim}: unknown {keyword}={value!r}; allowed: {allowed} (or 1 to "
-                       f"{len(names)}, in that order)")
-
-
 def template_value(prim: str, tparam, value, enums) -> str:
-    """A template keyword's Python value -> its C++ template argument."""
+    """A template keyword's Python value -> its C++ template argument. An enum's value is
+    "warp_transpose", "BLOCK_LOAD_WARP_TRANSPOSE", an enum member of that name (coopgen.enums)
+    or its int -> cub::BLOCK_LOAD_WARP_TRANSPOSE: members map by name and ints count from 1 in
+    CUB's order, as cuda.coop's IntEnums do (CUB's own values start at 0)."""
     enum = enums.get(tparam.cpp_type)
     if enum is not None:
-        return enum_spelling(prim, tparam.keyword, enum, value)
+        names = [n for n, _ in enum.values]
+        short = {short_name(n, names).lower(): n for n in names}
+        if isinstance(value, (str, Enum)):
+            key = value.name if isinstance(value, Enum) else value.strip()
+            name = key.upper() if key.upper() in names else short.get(key.lower())
+        else:
+            in_range = is_whole(value) and 1 <= value <= len(names)
+            name = sorted(enum.values, key=lambda nv: nv[1])[value - 1][0] if in_range else None
+        if name is None:
+            allowed = ", ".join(map(repr, short))
+            raise CoopgenError(f"{prim}: unknown {tparam.keyword}={value!r}; allowed: {allowed} "
+                               f"(or 1 to {len(names)}, in that order)")
+        return f"cub::{name}"
     if tparam.cpp_type == "bool":
         if not isinstance(value, (bool, np.bool_)):
             raise CoopgenError(f"{prim}: {tparam.keyword}={value!r} must be True or False")

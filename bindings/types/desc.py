@@ -1,9 +1,6 @@
 """What a primitive call passes, described without the backend's type objects (see
 lower.describe). They compare by what matters to C++; ``text`` is the backend's spelling, for
-messages; ``ref`` the backend's object, carried through the plan untouched.
-"""
-from __future__ import annotations
-
+messages; ``ref`` the backend's object, carried through the plan untouched."""
 from dataclasses import dataclass, field
 
 _KINDS = {"bool": "bool", "int": "int", "uint": "uint", "float": "float", "bfloat": "float",
@@ -14,19 +11,26 @@ def _hidden(default=None):
     return field(default=default, compare=False, hash=False, repr=False)
 
 
+class _Shown:
+    """``str()`` for messages: the backend's spelling (``text``) where it gave one, else
+    ``SHOWN`` filled in from the fields."""
+    SHOWN = ""
+
+    def __str__(self):
+        return getattr(self, "text", "") or self.SHOWN.format(self=self)
+
+
 @dataclass(frozen=True)
-class Scalar:
+class Scalar(_Shown):
     """A number or bool by numpy's name (int32, float16, bool, complex64), bfloat16, or a CUDA
     vector type by numba-cuda's name (float32x2, of kind "vector")."""
     name: str
+    SHOWN = "{self.name}"
 
     @property
     def kind(self) -> str:
         return "vector" if self.name[-2:-1] == "x" else _KINDS.get(self.name.rstrip("0123456789"),
                                                              "other")
-
-    def __str__(self):
-        return self.name
 
 
 @dataclass(frozen=True)
@@ -38,7 +42,7 @@ class Field:
 
 
 @dataclass(frozen=True)
-class Struct:
+class Struct(_Shown):
     """A numpy record or a user's struct type: bytes to C++, fields to the user's operators."""
     key: str  # what makes two of them the same C++ type
     size: int
@@ -47,27 +51,22 @@ class Struct:
     record: bool = False  # a numpy structured dtype (else an opaque user type)
     text: str = _hidden("")
     ref: object = _hidden()
-
-    def __str__(self):
-        return self.text or self.key
+    SHOWN = "{self.key}"
 
 
 @dataclass(frozen=True)
-class Other:
+class Other(_Shown):
     """A type coopgen has no use for (it names it in errors); ``callable``: a function value
     the backend cannot compile as an operator (a first-class function type)."""
     text: str
     callable: bool = False
-
-    def __str__(self):
-        return self.text
 
 
 Dtype = Scalar | Struct | Other
 
 
 @dataclass(frozen=True)
-class Function:
+class Function(_Shown):
     """A Python operator: ``builtin`` when it names one of CUB's (np.add, operator.mul)."""
     name: str
     argcount: int = 0
@@ -75,13 +74,11 @@ class Function:
     identity: str = ""  # what it compiles to (its code and closure), from the backend
     text: str = _hidden("")
     ref: object = _hidden()  # the backend's compiled function
-
-    def __str__(self):
-        return self.text or self.name
+    SHOWN = "{self.name}"
 
 
 @dataclass(frozen=True)
-class Array:
+class Array(_Shown):
     dtype: Dtype
     ndim: int = 1
     contiguous: bool = True
@@ -89,74 +86,53 @@ class Array:
     space: str | None = None  # "local" / "shared" where the type says
     stateful: Function | None = None  # the prefix callback registered for this dtype
     text: str = _hidden("")
-
-    def __str__(self):
-        return self.text or f"array({self.dtype}, {self.ndim}d)"
+    SHOWN = "array({self.dtype}, {self.ndim}d)"
 
 
 @dataclass(frozen=True)
-class Literal:
+class Literal(_Shown):
     """A compile-time constant: a number or bool (``type`` its dtype) or a string."""
     value: object
     type: Scalar | None = None
     text: str = _hidden("")
-
-    def __str__(self):
-        return self.text or repr(self.value)
+    SHOWN = "{self.value!r}"
 
 
 @dataclass(frozen=True)
 class Tuple:
     items: tuple
 
-    def __iter__(self):
-        return iter(self.items)
-
-    def __len__(self):
-        return len(self.items)
-
-    def __getitem__(self, i):
-        return self.items[i]
-
     def __str__(self):
         return f"({', '.join(map(str, self.items))})"
 
 
 @dataclass(frozen=True)
-class DtypeValue:
+class DtypeValue(_Shown):
     """A dtype passed as a value (``dtype=np.int32`` in a kernel)."""
     dtype: Dtype
     ref: object = _hidden()
-
-    def __str__(self):
-        return f"dtype({self.dtype})"
+    SHOWN = "dtype({self.dtype})"
 
 
 @dataclass(frozen=True)
-class Storage:
+class Storage(_Shown):
     """A coopgen.TempStorage object (compared by its symbol)."""
     obj: object = _hidden()
     symbol: str = ""
-
-    def __str__(self):
-        return f"coopgen.TempStorage<{self.symbol}>"
+    SHOWN = "coopgen.TempStorage<{self.symbol}>"
 
 
 @dataclass(frozen=True)
-class Omitted:
+class Omitted(_Shown):
     """An argument left out (None, or an omitted optional's default)."""
     value: object = None
-
-    def __str__(self):
-        return "omitted"
+    SHOWN = "omitted"
 
 
 @dataclass(frozen=True)
-class Pointer:
+class Pointer(_Shown):
     to: object
-
-    def __str__(self):
-        return f"{self.to}*"
+    SHOWN = "{self.to}*"
 
 
 VOID = Other("none")

@@ -1,10 +1,7 @@
 """cuda.coop's enums, built from the generated bindings: ``BlockLoadAlgorithm``, ... from CUB's
 enums (members without the shared prefix, values from 1 in CUB's order as cuda.coop's, ``str``
 CUB's spelling); ``BlockExchangeType``, ... from a Pythonic row's selector keys. Members are
-mapped BY NAME, never by value (cuda.coop's are CUB's + 1); in kernels they are constants.
-"""
-from __future__ import annotations
-
+mapped BY NAME, never by value (cuda.coop's are CUB's + 1); in kernels they are constants."""
 import enum
 
 from ..model import registry
@@ -26,22 +23,20 @@ class AlgorithmEnum(CoopEnum):
         return f"::cub::{self.cub_name}"
 
 
-def _algorithm_enum(spec) -> type:
-    names = [n for n, _ in sorted(spec.values, key=lambda nv: nv[1])]
-    members = [(short_name(n, names), i + 1) for i, n in enumerate(names)]
-    cls = AlgorithmEnum(spec.name, members, module="coopgen.enums", qualname=spec.name)
-    for member, cub in zip(cls, names):
-        member.cub_name = cub
-    return cls
-
-
 def _build() -> tuple[dict, dict]:
     """({name: enum} of CUB's enums, {scope: {name: enum}} of the selector enums)."""
     pkg = registry.package()
-    algorithms = {e.name: _algorithm_enum(e) for e in pkg.ENUMS}
+    algorithms = {}
+    for spec in pkg.ENUMS:
+        names = [n for n, _ in sorted(spec.values, key=lambda nv: nv[1])]
+        members = [(short_name(n, names), i + 1) for i, n in enumerate(names)]
+        algorithms[spec.name] = AlgorithmEnum(spec.name, members, module="coopgen.enums",
+                                              qualname=spec.name)
+        for member, cub in zip(algorithms[spec.name], names):
+            member.cub_name = cub
     selectors: dict = {"block": {}, "warp": {}}
     for row in pkg.PYTHONIC:
-        if getattr(row, "enum", None):
+        if row.enum:
             keys = dict.fromkeys(sel for sel, _ in row.methods)
             selectors[row.scope][row.enum] = CoopEnum(
                 row.enum, [(k, i + 1) for i, k in enumerate(keys)], module="coopgen.enums",
