@@ -4,13 +4,12 @@ linker first reads the bundle. One shim may so be defined in two bundles of one 
 ODR linkage (``COOPGEN_SHIM``)."""
 import functools
 import threading
-from dataclasses import dataclass
 
 from ..model import registry
 from ..types.cpp import TYPE_HEADERS
 from . import nvrtc
 from .placement import storage_definition
-from .shims import BLOCK_MEMBER, OPERATOR_HEADERS, WARP_MEMBER
+from .shims import BLOCK_MEMBER, OPERATOR_HEADERS, WARP_MEMBER, Shim
 from .storage import definition
 
 #: ``COOPGEN_SHIM``, the prefix of every shim definition: ``inline`` gives it ODR linkage (PTX
@@ -18,24 +17,6 @@ from .storage import definition
 #: nothing calls it. (NVRTC 13 ignores ``__attribute__((weak))``: "symbol multiply defined".)
 _PRELUDE = ('#ifndef COOPGEN_SHIM\n#define COOPGEN_SHIM extern "C" __device__ inline '
             '__attribute__((used))\n#endif\n')
-
-
-@dataclass(frozen=True)
-class Shim:
-    """One ``extern "C"`` device function: its definition (``COOPGEN_SHIM void <symbol>(...)``,
-    a symbol unique per definition) and the headers it includes."""
-    symbol: str
-    source: str
-    includes: tuple = ()
-    decls: str = ""  # namespace-scope declarations: config structs, operator functors
-    block_storage: str | None = None  # its TempStorage type in the implicit block storage union
-    temp_storage: tuple | None = None  # a coopgen.TempStorage use: (object, C++ type, member)
-    #: (TempStorage type, logical warps, logical warp threads): a slice per logical warp in
-    #: the warp-storage union of that logical warp size.
-    warp_storage: tuple | None = None
-    #: (bytes, alignment) of a large coopgen.shared.array whose address the shim returns: a
-    #: member of the storage struct named by the symbol (arrays.STORAGE_ARRAY_BYTES).
-    shared_array: tuple | None = None
 
 
 class ShimBundle:
@@ -112,14 +93,10 @@ class ShimBundle:
             slices = max(n for _, n, size in warp if size == lwt)
             members.append((f"coopgen_warp_storage_{lwt}_t", f"{WARP_MEMBER}_{lwt}[{slices}]"))
         # coopgen.TempStorage objects: one member each, sized from its uses.
-        objects = {}
-        for s in shims:
-            if s.temp_storage:
-                obj, ctype, member = s.temp_storage
-                objects.setdefault(obj.symbol, (obj, set()))[1].add((ctype, member))
-        for symbol in sorted(objects):
-            obj, uses = objects[symbol]
-            parts.append(definition(obj, sorted(uses, key=lambda m: m[1])))
+        uses = [s.temp_storage for s in shims if s.temp_storage]
+        for symbol, obj in sorted({obj.symbol: obj for obj, _, _ in uses}.items()):
+            mine = {(ctype, member) for o, ctype, member in uses if o.symbol == symbol}
+            parts.append(definition(obj, sorted(mine, key=lambda m: m[1])))
             members.append((f"{symbol}_t", symbol))
         for s in shims:
             if s.shared_array:

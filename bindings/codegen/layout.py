@@ -20,13 +20,7 @@ _VALUE = re.compile(r"\.u64 (coopgen_ts_(?:size|align))\s*=\s*(\d+);")
 
 def temp_storage_layout(cls, fixed: dict) -> tuple[int, int]:
     """(bytes, alignment) of ``cls``'s TempStorage for the template keywords ``fixed``."""
-    key = tuple(sorted((k, repr(v)) for k, v in fixed.items()))
-    return _layout(cls, key, tuple(fixed.items()))
-
-
-@functools.lru_cache(maxsize=None)
-def _layout(cls, key, items) -> tuple[int, int]:
-    args = class_template_args(f"{cls.scope}.{cls.name}", cls, dict(items), registry.enums())
+    args = class_template_args(f"{cls.scope}.{cls.name}", cls, fixed, registry.enums())
     return resolved_layout(cls, args)
 
 

@@ -20,6 +20,7 @@ from . import cache as _cache
 from . import toolchain
 
 VERSION = _cache.own_version()
+nvrtc_version = functools.cache(toolchain.nvrtc_version)
 
 
 class NvrtcError(RuntimeError):
@@ -48,13 +49,6 @@ def reset_counters() -> None:
     with _lock:
         for key in _counts:
             _counts[key] = 0
-
-
-@functools.cache
-def nvrtc_version() -> tuple[int, int]:
-    err, major, minor = _nvrtc.nvrtcVersion()
-    _check(err, "nvrtcVersion")
-    return (major, minor)
 
 
 @functools.cache
@@ -249,8 +243,7 @@ def compile_ltoir(source: str, *, include_dirs: list[str] | None = None,
     """One translation unit to LTO-IR (cached on disk); NvrtcError carries NVRTC's log."""
     toolchain.require_consistent()  # a mixed stack: one error here, not a linker's
     arch = arch or default_arch()
-    refused = unsupported_arch(arch)
-    if refused:
+    if refused := unsupported_arch(arch):
         raise NvrtcError(refused)
     include_dirs = [str(d) for d in (include_dirs if include_dirs is not None
                                      else [cccl_include_dir()])] + [half_include_dir()]

@@ -32,21 +32,28 @@ LINEAR_TID = "(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.
 
 
 @dataclass(frozen=True)
-class ShimText:
+class Shim:
+    """One ``extern "C"`` device function: its definition (``COOPGEN_SHIM void <symbol>(...)``,
+    a symbol unique per definition), the headers it includes and what the bundle adds for it."""
     symbol: str
-    decls: str  # namespace-scope declarations: config struct, operator functors
-    source_fn: str  # the shim function
-    includes: tuple[str, ...]
-    block_storage: str | None  # C++ TempStorage type the bundle's union must hold
-    warp_storage: tuple | None  # (TempStorage type, logical warps, logical warp threads)
-    # A coopgen.TempStorage use: (the TempStorage object, member C++ type, member name).
-    ts_use: tuple | None
-    # (C type, name, source, index) in call order; source "arg": the call's argument
-    # ``index`` (its data pointer for arrays), "state": the state array of the operator
-    # argument ``index``, "ret": returned value ``index``.
-    c_params: tuple[tuple[str, str, str, int], ...]
+    source: str
+    includes: tuple = ()
+    decls: str = ""  # namespace-scope declarations: config structs, operator functors
+    block_storage: str | None = None  # its TempStorage type in the implicit block storage union
+    temp_storage: tuple | None = None  # a coopgen.TempStorage use: (object, C++ type, member)
+    #: (TempStorage type, logical warps, logical warp threads): a slice per logical warp in
+    #: the warp-storage union of that logical warp size.
+    warp_storage: tuple | None = None
+    #: (bytes, alignment) of a large coopgen.shared.array whose address the shim returns: a
+    #: member of the storage struct named by the symbol (arrays.STORAGE_ARRAY_BYTES).
+    shared_array: tuple | None = None
+    # For the caller, so not compared (calls of one shim may order their arguments otherwise):
+    # (C type, name, source, index) in call order; source "arg": the call's argument ``index``
+    # (its data pointer for arrays), "state": the state array of the operator argument
+    # ``index``, "ret": returned value ``index``, "self": the object's buffer.
+    c_params: tuple = field(default=(), compare=False)
     # (binding index, symbol, argtypes, restype) of each operator to compile
-    op_symbols: tuple[tuple[int, str, tuple, object], ...]
+    op_symbols: tuple = field(default=(), compare=False)
 
 
 def _h(*parts) -> str:
@@ -237,16 +244,13 @@ def _passed_argument(s: _Parts, b) -> None:
 
 def _check_storage_array(s: _Parts) -> None:
     """temp_storage= a coopgen.shared.array (its size known here) must hold the TempStorage."""
-    r, prim, ty = s.r, s.prim, s.r.temp_storage_arg[1]
-    n = ty.length if isinstance(ty, Array) else None
-    if n is not None:
-        s.pre.insert(0, f"static_assert(sizeof(typename {prim}::TempStorage) <= {n}, "
-                        f"\"coopgen: {r.cls.name}: temp_storage is too small: it needs "
-                        f"sizeof(TempStorage) bytes\");")
-        s.pre.insert(0, f"static_assert(alignof(typename {prim}::TempStorage) <= "
-                        f"{SHARED_ALIGNMENT}, \"coopgen: {r.cls.name}: temp_storage is "
-                        f"misaligned: TempStorage needs more than {SHARED_ALIGNMENT}-byte "
-                        f"alignment; use a coopgen.TempStorage\");")
+    ty, ts, name = s.r.temp_storage_arg[1], f"typename {s.prim}::TempStorage", s.r.cls.name
+    if isinstance(ty, Array) and ty.length is not None:
+        s.pre[:0] = [f"static_assert(alignof({ts}) <= {SHARED_ALIGNMENT}, \"coopgen: {name}: "
+                     f"temp_storage is misaligned: TempStorage needs more than "
+                     f"{SHARED_ALIGNMENT}-byte alignment; use a coopgen.TempStorage\");",
+                     f"static_assert(sizeof({ts}) <= {ty.length}, \"coopgen: {name}: temp_storage"
+                     f" is too small: it needs sizeof(TempStorage) bytes\");"]
 
 
 def _implicit_storage(s: _Parts, symbol: str) -> tuple[str, str | None, tuple | None]:
@@ -296,7 +300,7 @@ def _body(s: _Parts, storage: str | None, object_bytes: int) -> list[str]:
 
 
 def build(r: Plan, op_signatures: dict[int, tuple], object_mode: str | None = None,
-          object_bytes: int = 64, use_index: int = 0) -> ShimText:
+          object_bytes: int = 64, use_index: int = 0) -> Shim:
     """The shim for ``r``; ``op_signatures[i]``: (argtypes, restype) of operator binding i.
     ``object_mode``: None (a call on a temporary), "construct" (placement-new into the caller's
     ``coopgen_self`` buffer) or "method" (a call on that object)."""
@@ -348,5 +352,6 @@ def build(r: Plan, op_signatures: dict[int, tuple], object_mode: str | None = No
     params = ", ".join(f"{t} {n}" for t, n, _, _ in s.c_params) or "void"
     fn = f"COOPGEN_SHIM void {symbol}({params})\n{{\n" + "".join(
         f"  {line}\n" for line in _body(s, storage, object_bytes)) + "}"
-    return ShimText(symbol, "\n".join(s.decls), fn, (r.cls.header,) + OPERATOR_HEADERS,
-                    block_storage, warp_storage, s.ts_use, tuple(s.c_params), tuple(s.op_syms))
+    return Shim(symbol, fn, (r.cls.header,) + OPERATOR_HEADERS, "\n".join(s.decls),
+                block_storage, s.ts_use, warp_storage, c_params=tuple(s.c_params),
+                op_symbols=tuple(s.op_syms))

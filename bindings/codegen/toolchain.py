@@ -48,11 +48,11 @@ def _probe(name: str, lib: str, version) -> Part:
         return Part(name, "not found", None, str(e))
 
 
-def _nvrtc_version() -> tuple[int, int]:
+def nvrtc_version() -> tuple[int, int]:
     from cuda.bindings import nvrtc
     err, major, minor = nvrtc.nvrtcVersion()
     if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
-        raise RuntimeError(err.name)
+        raise RuntimeError(f"nvrtcVersion failed: {err.name}")
     return major, minor
 
 
@@ -85,12 +85,10 @@ def cuda_major_of(path: str) -> tuple[int | None, str]:
 
 def _nvvm() -> Part:
     """The libNVVM the backend compiles kernels with (its own search), else pathfinder's."""
-    try:
-        path = backend_nvvm_path() if backend_nvvm_path is not None else None
-        path = path if path and os.path.isfile(path) else None
-    except Exception:  # an older or newer backend layout: fall back
-        path = None
-    path = path or _lib_path("nvvm")
+    path = None
+    with contextlib.suppress(Exception):  # an older or newer backend layout: fall back
+        path = backend_nvvm_path and backend_nvvm_path()
+    path = path if path and os.path.isfile(path) else _lib_path("nvvm")
     if path.startswith("not found"):
         return Part("NVVM", "not found", None, path)
     major, version = cuda_major_of(path)
@@ -100,7 +98,7 @@ def _nvvm() -> Part:
 @functools.lru_cache(maxsize=None)
 def parts() -> tuple[Part, ...]:
     """NVRTC, nvJitLink and NVVM as this process loads them."""
-    return (_probe("NVRTC", "nvrtc", _nvrtc_version),
+    return (_probe("NVRTC", "nvrtc", nvrtc_version),
             _probe("nvJitLink", "nvJitLink",
                    lambda: importlib.import_module("cuda.bindings.nvjitlink").version()),
             _nvvm())
