@@ -25,7 +25,6 @@ class ShimBundle:
 
     def __init__(self, arch: str, name: str = "coopgen-shims"):
         self.arch = arch
-        self.label = name
         self._shims: dict[str, Shim] = {}
         # One (shim symbol, site) entry per lowered call that uses the implicit block storage;
         # site: (func_ir, block label, sequence number) in the kernel, or None when unknown.

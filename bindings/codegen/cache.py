@@ -10,6 +10,7 @@ atomic, so processes can share the folder. A hit sets the entry's mtime (access 
 not kept), and writes evict the least recently used past the cap."""
 import contextlib
 import hashlib
+import importlib.metadata
 import os
 import tempfile
 import warnings
@@ -18,7 +19,6 @@ from pathlib import Path
 
 def own_version() -> str:
     """coopgen's version, from its package metadata."""
-    import importlib.metadata
     try:
         return importlib.metadata.version("coopgen")
     except importlib.metadata.PackageNotFoundError:  # imported from a source tree: no metadata

@@ -47,8 +47,7 @@ def cache_hit_count(kind: str = "ltoir") -> int:
 
 def reset_counters() -> None:
     with _lock:
-        for key in _counts:
-            _counts[key] = 0
+        _counts.update(dict.fromkeys(_counts, 0))
 
 
 @functools.cache
@@ -165,19 +164,14 @@ def _dir_identity(d: str) -> str:
 
 
 def _cache_key(source: str, opts: list[str], arch: str, include_dirs) -> str:
-    h = hashlib.sha256()
-    for part in (
-        "coopgen-ltoir-v2",
-        VERSION,  # a new coopgen may emit other code for the same source (its headers, options)
-        source,
-        _nvrtc_identity(),  # the toolchain: NVRTC's major decides the LTO-IR format
-        "\0".join(o for o in opts if not o.startswith("-I")),  # dirs: by identity below
-        _normalize_arch(arch),
-        "\0".join(_dir_identity(d) for d in include_dirs),
-    ):
-        h.update(part.encode())
-        h.update(b"\0\1")  # unambiguous separator
-    return h.hexdigest()
+    parts = ("coopgen-ltoir-v2",  # each part ends with "\0\1", so none runs into the next
+             VERSION,  # a new coopgen may emit other code for the same source (headers, options)
+             source,
+             _nvrtc_identity(),  # the toolchain: NVRTC's major decides the LTO-IR format
+             "\0".join(o for o in opts if not o.startswith("-I")),  # dirs: by identity below
+             _normalize_arch(arch),
+             "\0".join(_dir_identity(d) for d in include_dirs))
+    return hashlib.sha256("".join(p + "\0\1" for p in parts).encode()).hexdigest()
 
 
 def _check(err, what: str, prog=None, source: str = ""):

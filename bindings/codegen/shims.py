@@ -4,11 +4,7 @@ A shim is a config struct ``cub::coopgen_cfg_<h>`` that names the template argum
 does (so header defaults that use them compile) and the class as ``prim``, the operator
 functors, and ``COOPGEN_SHIM void coopgen_<Class>_<Method>_<h>(...)``, which makes a ``prim`` on
 its temp storage and calls the method. Names derive from a hash of what the shim is, never a
-counter.
-
-Implicit block temp storage is one union in the bundle's storage struct (``coopgen_storage()``),
-entered with a barrier so successive primitives may reuse it, as CUB requires; warp primitives
-get per-warp slices of their own array there.
+counter. Implicit temp storage lives in the bundle's storage struct (:func:`_implicit_storage`).
 """
 import hashlib
 import itertools
@@ -179,20 +175,19 @@ def _default_argument(s: _Parts, i: int, b) -> None:
     """A parameter the call leaves out: the object's storage for a constructor, else the
     header's default where a later argument is passed."""
     r, p = s.r, b.param
-    if p.role == "temp_storage":
-        if s.object_mode == "construct" and r.temp_storage == "explicit":
-            s.call_args.append(s.explicit_storage)
-        elif s.object_mode == "construct":
-            # No temp_storage= and no storage-free constructor: the object gets its own
-            # __shared__ storage (per warp for warp primitives), which it keeps for its
-            # lifetime; objects of one type and call site share it.
-            slots, index = (1, "0") if r.cls.scope == "block" else _logical_warps(r)[:2]
-            s.pre.append(f"__shared__ typename {s.prim}::TempStorage "
-                         f"coopgen_object_storage[{slots}];")
-            s.call_args.append(f"coopgen_object_storage[{index}]")
-        return
-    if any(x.source != "default" for x in r.bindings[i + 1:] if x.param.role != "temp_storage"):
-        s.call_args.append(f"({p.default})")  # a later argument is passed
+    if p.role != "temp_storage":
+        if any(x.source != "default" for x in r.bindings[i + 1:]
+               if x.param.role != "temp_storage"):
+            s.call_args.append(f"({p.default})")  # a later argument is passed
+    elif s.object_mode == "construct" and r.temp_storage == "explicit":
+        s.call_args.append(s.explicit_storage)
+    elif s.object_mode == "construct":
+        # No temp_storage= and no storage-free constructor: the object gets its own __shared__
+        # storage (per warp for warp primitives), which it keeps for its lifetime; objects of
+        # one type and call site share it.
+        slots, index = (1, "0") if r.cls.scope == "block" else _logical_warps(r)[:2]
+        s.pre.append(f"__shared__ typename {s.prim}::TempStorage coopgen_object_storage[{slots}];")
+        s.call_args.append(f"coopgen_object_storage[{index}]")
 
 
 def _operator_argument(s: _Parts, i: int, b, op_signatures) -> None:
@@ -310,7 +305,8 @@ def build(r: Plan, op_signatures: dict[int, tuple], object_mode: str | None = No
     symbol = f"coopgen_{r.cls.name}_{r.method.name}_{h}"
     # Named by the class and its template arguments only, so a constructor and the methods
     # called on its object agree on the type.
-    cfg = f"coopgen_cfg_{_h(r.cls.cpp, r.template_args)}"
+    cls_h = _h(r.cls.cpp, r.template_args)
+    cfg = f"coopgen_cfg_{cls_h}"
     s = _Parts(r, h, cfg, f"::cub::{cfg}::prim", object_mode)
     records = [item_type(b.type) for b in r.bindings if b.type is not None]
     records += [t for _, t, _ in r.returns]
@@ -318,9 +314,7 @@ def build(r: Plan, op_signatures: dict[int, tuple], object_mode: str | None = No
     s.decls.append(cfg_struct(cfg, r.cls, r.template_args))
     s.explicit_storage = f"*reinterpret_cast<typename {s.prim}::TempStorage*>(coopgen_temp_storage)"
     if ts_obj is not None:
-        member = f"m_{_h(r.cls.cpp, r.template_args)}"
-        if ts_obj.sharing == "exclusive":
-            member += f"_{use_index}"
+        member = f"m_{cls_h}" + (f"_{use_index}" if ts_obj.sharing == "exclusive" else "")
         s.ts_use = (ts_obj, f"typename {s.prim}::TempStorage", member)
         s.explicit_storage = (f"reinterpret_cast<typename {s.prim}::TempStorage&>"
                               f"({STORAGE}.{ts_obj.symbol}.{member})")
