@@ -53,14 +53,11 @@ class ShimBundle:
             if shim.block_storage:
                 seq = len(self._storage_uses)
                 self._storage_uses.append((shim.symbol, None if site is None else (*site, seq)))
-            old = self._shims.get(shim.symbol)
-            if old is not None:
-                if old != shim:
-                    raise ValueError(f"two different shims share the symbol {shim.symbol!r}")
-                return
-            if self._ltoir is not None:
+            if self._shims.get(shim.symbol, shim) != shim:
+                raise ValueError(f"two different shims share the symbol {shim.symbol!r}")
+            if shim.symbol not in self._shims and self._ltoir is not None:
                 raise RuntimeError("ShimBundle already compiled; cannot add shims")
-            self._shims[shim.symbol] = shim
+            self._shims.setdefault(shim.symbol, shim)
 
     def source(self) -> str:
         """The translation unit: the canonical #include block (the same for every kernel, which

@@ -1,9 +1,6 @@
-"""Temp-storage size and alignment of a two-phase object, computed by NVRTC (no GPU needed).
-
-The source declares two ``__device__`` constants holding ``sizeof``/``alignof`` of the
-primitive's TempStorage; NVRTC compiles it to PTX (cached on disk like every compile) and the
-values are read back from their initialisers.
-"""
+"""Temp-storage size and alignment of a two-phase object, computed by NVRTC (no GPU needed):
+``sizeof``/``alignof`` of its TempStorage as two ``__device__`` constants, read back from the
+PTX (cached on disk like every compile); and explicit storage checked against them."""
 import functools
 import re
 

@@ -61,9 +61,8 @@ def supported_archs() -> tuple[int, ...]:
 def default_arch() -> str:
     """The arch of compiles no kernel compile chose (two-phase temp storage sizes): the current
     device's, or sm_90 without one (CPU-only compile checks)."""
-    with contextlib.suppress(Exception):  # no driver or no device: compile for the default
-        cc = current_device_cc() if current_device_cc is not None else None
-        if cc:
+    with contextlib.suppress(Exception):  # no backend, driver or device: the default
+        if cc := current_device_cc():
             return f"sm_{cc[0]}{cc[1]}"
     return "sm_90"
 
@@ -102,13 +101,9 @@ def arch_number(arch) -> int:
 def _nvrtc_identity() -> str:
     """Version plus libnvrtc's size, so patch releases (both 13.0) get their own cache entries;
     no paths or times, so a cache warmed on one machine serves another."""
-    ident = repr(nvrtc_version())
-    with contextlib.suppress(Exception):  # identity is best effort; the version is enough
-        from cuda import pathfinder
-
-        p = os.path.realpath(pathfinder.load_nvidia_dynamic_lib("nvrtc").abs_path)
-        ident += f":{os.stat(p).st_size}"
-    return ident
+    with contextlib.suppress(OSError):  # identity is best effort; the version is enough
+        return f"{nvrtc_version()!r}:{os.stat(toolchain.lib_path('nvrtc')).st_size}"
+    return repr(nvrtc_version())
 
 
 @functools.cache

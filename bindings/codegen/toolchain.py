@@ -31,7 +31,7 @@ class Part:
         return f"{self.name} {self.version} ({self.where})"
 
 
-def _lib_path(name: str) -> str:
+def lib_path(name: str) -> str:
     try:
         from cuda.pathfinder import load_nvidia_dynamic_lib
         return load_nvidia_dynamic_lib(name).abs_path or "?"
@@ -43,7 +43,7 @@ def _probe(name: str, lib: str, version) -> Part:
     """``name`` as found: ``version()`` gives its version numbers, or raises when it is missing."""
     try:
         v = version()
-        return Part(name, ".".join(map(str, v)), v[0], _lib_path(lib))
+        return Part(name, ".".join(map(str, v)), v[0], lib_path(lib))
     except Exception as e:
         return Part(name, "not found", None, str(e))
 
@@ -88,7 +88,7 @@ def _nvvm() -> Part:
     path = None
     with contextlib.suppress(Exception):  # an older or newer backend layout: fall back
         path = backend_nvvm_path and backend_nvvm_path()
-    path = path if path and os.path.isfile(path) else _lib_path("nvvm")
+    path = path if path and os.path.isfile(path) else lib_path("nvvm")
     if path.startswith("not found"):
         return Part("NVVM", "not found", None, path)
     major, version = cuda_major_of(path)
