@@ -59,8 +59,7 @@ class Primitive(_TempStorageLayout, Entry):
     def __getattr__(self, name):
         """An object factory's methods (``histo.init``, ``rld.decode``) exist on the host too, as
         cuda.coop's objects have them; they are called on the object a kernel makes."""
-        aliases = self.__dict__.get("aliases") or {}
-        if name in aliases:
+        if name in (self.__dict__.get("aliases") or {}):
             def method(*args, **kws):
                 raise TypeError(f"{self.name}.{name}: call it inside a kernel, on the object "
                                 f"{self.name}(...) returns there")
@@ -106,9 +105,8 @@ class PrimitiveClass(_TempStorageLayout):
                          for name in cls.method_names}
 
     def __getattr__(self, name):
-        methods = self.__dict__.get("_methods", {})
-        if name in methods:
-            return methods[name]
+        if name in self.__dict__.get("_methods", {}):
+            return self._methods[name]
         raise AttributeError(f"{self.__dict__.get('_cls').name} has no method {name!r}")
 
     def __dir__(self):
