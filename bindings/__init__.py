@@ -14,7 +14,8 @@ versions.check()  # before numba is touched: an unsupported release fails here, 
 
 from .lower import backend  # noqa: E402  (numba-cuda: typing, lowering, launch hooks)
 from .api import block, coop, local, shared, warp  # noqa: E402
-from .api.storage import TempStorage, kernel_temp_storage  # noqa: E402
+from .api.primitives import kernel_temp_storage  # noqa: E402
+from .codegen.storage import TempStorage  # noqa: E402
 from .lower.typing import block_shape  # noqa: E402
 
 # The modules users import by name: ``import coopgen.coop``, ``from coopgen.block import ...``

@@ -12,13 +12,12 @@ def build(scope: str) -> dict:
     out = dict(enums.SELECTORS[scope])
     out.update({c.name: PrimitiveClass(scope, c) for c in classes.values() if c.scope == scope})
     pkg = registry.package()
-    keywords = getattr(pkg, "PYTHONIC_KEYWORDS", ())
     for row in pkg.PYTHONIC:
         if row.scope != scope:
             continue
         cls = classes[row.cls]
         name = f"{scope}.{row.name}"
-        shape = CallShape.of_row(name, row, keywords)
+        shape = CallShape.of_row(name, row, pkg.PYTHONIC_KEYWORDS)
         if row.object:  # an object factory: a constructor call, or inferred from a method's
             infer = None if row.object == "constructor" else row.object
             out[row.name] = Primitive(name, cls, {"": cls.constructors}, constructor=True,

@@ -2,11 +2,13 @@
 ``block.BlockRadixSort``. In kernels their calls are typed and lowered by coopgen.lower; on the
 host, called with a dtype and template arguments, they return two-phase objects with those
 fixed, which kernels call in turn."""
+import functools
 import inspect
 
 from numba.cuda.extending import typeof_impl
 
 from ..codegen.layout import temp_storage_layout
+from ..codegen.storage import SHARING
 from ..lower import host_objects, typing
 from ..lower.objects import PrimitiveClassType
 from ..model import registry
@@ -18,7 +20,7 @@ from ..resolve.templates import check_host_keywords
 class NothingToLink(list):
     """``obj.files`` of a two-phase object: empty, since ``cuda.jit(link=...)`` has nothing to
     add (each kernel links the code it uses), yet true, as cuda.coop's objects' lists were and
-    as code written for them checks."""
+    as code written for them checks: old cuda.coop code passing ``link=obj.files`` works."""
 
     def __bool__(self) -> bool:
         return True
@@ -57,8 +59,7 @@ class Primitive(_TempStorageLayout, Entry):
     def __getattr__(self, name):
         """An object factory's methods (``histo.init``, ``rld.decode``) exist on the host too, as
         cuda.coop's objects have them; they are called on the object a kernel makes."""
-        aliases = self.__dict__.get("aliases") or {}
-        if name in aliases:
+        if name in (self.__dict__.get("aliases") or {}):
             def method(*args, **kws):
                 raise TypeError(f"{self.name}.{name}: call it inside a kernel, on the object "
                                 f"{self.name}(...) returns there")
@@ -67,11 +68,7 @@ class Primitive(_TempStorageLayout, Entry):
         raise AttributeError(f"{self.__dict__.get('name', type(self).__name__)!r} has no "
                              f"attribute {name!r}")
 
-    @property
-    def files(self) -> list:
-        """Nothing to link: kernels link their primitives themselves. (Old cuda.coop code passes
-        ``link=obj.files`` to ``cuda.jit``; it keeps working.)"""
-        return NothingToLink()
+    files = property(lambda self: NothingToLink(), doc=NothingToLink.__doc__)
 
     def _layout(self) -> tuple[int, int]:
         return temp_storage_layout(self.cls, self.class_template_kws())
@@ -108,23 +105,18 @@ class PrimitiveClass(_TempStorageLayout):
                          for name in cls.method_names}
 
     def __getattr__(self, name):
-        methods = self.__dict__.get("_methods", {})
-        if name in methods:
-            return methods[name]
+        if name in self.__dict__.get("_methods", {}):
+            return self._methods[name]
         raise AttributeError(f"{self.__dict__.get('_cls').name} has no method {name!r}")
 
     def __dir__(self):
         return list(self._methods) + ["temp_storage_bytes", "temp_storage_alignment"]
 
-    @property
+    @functools.cached_property
     def constructor(self) -> Primitive:
         """The in-kernel constructor (made once: each Primitive registers typing/lowering)."""
-        ctor = self.__dict__.get("_ctor")
-        if ctor is None:
-            ctor = self.__dict__["_ctor"] = Primitive(
-                f"{self._scope}.{self._cls.name}", self._cls, {"": self._cls.constructors},
-                fixed=self._fixed, constructor=True)
-        return ctor
+        return Primitive(f"{self._scope}.{self._cls.name}", self._cls,
+                         {"": self._cls.constructors}, fixed=self._fixed, constructor=True)
 
     def __repr__(self):
         return f"<coopgen {self._scope}.{self._cls.name} {self._fixed or ''}>"
@@ -152,3 +144,19 @@ def _typeof_class(val, c):
 
 
 host_objects.ENTRY_CLASSES += (Primitive, PrimitiveClass)
+
+
+def kernel_temp_storage(*objects, sharing: str = "shared") -> tuple[int, int]:
+    """(bytes, alignment) that two-phase primitives need together, before any launch:
+    the largest of them ("shared") or all of them in aligned slices ("exclusive")."""
+    if sharing not in SHARING:
+        raise ValueError(f"kernel_temp_storage: sharing={sharing!r}; allowed: "
+                         f"{', '.join(map(repr, SHARING))}")
+    layouts = [(o.temp_storage_bytes, o.temp_storage_alignment) for o in objects]
+    align = max((a for _, a in layouts), default=1)
+    if sharing == "shared":
+        return max((s for s, _ in layouts), default=0), align
+    total = 0
+    for size, a in layouts:
+        total = -(-total // a) * a + size
+    return -(-total // align) * align, align

@@ -31,15 +31,14 @@ def host_arguments(p, args: tuple, kws: dict) -> tuple[dict, dict]:
         if name in template_names:
             fixed[name] = value
             continue
-        if name in params or name in shape.bit_range_names():
-            # A StatefulFunction declares the prefix callback, whose state each call passes; a
-            # Python function is compiled as a device function, as when a kernel passes one.
-            if not isinstance(value, StatefulFunction):
-                call[name] = device_function(value) if isinstance(value, pytypes.FunctionType) \
-                    else value
-        else:
+        if name not in params and name not in shape.bit_range_names():
             raise HostArgumentError(f"{p.name}: unexpected argument {name!r} on the host; "
                                     f"template keywords are {', '.join(sorted(template_names))}")
+        # A StatefulFunction declares the prefix callback, whose state each call passes; a
+        # Python function is compiled as a device function, as when a kernel passes one.
+        if not isinstance(value, StatefulFunction):
+            call[name] = device_function(value) if isinstance(value, pytypes.FunctionType) \
+                else value
         if name not in shape.bit_range_names() and name not in shape.only:
             given.append(spellings)
     for k, v in shape.defaults_for(set(fixed) | set(call)).items():

@@ -4,13 +4,12 @@ linker first reads the bundle. One shim may so be defined in two bundles of one 
 ODR linkage (``COOPGEN_SHIM``)."""
 import functools
 import threading
-from dataclasses import dataclass
 
 from ..model import registry
 from ..types.cpp import TYPE_HEADERS
 from . import nvrtc
 from .placement import storage_definition
-from .shims import BLOCK_MEMBER, OPERATOR_HEADERS, WARP_MEMBER
+from .shims import BLOCK_MEMBER, OPERATOR_HEADERS, WARP_MEMBER, Shim
 from .storage import definition
 
 #: ``COOPGEN_SHIM``, the prefix of every shim definition: ``inline`` gives it ODR linkage (PTX
@@ -20,31 +19,12 @@ _PRELUDE = ('#ifndef COOPGEN_SHIM\n#define COOPGEN_SHIM extern "C" __device__ in
             '__attribute__((used))\n#endif\n')
 
 
-@dataclass(frozen=True)
-class Shim:
-    """One ``extern "C"`` device function: its definition (``COOPGEN_SHIM void <symbol>(...)``,
-    a symbol unique per definition) and the headers it includes."""
-    symbol: str
-    source: str
-    includes: tuple = ()
-    decls: str = ""  # namespace-scope declarations: config structs, operator functors
-    block_storage: str | None = None  # its TempStorage type in the implicit block storage union
-    temp_storage: tuple | None = None  # a coopgen.TempStorage use: (object, C++ type, member)
-    #: (TempStorage type, logical warps, logical warp threads): a slice per logical warp in
-    #: the warp-storage union of that logical warp size.
-    warp_storage: tuple | None = None
-    #: (bytes, alignment) of a large coopgen.shared.array whose address the shim returns: a
-    #: member of the storage struct named by the symbol (arrays.STORAGE_ARRAY_BYTES).
-    shared_array: tuple | None = None
-
-
 class ShimBundle:
     """A backend subclasses it to say how its kernel uses shared memory and how its calls are
     ordered (for the storage barriers)."""
 
     def __init__(self, arch: str, name: str = "coopgen-shims"):
         self.arch = arch
-        self.label = name
         self._shims: dict[str, Shim] = {}
         # One (shim symbol, site) entry per lowered call that uses the implicit block storage;
         # site: (func_ir, block label, sequence number) in the kernel, or None when unknown.
@@ -73,14 +53,11 @@ class ShimBundle:
             if shim.block_storage:
                 seq = len(self._storage_uses)
                 self._storage_uses.append((shim.symbol, None if site is None else (*site, seq)))
-            old = self._shims.get(shim.symbol)
-            if old is not None:
-                if old != shim:
-                    raise ValueError(f"two different shims share the symbol {shim.symbol!r}")
-                return
-            if self._ltoir is not None:
+            if self._shims.get(shim.symbol, shim) != shim:
+                raise ValueError(f"two different shims share the symbol {shim.symbol!r}")
+            if shim.symbol not in self._shims and self._ltoir is not None:
                 raise RuntimeError("ShimBundle already compiled; cannot add shims")
-            self._shims[shim.symbol] = shim
+            self._shims.setdefault(shim.symbol, shim)
 
     def source(self) -> str:
         """The translation unit: the canonical #include block (the same for every kernel, which
@@ -112,14 +89,10 @@ class ShimBundle:
             slices = max(n for _, n, size in warp if size == lwt)
             members.append((f"coopgen_warp_storage_{lwt}_t", f"{WARP_MEMBER}_{lwt}[{slices}]"))
         # coopgen.TempStorage objects: one member each, sized from its uses.
-        objects = {}
-        for s in shims:
-            if s.temp_storage:
-                obj, ctype, member = s.temp_storage
-                objects.setdefault(obj.symbol, (obj, set()))[1].add((ctype, member))
-        for symbol in sorted(objects):
-            obj, uses = objects[symbol]
-            parts.append(definition(obj, sorted(uses, key=lambda m: m[1])))
+        uses = [s.temp_storage for s in shims if s.temp_storage]
+        for symbol, obj in sorted({obj.symbol: obj for obj, _, _ in uses}.items()):
+            mine = {(ctype, member) for o, ctype, member in uses if o.symbol == symbol}
+            parts.append(definition(obj, sorted(mine, key=lambda m: m[1])))
             members.append((f"{symbol}_t", symbol))
         for s in shims:
             if s.shared_array:

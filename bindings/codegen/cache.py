@@ -10,6 +10,7 @@ atomic, so processes can share the folder. A hit sets the entry's mtime (access 
 not kept), and writes evict the least recently used past the cap."""
 import contextlib
 import hashlib
+import importlib.metadata
 import os
 import tempfile
 import warnings
@@ -18,7 +19,6 @@ from pathlib import Path
 
 def own_version() -> str:
     """coopgen's version, from its package metadata."""
-    import importlib.metadata
     try:
         return importlib.metadata.version("coopgen")
     except importlib.metadata.PackageNotFoundError:  # imported from a source tree: no metadata
@@ -53,12 +53,10 @@ def headers_dir() -> Path:
 def max_bytes() -> int:
     value = os.environ.get("COOPGEN_CACHE_MAX_SIZE", "512M").strip()
     scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(value[-1:].upper())
-    try:
+    with contextlib.suppress(ValueError):
         size = int(float(value[:-1] if scale else value) * (scale or 1))
         if size >= 0:
             return size
-    except ValueError:
-        pass
     raise ValueError(f"COOPGEN_CACHE_MAX_SIZE={value!r}: give bytes or a size such as "
                      f"512M or 2G (0: no cap)")
 

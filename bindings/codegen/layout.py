@@ -1,9 +1,6 @@
-"""Temp-storage size and alignment of a two-phase object, computed by NVRTC (no GPU needed).
-
-The source declares two ``__device__`` constants holding ``sizeof``/``alignof`` of the
-primitive's TempStorage; NVRTC compiles it to PTX (cached on disk like every compile) and the
-values are read back from their initialisers.
-"""
+"""Temp-storage size and alignment of a two-phase object, computed by NVRTC (no GPU needed):
+``sizeof``/``alignof`` of its TempStorage as two ``__device__`` constants, read back from the
+PTX (cached on disk like every compile); and explicit storage checked against them."""
 import functools
 import re
 
@@ -20,13 +17,7 @@ _VALUE = re.compile(r"\.u64 (coopgen_ts_(?:size|align))\s*=\s*(\d+);")
 
 def temp_storage_layout(cls, fixed: dict) -> tuple[int, int]:
     """(bytes, alignment) of ``cls``'s TempStorage for the template keywords ``fixed``."""
-    key = tuple(sorted((k, repr(v)) for k, v in fixed.items()))
-    return _layout(cls, key, tuple(fixed.items()))
-
-
-@functools.lru_cache(maxsize=None)
-def _layout(cls, key, items) -> tuple[int, int]:
-    args = class_template_args(f"{cls.scope}.{cls.name}", cls, dict(items), registry.enums())
+    args = class_template_args(f"{cls.scope}.{cls.name}", cls, fixed, registry.enums())
     return resolved_layout(cls, args)
 
 

@@ -20,6 +20,7 @@ from . import cache as _cache
 from . import toolchain
 
 VERSION = _cache.own_version()
+nvrtc_version = functools.cache(toolchain.nvrtc_version)
 
 
 class NvrtcError(RuntimeError):
@@ -46,15 +47,7 @@ def cache_hit_count(kind: str = "ltoir") -> int:
 
 def reset_counters() -> None:
     with _lock:
-        for key in _counts:
-            _counts[key] = 0
-
-
-@functools.cache
-def nvrtc_version() -> tuple[int, int]:
-    err, major, minor = _nvrtc.nvrtcVersion()
-    _check(err, "nvrtcVersion")
-    return (major, minor)
+        _counts.update(dict.fromkeys(_counts, 0))
 
 
 @functools.cache
@@ -68,9 +61,8 @@ def supported_archs() -> tuple[int, ...]:
 def default_arch() -> str:
     """The arch of compiles no kernel compile chose (two-phase temp storage sizes): the current
     device's, or sm_90 without one (CPU-only compile checks)."""
-    with contextlib.suppress(Exception):  # no driver or no device: compile for the default
-        cc = current_device_cc() if current_device_cc is not None else None
-        if cc:
+    with contextlib.suppress(Exception):  # no backend, driver or device: the default
+        if cc := current_device_cc():
             return f"sm_{cc[0]}{cc[1]}"
     return "sm_90"
 
@@ -109,13 +101,9 @@ def arch_number(arch) -> int:
 def _nvrtc_identity() -> str:
     """Version plus libnvrtc's size, so patch releases (both 13.0) get their own cache entries;
     no paths or times, so a cache warmed on one machine serves another."""
-    ident = repr(nvrtc_version())
-    with contextlib.suppress(Exception):  # identity is best effort; the version is enough
-        from cuda import pathfinder
-
-        p = os.path.realpath(pathfinder.load_nvidia_dynamic_lib("nvrtc").abs_path)
-        ident += f":{os.stat(p).st_size}"
-    return ident
+    with contextlib.suppress(OSError):  # identity is best effort; the version is enough
+        return f"{nvrtc_version()!r}:{os.stat(toolchain.lib_path('nvrtc')).st_size}"
+    return repr(nvrtc_version())
 
 
 @functools.cache
@@ -171,19 +159,14 @@ def _dir_identity(d: str) -> str:
 
 
 def _cache_key(source: str, opts: list[str], arch: str, include_dirs) -> str:
-    h = hashlib.sha256()
-    for part in (
-        "coopgen-ltoir-v2",
-        VERSION,  # a new coopgen may emit other code for the same source (its headers, options)
-        source,
-        _nvrtc_identity(),  # the toolchain: NVRTC's major decides the LTO-IR format
-        "\0".join(o for o in opts if not o.startswith("-I")),  # dirs: by identity below
-        _normalize_arch(arch),
-        "\0".join(_dir_identity(d) for d in include_dirs),
-    ):
-        h.update(part.encode())
-        h.update(b"\0\1")  # unambiguous separator
-    return h.hexdigest()
+    parts = ("coopgen-ltoir-v2",  # each part ends with "\0\1", so none runs into the next
+             VERSION,  # a new coopgen may emit other code for the same source (headers, options)
+             source,
+             _nvrtc_identity(),  # the toolchain: NVRTC's major decides the LTO-IR format
+             "\0".join(o for o in opts if not o.startswith("-I")),  # dirs: by identity below
+             _normalize_arch(arch),
+             "\0".join(_dir_identity(d) for d in include_dirs))
+    return hashlib.sha256("".join(p + "\0\1" for p in parts).encode()).hexdigest()
 
 
 def _check(err, what: str, prog=None, source: str = ""):
@@ -249,8 +232,7 @@ def compile_ltoir(source: str, *, include_dirs: list[str] | None = None,
     """One translation unit to LTO-IR (cached on disk); NvrtcError carries NVRTC's log."""
     toolchain.require_consistent()  # a mixed stack: one error here, not a linker's
     arch = arch or default_arch()
-    refused = unsupported_arch(arch)
-    if refused:
+    if refused := unsupported_arch(arch):
         raise NvrtcError(refused)
     include_dirs = [str(d) for d in (include_dirs if include_dirs is not None
                                      else [cccl_include_dir()])] + [half_include_dir()]

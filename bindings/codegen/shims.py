@@ -4,11 +4,7 @@ A shim is a config struct ``cub::coopgen_cfg_<h>`` that names the template argum
 does (so header defaults that use them compile) and the class as ``prim``, the operator
 functors, and ``COOPGEN_SHIM void coopgen_<Class>_<Method>_<h>(...)``, which makes a ``prim`` on
 its temp storage and calls the method. Names derive from a hash of what the shim is, never a
-counter.
-
-Implicit block temp storage is one union in the bundle's storage struct (``coopgen_storage()``),
-entered with a barrier so successive primitives may reuse it, as CUB requires; warp primitives
-get per-warp slices of their own array there.
+counter. Implicit temp storage lives in the bundle's storage struct (:func:`_implicit_storage`).
 """
 import hashlib
 import itertools
@@ -32,21 +28,28 @@ LINEAR_TID = "(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.
 
 
 @dataclass(frozen=True)
-class ShimText:
+class Shim:
+    """One ``extern "C"`` device function: its definition (``COOPGEN_SHIM void <symbol>(...)``,
+    a symbol unique per definition), the headers it includes and what the bundle adds for it."""
     symbol: str
-    decls: str  # namespace-scope declarations: config struct, operator functors
-    source_fn: str  # the shim function
-    includes: tuple[str, ...]
-    block_storage: str | None  # C++ TempStorage type the bundle's union must hold
-    warp_storage: tuple | None  # (TempStorage type, logical warps, logical warp threads)
-    # A coopgen.TempStorage use: (the TempStorage object, member C++ type, member name).
-    ts_use: tuple | None
-    # (C type, name, source, index) in call order; source "arg": the call's argument
-    # ``index`` (its data pointer for arrays), "state": the state array of the operator
-    # argument ``index``, "ret": returned value ``index``.
-    c_params: tuple[tuple[str, str, str, int], ...]
+    source: str
+    includes: tuple = ()
+    decls: str = ""  # namespace-scope declarations: config structs, operator functors
+    block_storage: str | None = None  # its TempStorage type in the implicit block storage union
+    temp_storage: tuple | None = None  # a coopgen.TempStorage use: (object, C++ type, member)
+    #: (TempStorage type, logical warps, logical warp threads): a slice per logical warp in
+    #: the warp-storage union of that logical warp size.
+    warp_storage: tuple | None = None
+    #: (bytes, alignment) of a large coopgen.shared.array whose address the shim returns: a
+    #: member of the storage struct named by the symbol (arrays.STORAGE_ARRAY_BYTES).
+    shared_array: tuple | None = None
+    # For the caller, so not compared (calls of one shim may order their arguments otherwise):
+    # (C type, name, source, index) in call order; source "arg": the call's argument ``index``
+    # (its data pointer for arrays), "state": the state array of the operator argument
+    # ``index``, "ret": returned value ``index``, "self": the object's buffer.
+    c_params: tuple = field(default=(), compare=False)
     # (binding index, symbol, argtypes, restype) of each operator to compile
-    op_symbols: tuple[tuple[int, str, tuple, object], ...]
+    op_symbols: tuple = field(default=(), compare=False)
 
 
 def _h(*parts) -> str:
@@ -172,20 +175,19 @@ def _default_argument(s: _Parts, i: int, b) -> None:
     """A parameter the call leaves out: the object's storage for a constructor, else the
     header's default where a later argument is passed."""
     r, p = s.r, b.param
-    if p.role == "temp_storage":
-        if s.object_mode == "construct" and r.temp_storage == "explicit":
-            s.call_args.append(s.explicit_storage)
-        elif s.object_mode == "construct":
-            # No temp_storage= and no storage-free constructor: the object gets its own
-            # __shared__ storage (per warp for warp primitives), which it keeps for its
-            # lifetime; objects of one type and call site share it.
-            slots, index = (1, "0") if r.cls.scope == "block" else _logical_warps(r)[:2]
-            s.pre.append(f"__shared__ typename {s.prim}::TempStorage "
-                         f"coopgen_object_storage[{slots}];")
-            s.call_args.append(f"coopgen_object_storage[{index}]")
-        return
-    if any(x.source != "default" for x in r.bindings[i + 1:] if x.param.role != "temp_storage"):
-        s.call_args.append(f"({p.default})")  # a later argument is passed
+    if p.role != "temp_storage":
+        if any(x.source != "default" for x in r.bindings[i + 1:]
+               if x.param.role != "temp_storage"):
+            s.call_args.append(f"({p.default})")  # a later argument is passed
+    elif s.object_mode == "construct" and r.temp_storage == "explicit":
+        s.call_args.append(s.explicit_storage)
+    elif s.object_mode == "construct":
+        # No temp_storage= and no storage-free constructor: the object gets its own __shared__
+        # storage (per warp for warp primitives), which it keeps for its lifetime; objects of
+        # one type and call site share it.
+        slots, index = (1, "0") if r.cls.scope == "block" else _logical_warps(r)[:2]
+        s.pre.append(f"__shared__ typename {s.prim}::TempStorage coopgen_object_storage[{slots}];")
+        s.call_args.append(f"coopgen_object_storage[{index}]")
 
 
 def _operator_argument(s: _Parts, i: int, b, op_signatures) -> None:
@@ -237,16 +239,13 @@ def _passed_argument(s: _Parts, b) -> None:
 
 def _check_storage_array(s: _Parts) -> None:
     """temp_storage= a coopgen.shared.array (its size known here) must hold the TempStorage."""
-    r, prim, ty = s.r, s.prim, s.r.temp_storage_arg[1]
-    n = ty.length if isinstance(ty, Array) else None
-    if n is not None:
-        s.pre.insert(0, f"static_assert(sizeof(typename {prim}::TempStorage) <= {n}, "
-                        f"\"coopgen: {r.cls.name}: temp_storage is too small: it needs "
-                        f"sizeof(TempStorage) bytes\");")
-        s.pre.insert(0, f"static_assert(alignof(typename {prim}::TempStorage) <= "
-                        f"{SHARED_ALIGNMENT}, \"coopgen: {r.cls.name}: temp_storage is "
-                        f"misaligned: TempStorage needs more than {SHARED_ALIGNMENT}-byte "
-                        f"alignment; use a coopgen.TempStorage\");")
+    ty, ts, name = s.r.temp_storage_arg[1], f"typename {s.prim}::TempStorage", s.r.cls.name
+    if isinstance(ty, Array) and ty.length is not None:
+        s.pre[:0] = [f"static_assert(alignof({ts}) <= {SHARED_ALIGNMENT}, \"coopgen: {name}: "
+                     f"temp_storage is misaligned: TempStorage needs more than "
+                     f"{SHARED_ALIGNMENT}-byte alignment; use a coopgen.TempStorage\");",
+                     f"static_assert(sizeof({ts}) <= {ty.length}, \"coopgen: {name}: temp_storage"
+                     f" is too small: it needs sizeof(TempStorage) bytes\");"]
 
 
 def _implicit_storage(s: _Parts, symbol: str) -> tuple[str, str | None, tuple | None]:
@@ -296,7 +295,7 @@ def _body(s: _Parts, storage: str | None, object_bytes: int) -> list[str]:
 
 
 def build(r: Plan, op_signatures: dict[int, tuple], object_mode: str | None = None,
-          object_bytes: int = 64, use_index: int = 0) -> ShimText:
+          object_bytes: int = 64, use_index: int = 0) -> Shim:
     """The shim for ``r``; ``op_signatures[i]``: (argtypes, restype) of operator binding i.
     ``object_mode``: None (a call on a temporary), "construct" (placement-new into the caller's
     ``coopgen_self`` buffer) or "method" (a call on that object)."""
@@ -306,7 +305,8 @@ def build(r: Plan, op_signatures: dict[int, tuple], object_mode: str | None = No
     symbol = f"coopgen_{r.cls.name}_{r.method.name}_{h}"
     # Named by the class and its template arguments only, so a constructor and the methods
     # called on its object agree on the type.
-    cfg = f"coopgen_cfg_{_h(r.cls.cpp, r.template_args)}"
+    cls_h = _h(r.cls.cpp, r.template_args)
+    cfg = f"coopgen_cfg_{cls_h}"
     s = _Parts(r, h, cfg, f"::cub::{cfg}::prim", object_mode)
     records = [item_type(b.type) for b in r.bindings if b.type is not None]
     records += [t for _, t, _ in r.returns]
@@ -314,9 +314,7 @@ def build(r: Plan, op_signatures: dict[int, tuple], object_mode: str | None = No
     s.decls.append(cfg_struct(cfg, r.cls, r.template_args))
     s.explicit_storage = f"*reinterpret_cast<typename {s.prim}::TempStorage*>(coopgen_temp_storage)"
     if ts_obj is not None:
-        member = f"m_{_h(r.cls.cpp, r.template_args)}"
-        if ts_obj.sharing == "exclusive":
-            member += f"_{use_index}"
+        member = f"m_{cls_h}" + (f"_{use_index}" if ts_obj.sharing == "exclusive" else "")
         s.ts_use = (ts_obj, f"typename {s.prim}::TempStorage", member)
         s.explicit_storage = (f"reinterpret_cast<typename {s.prim}::TempStorage&>"
                               f"({STORAGE}.{ts_obj.symbol}.{member})")
@@ -348,5 +346,6 @@ def build(r: Plan, op_signatures: dict[int, tuple], object_mode: str | None = No
     params = ", ".join(f"{t} {n}" for t, n, _, _ in s.c_params) or "void"
     fn = f"COOPGEN_SHIM void {symbol}({params})\n{{\n" + "".join(
         f"  {line}\n" for line in _body(s, storage, object_bytes)) + "}"
-    return ShimText(symbol, "\n".join(s.decls), fn, (r.cls.header,) + OPERATOR_HEADERS,
-                    block_storage, warp_storage, s.ts_use, tuple(s.c_params), tuple(s.op_syms))
+    return Shim(symbol, fn, (r.cls.header,) + OPERATOR_HEADERS, "\n".join(s.decls),
+                block_storage, s.ts_use, warp_storage, c_params=tuple(s.c_params),
+                op_symbols=tuple(s.op_syms))

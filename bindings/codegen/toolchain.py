@@ -31,7 +31,7 @@ class Part:
         return f"{self.name} {self.version} ({self.where})"
 
 
-def _lib_path(name: str) -> str:
+def lib_path(name: str) -> str:
     try:
         from cuda.pathfinder import load_nvidia_dynamic_lib
         return load_nvidia_dynamic_lib(name).abs_path or "?"
@@ -43,16 +43,16 @@ def _probe(name: str, lib: str, version) -> Part:
     """``name`` as found: ``version()`` gives its version numbers, or raises when it is missing."""
     try:
         v = version()
-        return Part(name, ".".join(map(str, v)), v[0], _lib_path(lib))
+        return Part(name, ".".join(map(str, v)), v[0], lib_path(lib))
     except Exception as e:
         return Part(name, "not found", None, str(e))
 
 
-def _nvrtc_version() -> tuple[int, int]:
+def nvrtc_version() -> tuple[int, int]:
     from cuda.bindings import nvrtc
     err, major, minor = nvrtc.nvrtcVersion()
     if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
-        raise RuntimeError(err.name)
+        raise RuntimeError(f"nvrtcVersion failed: {err.name}")
     return major, minor
 
 
@@ -60,8 +60,8 @@ def _nvrtc_version() -> tuple[int, int]:
 backend_nvvm_path = None
 
 
-def cuda_major_of(path: str) -> tuple[int | None, str]:
-    """(CUDA major, version) of the pip package or toolkit holding the library at ``path``."""
+def cuda_version_of(path: str) -> tuple[str, int | None]:
+    """(version, CUDA major) of the pip package or toolkit holding the library at ``path``."""
     real = os.path.realpath(path)
     for dist_name in NVVM_DISTRIBUTIONS:
         with contextlib.suppress(importlib.metadata.PackageNotFoundError):
@@ -69,38 +69,33 @@ def cuda_major_of(path: str) -> tuple[int | None, str]:
             base = os.path.realpath(dist.locate_file(""))
             rel = Path(os.path.relpath(real, base)).as_posix()
             if real.startswith(base + os.sep) and any(str(f) == rel for f in dist.files or ()):
-                return int(dist.version.split(".")[0]), dist.version
+                return dist.version, int(dist.version.split(".")[0])
     for parent in Path(real).parents:  # a CUDA toolkit: its version.json or its dist-info
-        meta = parent / "version.json"
-        if meta.is_file():
-            with contextlib.suppress(ValueError, KeyError, OSError):
-                version = json.loads(meta.read_text())["cuda"]["version"]
-                return int(version.split(".")[0]), version
+        with contextlib.suppress(ValueError, KeyError, OSError):  # none, or not readable
+            version = json.loads((parent / "version.json").read_text())["cuda"]["version"]
+            return version, int(version.split(".")[0])
         infos = sorted((parent / "dist-info").glob("nvidia_nvvm-*.dist-info"))
         if infos:
             version = infos[-1].name[len("nvidia_nvvm-"):-len(".dist-info")]
-            return int(version.split(".")[0]), version
-    return None, "?"
+            return version, int(version.split(".")[0])
+    return "?", None
 
 
 def _nvvm() -> Part:
     """The libNVVM the backend compiles kernels with (its own search), else pathfinder's."""
-    try:
-        path = backend_nvvm_path() if backend_nvvm_path is not None else None
-        path = path if path and os.path.isfile(path) else None
-    except Exception:  # an older or newer backend layout: fall back
-        path = None
-    path = path or _lib_path("nvvm")
+    path = None
+    with contextlib.suppress(Exception):  # an older or newer backend layout: fall back
+        path = backend_nvvm_path and backend_nvvm_path()
+    path = path if path and os.path.isfile(path) else lib_path("nvvm")
     if path.startswith("not found"):
         return Part("NVVM", "not found", None, path)
-    major, version = cuda_major_of(path)
-    return Part("NVVM", version, major, path)
+    return Part("NVVM", *cuda_version_of(path), path)
 
 
 @functools.lru_cache(maxsize=None)
 def parts() -> tuple[Part, ...]:
     """NVRTC, nvJitLink and NVVM as this process loads them."""
-    return (_probe("NVRTC", "nvrtc", _nvrtc_version),
+    return (_probe("NVRTC", "nvrtc", nvrtc_version),
             _probe("nvJitLink", "nvJitLink",
                    lambda: importlib.import_module("cuda.bindings.nvjitlink").version()),
             _nvvm())
@@ -147,17 +142,10 @@ def problems(found: tuple[Part, ...] | None = None,
     return out
 
 
-_sound = False  # set once require_consistent found nothing wrong
-
-
+@functools.cache  # a raise is not cached: it checks again until it passes once
 def require_consistent() -> None:
-    """Raise :class:`ToolchainError` unless :func:`problems` finds none (until it passes once)."""
-    global _sound
-    if _sound:
-        return
+    """Raise :class:`ToolchainError` unless :func:`problems` finds none."""
     found = problems()
     if found:
         raise ToolchainError("coopgen: the CUDA toolchain cannot compile and link kernels:\n  "
                              + "\n  ".join(found))
-    _sound = True
-

@@ -16,7 +16,6 @@ from numba.cuda.extending import lower_builtin, register_model
 from numba.cuda.typing.templates import AbstractTemplate
 
 from ..codegen import shims
-from ..codegen.bundle import Shim
 from ..codegen.layout import check_storage_fits
 from ..resolve import call as calls
 from ..resolve import hooks
@@ -210,9 +209,7 @@ def _shim_text(p, context, builder, r, n_bound):
                        "method" if p.parent is not None else None,
                        object_bytes=PARENT_BYTES - 8 * n_bound, use_index=use_index)
     site = kernel_lowering_site()
-    bundle.add(Shim(text.symbol, text.source_fn, text.includes, decls=text.decls,
-                    block_storage=text.block_storage, temp_storage=text.ts_use,
-                    warp_storage=text.warp_storage), site=site)
+    bundle.add(text, site=site)
     use_short_shared_pointers(builder.module)
     bound_kernel_threads(builder, site)
     for i, sym, argtypes, restype in text.op_symbols:
