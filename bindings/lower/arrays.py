@@ -1,27 +1,33 @@
 """``coopgen.local.array``/``coopgen.shared.array``: numba's arrays with the static shape and
 memory space in the type (numba's carry no shape to infer ``items_per_thread`` from); slicing
 drops them. ``coopgen.TempStorage`` objects: a type whose value is nothing at run time (the
-shims reach the storage by its symbol; numba lowers such constants as its dummy value)."""
+shims reach the storage by its symbol; numba lowers such constants as its dummy value). coopgen's
+enums (coopgen.types.enums): members are compile-time constants, classes are values whose
+attributes are members."""
 import hashlib
 import inspect
 import math
 
 from llvmlite import ir
 from numba.cuda import cgutils, types
+from numba.cuda.core.imputils import lower_cast, lower_constant, lower_getattr_generic
 from numba.cuda.cudaimpl import _generic_array, _get_unique_smem_id
 from numba.cuda.cudadrv import nvvm
-from numba.cuda.datamodel.models import ArrayModel, OpaqueModel
+from numba.cuda.datamodel.models import ArrayModel, IntegerModel, OpaqueModel
 from numba.cuda.extending import lower_builtin, register_model, typeof_impl
 from numba.cuda.typing.npydecl import parse_dtype
-from numba.cuda.typing.templates import AbstractTemplate, infer_global, signature
+from numba.cuda.typing.templates import (AbstractTemplate, AttributeTemplate, infer_getattr,
+                                         infer_global, signature)
+from numba.cuda.typing.typeof import Purpose
 from numba.cuda.vector_types import VectorType, vector_types
 
 from ..codegen.bundle import Shim
 from ..codegen.shims import SHARED_ALIGNMENT, STORAGE
 from ..codegen.storage import TempStorage
+from ..types.enums import CoopEnum, CoopEnumMeta
 from .bundle import bundle_for
 from .errors import CoopgenTypeError
-from .lowering_context import lowering_function
+from .numba_internals import lowering_site
 
 #: A coopgen.shared.array this large joins the kernel's coopgen storage (shared_placement), so
 #: that it moves to dynamic shared memory with it past the static limit; smaller ones stay
@@ -178,7 +184,7 @@ def _storage_array(context, builder, aryty, nbytes: int, align: int):
     accessor shim, which LTO inlines to the same constant address a numba global would have
     (or to the dynamic shared memory base)."""
     bundle = bundle_for(context.active_code_library, module=builder.module)
-    site = lowering_function()
+    site = lowering_site()
     where = (site[0].func_id.modname, site[0].func_id.func_qualname) if site else bundle.name
     # Named from what it is (the function, its how-many-th array, shape, dtype): the same
     # kernel gives the same translation unit (so NVRTC's cache) in every process.
@@ -202,3 +208,66 @@ def _storage_array(context, builder, aryty, nbytes: int, align: int):
 
 local_array = _make_array_function("local")
 shared_array = _make_array_function("shared")
+
+
+class EnumMemberLiteral(types.IntegerLiteral):
+    """A coopgen enum member as a literal: the member itself is the value, so coopgen reads
+    its name; at run time it is its int."""
+
+    def __init__(self, member: CoopEnum):
+        self._literal_init(member)
+        self._literal_type_cache = types.int64
+        types.Integer.__init__(self, name=f"Literal[{type(member).__name__}]({member.name})",
+                               bitwidth=64, signed=True)
+
+
+class EnumClassType(types.Opaque):
+    """A coopgen enum class in a kernel: its attributes are member literals."""
+
+    def __init__(self, cls):
+        self.cls = cls
+        super().__init__(f"coopgen.enum.{cls.__name__}")
+
+    @property
+    def key(self):
+        return self.cls
+
+
+register_model(EnumMemberLiteral)(IntegerModel)
+register_model(EnumClassType)(OpaqueModel)
+typeof_impl.register(CoopEnumMeta)(lambda val, c: EnumClassType(val))
+
+
+@typeof_impl.register(CoopEnum)
+def _typeof_member(val, c):
+    if c.purpose == Purpose.constant:
+        return EnumMemberLiteral(val)
+    return types.IntEnumMember(type(val), types.int64)  # a kernel argument: a run-time int
+
+
+@infer_getattr
+class _EnumClassAttrs(AttributeTemplate):
+    key = EnumClassType
+
+    def generic_resolve(self, typ, attr):
+        member = typ.cls.__members__.get(attr)
+        return EnumMemberLiteral(member) if member is not None else None
+
+
+@lower_getattr_generic(EnumClassType)
+def _lower_member(context, builder, typ, value, attr):
+    return context.get_constant(types.int64, int(typ.cls[attr]))
+
+
+@lower_constant(EnumMemberLiteral)
+def _lower_member_constant(context, builder, ty, pyval):
+    return context.get_constant(types.int64, int(pyval))
+
+
+@lower_cast(EnumMemberLiteral, types.Integer)
+@lower_cast(EnumMemberLiteral, types.Float)
+@lower_cast(EnumMemberLiteral, types.Boolean)
+def _cast_member(context, builder, fromty, toty, val):
+    # numba's literal cast would format the member itself into the IR (its str() is CUB's
+    # spelling); use its int.
+    return context.get_constant(toty, int(fromty.literal_value))

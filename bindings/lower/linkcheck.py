@@ -168,14 +168,14 @@ class _LaunchOnCpu:
 @contextlib.contextmanager
 def launch_config_on_cpu(kernel, block, args=()):
     """Compile as ``kernel[grid, block](*args)`` would, without a GPU to launch on."""
-    from . import lowering_context
-    saved = lowering_context.current_launch_config
+    from . import bundle
+    saved = bundle.current_launch_config
     cfg = _LaunchOnCpu(getattr(kernel, "py_func", kernel), block, args)
-    lowering_context.current_launch_config = lambda: cfg
+    bundle.current_launch_config = lambda: cfg
     try:
         yield cfg
     finally:
-        lowering_context.current_launch_config = saved
+        bundle.current_launch_config = saved
 
 
 def link_as_launched(kernel, block, *args, arch=(9, 0)) -> LinkResult:

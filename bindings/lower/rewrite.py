@@ -19,7 +19,7 @@ from . import host_objects
 from .arrays import local_array, shared_array
 from .describe import cell_value
 from .errors import CoopgenTypeError
-from .lowering_context import launch_config
+from .bundle import launch_config
 from .operators import device_function
 
 #: Attributes of an array argument known on the host; other objects' public attributes are too.

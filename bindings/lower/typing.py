@@ -2,7 +2,9 @@
 plan, written as a shim that joins the kernel's bundle, lowered to a call of that shim. One
 template class types every entry point, one lowering function emits every call. A constructed
 CUB object (BlockRunLengthDecode, BlockHistogram, ...) lives in the constructing thread's frame
-and its value is a pointer to it; its methods are the class's (typed in coopgen.lower.objects)."""
+and its value is a pointer to it; its methods are the class's. A faithful class
+(``block.BlockHistogram``) is a value whose attributes are its methods and whose call constructs
+the object."""
 import collections
 import contextlib
 import contextvars
@@ -10,25 +12,28 @@ import contextvars
 import numpy as np
 from llvmlite import ir
 from numba.cuda import cgutils, types
-from numba.cuda.core.imputils import lower_cast
+from numba.cuda.core.imputils import lower_cast, lower_getattr_generic
 from numba.cuda.datamodel.models import OpaqueModel
 from numba.cuda.extending import lower_builtin, register_model
-from numba.cuda.typing.templates import AbstractTemplate
+from numba.cuda.typing.templates import (AbstractTemplate, AttributeTemplate, infer_getattr,
+                                         signature)
 
 from ..codegen import shims
 from ..codegen.bundle import Shim
 from ..codegen.layout import check_storage_fits
+from ..model.spec import ClassSpec
 from ..resolve import call as calls
 from ..resolve import hooks
+from ..resolve.entry import Entry
 from ..resolve.operators import operator_signatures
 from ..types import desc
 from ..types.cpp import by_pointer
 from .arrays import POSITIONAL, TempStorageType, positional_signature
-from .bundle import bundle_for
+from .bundle import (bound_kernel_threads, bundle_for, check_not_in_device_function,
+                     kernel_lowering_site, launch_config, use_short_shared_pointers)
 from .describe import constant_type, describe, dtype_of, to_numba
 from .errors import CoopgenTypeError, as_typing_errors
-from .lowering_context import (bound_kernel_threads, check_not_in_device_function,
-                               kernel_lowering_site, launch_config, use_short_shared_pointers)
+from .host_objects import CallableObject
 from .operators import bit_field_digits, compile_operator
 from .shared_memory import align_numba_shared_bytes
 
@@ -144,17 +149,6 @@ def call_type(p, args: tuple, kws: dict):
     return types.none if not outs else outs[0] if len(outs) == 1 else types.Tuple(outs)
 
 
-def _storage_first(p, args: tuple, kws: dict) -> bool:
-    """Whether ``args[0]`` may be the storage of a two-phase object's call, which cuda.coop
-    passes first (``block_load(temp_storage, d_in, items)``): a TempStorage or a uint8 array."""
-    if not p.fixed or p.constructor or p.infer or p.parent is not None or not args \
-            or "temp_storage" in kws:
-        return False
-    ts = args[0]
-    return isinstance(ts, TempStorageType) or (
-        isinstance(ts, types.Array) and ts.ndim == 1 and ts.dtype == types.uint8)
-
-
 def make_template(p):
     class CoopgenCall(AbstractTemplate):
         key = p
@@ -164,9 +158,14 @@ def make_template(p):
             try:
                 return positional_signature(call_type(p, args, kws), args, kws)
             except CoopgenTypeError as first:
-                if not _storage_first(p, args, kws):
+                # cuda.coop's two-phase objects take their storage first: obj(ts, src, dst),
+                # a TempStorage or a uint8 array
+                ts = args[0] if args else None
+                storage_first = isinstance(ts, TempStorageType) or isinstance(
+                    ts, types.Array) and ts.ndim == 1 and ts.dtype == types.uint8
+                if not storage_first or not p.fixed or p.constructor or p.infer \
+                        or p.parent is not None or "temp_storage" in kws:
                     raise
-                # cuda.coop's two-phase objects take their storage first: obj(ts, src, dst)
                 try:
                     ret = call_type(p, args[1:], {"temp_storage": args[0], **kws})
                 except CoopgenTypeError:
@@ -187,17 +186,6 @@ def register(p) -> None:
         lambda context, builder, sig, args: lower_call(p, context, builder, sig, args))
 
 
-def _split_sig(sig):
-    """(positional types, keyword types, the order of ``sig.args`` that puts positionals
-    first): a storage passed first (:func:`_storage_first`) is a keyword."""
-    if sig.pysig is None:  # numba drops it from bound-method signatures: all positional
-        return sig.args, {}, list(range(len(sig.args)))
-    names = list(sig.pysig.parameters)
-    pos = [i for i, n in enumerate(names) if n.startswith(POSITIONAL)]
-    kw = [i for i, n in enumerate(names) if not n.startswith(POSITIONAL)]
-    return tuple(sig.args[i] for i in pos), {names[i]: sig.args[i] for i in kw}, pos + kw
-
-
 def _shim_text(p, context, builder, r, n_bound):
     """Write the call's shim, add it to the kernel's bundle and compile its operators."""
     bundle = bundle_for(context.active_code_library, p.name, module=builder.module)
@@ -205,8 +193,7 @@ def _shim_text(p, context, builder, r, n_bound):
     if isinstance(ts, desc.Array) and ts.space is None:
         align_numba_shared_bytes(builder.module)  # numba's cuda.shared.array(n, uint8)
     use_index = bundle.next_use_index(ts.symbol) if isinstance(ts, desc.Storage) else 0
-    op_sigs = operator_signatures(p.name, r)
-    text = shims.build(r, op_sigs, object_mode="construct" if p.constructor else
+    text = shims.build(r, operator_signatures(p.name, r), object_mode="construct" if p.constructor else
                        "method" if p.parent is not None else None,
                        object_bytes=PARENT_BYTES - 8 * n_bound, use_index=use_index)
     site = kernel_lowering_site()
@@ -241,8 +228,13 @@ def lower_call(p, context, builder, sig, args, self_ptr=None, kept=None):
     """Emit the call of ``p``'s shim. ``kept``: {name: (type, data pointer)} of the arguments
     an object keeps, passed after the call's own, then the constants the call passes without
     the user (SplitCall.constants)."""
-    pos, kws, order = _split_sig(sig)
+    # positionals first; a storage passed first (make_template) is a keyword. numba drops the
+    # pysig from bound-method signatures: all positional
+    names = list(sig.pysig.parameters) if sig.pysig is not None else [POSITIONAL] * len(sig.args)
+    order = sorted(range(len(sig.args)), key=lambda i: not names[i].startswith(POSITIONAL))
     sig_args, args = [sig.args[i] for i in order], [args[i] for i in order]
+    n_pos = sum(n.startswith(POSITIONAL) for n in names)
+    pos, kws = tuple(sig_args[:n_pos]), {names[i]: sig.args[i] for i in order[n_pos:]}
     kept = kept or {}
     with as_typing_errors():
         r, bound = _resolve(p, pos, dict(kws, **{k: t for k, (t, _) in kept.items()}))
@@ -299,6 +291,93 @@ def _constant(context, value):
     if isinstance(plain, (types.Number, types.Boolean)):
         return plain, context.get_constant(plain, value)
     return ty, context.get_dummy_value()
+
+
+def _method_entry(cls: ClassSpec, attr: str, parent) -> Entry:
+    return Entry(f"{cls.scope}.{cls.name}.{attr}", cls, {"": cls.overloads(attr)},
+                 fixed=dict(parent.template_kws), parent=parent, shape=parent.shapes.get(attr))
+
+
+class PrimitiveClassType(CallableObject):
+    """``block.BlockHistogram`` inside a kernel: its attributes are the methods (one-shot
+    calls); calling it constructs a parent object (``h = block.BlockHistogram(...)``)."""
+
+    def __init__(self, obj):
+        super().__init__(obj, f"coopgen.{obj._scope}.{obj._cls.name}@{id(obj):x}")
+
+    def _target(self):
+        return self.obj.constructor._nbtype
+
+    def get_impl_key(self, sig):
+        return self.obj.constructor
+
+
+register_model(PrimitiveClassType)(OpaqueModel)
+
+
+@infer_getattr
+class _ParentAttrs(AttributeTemplate):
+    key = ParentType
+
+    def generic_resolve(self, typ, attr):
+        names = typ.aliases or {m: m for m in typ.cls.method_names}
+        if attr not in names:
+            raise CoopgenTypeError(f"{typ.cls.name} object has no method {attr!r}; methods: "
+                                   f"{', '.join(names)}")
+        return types.BoundFunction(_parent_method_template(typ.cls, names[attr]), typ)
+
+
+def _parent_method_template(cls: ClassSpec, attr: str):
+    key = f"coopgen.{cls.name}.{attr}"
+    if key in _PARENT_METHODS:
+        return _PARENT_METHODS[key]
+
+    class ParentMethod(AbstractTemplate):
+        prefer_literal = True
+
+        def generic(self, args, kws):
+            ret = call_type(_method_entry(cls, attr, self.this), args,
+                            dict(kws, **_bound_kws(self.this, attr)))
+            return positional_signature(ret, args, kws, recvr=self.this)
+
+    ParentMethod.key = key
+    ParentMethod.__name__ = f"ParentMethod_{cls.name}_{attr}"
+
+    @lower_builtin(key, ParentType, types.VarArg(types.Any))
+    def lower(context, builder, sig, args):
+        # numba passes the object first in ``args``; ``sig.args`` may or may not include it
+        margs = sig.args[1:] if len(sig.args) == len(args) else sig.args
+        parent = sig.recvr if sig.recvr is not None else sig.args[0]
+        p = _method_entry(cls, attr, parent)
+        msig = signature(sig.return_type, *margs).replace(pysig=sig.pysig)
+        kept = {name: (ty, builder.load(bound_slot(builder, args[0], k)))
+                for k, (name, ty) in enumerate(parent.bound) if name in _bound_kws(parent, attr)}
+        return lower_call(p, context, builder, msig, args[1:], self_ptr=args[0], kept=kept)
+
+    _PARENT_METHODS[key] = ParentMethod
+    return ParentMethod
+
+
+_PARENT_METHODS: dict = {}
+
+
+def _bound_kws(parent: ParentType, method: str) -> dict:
+    """Kept arguments of an object the method takes, as keyword argument types."""
+    names = {x.name for m in parent.cls.overloads(method) for x in m.params}
+    return {n: t for n, t in parent.bound if n in names}
+
+
+@infer_getattr
+class _PrimitiveClassAttrs(AttributeTemplate):
+    key = PrimitiveClassType
+
+    def generic_resolve(self, typ, attr):
+        return method._nbtype if (method := typ.obj._methods.get(attr)) is not None else None
+
+
+@lower_getattr_generic(PrimitiveClassType)
+def _lower_class_attr(context, builder, typ, value, attr):
+    return context.get_dummy_value()
 
 
 hooks.describe_constant = lambda value: describe(constant_type(value))
