@@ -27,31 +27,22 @@ def launch_config():
     return current_launch_config()
 
 
-def _launched_site():
-    """(site, whether it is in the kernel numba is launching) or (None, False)."""
+def kernel_lowering_site(p, r, tkws_given: bool):
+    """(func_ir, block label) when the call being lowered sits in the body of the kernel being
+    launched, else None. A device function is compiled once and reused by every launch,
+    whatever its block shape: its calls must say threads_per_block= (or be inlined)."""
     cfg, site = launchconfig.current_launch_config(), lowering_site()
     if cfg is None or site is None:
-        return None, False
-    return site, site[0].func_id.func is getattr(cfg.dispatcher, "py_func", None)
-
-
-def kernel_lowering_site():
-    """(func_ir, block label) when the call being lowered sits in the body of the kernel being
-    launched (not a device function, which may be compiled once and called many times)."""
-    site, in_kernel = _launched_site()
-    return site if in_kernel else None
-
-
-def check_not_in_device_function(p, r, tkws_given: bool) -> None:
-    """A device function is compiled once and reused by every launch, whatever its block shape:
-    its calls must say threads_per_block= (or be inlined)."""
-    site, in_kernel = _launched_site()
-    if site is not None and not in_kernel and not tkws_given and r.block_dims is not None:
+        return None
+    if site[0].func_id.func is getattr(cfg.dispatcher, "py_func", None):
+        return site
+    if not tkws_given and r.block_dims is not None:
         raise CoopgenTypeError(
             f"{p.name}: called in the device function {site[0].func_id.func.__name__!r} without "
             f"threads_per_block=: a device function is compiled once and not re-specialised "
             f"for each launch's block shape. Pass threads_per_block=, or declare it "
             f"@cuda.jit(device=True, inline='always')")
+    return None
 
 
 def _cfg(func_ir):

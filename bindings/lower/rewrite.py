@@ -200,10 +200,9 @@ class CoopgenRewrite(Rewrite):
 
     def _constant(self, new, value, loc):
         """A variable holding ``value``; a tuple built from items (to type as literals)."""
-        if isinstance(value, tuple):
-            items = [self._constant(new, v, loc) for v in value]
-            return self._define(new, ir.Expr.build_tuple(items, loc), loc, "$coopgen_launch")
-        return self._define(new, ir.Const(value, loc), loc, "$coopgen_launch")
+        expr = ir.Expr.build_tuple([self._constant(new, v, loc) for v in value], loc) \
+            if isinstance(value, tuple) else ir.Const(value, loc)
+        return self._define(new, expr, loc, "$coopgen_launch")
 
     def _drop_callee(self, func):
         """A replaced function's lookup would still be typed: make it a plain constant."""

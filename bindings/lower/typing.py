@@ -29,8 +29,8 @@ from ..resolve.operators import operator_signatures
 from ..types import desc
 from ..types.cpp import by_pointer
 from .arrays import POSITIONAL, TempStorageType, positional_signature
-from .bundle import (bound_kernel_threads, bundle_for, check_not_in_device_function,
-                     kernel_lowering_site, launch_config, use_short_shared_pointers)
+from .bundle import (bound_kernel_threads, bundle_for, kernel_lowering_site, launch_config,
+                     use_short_shared_pointers)
 from .describe import constant_type, describe, dtype_of, to_numba
 from .errors import CoopgenTypeError, as_typing_errors
 from .host_objects import CallableObject
@@ -49,15 +49,13 @@ PARENT_BYTES, PARENT_ALIGN = 256, 16
 class ParentType(types.Type):
     """A constructed CUB object's numba type; the value is a pointer to it."""
 
-    def __init__(self, ctor, resolved, template_kws: tuple,
-                 bound: tuple = (), aliases: dict | None = None):
+    def __init__(self, ctor, resolved, template_kws: tuple, bound: tuple):
         self.cls = resolved.cls
         self.template_args = resolved.template_args
         self.block_dims = resolved.block_dims
         self.template_kws = template_kws
-        self.ctor = ctor
         self.bound = bound  # (name, type) of arguments the object keeps (object factories)
-        self.aliases = dict(aliases) if aliases else None  # snake_case name -> CUB method
+        self.aliases = dict(ctor.aliases) if ctor.aliases else None  # snake_case -> CUB method
         # CUB method -> its call shape (cuda.coop's names and order, pythonic.toml's
         # method_args), for objects of the Pythonic surface
         self.shapes = {m: ctor.shape.with_slots(ctor.method_args[a])
@@ -144,8 +142,7 @@ def call_type(p, args: tuple, kws: dict):
     if p.constructor:
         folded = tuple(args) + tuple(kws.values())
         outs.insert(0, ParentType(p, r, tuple(split_call(p, args, kws).tkws.items()),
-                                  bound=tuple((n, folded[i]) for n, _, i in bound),
-                                  aliases=p.aliases))
+                                  tuple((n, folded[i]) for n, _, i in bound)))
     return types.none if not outs else outs[0] if len(outs) == 1 else types.Tuple(outs)
 
 
@@ -186,7 +183,7 @@ def register(p) -> None:
         lambda context, builder, sig, args: lower_call(p, context, builder, sig, args))
 
 
-def _shim_text(p, context, builder, r, n_bound):
+def _shim_text(p, context, builder, r, n_bound, site):
     """Write the call's shim, add it to the kernel's bundle and compile its operators."""
     bundle = bundle_for(context.active_code_library, p.name, module=builder.module)
     ts = r.temp_storage_arg[1] if r.temp_storage_arg else None
@@ -196,7 +193,6 @@ def _shim_text(p, context, builder, r, n_bound):
     text = shims.build(r, operator_signatures(p.name, r), object_mode="construct" if p.constructor else
                        "method" if p.parent is not None else None,
                        object_bytes=PARENT_BYTES - 8 * n_bound, use_index=use_index)
-    site = kernel_lowering_site()
     bundle.add(Shim(text.symbol, text.source_fn, text.includes, decls=text.decls,
                     block_storage=text.block_storage, temp_storage=text.ts_use,
                     warp_storage=text.warp_storage), site=site)
@@ -240,15 +236,14 @@ def lower_call(p, context, builder, sig, args, self_ptr=None, kept=None):
         r, bound = _resolve(p, pos, dict(kws, **{k: t for k, (t, _) in kept.items()}))
         constants = split_call(p, pos, kws).constants if p.parent is None and not p.infer \
             else []
-        if p.parent is None:
-            check_not_in_device_function(p, r, "threads_per_block" in kws or
-                                         "threads_per_block" in p.fixed)
+        site = kernel_lowering_site(p, r, p.parent is not None or "threads_per_block" in kws
+                                    or "threads_per_block" in p.fixed)
         if p.constructor:
             slot = cgutils.alloca_once(builder, ir.ArrayType(ir.IntType(8), PARENT_BYTES),
                                        name="coopgen_parent")
             slot.align = PARENT_ALIGN
             self_ptr = builder.bitcast(slot, _I8P)
-        text = _shim_text(p, context, builder, r, len(bound))
+        text = _shim_text(p, context, builder, r, len(bound), site)
     passed = (list(zip(sig_args, args)) + list(kept.values())
               + [_constant(context, v) for _, v in constants])
     n_call, n_kept = len(sig_args), len(kept)
