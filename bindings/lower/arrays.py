@@ -1,9 +1,8 @@
 """``coopgen.local.array``/``coopgen.shared.array``: numba's arrays with the static shape and
 memory space in the type (numba's carry no shape to infer ``items_per_thread`` from); slicing
-drops them. ``coopgen.TempStorage`` objects: a type whose value is nothing at run time (the
-shims reach the storage by its symbol; numba lowers such constants as its dummy value). coopgen's
-enums (coopgen.types.enums): members are compile-time constants, classes are values whose
-attributes are members."""
+drops them. ``coopgen.TempStorage``: a type whose value is nothing at run time (the shims reach
+the storage by its symbol). coopgen's enums: members are compile-time constants, classes are
+values whose attributes are members."""
 import hashlib
 import inspect
 import math
@@ -85,8 +84,8 @@ def positional_signature(ret, args, kws, recvr=None, lead=()):
     return signature(ret, *args, *kws.values(), recvr=recvr).replace(pysig=pysig)
 
 
-def _array_arguments(space: str, args, kws) -> dict:
-    """{shape, dtype, alignment} of an array call, by position or keyword (numba types)."""
+def _array_type(space: str, args, kws) -> SizedArray:
+    """The type of an array call, from its arguments (numba types) by position or keyword."""
     where = f"coopgen.{space}.array"
     if len(args) > len(ARRAY_PARAMETERS):
         raise CoopgenTypeError(f"{where}: takes (shape, dtype, alignment=None), got "
@@ -102,17 +101,26 @@ def _array_arguments(space: str, args, kws) -> dict:
     for k in ("shape", "dtype"):
         if k not in given:
             raise CoopgenTypeError(f"{where}: missing required argument {k!r}")
-    return given
-
-
-def _alignment(space: str, ty) -> int | None:
-    if ty is None or isinstance(ty, (types.NoneType, types.Omitted)):
-        return None
-    value = ty.literal_value if isinstance(ty, types.IntegerLiteral) else None
-    if value is None or value <= 0 or value & (value - 1):
-        raise CoopgenTypeError(f"coopgen.{space}.array: alignment={ty} must be a compile-time "
-                               f"power of two")
-    return value
+    shape = given["shape"]
+    shape = tuple(shape) if isinstance(shape, types.BaseTuple) else (shape,)
+    if not all(isinstance(n, types.IntegerLiteral) for n in shape):
+        raise CoopgenTypeError(
+            f"{where}: shape={given['shape']} must be a compile-time constant: an int or a "
+            f"tuple of ints, a kernel argument or an array's .shape (read from the launch's "
+            f"arguments when a launch compiles the kernel)")
+    shape = tuple(n.literal_value for n in shape)
+    dtype = parse_dtype(given["dtype"]) or vector_type(getattr(given["dtype"], "typing_key", None))
+    if dtype is None:
+        raise CoopgenTypeError(f"{where}: dtype={given['dtype']} is not a dtype (a numpy/numba "
+                               f"type or an array's .dtype)")
+    if any(n < 1 for n in shape):
+        raise CoopgenTypeError(f"{where}: shape={shape} must be positive")
+    align = given.get("alignment")
+    value = align.literal_value if isinstance(align, types.IntegerLiteral) else None
+    if align is not None and not isinstance(align, (types.NoneType, types.Omitted)) and (
+            value is None or value <= 0 or value & (value - 1)):
+        raise CoopgenTypeError(f"{where}: alignment={align} must be a compile-time power of two")
+    return SizedArray(dtype, shape, space, value)
 
 
 def vector_type(value):
@@ -133,25 +141,8 @@ def _make_array_function(space: str):
         prefer_literal = True
 
         def generic(self, args, kws):
-            given = _array_arguments(space, args, kws)
-            shape = given["shape"]
-            shape = tuple(shape) if isinstance(shape, types.BaseTuple) else (shape,)
-            if not all(isinstance(n, types.IntegerLiteral) for n in shape):
-                raise CoopgenTypeError(
-                    f"coopgen.{space}.array: shape={given['shape']} must be a compile-time "
-                    f"constant: an int or a tuple of ints, a kernel argument or an array's "
-                    f".shape (read from the launch's arguments when a launch compiles the "
-                    f"kernel)")
-            shape = tuple(n.literal_value for n in shape)
-            dtype = parse_dtype(given["dtype"]) or vector_type(
-                getattr(given["dtype"], "typing_key", None))
-            if dtype is None:
-                raise CoopgenTypeError(f"coopgen.{space}.array: dtype={given['dtype']} is not a "
-                                       f"dtype (a numpy/numba type or an array's .dtype)")
-            if any(n < 1 for n in shape):
-                raise CoopgenTypeError(f"coopgen.{space}.array: shape={shape} must be positive")
-            ret = SizedArray(dtype, shape, space, _alignment(space, given.get("alignment")))
-            return positional_signature(ret, args, kws, lead=ARRAY_PARAMETERS[:len(args)])
+            return positional_signature(_array_type(space, args, kws), args, kws,
+                                        lead=ARRAY_PARAMETERS[:len(args)])
 
     infer_global(array, types.Function(Template))
 
@@ -250,18 +241,13 @@ class _EnumClassAttrs(AttributeTemplate):
     key = EnumClassType
 
     def generic_resolve(self, typ, attr):
-        member = typ.cls.__members__.get(attr)
-        return EnumMemberLiteral(member) if member is not None else None
+        return EnumMemberLiteral(m) if (m := typ.cls.__members__.get(attr)) is not None else None
 
 
-@lower_getattr_generic(EnumClassType)
-def _lower_member(context, builder, typ, value, attr):
-    return context.get_constant(types.int64, int(typ.cls[attr]))
-
-
-@lower_constant(EnumMemberLiteral)
-def _lower_member_constant(context, builder, ty, pyval):
-    return context.get_constant(types.int64, int(pyval))
+lower_getattr_generic(EnumClassType)(
+    lambda ctx, builder, typ, value, attr: ctx.get_constant(types.int64, int(typ.cls[attr])))
+lower_constant(EnumMemberLiteral)(
+    lambda context, builder, ty, pyval: context.get_constant(types.int64, int(pyval)))
 
 
 @lower_cast(EnumMemberLiteral, types.Integer)

@@ -1,8 +1,7 @@
 """A kernel's shim bundle as numba-cuda links it: an ``LTOIR`` linking file of the code library,
 compiled on first read (coopgen.codegen.bundle), that knows the kernel's shared memory and the
-order of its calls (numba's IR); and what numba does not tell a lowering function: which Python
-function is being lowered, and whether it is the kernel being launched (read off numba's
-internals by coopgen.numba_internals.lowering_site); every answer is optional."""
+order of its calls; and where the call being lowered sits, which numba does not tell a lowering
+function (read off its internals by numba_internals.lowering_site; None when unknown)."""
 import math
 import threading
 import weakref

@@ -153,6 +153,7 @@ class _LaunchOnCpu:
     its block shape, its arguments, the dispatcher to key specialisations on."""
 
     _launch_config_key = staticmethod(lambda cfg: (cfg.blockdim,))
+    mark_launch_config_sensitive = staticmethod(lambda: None)
 
     def __init__(self, py_func, block, args):
         block = block if isinstance(block, tuple) else (block,)
@@ -160,9 +161,6 @@ class _LaunchOnCpu:
         self.args = tuple(args)
         self.py_func = py_func
         self.dispatcher = self
-
-    def mark_launch_config_sensitive(self):
-        pass
 
 
 @contextlib.contextmanager

@@ -1,10 +1,8 @@
 """numba typing and lowering of primitive calls: argument types described, resolved to a
-plan, written as a shim that joins the kernel's bundle, lowered to a call of that shim. One
+plan, written as a shim that joins the kernel's bundle, lowered to a call of that shim; one
 template class types every entry point, one lowering function emits every call. A constructed
-CUB object (BlockRunLengthDecode, BlockHistogram, ...) lives in the constructing thread's frame
-and its value is a pointer to it; its methods are the class's. A faithful class
-(``block.BlockHistogram``) is a value whose attributes are its methods and whose call constructs
-the object."""
+CUB object (``block.BlockHistogram(...)``) lives in the constructing thread's frame and its value
+is a pointer to it; the class in a kernel is a value whose attributes are its methods."""
 import collections
 import contextlib
 import contextvars
@@ -81,9 +79,8 @@ def bound_slot(builder, self_ptr, k: int):
 register_model(ParentType)(OpaqueModel)
 
 
-@lower_cast(ParentType, ParentType)
-def _cast_parent(context, builder, fromty, toty, val):
-    return val  # the same object (bound-method lowering casts the receiver to itself)
+# the same object (bound-method lowering casts the receiver to itself)
+lower_cast(ParentType, ParentType)(lambda context, builder, fromty, toty, val: val)
 
 
 @contextlib.contextmanager
@@ -190,8 +187,8 @@ def _shim_text(p, context, builder, r, n_bound, site):
     if isinstance(ts, desc.Array) and ts.space is None:
         align_numba_shared_bytes(builder.module)  # numba's cuda.shared.array(n, uint8)
     use_index = bundle.next_use_index(ts.symbol) if isinstance(ts, desc.Storage) else 0
-    text = shims.build(r, operator_signatures(p.name, r), object_mode="construct" if p.constructor else
-                       "method" if p.parent is not None else None,
+    mode = "construct" if p.constructor else "method" if p.parent is not None else None
+    text = shims.build(r, operator_signatures(p.name, r), object_mode=mode,
                        object_bytes=PARENT_BYTES - 8 * n_bound, use_index=use_index)
     bundle.add(Shim(text.symbol, text.source_fn, text.includes, decls=text.decls,
                     block_storage=text.block_storage, temp_storage=text.ts_use,
@@ -370,9 +367,8 @@ class _PrimitiveClassAttrs(AttributeTemplate):
         return method._nbtype if (method := typ.obj._methods.get(attr)) is not None else None
 
 
-@lower_getattr_generic(PrimitiveClassType)
-def _lower_class_attr(context, builder, typ, value, attr):
-    return context.get_dummy_value()
+lower_getattr_generic(PrimitiveClassType)(
+    lambda context, builder, typ, value, attr: context.get_dummy_value())
 
 
 hooks.describe_constant = lambda value: describe(constant_type(value))
