@@ -77,9 +77,7 @@ def stateful_function(dtype):
     key = str(dtype)
     if key not in STATEFUL_FUNCTIONS and udt_layout(dtype) is not None:
         cls = _class_typed_as(dtype)
-        if cls is not None:
-            cls = cuda.jit(device=True)(cls.__call__)
-        STATEFUL_FUNCTIONS[key] = cls
+        STATEFUL_FUNCTIONS[key] = cuda.jit(device=True)(cls.__call__) if cls is not None else None
     return STATEFUL_FUNCTIONS.get(key)
 
 

@@ -3,7 +3,6 @@ to LTO-IR with a C ABI under the name coopgen.resolve.operators.Operator.symbol 
 the signature the functor needs (coopgen.resolve.operators.operator_signatures)."""
 import functools
 
-import numpy as np
 from numba import cuda
 from numba.cuda.cudadrv.linkable_code import LTOIR
 
@@ -40,6 +39,7 @@ def device_function(fn):
 @functools.cache
 def bit_field_digits(begin: int, bits: int):
     """A digit extractor of the key bits [begin, begin + bits), as a device function."""
+    import numpy as np  # a closure cell of key_bits, part of its identity (its symbol)
     mask = (1 << bits) - 1
 
     @cuda.jit(device=True)

@@ -174,8 +174,7 @@ def make_template(p):
 
 def register(p) -> None:
     """Give entry point ``p`` numba typing and lowering (a user-reachable call)."""
-    p._template = make_template(p)
-    p._nbtype = types.Function(p._template)
+    p._nbtype = types.Function(make_template(p))
     lower_builtin(p, types.VarArg(types.Any))(
         lambda context, builder, sig, args: lower_call(p, context, builder, sig, args))
 
