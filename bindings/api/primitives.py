@@ -10,7 +10,7 @@ from numba.cuda.extending import typeof_impl
 from ..codegen.layout import temp_storage_layout
 from ..codegen.storage import SHARING
 from ..lower import host_objects, typing
-from ..lower.objects import PrimitiveClassType
+from ..lower.typing import PrimitiveClassType
 from ..model import registry
 from ..model.spec import ClassSpec, MSpec
 from ..resolve.entry import Entry

@@ -1,27 +1,32 @@
 """``coopgen.local.array``/``coopgen.shared.array``: numba's arrays with the static shape and
 memory space in the type (numba's carry no shape to infer ``items_per_thread`` from); slicing
-drops them. ``coopgen.TempStorage`` objects: a type whose value is nothing at run time (the
-shims reach the storage by its symbol; numba lowers such constants as its dummy value)."""
+drops them. ``coopgen.TempStorage``: a type whose value is nothing at run time (the shims reach
+the storage by its symbol). coopgen's enums: members are compile-time constants, classes are
+values whose attributes are members."""
 import hashlib
 import inspect
 import math
 
 from llvmlite import ir
 from numba.cuda import cgutils, types
+from numba.cuda.core.imputils import lower_cast, lower_constant, lower_getattr_generic
 from numba.cuda.cudaimpl import _generic_array, _get_unique_smem_id
 from numba.cuda.cudadrv import nvvm
-from numba.cuda.datamodel.models import ArrayModel, OpaqueModel
+from numba.cuda.datamodel.models import ArrayModel, IntegerModel, OpaqueModel
 from numba.cuda.extending import lower_builtin, register_model, typeof_impl
 from numba.cuda.typing.npydecl import parse_dtype
-from numba.cuda.typing.templates import AbstractTemplate, infer_global, signature
+from numba.cuda.typing.templates import (AbstractTemplate, AttributeTemplate, infer_getattr,
+                                         infer_global, signature)
+from numba.cuda.typing.typeof import Purpose
 from numba.cuda.vector_types import VectorType, vector_types
 
 from ..codegen.bundle import Shim
 from ..codegen.shims import SHARED_ALIGNMENT, STORAGE
 from ..codegen.storage import TempStorage
+from ..types.enums import CoopEnum, CoopEnumMeta
 from .bundle import bundle_for
 from .errors import CoopgenTypeError
-from .lowering_context import lowering_function
+from .numba_internals import lowering_site
 
 #: A coopgen.shared.array this large joins the kernel's coopgen storage (shared_placement), so
 #: that it moves to dynamic shared memory with it past the static limit; smaller ones stay
@@ -79,8 +84,8 @@ def positional_signature(ret, args, kws, recvr=None, lead=()):
     return signature(ret, *args, *kws.values(), recvr=recvr).replace(pysig=pysig)
 
 
-def _array_arguments(space: str, args, kws) -> dict:
-    """{shape, dtype, alignment} of an array call, by position or keyword (numba types)."""
+def _array_type(space: str, args, kws) -> SizedArray:
+    """The type of an array call, from its arguments (numba types) by position or keyword."""
     where = f"coopgen.{space}.array"
     if len(args) > len(ARRAY_PARAMETERS):
         raise CoopgenTypeError(f"{where}: takes (shape, dtype, alignment=None), got "
@@ -96,17 +101,26 @@ def _array_arguments(space: str, args, kws) -> dict:
     for k in ("shape", "dtype"):
         if k not in given:
             raise CoopgenTypeError(f"{where}: missing required argument {k!r}")
-    return given
-
-
-def _alignment(space: str, ty) -> int | None:
-    if ty is None or isinstance(ty, (types.NoneType, types.Omitted)):
-        return None
-    value = ty.literal_value if isinstance(ty, types.IntegerLiteral) else None
-    if value is None or value <= 0 or value & (value - 1):
-        raise CoopgenTypeError(f"coopgen.{space}.array: alignment={ty} must be a compile-time "
-                               f"power of two")
-    return value
+    shape = given["shape"]
+    shape = tuple(shape) if isinstance(shape, types.BaseTuple) else (shape,)
+    if not all(isinstance(n, types.IntegerLiteral) for n in shape):
+        raise CoopgenTypeError(
+            f"{where}: shape={given['shape']} must be a compile-time constant: an int or a "
+            f"tuple of ints, a kernel argument or an array's .shape (read from the launch's "
+            f"arguments when a launch compiles the kernel)")
+    shape = tuple(n.literal_value for n in shape)
+    dtype = parse_dtype(given["dtype"]) or vector_type(getattr(given["dtype"], "typing_key", None))
+    if dtype is None:
+        raise CoopgenTypeError(f"{where}: dtype={given['dtype']} is not a dtype (a numpy/numba "
+                               f"type or an array's .dtype)")
+    if any(n < 1 for n in shape):
+        raise CoopgenTypeError(f"{where}: shape={shape} must be positive")
+    align = given.get("alignment")
+    value = align.literal_value if isinstance(align, types.IntegerLiteral) else None
+    if align is not None and not isinstance(align, (types.NoneType, types.Omitted)) and (
+            value is None or value <= 0 or value & (value - 1)):
+        raise CoopgenTypeError(f"{where}: alignment={align} must be a compile-time power of two")
+    return SizedArray(dtype, shape, space, value)
 
 
 def vector_type(value):
@@ -127,25 +141,8 @@ def _make_array_function(space: str):
         prefer_literal = True
 
         def generic(self, args, kws):
-            given = _array_arguments(space, args, kws)
-            shape = given["shape"]
-            shape = tuple(shape) if isinstance(shape, types.BaseTuple) else (shape,)
-            if not all(isinstance(n, types.IntegerLiteral) for n in shape):
-                raise CoopgenTypeError(
-                    f"coopgen.{space}.array: shape={given['shape']} must be a compile-time "
-                    f"constant: an int or a tuple of ints, a kernel argument or an array's "
-                    f".shape (read from the launch's arguments when a launch compiles the "
-                    f"kernel)")
-            shape = tuple(n.literal_value for n in shape)
-            dtype = parse_dtype(given["dtype"]) or vector_type(
-                getattr(given["dtype"], "typing_key", None))
-            if dtype is None:
-                raise CoopgenTypeError(f"coopgen.{space}.array: dtype={given['dtype']} is not a "
-                                       f"dtype (a numpy/numba type or an array's .dtype)")
-            if any(n < 1 for n in shape):
-                raise CoopgenTypeError(f"coopgen.{space}.array: shape={shape} must be positive")
-            ret = SizedArray(dtype, shape, space, _alignment(space, given.get("alignment")))
-            return positional_signature(ret, args, kws, lead=ARRAY_PARAMETERS[:len(args)])
+            return positional_signature(_array_type(space, args, kws), args, kws,
+                                        lead=ARRAY_PARAMETERS[:len(args)])
 
     infer_global(array, types.Function(Template))
 
@@ -178,7 +175,7 @@ def _storage_array(context, builder, aryty, nbytes: int, align: int):
     accessor shim, which LTO inlines to the same constant address a numba global would have
     (or to the dynamic shared memory base)."""
     bundle = bundle_for(context.active_code_library, module=builder.module)
-    site = lowering_function()
+    site = lowering_site()
     where = (site[0].func_id.modname, site[0].func_id.func_qualname) if site else bundle.name
     # Named from what it is (the function, its how-many-th array, shape, dtype): the same
     # kernel gives the same translation unit (so NVRTC's cache) in every process.
@@ -202,3 +199,61 @@ def _storage_array(context, builder, aryty, nbytes: int, align: int):
 
 local_array = _make_array_function("local")
 shared_array = _make_array_function("shared")
+
+
+class EnumMemberLiteral(types.IntegerLiteral):
+    """A coopgen enum member as a literal: the member itself is the value, so coopgen reads
+    its name; at run time it is its int."""
+
+    def __init__(self, member: CoopEnum):
+        self._literal_init(member)
+        self._literal_type_cache = types.int64
+        types.Integer.__init__(self, name=f"Literal[{type(member).__name__}]({member.name})",
+                               bitwidth=64, signed=True)
+
+
+class EnumClassType(types.Opaque):
+    """A coopgen enum class in a kernel: its attributes are member literals."""
+
+    def __init__(self, cls):
+        self.cls = cls
+        super().__init__(f"coopgen.enum.{cls.__name__}")
+
+    @property
+    def key(self):
+        return self.cls
+
+
+register_model(EnumMemberLiteral)(IntegerModel)
+register_model(EnumClassType)(OpaqueModel)
+typeof_impl.register(CoopEnumMeta)(lambda val, c: EnumClassType(val))
+
+
+@typeof_impl.register(CoopEnum)
+def _typeof_member(val, c):
+    if c.purpose == Purpose.constant:
+        return EnumMemberLiteral(val)
+    return types.IntEnumMember(type(val), types.int64)  # a kernel argument: a run-time int
+
+
+@infer_getattr
+class _EnumClassAttrs(AttributeTemplate):
+    key = EnumClassType
+
+    def generic_resolve(self, typ, attr):
+        return EnumMemberLiteral(m) if (m := typ.cls.__members__.get(attr)) is not None else None
+
+
+lower_getattr_generic(EnumClassType)(
+    lambda ctx, builder, typ, value, attr: ctx.get_constant(types.int64, int(typ.cls[attr])))
+lower_constant(EnumMemberLiteral)(
+    lambda context, builder, ty, pyval: context.get_constant(types.int64, int(pyval)))
+
+
+@lower_cast(EnumMemberLiteral, types.Integer)
+@lower_cast(EnumMemberLiteral, types.Float)
+@lower_cast(EnumMemberLiteral, types.Boolean)
+def _cast_member(context, builder, fromty, toty, val):
+    # numba's literal cast would format the member itself into the IR (its str() is CUB's
+    # spelling); use its int.
+    return context.get_constant(toty, int(fromty.literal_value))

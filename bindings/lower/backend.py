@@ -2,7 +2,7 @@
 with numba-cuda and answers what the numba-free stages ask of a backend."""
 from ..codegen import nvrtc, toolchain
 from ..types import desc
-from . import enums, launch_hook, numba_internals, rewrite, typing  # noqa: F401
+from . import launch_hook, numba_internals, rewrite, typing  # noqa: F401
 from .describe import host_dtype
 
 

@@ -3,9 +3,12 @@ numba-free stages see of a call's arguments."""
 import hashlib
 
 import numpy as np
+from numba import cuda
 from numba.cuda import types
+from numba.cuda.datamodel.models import StructModel
 from numba.cuda.np import numpy_support
-from numba.cuda.typing.typeof import Purpose, typeof
+from numba.cuda.typing.templates import builtin_registry
+from numba.cuda.typing.typeof import Purpose, typeof, typeof_impl
 from numba.cuda.vector_types import VectorType, vector_types
 
 from ..resolve.operators import FUNCTION_NAMES
@@ -38,7 +41,6 @@ def udt_layout(dt) -> tuple[int, int] | None:
     if not isinstance(dt, types.Type) or (type(dt).__module__ or "").split(".")[0] in (
             "numba", "numba_cuda", "coopgen"):
         return None  # numba's own types (strings, tuples, ...) are no user's structs
-    from numba.cuda.datamodel.models import StructModel
     from numba.cuda.descriptor import cuda_target
     ctx = cuda_target.target_context
     try:
@@ -75,10 +77,7 @@ def stateful_function(dtype):
     key = str(dtype)
     if key not in STATEFUL_FUNCTIONS and udt_layout(dtype) is not None:
         cls = _class_typed_as(dtype)
-        if cls is not None:
-            from numba import cuda
-            cls = cuda.jit(device=True)(cls.__call__)
-        STATEFUL_FUNCTIONS[key] = cls
+        STATEFUL_FUNCTIONS[key] = cuda.jit(device=True)(cls.__call__) if cls is not None else None
     return STATEFUL_FUNCTIONS.get(key)
 
 
@@ -91,8 +90,6 @@ def _class_typed_as(dtype):
     """The Python class with a ``__call__`` of its own whose numba type is ``dtype``: the one
     ``typeof`` types so, else one made constructible in kernels (``type_callable``) that the
     type is named after (``BlockPrefixCallbackOp`` for ``BlockPrefixCallbackOpType``)."""
-    from numba.cuda.typing.templates import builtin_registry
-    from numba.cuda.typing.typeof import typeof_impl
     for cls, typer in list(typeof_impl.registry.items()):
         try:
             if _own_call(cls) and typer(object.__new__(cls), None) == dtype:

@@ -153,6 +153,7 @@ class _LaunchOnCpu:
     its block shape, its arguments, the dispatcher to key specialisations on."""
 
     _launch_config_key = staticmethod(lambda cfg: (cfg.blockdim,))
+    mark_launch_config_sensitive = staticmethod(lambda: None)
 
     def __init__(self, py_func, block, args):
         block = block if isinstance(block, tuple) else (block,)
@@ -161,21 +162,18 @@ class _LaunchOnCpu:
         self.py_func = py_func
         self.dispatcher = self
 
-    def mark_launch_config_sensitive(self):
-        pass
-
 
 @contextlib.contextmanager
 def launch_config_on_cpu(kernel, block, args=()):
     """Compile as ``kernel[grid, block](*args)`` would, without a GPU to launch on."""
-    from . import lowering_context
-    saved = lowering_context.current_launch_config
+    from . import bundle
+    saved = bundle.current_launch_config
     cfg = _LaunchOnCpu(getattr(kernel, "py_func", kernel), block, args)
-    lowering_context.current_launch_config = lambda: cfg
+    bundle.current_launch_config = lambda: cfg
     try:
         yield cfg
     finally:
-        lowering_context.current_launch_config = saved
+        bundle.current_launch_config = saved
 
 
 def link_as_launched(kernel, block, *args, arch=(9, 0)) -> LinkResult:

@@ -3,6 +3,7 @@ to LTO-IR with a C ABI under the name coopgen.resolve.operators.Operator.symbol 
 the signature the functor needs (coopgen.resolve.operators.operator_signatures)."""
 import functools
 
+from numba import cuda
 from numba.cuda.cudadrv.linkable_code import LTOIR
 
 from ..types import desc
@@ -19,7 +20,6 @@ class StatefulFunction:
     ``state_ptr[0]`` and returns its result. A later registration for one type replaces it."""
 
     def __init__(self, op_class, numba_type, name=None):
-        from numba import cuda
         call = getattr(op_class, "__call__", None)
         if call is None or not hasattr(call, "__code__"):
             raise TypeError(f"StatefulFunction: {op_class!r} has no Python __call__")
@@ -33,15 +33,13 @@ class StatefulFunction:
 @functools.cache
 def device_function(fn):
     """A plain Python function used as an operator, compiled as a device function (once)."""
-    from numba import cuda
     return cuda.jit(device=True)(fn)
 
 
 @functools.cache
 def bit_field_digits(begin: int, bits: int):
     """A digit extractor of the key bits [begin, begin + bits), as a device function."""
-    import numpy as np
-    from numba import cuda
+    import numpy as np  # a closure cell of key_bits, part of its identity (its symbol)
     mask = (1 << bits) - 1
 
     @cuda.jit(device=True)
@@ -53,7 +51,6 @@ def bit_field_digits(begin: int, bits: int):
 
 def compile_operator(context, sym: str, op, argtypes, restype, prim: str = "") -> None:
     """Compile a Python operator to LTO-IR with a C ABI and link it into this library."""
-    from numba import cuda
     from numba.core.errors import TypingError
     library = context.active_code_library
     done = library.__dict__.setdefault("_coopgen_ops", set())

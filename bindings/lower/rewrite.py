@@ -19,7 +19,7 @@ from . import host_objects
 from .arrays import local_array, shared_array
 from .describe import cell_value
 from .errors import CoopgenTypeError
-from .lowering_context import launch_config
+from .bundle import launch_config
 from .operators import device_function
 
 #: Attributes of an array argument known on the host; other objects' public attributes are too.
@@ -200,10 +200,9 @@ class CoopgenRewrite(Rewrite):
 
     def _constant(self, new, value, loc):
         """A variable holding ``value``; a tuple built from items (to type as literals)."""
-        if isinstance(value, tuple):
-            items = [self._constant(new, v, loc) for v in value]
-            return self._define(new, ir.Expr.build_tuple(items, loc), loc, "$coopgen_launch")
-        return self._define(new, ir.Const(value, loc), loc, "$coopgen_launch")
+        expr = ir.Expr.build_tuple([self._constant(new, v, loc) for v in value], loc) \
+            if isinstance(value, tuple) else ir.Const(value, loc)
+        return self._define(new, expr, loc, "$coopgen_launch")
 
     def _drop_callee(self, func):
         """A replaced function's lookup would still be typed: make it a plain constant."""
@@ -348,7 +347,7 @@ class CoopgenRewrite(Rewrite):
 
     def _first_use_source(self, target, index):
         """The array, defined before ThreadData ``target``, whose dtype it takes: another
-        array of the first coopgen call using ``target``."""
+        array (or a slice or element of one) of the first coopgen call using ``target``."""
         blocks = self.func_ir.blocks
         before = {s.target.name for s in self.block.body[:index] if isinstance(s, ir.assign_types)}
         for stmt in (s for label in sorted(blocks) for s in blocks[label].body if _is_call(s)):
@@ -356,10 +355,12 @@ class CoopgenRewrite(Rewrite):
             if not takes_constants(self.trace.callee(stmt.value.func)) or \
                     not any(v.name == target.name for v in used):
                 continue
-            for root in map(self._root, used):
-                defined = root is not None and (root.name in before or isinstance(
-                    self.trace.definition(root), ir.arg_types))
-                if defined and root.name != target.name:
+            for root in used:
+                d = self.trace.definition(root)
+                while _is_op(d, "getitem", "static_getitem"):  # d_in of d_in[base:]
+                    root, d = d.value, self.trace.definition(d.value)
+                if root.name != target.name and (isinstance(d, ir.arg_types) or _is_op(
+                        d, "call") and root.name in before):
                     return root
             raise CoopgenTypeError(
                 f"coop.ThreadData: cannot infer the dtype of {target.name!r} from its first "
@@ -367,13 +368,6 @@ class CoopgenRewrite(Rewrite):
                 f"Pass dtype=, e.g. coop.ThreadData(4, dtype=d_in.dtype)")
         raise CoopgenTypeError(f"coop.ThreadData: {target.name!r} is never passed to a "
                                f"primitive, so its dtype cannot be inferred; pass dtype=")
-
-    def _root(self, var):
-        """The array a slice or element expression reads (``d_in`` of ``d_in[base:]``)."""
-        d = self.trace.definition(var)
-        while _is_op(d, "getitem", "static_getitem"):
-            var, d = d.value, self.trace.definition(d.value)
-        return var if isinstance(d, ir.arg_types) or _is_op(d, "call") else None
 
 
 def depends_on(dispatcher, keys) -> None:

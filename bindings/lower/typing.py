@@ -1,8 +1,8 @@
 """numba typing and lowering of primitive calls: argument types described, resolved to a
-plan, written as a shim that joins the kernel's bundle, lowered to a call of that shim. One
+plan, written as a shim that joins the kernel's bundle, lowered to a call of that shim; one
 template class types every entry point, one lowering function emits every call. A constructed
-CUB object (BlockRunLengthDecode, BlockHistogram, ...) lives in the constructing thread's frame
-and its value is a pointer to it; its methods are the class's (typed in coopgen.lower.objects)."""
+CUB object (``block.BlockHistogram(...)``) lives in the constructing thread's frame and its value
+is a pointer to it; the class in a kernel is a value whose attributes are its methods."""
 import collections
 import contextlib
 import contextvars
@@ -10,24 +10,27 @@ import contextvars
 import numpy as np
 from llvmlite import ir
 from numba.cuda import cgutils, types
-from numba.cuda.core.imputils import lower_cast
+from numba.cuda.core.imputils import lower_cast, lower_getattr_generic
 from numba.cuda.datamodel.models import OpaqueModel
 from numba.cuda.extending import lower_builtin, register_model
-from numba.cuda.typing.templates import AbstractTemplate
+from numba.cuda.typing.templates import (AbstractTemplate, AttributeTemplate, infer_getattr,
+                                         signature)
 
 from ..codegen import shims
 from ..codegen.layout import check_storage_fits
+from ..model.spec import ClassSpec
 from ..resolve import call as calls
 from ..resolve import hooks
+from ..resolve.entry import Entry
 from ..resolve.operators import operator_signatures
 from ..types import desc
 from ..types.cpp import by_pointer
 from .arrays import POSITIONAL, TempStorageType, positional_signature
-from .bundle import bundle_for
+from .bundle import (bound_kernel_threads, bundle_for, kernel_lowering_site, launch_config,
+                     use_short_shared_pointers)
 from .describe import constant_type, describe, dtype_of, to_numba
 from .errors import CoopgenTypeError, as_typing_errors
-from .lowering_context import (bound_kernel_threads, check_not_in_device_function,
-                               kernel_lowering_site, launch_config, use_short_shared_pointers)
+from .host_objects import CallableObject
 from .operators import bit_field_digits, compile_operator
 from .shared_memory import align_numba_shared_bytes
 
@@ -43,15 +46,13 @@ PARENT_BYTES, PARENT_ALIGN = 256, 16
 class ParentType(types.Type):
     """A constructed CUB object's numba type; the value is a pointer to it."""
 
-    def __init__(self, ctor, resolved, template_kws: tuple,
-                 bound: tuple = (), aliases: dict | None = None):
+    def __init__(self, ctor, resolved, template_kws: tuple, bound: tuple):
         self.cls = resolved.cls
         self.template_args = resolved.template_args
         self.block_dims = resolved.block_dims
         self.template_kws = template_kws
-        self.ctor = ctor
         self.bound = bound  # (name, type) of arguments the object keeps (object factories)
-        self.aliases = dict(aliases) if aliases else None  # snake_case name -> CUB method
+        self.aliases = dict(ctor.aliases) if ctor.aliases else None  # snake_case -> CUB method
         # CUB method -> its call shape (cuda.coop's names and order, pythonic.toml's
         # method_args), for objects of the Pythonic surface
         self.shapes = {m: ctor.shape.with_slots(ctor.method_args[a])
@@ -77,9 +78,8 @@ def bound_slot(builder, self_ptr, k: int):
 register_model(ParentType)(OpaqueModel)
 
 
-@lower_cast(ParentType, ParentType)
-def _cast_parent(context, builder, fromty, toty, val):
-    return val  # the same object (bound-method lowering casts the receiver to itself)
+# the same object (bound-method lowering casts the receiver to itself)
+lower_cast(ParentType, ParentType)(lambda context, builder, fromty, toty, val: val)
 
 
 @contextlib.contextmanager
@@ -138,20 +138,8 @@ def call_type(p, args: tuple, kws: dict):
     if p.constructor:
         folded = tuple(args) + tuple(kws.values())
         outs.insert(0, ParentType(p, r, tuple(split_call(p, args, kws).tkws.items()),
-                                  bound=tuple((n, folded[i]) for n, _, i in bound),
-                                  aliases=p.aliases))
+                                  tuple((n, folded[i]) for n, _, i in bound)))
     return types.none if not outs else outs[0] if len(outs) == 1 else types.Tuple(outs)
-
-
-def _storage_first(p, args: tuple, kws: dict) -> bool:
-    """Whether ``args[0]`` may be the storage of a two-phase object's call, which cuda.coop
-    passes first (``block_load(temp_storage, d_in, items)``): a TempStorage or a uint8 array."""
-    if not p.fixed or p.constructor or p.infer or p.parent is not None or not args \
-            or "temp_storage" in kws:
-        return False
-    ts = args[0]
-    return isinstance(ts, TempStorageType) or (
-        isinstance(ts, types.Array) and ts.ndim == 1 and ts.dtype == types.uint8)
 
 
 def make_template(p):
@@ -163,9 +151,14 @@ def make_template(p):
             try:
                 return positional_signature(call_type(p, args, kws), args, kws)
             except CoopgenTypeError as first:
-                if not _storage_first(p, args, kws):
+                # cuda.coop's two-phase objects take their storage first: obj(ts, src, dst),
+                # a TempStorage or a uint8 array
+                ts = args[0] if args else None
+                storage_first = isinstance(ts, TempStorageType) or isinstance(
+                    ts, types.Array) and ts.ndim == 1 and ts.dtype == types.uint8
+                if not storage_first or not p.fixed or p.constructor or p.infer \
+                        or p.parent is not None or "temp_storage" in kws:
                     raise
-                # cuda.coop's two-phase objects take their storage first: obj(ts, src, dst)
                 try:
                     ret = call_type(p, args[1:], {"temp_storage": args[0], **kws})
                 except CoopgenTypeError:
@@ -180,35 +173,21 @@ def make_template(p):
 
 def register(p) -> None:
     """Give entry point ``p`` numba typing and lowering (a user-reachable call)."""
-    p._template = make_template(p)
-    p._nbtype = types.Function(p._template)
+    p._nbtype = types.Function(make_template(p))
     lower_builtin(p, types.VarArg(types.Any))(
         lambda context, builder, sig, args: lower_call(p, context, builder, sig, args))
 
 
-def _split_sig(sig):
-    """(positional types, keyword types, the order of ``sig.args`` that puts positionals
-    first): a storage passed first (:func:`_storage_first`) is a keyword."""
-    if sig.pysig is None:  # numba drops it from bound-method signatures: all positional
-        return sig.args, {}, list(range(len(sig.args)))
-    names = list(sig.pysig.parameters)
-    pos = [i for i, n in enumerate(names) if n.startswith(POSITIONAL)]
-    kw = [i for i, n in enumerate(names) if not n.startswith(POSITIONAL)]
-    return tuple(sig.args[i] for i in pos), {names[i]: sig.args[i] for i in kw}, pos + kw
-
-
-def _shim_text(p, context, builder, r, n_bound):
+def _shim_text(p, context, builder, r, n_bound, site):
     """Write the call's shim, add it to the kernel's bundle and compile its operators."""
     bundle = bundle_for(context.active_code_library, p.name, module=builder.module)
     ts = r.temp_storage_arg[1] if r.temp_storage_arg else None
     if isinstance(ts, desc.Array) and ts.space is None:
         align_numba_shared_bytes(builder.module)  # numba's cuda.shared.array(n, uint8)
     use_index = bundle.next_use_index(ts.symbol) if isinstance(ts, desc.Storage) else 0
-    op_sigs = operator_signatures(p.name, r)
-    text = shims.build(r, op_sigs, object_mode="construct" if p.constructor else
-                       "method" if p.parent is not None else None,
+    mode = "construct" if p.constructor else "method" if p.parent is not None else None
+    text = shims.build(r, operator_signatures(p.name, r), object_mode=mode,
                        object_bytes=PARENT_BYTES - 8 * n_bound, use_index=use_index)
-    site = kernel_lowering_site()
     bundle.add(text, site=site)
     use_short_shared_pointers(builder.module)
     bound_kernel_threads(builder, site)
@@ -238,22 +217,26 @@ def lower_call(p, context, builder, sig, args, self_ptr=None, kept=None):
     """Emit the call of ``p``'s shim. ``kept``: {name: (type, data pointer)} of the arguments
     an object keeps, passed after the call's own, then the constants the call passes without
     the user (SplitCall.constants)."""
-    pos, kws, order = _split_sig(sig)
+    # positionals first; a storage passed first (make_template) is a keyword. numba drops the
+    # pysig from bound-method signatures: all positional
+    names = list(sig.pysig.parameters) if sig.pysig is not None else [POSITIONAL] * len(sig.args)
+    order = sorted(range(len(sig.args)), key=lambda i: not names[i].startswith(POSITIONAL))
     sig_args, args = [sig.args[i] for i in order], [args[i] for i in order]
+    n_pos = sum(n.startswith(POSITIONAL) for n in names)
+    pos, kws = tuple(sig_args[:n_pos]), {names[i]: sig.args[i] for i in order[n_pos:]}
     kept = kept or {}
     with as_typing_errors():
         r, bound = _resolve(p, pos, dict(kws, **{k: t for k, (t, _) in kept.items()}))
         constants = split_call(p, pos, kws).constants if p.parent is None and not p.infer \
             else []
-        if p.parent is None:
-            check_not_in_device_function(p, r, "threads_per_block" in kws or
-                                         "threads_per_block" in p.fixed)
+        site = kernel_lowering_site(p, r, p.parent is not None or "threads_per_block" in kws
+                                    or "threads_per_block" in p.fixed)
         if p.constructor:
             slot = cgutils.alloca_once(builder, ir.ArrayType(ir.IntType(8), PARENT_BYTES),
                                        name="coopgen_parent")
             slot.align = PARENT_ALIGN
             self_ptr = builder.bitcast(slot, _I8P)
-        text = _shim_text(p, context, builder, r, len(bound))
+        text = _shim_text(p, context, builder, r, len(bound), site)
     passed = (list(zip(sig_args, args)) + list(kept.values())
               + [_constant(context, v) for _, v in constants])
     n_call, n_kept = len(sig_args), len(kept)
@@ -296,6 +279,92 @@ def _constant(context, value):
     if isinstance(plain, (types.Number, types.Boolean)):
         return plain, context.get_constant(plain, value)
     return ty, context.get_dummy_value()
+
+
+def _method_entry(cls: ClassSpec, attr: str, parent) -> Entry:
+    return Entry(f"{cls.scope}.{cls.name}.{attr}", cls, {"": cls.overloads(attr)},
+                 fixed=dict(parent.template_kws), parent=parent, shape=parent.shapes.get(attr))
+
+
+class PrimitiveClassType(CallableObject):
+    """``block.BlockHistogram`` inside a kernel: its attributes are the methods (one-shot
+    calls); calling it constructs a parent object (``h = block.BlockHistogram(...)``)."""
+
+    def __init__(self, obj):
+        super().__init__(obj, f"coopgen.{obj._scope}.{obj._cls.name}@{id(obj):x}")
+
+    def _target(self):
+        return self.obj.constructor._nbtype
+
+    def get_impl_key(self, sig):
+        return self.obj.constructor
+
+
+register_model(PrimitiveClassType)(OpaqueModel)
+
+
+@infer_getattr
+class _ParentAttrs(AttributeTemplate):
+    key = ParentType
+
+    def generic_resolve(self, typ, attr):
+        names = typ.aliases or {m: m for m in typ.cls.method_names}
+        if attr not in names:
+            raise CoopgenTypeError(f"{typ.cls.name} object has no method {attr!r}; methods: "
+                                   f"{', '.join(names)}")
+        return types.BoundFunction(_parent_method_template(typ.cls, names[attr]), typ)
+
+
+def _parent_method_template(cls: ClassSpec, attr: str):
+    key = f"coopgen.{cls.name}.{attr}"
+    if key in _PARENT_METHODS:
+        return _PARENT_METHODS[key]
+
+    class ParentMethod(AbstractTemplate):
+        prefer_literal = True
+
+        def generic(self, args, kws):
+            ret = call_type(_method_entry(cls, attr, self.this), args,
+                            dict(kws, **_bound_kws(self.this, attr)))
+            return positional_signature(ret, args, kws, recvr=self.this)
+
+    ParentMethod.key = key
+    ParentMethod.__name__ = f"ParentMethod_{cls.name}_{attr}"
+
+    @lower_builtin(key, ParentType, types.VarArg(types.Any))
+    def lower(context, builder, sig, args):
+        # numba passes the object first in ``args``; ``sig.args`` may or may not include it
+        margs = sig.args[1:] if len(sig.args) == len(args) else sig.args
+        parent = sig.recvr if sig.recvr is not None else sig.args[0]
+        p = _method_entry(cls, attr, parent)
+        msig = signature(sig.return_type, *margs).replace(pysig=sig.pysig)
+        kept = {name: (ty, builder.load(bound_slot(builder, args[0], k)))
+                for k, (name, ty) in enumerate(parent.bound) if name in _bound_kws(parent, attr)}
+        return lower_call(p, context, builder, msig, args[1:], self_ptr=args[0], kept=kept)
+
+    _PARENT_METHODS[key] = ParentMethod
+    return ParentMethod
+
+
+_PARENT_METHODS: dict = {}
+
+
+def _bound_kws(parent: ParentType, method: str) -> dict:
+    """Kept arguments of an object the method takes, as keyword argument types."""
+    names = {x.name for m in parent.cls.overloads(method) for x in m.params}
+    return {n: t for n, t in parent.bound if n in names}
+
+
+@infer_getattr
+class _PrimitiveClassAttrs(AttributeTemplate):
+    key = PrimitiveClassType
+
+    def generic_resolve(self, typ, attr):
+        return method._nbtype if (method := typ.obj._methods.get(attr)) is not None else None
+
+
+lower_getattr_generic(PrimitiveClassType)(
+    lambda context, builder, typ, value, attr: context.get_dummy_value())
 
 
 hooks.describe_constant = lambda value: describe(constant_type(value))

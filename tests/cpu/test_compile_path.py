@@ -282,7 +282,7 @@ def test_storage_barriers_follow_the_control_flow():
     func_ir = run_frontend(_storage_sites)
     cfg = func_ir.blocks
     labels = sorted(cfg)
-    from coopgen.lower.lowering_context import runs_once
+    from coopgen.lower.bundle import runs_once
     loop_label = next(lbl for lbl in labels if not runs_once((func_ir, lbl)))
     b = LinkedShimBundle("sm_90")
 
