@@ -52,6 +52,7 @@ def bit_field_digits(begin: int, bits: int):
 def compile_operator(context, sym: str, op, argtypes, restype, prim: str = "") -> None:
     """Compile a Python operator to LTO-IR with a C ABI and link it into this library."""
     from numba.core.errors import TypingError
+    from numba.cuda.core.errors import TypingError as CudaTypingError
     library = context.active_code_library
     done = library.__dict__.setdefault("_coopgen_ops", set())
     if sym in done:
@@ -70,7 +71,7 @@ def compile_operator(context, sym: str, op, argtypes, restype, prim: str = "") -
             code, _ = cuda.compile(fn, restype(*argtypes), device=True, abi="c",
                                    abi_info={"abi_name": sym}, output="ltoir", cc=cc)
             break
-        except TypingError as e:  # the function's body does not fit what CUB calls it with
+        except (TypingError, CudaTypingError) as e:  # its body does not fit CUB's call
             errors.append(e)
     else:
         wants = f"({', '.join(map(str, argtypes))}) -> {restype}"
