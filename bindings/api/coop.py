@@ -44,6 +44,14 @@ FACTORY_POSITIONALS = {
 }
 #: Factories that take no temp_storage= (cuda.coop raises NotImplementedError for them).
 NO_EXPLICIT_STORAGE = ("histogram",)
+NO_STORAGE_WHY = ("Explicit temp_storage is not yet supported for {0} in cuda.coop's API "
+                  "(coopgen.block.{0} takes one).")
+#: Arguments cuda.coop requires where CUB's output could be returned but its type not inferred.
+REQUIRED = {"block.run_length": {"total_decoded_size": (
+    "coop.block.run_length requires at least 5 positional arguments (run_values, run_lengths, "
+    "runs_per_thread, decoded_items_per_thread, total_decoded_size): total_decoded_size must "
+    "be a device array, of 1 item receiving the decoded size (its dtype is C++'s "
+    "TotalDecodedSizeT)")}}
 
 
 def factory_positionals(scope: str, name: str) -> tuple[str, ...]:
@@ -61,7 +69,7 @@ def _factory(scope: str, name: str, function):
 
     def make(*args, **kws):
         if name in NO_EXPLICIT_STORAGE and "temp_storage" in kws:
-            raise NotImplementedError(f"Explicit temp_storage is not supported for {name}.")
+            raise NotImplementedError(NO_STORAGE_WHY.format(name))
         if len(args) > len(positional):
             raise TypeError(f"coop.{scope}.make_{name}: takes at most {len(positional)} "
                             f"positional arguments ({', '.join(positional)}), got {len(args)}")
@@ -81,18 +89,19 @@ def _factory(scope: str, name: str, function):
 def _cuda_coop_semantics(value):
     """cuda.coop's semantics where they differ from CUB's, in a copy (coopgen.block's own keeps
     CUB's): scans of Python operators without an initial value start from 0; a histogram takes
-    no explicit temp storage."""
+    no explicit temp storage; run_length needs total_decoded_size."""
     if not isinstance(value, Invocable) or value.shape is None:
         return value
-    refused = {"temp_storage": f"Explicit temp_storage is not supported for {name}."
+    refused = {"temp_storage": NO_STORAGE_WHY.format(name)
                for name in NO_EXPLICIT_STORAGE if value.name.endswith(f".{name}")}
-    if not value.shape.identity and not refused:
+    if not value.shape.identity and not refused and value.name not in REQUIRED:
         return value
     return Invocable(value.name, value.cls, value.methods, select=value.select,
                      shape=_dataclasses.replace(value.shape, python_zero=True),
                      host=value.host, instance=value.instance, constructor=value.constructor,
                      infer=value.infer, bind=value.bind, aliases=value.aliases,
-                     method_args=value.method_args, refused=refused)
+                     method_args=value.method_args, refused=refused,
+                     required=REQUIRED.get(value.name))
 
 
 def _namespace(scope: str, module) -> _pytypes.ModuleType:

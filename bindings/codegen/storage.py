@@ -36,8 +36,9 @@ class TempStorage:
                                       or alignment & (alignment - 1)):
             raise ValueError(f"coopgen.TempStorage: alignment={alignment} must be a power of two")
         if sharing == "exclusive" and auto_sync:
-            raise ValueError("coopgen.TempStorage: auto_sync=True needs sharing='shared': "
-                             "exclusive slices never overlap, so there is nothing to wait for")
+            raise ValueError("coopgen.TempStorage: sharing='exclusive' takes no auto_sync=True "
+                             "(it needs sharing='shared'): exclusive slices never overlap, so "
+                             "there is nothing to wait for")
         self.sharing, self.size, self.alignment = sharing, size, alignment
         self.auto_sync = sharing == "shared" if auto_sync is None else bool(auto_sync)
         # A name for the kernel's __shared__ object: stable for this object's lifetime and

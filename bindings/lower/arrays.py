@@ -57,6 +57,13 @@ class SizedArray(types.Array):
 register_model(SizedArray)(ArrayModel)
 
 
+class ThreadDataArray(SizedArray):
+    """A ``coop.ThreadData`` whose dtype its first use gave: every use must agree."""
+
+
+register_model(ThreadDataArray)(ArrayModel)
+
+
 class TempStorageType(types.Opaque):
     def __init__(self, obj: TempStorage):
         self.obj = obj
@@ -84,7 +91,7 @@ def positional_signature(ret, args, kws, recvr=None, lead=()):
     return signature(ret, *args, *kws.values(), recvr=recvr).replace(pysig=pysig)
 
 
-def _array_type(space: str, args, kws) -> SizedArray:
+def _array_type(space: str, args, kws, array_type=SizedArray) -> SizedArray:
     """The type of an array call, from its arguments (numba types) by position or keyword."""
     where = f"coopgen.{space}.array"
     if len(args) > len(ARRAY_PARAMETERS):
@@ -120,7 +127,7 @@ def _array_type(space: str, args, kws) -> SizedArray:
     if align is not None and not isinstance(align, (types.NoneType, types.Omitted)) and (
             value is None or value <= 0 or value & (value - 1)):
         raise CoopgenTypeError(f"{where}: alignment={align} must be a compile-time power of two")
-    return SizedArray(dtype, shape, space, value)
+    return array_type(dtype, shape, space, value)
 
 
 def vector_type(value):
@@ -129,7 +136,7 @@ def vector_type(value):
     return vector if vector is not None and vector.user_facing_object is value else None
 
 
-def _make_array_function(space: str):
+def _make_array_function(space: str, array_type=SizedArray):
     def array(shape, dtype, alignment=None):
         """Allocate a per-thread (local) or per-block (shared) array inside a kernel."""
         raise NotImplementedError(f"coopgen.{space}.array can only be called inside a kernel")
@@ -141,7 +148,7 @@ def _make_array_function(space: str):
         prefer_literal = True
 
         def generic(self, args, kws):
-            return positional_signature(_array_type(space, args, kws), args, kws,
+            return positional_signature(_array_type(space, args, kws, array_type), args, kws,
                                         lead=ARRAY_PARAMETERS[:len(args)])
 
     infer_global(array, types.Function(Template))
@@ -199,6 +206,8 @@ def _storage_array(context, builder, aryty, nbytes: int, align: int):
 
 local_array = _make_array_function("local")
 shared_array = _make_array_function("shared")
+thread_data_array = _make_array_function("local", ThreadDataArray)
+thread_data_array.__qualname__ = "local.thread_data"
 
 
 class EnumMemberLiteral(types.IntegerLiteral):

@@ -52,6 +52,7 @@ def bit_field_digits(begin: int, bits: int):
 def compile_operator(context, sym: str, op, argtypes, restype, prim: str = "") -> None:
     """Compile a Python operator to LTO-IR with a C ABI and link it into this library."""
     from numba.core.errors import TypingError
+    from numba.cuda.core.errors import TypingError as CudaTypingError
     library = context.active_code_library
     done = library.__dict__.setdefault("_coopgen_ops", set())
     if sym in done:
@@ -59,16 +60,23 @@ def compile_operator(context, sym: str, op, argtypes, restype, prim: str = "") -
     arch = current_arch()
     cc = (int(arch.split("_")[1][:-1]), int(arch.split("_")[1][-1]))
     py_func = op.function.ref.py_func
+    tries, errors = (py_func,), []
     if any(_by_value_pointer(t) for t in (*argtypes, restype)):
-        py_func, argtypes, restype = _through_pointers(op.function.ref, argtypes, restype)
+        # by value; else on the pointers themselves, as cuda.coop's operators take such items
+        by_value, argtypes, restype = _through_pointers(op.function.ref, argtypes, restype)
+        tries = (by_value, py_func)
     argtypes, restype = tuple(to_numba(a) for a in argtypes), to_numba(restype)
-    try:
-        code, _ = cuda.compile(py_func, restype(*argtypes), device=True, abi="c",
-                               abi_info={"abi_name": sym}, output="ltoir", cc=cc)
-    except TypingError as e:  # the function's body does not fit what CUB calls it with
+    for fn in tries:
+        try:
+            code, _ = cuda.compile(fn, restype(*argtypes), device=True, abi="c",
+                                   abi_info={"abi_name": sym}, output="ltoir", cc=cc)
+            break
+        except (TypingError, CudaTypingError) as e:  # its body does not fit CUB's call
+            errors.append(e)
+    else:
         wants = f"({', '.join(map(str, argtypes))}) -> {restype}"
         raise CoopgenTypeError(f"{prim}: {op.param}={py_func.__name__} must work as "
-                               f"a {op.kind} {wants}; compiling it so failed:\n{e}") from None
+                               f"a {op.kind} {wants}; compiling it so failed:\n{errors[0]}")
     library.add_linking_file(LTOIR(code, name=sym))
     if "float16" in repr((argtypes, restype)):  # their operators are C++ shims numba links
         for shims in half_shims():

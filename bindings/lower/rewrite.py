@@ -16,7 +16,7 @@ from numba.cuda.core.rewrites import Rewrite, register_rewrite
 
 from ..resolve.entry import Entry
 from . import host_objects
-from .arrays import local_array, shared_array
+from .arrays import local_array, shared_array, thread_data_array
 from .describe import cell_value
 from .errors import CoopgenTypeError
 from .bundle import launch_config
@@ -337,11 +337,13 @@ class CoopgenRewrite(Rewrite):
         dtype = args[1] if len(args) > 1 else kws.pop("dtype", None)
         if shape is None or len(args) > 2 or kws:
             raise CoopgenTypeError("coop.ThreadData: takes (items_per_thread, dtype=None)")
+        array = local_array
         if dtype is None or isinstance(d := self.trace.definition(dtype), ir.const_types) \
                 and d.value is None:
             root = self._first_use_source(stmt.target, index)
             dtype = self._define(new, ir.Expr.getattr(root, "dtype", stmt.loc), stmt.loc)
-        func = self._array_function(new, local_array, stmt.loc)
+            array = thread_data_array  # its uses are checked to agree with that dtype
+        func = self._array_function(new, array, stmt.loc)
         self._drop_callee(expr.func)
         self._replace_value(stmt, ir.Expr.call(func, [shape, dtype], (), stmt.loc))
 

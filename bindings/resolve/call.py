@@ -64,7 +64,8 @@ def split_call(p: Entry, args: tuple, kws: dict) -> SplitCall:
                 value = ty.dtype
             else:
                 raise CoopgenError(f"{p.name}: {name}= must be a compile-time constant, got {ty}")
-            if name in p.fixed and not same_value(p.fixed[name], value):
+            # the method selector may differ per call (one class, so one TempStorage)
+            if name in p.fixed and name != p.select and not same_value(p.fixed[name], value):
                 raise CoopgenError(f"{p.name}: {name}={value!r}, but this object was made "
                                        f"with {name}={p.fixed[name]!r}")
             (bits if name in bit_range else split.tkws)[name] = value
@@ -73,6 +74,8 @@ def split_call(p: Entry, args: tuple, kws: dict) -> SplitCall:
             split.origins.append(origin)
             if len(spellings) > 1:
                 split.alternatives[name] = spellings
+    for name in set(p.required) - set(split.mkws):
+        raise CoopgenError(p.required[name])
     fixed = dict(shape.fixed) if shape is not None else {}
     for name in set(fixed) & (set(split.mkws) | set(split.tkws)):
         raise CoopgenError(f"{p.name}: {name}= is not an argument of {p.name}, which always "
@@ -201,7 +204,8 @@ def resolve_object(p: Entry, args: tuple, kws: dict):
     """An object factory call (``block.histogram(items, bins)``): infer the class's template
     arguments from a call of ``p.infer`` with these arguments, then pick the constructor.
     Returns (constructor resolution, bound arguments as (name, type, argument index))."""
-    inf = Entry(p.name, p.cls, {"": p.cls.overloads(p.infer)}, fixed=p.fixed, shape=p.shape)
+    inf = Entry(p.name, p.cls, {"": p.cls.overloads(p.infer)}, fixed=p.fixed, shape=p.shape,
+                refused=p.refused, required=p.required)
     split = split_call(inf, args, kws)
     storage, split.storage = split.storage, None
     if not split.mkws and p.fixed:

@@ -28,10 +28,11 @@ class Entry:
     call_fixed: dict | None = None  # call arguments a two-phase constructor fixed (an operator)
     method_args: dict | None = None  # object methods' positional order
     refused: dict | None = None  # argument -> why this entry takes none (cuda.coop)
+    required: dict | None = None  # argument -> the error when it is not given (cuda.coop)
 
     def __post_init__(self):
         self.bind = tuple(self.bind)
-        for name in ("fixed", "call_fixed", "method_args", "refused"):
+        for name in ("fixed", "call_fixed", "method_args", "refused", "required"):
             setattr(self, name, dict(getattr(self, name) or {}))
 
     def __repr__(self):

@@ -76,7 +76,10 @@ def _template_arg(att: Attempt, cls: ClassSpec, t, kwv, block, enums) -> str:
     if t.keyword in BLOCK_DIM_KEYWORDS and block is not None:
         return str(block["xyz".index(t.keyword[-1])])
     if t.kind == "type":
-        if kwv is not None:
+        # NullType is CUB's "none" (a keys-only sort's ValueT): an overload taking no such
+        # argument keeps it, so an object made for pairs sorts keys alone when called so
+        if kwv is not None and (t.default != "NullType"
+                                or any(x.base == t.name for x in att.method.params)):
             att.need_dtype(t.name, cpp.as_dtype(kwv, prim, t.keyword), t.keyword)
         if t.name in att.dtypes:
             return cpp.ctype(att.dtypes[t.name], prim, t.keyword)

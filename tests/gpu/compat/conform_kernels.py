@@ -498,3 +498,8 @@ CASES += _PREFIX_CASES
 from dataclass_kernels import CASES as _DATACLASS_CASES  # noqa: E402
 
 CASES += _DATACLASS_CASES
+
+# more call forms of cuda.coop code (suite_kernels.py)
+from suite_kernels import CASES as _SUITE_CASES  # noqa: E402
+
+CASES += _SUITE_CASES
