@@ -97,9 +97,7 @@ class HostObjectArguments:
     """numba-cuda argument extension: a HostObject parameter is passed as a null pointer."""
 
     def prepare_args(self, ty, val, stream=0, retr=None):
-        if isinstance(ty, HostObject):
-            return types.uintp, 0
-        return ty, val
+        return (types.uintp, 0) if isinstance(ty, HostObject) else (ty, val)
 
 
 ARGUMENTS = HostObjectArguments()
