@@ -14,7 +14,6 @@ from . import warp as _warp
 from ..codegen.storage import TempStorage as _TempStorage
 from ..lower.host_objects import gpu_dataclass  # noqa: F401
 from ..lower.operators import StatefulFunction  # noqa: F401
-from ..lower.rewrite import host_constructed
 from ..types.enums import ALGORITHMS as _ALGORITHMS
 
 #: Positional order of cuda.coop's ``make_*`` factories, per scope: by function name, by name
@@ -96,12 +95,8 @@ def _cuda_coop_semantics(value):
                for name in NO_EXPLICIT_STORAGE if value.name.endswith(f".{name}")}
     if not value.shape.identity and not refused and value.name not in REQUIRED:
         return value
-    return Invocable(value.name, value.cls, value.methods, select=value.select,
-                     shape=_dataclasses.replace(value.shape, python_zero=True),
-                     host=value.host, instance=value.instance, constructor=value.constructor,
-                     infer=value.infer, bind=value.bind, aliases=value.aliases,
-                     method_args=value.method_args, refused=refused,
-                     required=REQUIRED.get(value.name))
+    return _dataclasses.replace(value, shape=_dataclasses.replace(value.shape, python_zero=True),
+                                refused=refused, required=REQUIRED.get(value.name))
 
 
 def _namespace(scope: str, module) -> _pytypes.ModuleType:
@@ -132,12 +127,14 @@ for _sub in (block, warp, _types):
 globals().update(_ALGORITHMS)
 
 
-@host_constructed
 def TempStorage(size_in_bytes=None, alignment=None, auto_sync=None, sharing="shared"):
     """Shared temp storage for several primitive calls (cuda.coop's argument order), made
     inside a kernel or on the host. Size and alignment are inferred from its uses; when given,
     they are checked against them. See coopgen.TempStorage."""
     return _TempStorage(sharing, size=size_in_bytes, alignment=alignment, auto_sync=auto_sync)
+
+
+TempStorage._coopgen_host_call = True  # called on the host when its arguments are constants
 
 
 def ThreadData(items_per_thread, dtype=None):

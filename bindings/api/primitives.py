@@ -2,6 +2,7 @@
 ``block.BlockRadixSort``. In kernels their calls are typed and lowered by coopgen.lower; on the
 host, called with a dtype and template arguments, they return two-phase objects with those
 fixed, which kernels call in turn."""
+import dataclasses
 import functools
 import inspect
 
@@ -50,11 +51,9 @@ class Primitive(_TempStorageLayout, Entry):
         from .twophase import host_arguments, object_shape
 
         fixed, call_fixed = host_arguments(self, args, kws)
-        return Primitive(self.name, self.cls, self.methods, select=self.select, fixed=fixed,
-                         constructor=self.constructor, infer=self.infer, bind=self.bind,
-                         aliases=self.aliases, call_fixed=call_fixed,
-                         shape=object_shape(self, fixed, call_fixed, args, kws),
-                         method_args=self.method_args)
+        return dataclasses.replace(self, fixed=fixed, call_fixed=call_fixed,
+                                   shape=object_shape(self, fixed, call_fixed, args, kws),
+                                   host=None, instance=None, refused=None, required=None)
 
     def __getattr__(self, name):
         """An object factory's methods (``histo.init``, ``rld.decode``) exist on the host too, as

@@ -21,15 +21,18 @@ def host_arguments(p, args: tuple, kws: dict) -> tuple[dict, dict]:
     """(template keywords, fixed call arguments) of a two-phase constructor call of ``p``."""
     shape = p.shape or CallShape(p.name, None)
     slots = list(p.host or DEFAULT_HOST[p.cls.scope])
+    declared = [x for ms in p.methods.values() for m in ms for x in m.params]
+    operators = {x.name for x in declared if x.role == "operator"}
     # cuda.coop's scans are also made as (dtype, threads, items_per_thread, op): an integer in
     # the operator's slot before items_per_thread, then an operator, swap the two slots
     i = slots.index("items_per_thread") - 1 if "items_per_thread" in slots else -1
-    if 0 <= i < len(args) - 1 and is_int_constant(args[i]) and _is_operator(p, slots[i]) \
+    if 0 <= i < len(args) - 1 and is_int_constant(args[i]) \
+            and shape.rename.get(slots[i], slots[i]) in operators \
             and (callable(args[i + 1]) or isinstance(args[i + 1], str)):
         slots[i:i + 2] = slots[i + 1], slots[i]
     named = shape.with_slots(slots).name_arguments(tuple(args), dict(kws), error=TypeError)
     template_names = p.template_keywords() - {"temp_storage"}
-    params = {x.name for ms in p.methods.values() for m in ms for x in m.params}
+    params = {x.name for x in declared}
     fixed, call, given = dict(p.fixed), {}, []
     for name, value, _ in named:
         spellings = (name,) if isinstance(name, str) else name
@@ -68,12 +71,6 @@ def host_arguments(p, args: tuple, kws: dict) -> tuple[dict, dict]:
         raise HostArgumentError(f"{p.name}: no CUB overload ({names}) takes {together} "
                                 f"together")
     return fixed, call
-
-
-def _is_operator(p, slot: str) -> bool:
-    name = p.shape.rename.get(slot, slot) if p.shape else slot
-    return any(x.name == name and x.role == "operator"
-               for ms in p.methods.values() for m in ms for x in m.params)
 
 
 class HostArgumentError(TypeError, ValueError):

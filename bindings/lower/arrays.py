@@ -105,9 +105,8 @@ def _array_type(space: str, args, kws, array_type=SizedArray) -> SizedArray:
         if k in given:
             raise CoopgenTypeError(f"{where}: {k} given twice (by position and keyword)")
         given[k] = v
-    for k in ("shape", "dtype"):
-        if k not in given:
-            raise CoopgenTypeError(f"{where}: missing required argument {k!r}")
+    if missing := [k for k in ("shape", "dtype") if k not in given]:
+        raise CoopgenTypeError(f"{where}: missing required argument {missing[0]!r}")
     shape = given["shape"]
     shape = tuple(shape) if isinstance(shape, types.BaseTuple) else (shape,)
     if not all(isinstance(n, types.IntegerLiteral) for n in shape):

@@ -85,8 +85,8 @@ _MISSING = object()
 
 @lower_getattr_generic(HostObject)
 def _lower_field(context, builder, typ, value, attr):
-    ty = field_type(typ.obj, attr, getattr(typ.obj, attr))
     v = getattr(typ.obj, attr)
+    ty = field_type(typ.obj, attr, v)
     if isinstance(ty, types.Literal) and not isinstance(ty, types.StringLiteral):
         return context.get_constant_generic(builder, ty.literal_type, v)
     return context.get_constant_generic(builder, ty, v) if isinstance(ty, types.Number) \
@@ -97,37 +97,30 @@ class HostObjectArguments:
     """numba-cuda argument extension: a HostObject parameter is passed as a null pointer."""
 
     def prepare_args(self, ty, val, stream=0, retr=None):
-        if isinstance(ty, HostObject):
-            return types.uintp, 0
-        return ty, val
+        return (types.uintp, 0) if isinstance(ty, HostObject) else (ty, val)
 
 
 ARGUMENTS = HostObjectArguments()
 
 
-def pass_host_objects(kernel) -> None:
-    """Let ``kernel`` (a numba _Kernel being compiled) be launched with host-object arguments."""
-    if kernel is not None and ARGUMENTS not in kernel.extensions:
-        kernel.extensions.append(ARGUMENTS)
-
-
-def compiling_kernel():
-    """The numba-cuda ``_Kernel`` whose compile is running (its constructor compiles it)."""
+def pass_host_objects() -> None:
+    """Let the numba-cuda ``_Kernel`` whose compile is running (its constructor compiles it)
+    be launched with host-object arguments."""
     from numba.cuda.dispatcher import _Kernel
 
     frame = sys._getframe(1)
     while frame is not None:
-        if frame.f_code.co_name == "__init__" and isinstance(frame.f_locals.get("self"), _Kernel):
-            return frame.f_locals["self"]
+        kernel = frame.f_locals.get("self") if frame.f_code.co_name == "__init__" else None
+        if isinstance(kernel, _Kernel):
+            if ARGUMENTS not in kernel.extensions:
+                kernel.extensions.append(ARGUMENTS)
+            return
         frame = frame.f_back
-    return None
 
 
 def as_argument(obj, c):
     """typeof for objects that may be kernel arguments: a HostObject when one is."""
-    if c.purpose == Purpose.argument:
-        return HostObject(obj)
-    return None
+    return HostObject(obj) if c.purpose == Purpose.argument else None
 
 
 #: The user-facing entry point classes (coopgen.api.primitives registers them).

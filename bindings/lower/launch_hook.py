@@ -37,11 +37,6 @@ def check_internals() -> None:
                            "staticmethod of the launch configuration")
 
 
-def _kernel_name(kernel) -> str:
-    func = getattr(kernel, "py_func", None)
-    return getattr(func, "__qualname__", None) or kernel._codelibrary.name
-
-
 def _need(kernel):
     """(bytes, alignment) of its storage in dynamic shared memory, or None; read from the cubin,
     so kernels loaded from numba's cache keep it."""
@@ -67,8 +62,9 @@ def _set_max_dynamic_shared(kernel, user_bytes: int, need) -> int:
     static = cufunc.attrs.shared
     limit = device.MAX_SHARED_MEMORY_PER_BLOCK_OPTIN
     if static + total > limit:
+        name = getattr(kernel.py_func, "__qualname__", None) or kernel._codelibrary.name
         raise ValueError(
-            f"coopgen: kernel {_kernel_name(kernel)!r} needs {static + total} bytes of shared "
+            f"coopgen: kernel {name!r} needs {static + total} bytes of shared "
             f"memory per block ({need[0]} of coopgen storage in dynamic shared memory, "
             f"{user_bytes} dynamic bytes from the launch, {static} static), more than the "
             f"device max opt-in of {limit} bytes per block")

@@ -35,10 +35,6 @@ _UNKNOWN = object()
 _NOT_KNOWN = (_UNKNOWN, False)
 
 
-def _is_int(v) -> bool:
-    return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
-
-
 def _is_host_constant(v) -> bool:
     """Values a kernel may be specialised on: integers, booleans, strings and tuples of them."""
     return all(map(_is_host_constant, v)) if isinstance(v, tuple) else \
@@ -82,7 +78,8 @@ class _Trace:
                 return tuple(values), dep
             if d.op.endswith("getitem") and isinstance(values[0], tuple):
                 return values[0][d.index if d.op == "static_getitem" else values[1]], dep
-            if d.op in ("binop", "unary") and d.fn in _ARITHMETIC and all(map(_is_int, values)):
+            if d.op in ("binop", "unary") and d.fn in _ARITHMETIC and all(isinstance(
+                    v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)) for v in values):
                 return d.fn(*values), dep
         except (IndexError, TypeError, ArithmeticError):
             pass
@@ -152,12 +149,6 @@ def takes_constants(obj) -> bool:
     return _is_coopgen(obj) or obj in _NUMBA_ARRAYS
 
 
-def host_constructed(fn):
-    """Mark ``fn`` as called on the host when a kernel calls it with constant arguments."""
-    fn._coopgen_host_call = True
-    return fn
-
-
 def _is_op(d, *ops) -> bool:
     """Whether IR definition ``d`` is an expression of one of ``ops``."""
     return isinstance(d, ir.expr_types) and d.op in ops
@@ -185,7 +176,7 @@ class CoopgenRewrite(Rewrite):
         if self.trace.keys:
             depends_on(cfg.dispatcher, self.trace.keys)
         if launched and any(host_objects.is_host_object(a) for a in launch_args):
-            host_objects.pass_host_objects(host_objects.compiling_kernel())
+            host_objects.pass_host_objects()
         self.new_block = new
         return self.changed
 

@@ -6,6 +6,7 @@ is a pointer to it; the class in a kernel is a value whose attributes are its me
 import collections
 import contextlib
 import contextvars
+import functools
 
 import numpy as np
 from llvmlite import ir
@@ -144,9 +145,8 @@ def call_type(p, args: tuple, kws: dict):
 
 
 def _check_thread_data(p, r, folded: tuple) -> None:
-    """cuda.coop gives a ThreadData one dtype in every primitive: arrays of its template type,
-    and those its items come from or go to (CUB would convert: iterators, an exchange's
-    OutputT), must have the dtype its first use gave it."""
+    """cuda.coop gives a ThreadData one dtype in every primitive: arrays of its template type
+    and those its items come from or go to (CUB would convert: iterators, OutputT) have it."""
     given = [(b, folded[b.arg_index]) for b in r.bindings  # (added constants come after)
              if b.arg_index is not None and b.arg_index < len(folded)]
     for b, td in ((b, t) for b, t in given if isinstance(t, ThreadDataArray)):
@@ -332,10 +332,9 @@ class _ParentAttrs(AttributeTemplate):
         return types.BoundFunction(_parent_method_template(typ.cls, names[attr]), typ)
 
 
+@functools.cache
 def _parent_method_template(cls: ClassSpec, attr: str):
     key = f"coopgen.{cls.name}.{attr}"
-    if key in _PARENT_METHODS:
-        return _PARENT_METHODS[key]
 
     class ParentMethod(AbstractTemplate):
         prefer_literal = True
@@ -359,11 +358,7 @@ def _parent_method_template(cls: ClassSpec, attr: str):
                 for k, (name, ty) in enumerate(parent.bound) if name in _bound_kws(parent, attr)}
         return lower_call(p, context, builder, msig, args[1:], self_ptr=args[0], kept=kept)
 
-    _PARENT_METHODS[key] = ParentMethod
     return ParentMethod
-
-
-_PARENT_METHODS: dict = {}
 
 
 def _bound_kws(parent: ParentType, method: str) -> dict:
