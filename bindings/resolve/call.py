@@ -168,10 +168,6 @@ def _resolved(p: Entry, split: SplitCall, methods, **kws) -> Plan:
         if b.arg_index is not None else b for b in r.bindings))
 
 
-def _pinned(template_args) -> dict:
-    return {t.name: v for t, v in template_args}
-
-
 def resolve_call(p: Entry, args: tuple, kws: dict, block_dims=None) -> Plan:
     if p.parent is None:
         return _resolve_split(p, split_call(p, args, kws), block_dims)
@@ -179,7 +175,7 @@ def resolve_call(p: Entry, args: tuple, kws: dict, block_dims=None) -> Plan:
     split = split_call(p, args, kws) if p.shape is not None else SplitCall(
         tuple(args), dict(kws), {}, list(range(len(args) + len(kws))), {}, None, 0)
     return _resolved(p, split, p.pick_methods(None), template_kws={},
-                     block_dims=p.parent.block_dims, pinned=_pinned(p.parent.template_args))
+                     block_dims=p.parent.block_dims, pinned=p.parent.template_args)
 
 
 def _resolve_split(p: Entry, split: SplitCall, block_dims=None) -> Plan:
@@ -215,10 +211,10 @@ def resolve_object(p: Entry, args: tuple, kws: dict):
         targs = class_template_args(p.name, p.cls, tkws, registry.enums())
         by_keyword = {t.keyword: v for t, v in targs}
         dims = tuple(int(by_keyword.get(f"block_dim_{a}", 1)) for a in "xyz")
-        pinned, bindings = _pinned(targs), ()
+        pinned, bindings = targs, ()
     else:
         r_inf = _resolve_split(inf, split)
-        pinned, dims, bindings = _pinned(r_inf.template_args), r_inf.block_dims, r_inf.bindings
+        pinned, dims, bindings = r_inf.template_args, r_inf.block_dims, r_inf.bindings
     r = resolve(p.name, p.cls, _with_storage(p.cls.constructors, storage is not None), (), {},
                 template_kws={}, block_dims=dims, temp_storage=storage, pinned=pinned)
     bound = tuple((b.param.name, b.type, b.arg_index) for b in bindings

@@ -58,11 +58,11 @@ def _assignments(method: MSpec, n_pos: int, kw_names: set[str]) -> tuple[list, t
 
 
 def resolve(prim: str, cls: ClassSpec, methods: tuple[MSpec, ...], args: tuple, kws: dict, *,
-            template_kws: dict, block_dims, temp_storage=None, pinned: dict | None = None,
+            template_kws: dict, block_dims, temp_storage=None, pinned=(),
             alternatives: dict | None = None) -> Plan:
     """Pick the overload the call means and infer its template arguments. ``template_kws``:
-    Python values (items_per_thread=16); ``alternatives``: a keyword's CUB spellings where
-    overloads differ."""
+    Python values (items_per_thread=16); ``pinned``: a constructed object's template arguments;
+    ``alternatives``: a keyword's CUB spellings where overloads differ."""
     if temp_storage is not None:
         ty = temp_storage[1]
         if cls.temp_storage == "none":

@@ -29,12 +29,12 @@ def template_keywords(cls: ClassSpec) -> set[str]:
     return kws
 
 
-def template_args(att: Attempt, cls: ClassSpec, kw: dict, block_dims, enums,
-                  pinned: dict | None = None):
+def template_args(att: Attempt, cls: ClassSpec, kw: dict, block_dims, enums, pinned=()):
     """C++ template arguments, in order. ``pinned`` holds those of a constructed object whose
     method is being called: they are fixed, and arguments that imply others are an error."""
     prim = att.prim
     if pinned:
+        pinned = {t.name: v for t, v in pinned}
         for t in cls.template_params:
             mine = (cpp.ctype(att.dtypes[t.name], prim, t.name)
                     if t.kind == "type" and t.name in att.dtypes
