@@ -19,9 +19,8 @@ from .templates import class_template_args, same_value
 
 @dataclasses.dataclass
 class SplitCall:
-    """A call's arguments sorted for the resolver: positionals (faithful surface only),
-    method keywords under CUB's names, template keyword values, explicit temp storage; and
-    where each resolver argument sits in the call's folded arguments."""
+    """A call's arguments sorted for the resolver (positionals: the faithful surface's only),
+    and where each resolver argument sits in the call's folded arguments."""
     args: tuple
     mkws: dict
     alternatives: dict  # keyword -> CUB spellings when the overloads differ
@@ -159,8 +158,7 @@ def _inject_identity(p: Entry, split: SplitCall) -> None:
 
 
 def _resolved(p: Entry, split: SplitCall, methods, **kws) -> Plan:
-    """``resolve`` with the plan's argument indices made indices into the call's folded
-    arguments, which lowering reads."""
+    """``resolve``, the plan's argument indices made indices into the call's folded arguments."""
     r = resolve(p.name, p.cls, methods, split.args, split.mkws, alternatives=split.alternatives,
                 **kws)
     return dataclasses.replace(r, bindings=tuple(

@@ -144,8 +144,6 @@ def _bind(att: Attempt, args, kws, positional, template_kws, block_dims, pinned,
             source = "return" if p.role in OMITTABLE_OUTPUTS else "default"
             bindings[i] = Binding(p, source, None, None, "")
     operators = tuple(b.operator for b in bindings if b.operator is not None)
-
-    # Template arguments: dtypes and extents from the arguments, the rest from keywords.
     targs, block = template_args(att, cls, template_kws, block_dims, registry.enums(), pinned)
     check_limits(prim, cls, method, targs, block, operators)
     # Omitted outputs are returned: their dtype is now known.

@@ -56,8 +56,7 @@ class CallShape:
 
     @classmethod
     def of_row(cls, prim: str, row, keywords) -> "CallShape":
-        rename = dict(keywords)
-        rename.update({k: v[0] if len(v) == 1 else v for k, v in row.rename})
+        rename = dict(keywords, **{k: v[0] if len(v) == 1 else v for k, v in row.rename})
         return cls(prim, row.args, rename, dict(row.defaults), dict(row.inplace),
                    dict(row.fixed), dict(row.since), frozenset(row.deduced) | NOT_NEEDED,
                    row.identity, row.digits, row.scalar_output, only=dict(row.only))
