@@ -60,9 +60,9 @@ class ShimBundle:
             self._shims.setdefault(shim.symbol, shim)
 
     def source(self) -> str:
-        """The translation unit: the canonical #include block (the same for every kernel, which
-        NVRTC's PCH matches; so the prelude comes after it), then the shims sorted, so that the
-        text (the cache key) does not depend on the order of lowering."""
+        """The translation unit: the canonical #include block (one for every kernel, which NVRTC's
+        PCH matches; the prelude after it), then the shims sorted: the text (the cache key) does
+        not depend on the order of lowering."""
         canonical = canonical_includes()
         extra = sorted({h for s in self._shims.values() for h in s.includes} - set(canonical))
         parts = [f"#include <{h}>\n" for h in (*canonical, *extra)]
@@ -94,10 +94,8 @@ class ShimBundle:
             mine = {(ctype, member) for o, ctype, member in uses if o.symbol == symbol}
             parts.append(definition(obj, sorted(mine, key=lambda m: m[1])))
             members.append((f"{symbol}_t", symbol))
-        for s in shims:
-            if s.shared_array:
-                nbytes, align = s.shared_array
-                members.append((f"alignas({align}) unsigned char", f"{s.symbol}[{nbytes}]"))
+        members += [(f"alignas({s.shared_array[1]}) unsigned char",
+                     f"{s.symbol}[{s.shared_array[0]}]") for s in shims if s.shared_array]
         block = {s.block_storage for s in shims if s.block_storage}
         if block:  # as large and as aligned as the largest TempStorage of the translation unit
             parts.append(union("coopgen_block_storage_t", block))
@@ -119,10 +117,9 @@ class ShimBundle:
         return True
 
     def _storage_barriers(self, shims) -> list[str]:
-        """``coopgen_barrier_<symbol>``: whether a block-storage use waits for the block first:
-        only if another use with a non-empty TempStorage (CUB's empty one has size 1) may have
-        run before it, or itself on an earlier loop trip. Sizes are the compiler's (constexpr),
-        the order is the control-flow graph's."""
+        """``coopgen_barrier_<symbol>``: a block-storage use waits for the block only if a use
+        with a non-empty TempStorage (CUB's empty one has size 1) may have run before it, itself
+        on an earlier loop trip included (sizes: the compiler's constexpr; order: the CFG's)."""
         types = {s.symbol: s.block_storage for s in shims if s.block_storage}
         lines = []
         for symbol in sorted(types):

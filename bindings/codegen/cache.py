@@ -2,12 +2,10 @@
 compiled shim bundles (keyed in ``codegen.nvrtc``), ``cccl/<version>/`` the CCCL headers of lock
 entries fetched on demand (``coopgen.generator.headers``). ``COOPGEN_CACHE_DIR``,
 ``COOPGEN_DISABLE_CACHE=1`` and ``COOPGEN_CACHE_MAX_SIZE`` (default 512M, 0: no cap) are read on
-every call.
-
-Failures are never fatal: an entry is framed (magic, length, sha256), so a damaged one is a
-CacheWarning and a recompile; a read-only or full folder makes writes give up; writes are
-atomic, so processes can share the folder. A hit sets the entry's mtime (access times are often
-not kept), and writes evict the least recently used past the cap."""
+every call. Failures are never fatal: an entry is framed (magic, length, sha256), so a damaged
+one is a CacheWarning and a recompile; a read-only or full folder makes writes give up; writes
+are atomic, so processes can share the folder. A hit sets the entry's mtime (access times are
+often not kept), and writes evict the least recently used past the cap."""
 import contextlib
 import hashlib
 import importlib.metadata

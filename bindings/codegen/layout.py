@@ -27,8 +27,7 @@ def resolved_layout(cls, args: tuple) -> tuple[int, int]:
     (TParam, C++ spelling) pairs."""
     structs = "".join(STRUCT_DECLS[v] + "\n" for _, v in args if v in STRUCT_DECLS)
     source = (f"#include <{cls.header}>\n" + structs + cfg_struct("coopgen_layout", cls, args)
-              + "\n"
-              'extern "C" __device__ const unsigned long long coopgen_ts_size = '
+              + '\nextern "C" __device__ const unsigned long long coopgen_ts_size = '
               "sizeof(typename ::cub::coopgen_layout::prim::TempStorage);\n"
               'extern "C" __device__ const unsigned long long coopgen_ts_align = '
               "alignof(typename ::cub::coopgen_layout::prim::TempStorage);\n")

@@ -28,8 +28,7 @@ class NvrtcError(RuntimeError):
 
     def __init__(self, message: str, log: str = "", source: str = ""):
         super().__init__(f"{message}\n{log}" if log else message)
-        self.log = log
-        self.source = source
+        self.log, self.source = log, source
 
 
 _lock = threading.Lock()
@@ -135,14 +134,9 @@ def _normalize_arch(arch: str) -> str:
 
 def base_options(arch: str, include_dirs, extra=(), kind: str = "ltoir") -> list[str]:
     """The exact NVRTC option list used for a compile (minus ``-pch``)."""
-    return [
-        "-std=c++17",
-        "--relocatable-device-code=true",  # keep extern "C" shims; link later
-        *(["-dlto"] if kind == "ltoir" else []),  # emit LTO-IR, not PTX
-        f"-arch={_normalize_arch(arch)}",
-        *(f"-I{d}" for d in include_dirs),
-        *extra,
-    ]
+    return ["-std=c++17", "--relocatable-device-code=true",  # keep extern "C" shims; link later
+            *(["-dlto"] if kind == "ltoir" else []),  # emit LTO-IR, not PTX
+            f"-arch={_normalize_arch(arch)}", *(f"-I{d}" for d in include_dirs), *extra]
 
 
 def _dir_identity(d: str) -> str:
@@ -247,8 +241,7 @@ def compile_ltoir(source: str, *, include_dirs: list[str] | None = None,
                "-D_CCCL_META_UNROLL_LIMIT=10", *registry.package().NVRTC_OPTIONS)
     opts = base_options(arch, include_dirs, options, kind)
     key = _cache_key(source, opts, arch, include_dirs)
-    dump = os.environ.get("COOPGEN_DUMP_SHIMS")
-    if dump:
+    if dump := os.environ.get("COOPGEN_DUMP_SHIMS"):
         _cache.atomic_write(Path(dump) / f"{key}.cu", source.encode())
     path = cache_dir() / f"{key}.{kind}" if cache_dir() is not None else None
     data = _cache.read(path) if path is not None else None  # None: absent or damaged (warned)

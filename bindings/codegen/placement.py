@@ -1,14 +1,11 @@
-"""Where a kernel's coopgen storage lives: static shared memory, or dynamic shared memory once
-the kernel would pass the 48 KB it may declare statically.
-
-A translation unit's storage is one struct reached through ``coopgen_storage()``; the compiler
-knows its size, so the translation unit chooses the place itself. Dynamic, it also defines
+"""Where a kernel's coopgen storage, one struct reached through ``coopgen_storage()``, lives:
+static shared memory, or dynamic once the kernel would pass the 48 KB it may declare statically
+(the compiler knows the size, so the translation unit chooses). Dynamic, it also defines
 ``coopgen_dynamic_shared_need<bytes, alignment, after user>``, which the host reads from the
 cubin (:func:`dynamic_requirement`) to size the launch (``launch_hook``). Where the kernel uses
 dynamic shared memory itself (``cuda.shared.array(0, ...)``) the storage follows the user's
 bytes, found from ``%dynamic_smem_size``; else it sits at the base, at an address known when
-compiling (finding it at run time cost 1.3% of a 1024-thread radix sort).
-"""
+compiling (finding it at run time cost 1.3% of a 1024-thread radix sort)."""
 import re
 
 #: Static shared memory a kernel may declare (CUDA's limit on every architecture).

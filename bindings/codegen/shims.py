@@ -1,11 +1,8 @@
-"""C++ shim text for one resolved call: small named templates, no typing logic.
-
-A shim is a config struct ``cub::coopgen_cfg_<h>`` that names the template arguments as CUB
-does (so header defaults that use them compile) and the class as ``prim``, the operator
-functors, and ``COOPGEN_SHIM void coopgen_<Class>_<Method>_<h>(...)``, which makes a ``prim`` on
-its temp storage and calls the method. Names derive from a hash of what the shim is, never a
-counter. Implicit temp storage lives in the bundle's storage struct (:func:`_implicit_storage`).
-"""
+"""C++ shim text for one resolved call: a config struct ``cub::coopgen_cfg_<h>`` naming the
+template arguments as CUB does (so header defaults that use them compile) and the class as
+``prim``, the operator functors, and ``COOPGEN_SHIM void coopgen_<Class>_<Method>_<h>(...)``,
+which makes a ``prim`` on its temp storage and calls the method. Names derive from a hash of
+what the shim is, never a counter; implicit temp storage is the bundle's (_implicit_storage)."""
 import hashlib
 import itertools
 from dataclasses import dataclass, field
@@ -71,13 +68,6 @@ def cfg_struct(name: str, cls, template_args) -> str:
     return _once(name, "\n".join(lines))
 
 
-def _extent(r: Plan, extent: str, cfg: str) -> str:
-    if extent in {t.name for t, _ in r.template_args}:
-        return f"{cfg}::{extent}"
-    # else a count the call fixed, or a class constant such as BINS_TRACKED_PER_THREAD
-    return next((str(n) for name, n in r.extents if name == extent), f"{cfg}::prim::{extent}")
-
-
 def _op_functor(name: str, sym: str, op, argtypes, restype) -> str:
     """A functor of the shape CUB expects, calling the numba-compiled ``sym`` (C ABI: numbers
     by value, records and state by pointer; a record result comes back through an output
@@ -140,8 +130,7 @@ def _logical_warps(r: Plan) -> tuple[int, str, str]:
 
 
 @dataclass
-class _Parts:
-    """What writing one shim collects."""
+class _Parts:  # what writing one shim collects
     r: Plan
     h: str
     cfg: str
@@ -223,7 +212,11 @@ def _passed_argument(s: _Parts, b) -> None:
     r, p = s.r, b.param
     s.c_params.append((b.ctype, p.name, "arg", b.arg_index))
     n = b.type.length if isinstance(b.type, Array) else None
-    extent = _extent(r, p.extent, "::cub::" + s.cfg) if p.extent else None
+    cfg, extent = f"::cub::{s.cfg}", p.extent
+    if extent in {t.name for t, _ in r.template_args}:
+        extent = f"{cfg}::{extent}"
+    elif extent:  # a count the call fixed, or a class constant such as BINS_TRACKED_PER_THREAD
+        extent = next((str(v) for name, v in r.extents if name == extent), f"{cfg}::prim::{extent}")
     if extent and n is not None and extent.endswith(f"prim::{p.extent}"):
         s.pre.append(f'static_assert({extent} == {n}, "coopgen: {r.cls.name}.{r.method.name}: '
                      f'{p.name} must have {p.extent} items, not {n}");')

@@ -8,8 +8,7 @@ TempStorage type it needs; the kernel's translation unit defines one ``__shared_
 them ("shared") or struct of one member per call site ("exclusive", in call order). Given
 ``size=``, it holds that many bytes, as cuda.coop's ``TempStorage(size_in_bytes)`` does (past
 48 KB, in dynamic shared memory); a use that does not fit ``size=``/``alignment=`` is a
-compile-time error.
-"""
+compile-time error."""
 import hashlib
 import itertools
 
@@ -30,8 +29,7 @@ class TempStorage:
             raise ValueError(f"coopgen.TempStorage: sharing must be 'shared' or 'exclusive', "
                              f"got sharing={sharing!r}")
         if size is not None and (not isinstance(size, int) or size < 1):
-            raise ValueError(f"coopgen.TempStorage: size_in_bytes={size!r} must be a positive "
-                             f"int")
+            raise ValueError(f"coopgen.TempStorage: size_in_bytes={size!r} must be a positive int")
         if alignment is not None and (not isinstance(alignment, int) or alignment <= 0
                                       or alignment & (alignment - 1)):
             raise ValueError(f"coopgen.TempStorage: alignment={alignment} must be a power of two")

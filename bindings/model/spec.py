@@ -46,9 +46,7 @@ class ClassSpec:
     constructors: tuple[MSpec, ...]
     methods: tuple[MSpec, ...]
     brief: str = ""
-    # Public overloads this release does not bind (MSpec.excluded): found by name so that
-    # calling one says why.
-    excluded: tuple[MSpec, ...] = ()
+    excluded: tuple[MSpec, ...] = ()  # public, not bound (MSpec.excluded): a call says why
 
     @property
     def value_type(self) -> TParam | None:

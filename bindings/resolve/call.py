@@ -19,9 +19,8 @@ from .templates import class_template_args, same_value
 
 @dataclasses.dataclass
 class SplitCall:
-    """A call's arguments sorted for the resolver: positionals (faithful surface only),
-    method keywords under CUB's names, template keyword values, explicit temp storage; and
-    where each resolver argument sits in the call's folded arguments."""
+    """A call's arguments sorted for the resolver (positionals: the faithful surface's only),
+    and where each resolver argument sits in the call's folded arguments."""
     args: tuple
     mkws: dict
     alternatives: dict  # keyword -> CUB spellings when the overloads differ
@@ -159,17 +158,12 @@ def _inject_identity(p: Entry, split: SplitCall) -> None:
 
 
 def _resolved(p: Entry, split: SplitCall, methods, **kws) -> Plan:
-    """``resolve`` with the plan's argument indices made indices into the call's folded
-    arguments, which lowering reads."""
+    """``resolve``, the plan's argument indices made indices into the call's folded arguments."""
     r = resolve(p.name, p.cls, methods, split.args, split.mkws, alternatives=split.alternatives,
                 **kws)
     return dataclasses.replace(r, bindings=tuple(
         dataclasses.replace(b, arg_index=split.origins[b.arg_index])
         if b.arg_index is not None else b for b in r.bindings))
-
-
-def _pinned(template_args) -> dict:
-    return {t.name: v for t, v in template_args}
 
 
 def resolve_call(p: Entry, args: tuple, kws: dict, block_dims=None) -> Plan:
@@ -179,7 +173,7 @@ def resolve_call(p: Entry, args: tuple, kws: dict, block_dims=None) -> Plan:
     split = split_call(p, args, kws) if p.shape is not None else SplitCall(
         tuple(args), dict(kws), {}, list(range(len(args) + len(kws))), {}, None, 0)
     return _resolved(p, split, p.pick_methods(None), template_kws={},
-                     block_dims=p.parent.block_dims, pinned=_pinned(p.parent.template_args))
+                     block_dims=p.parent.block_dims, pinned=p.parent.template_args)
 
 
 def _resolve_split(p: Entry, split: SplitCall, block_dims=None) -> Plan:
@@ -215,10 +209,10 @@ def resolve_object(p: Entry, args: tuple, kws: dict):
         targs = class_template_args(p.name, p.cls, tkws, registry.enums())
         by_keyword = {t.keyword: v for t, v in targs}
         dims = tuple(int(by_keyword.get(f"block_dim_{a}", 1)) for a in "xyz")
-        pinned, bindings = _pinned(targs), ()
+        pinned, bindings = targs, ()
     else:
         r_inf = _resolve_split(inf, split)
-        pinned, dims, bindings = _pinned(r_inf.template_args), r_inf.block_dims, r_inf.bindings
+        pinned, dims, bindings = r_inf.template_args, r_inf.block_dims, r_inf.bindings
     r = resolve(p.name, p.cls, _with_storage(p.cls.constructors, storage is not None), (), {},
                 template_kws={}, block_dims=dims, temp_storage=storage, pinned=pinned)
     bound = tuple((b.param.name, b.type, b.arg_index) for b in bindings

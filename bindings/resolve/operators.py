@@ -234,9 +234,8 @@ def check_operators(prim: str, r) -> None:
     for b in r.bindings:
         if b.operator is not None and b.operator.fields:
             decomposer_fields(prim, r, b.operator)
-    # The built-in operators, and CUB's sums (which add with +) and maxima, the items lack:
-    # structs (records, numba struct types: opaque bytes to C++) and vector types have none;
-    # complex and floating point numbers lack some (UNDEFINED).
+    # The built-in operators, and CUB's sums (which add with +) and maxima, the items lack
+    # (UNDEFINED: structs and vector types have none, complex and floating point numbers some).
     dtypes = argument_dtypes(r)
     item = dtypes.get(r.cls.value_type.name if r.cls.value_type else None, dtypes.get("KeyT"))
     kind = "struct" if item is not None and is_struct(item) else getattr(item, "kind", None)

@@ -58,11 +58,11 @@ def _assignments(method: MSpec, n_pos: int, kw_names: set[str]) -> tuple[list, t
 
 
 def resolve(prim: str, cls: ClassSpec, methods: tuple[MSpec, ...], args: tuple, kws: dict, *,
-            template_kws: dict, block_dims, temp_storage=None, pinned: dict | None = None,
+            template_kws: dict, block_dims, temp_storage=None, pinned=(),
             alternatives: dict | None = None) -> Plan:
     """Pick the overload the call means and infer its template arguments. ``template_kws``:
-    Python values (items_per_thread=16); ``alternatives``: a keyword's CUB spellings where
-    overloads differ."""
+    Python values (items_per_thread=16); ``pinned``: a constructed object's template arguments;
+    ``alternatives``: a keyword's CUB spellings where overloads differ."""
     if temp_storage is not None:
         ty = temp_storage[1]
         if cls.temp_storage == "none":
@@ -144,8 +144,6 @@ def _bind(att: Attempt, args, kws, positional, template_kws, block_dims, pinned,
             source = "return" if p.role in OMITTABLE_OUTPUTS else "default"
             bindings[i] = Binding(p, source, None, None, "")
     operators = tuple(b.operator for b in bindings if b.operator is not None)
-
-    # Template arguments: dtypes and extents from the arguments, the rest from keywords.
     targs, block = template_args(att, cls, template_kws, block_dims, registry.enums(), pinned)
     check_limits(prim, cls, method, targs, block, operators)
     # Omitted outputs are returned: their dtype is now known.

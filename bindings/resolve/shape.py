@@ -56,8 +56,7 @@ class CallShape:
 
     @classmethod
     def of_row(cls, prim: str, row, keywords) -> "CallShape":
-        rename = dict(keywords)
-        rename.update({k: v[0] if len(v) == 1 else v for k, v in row.rename})
+        rename = dict(keywords, **{k: v[0] if len(v) == 1 else v for k, v in row.rename})
         return cls(prim, row.args, rename, dict(row.defaults), dict(row.inplace),
                    dict(row.fixed), dict(row.since), frozenset(row.deduced) | NOT_NEEDED,
                    row.identity, row.digits, row.scalar_output, only=dict(row.only))
@@ -75,10 +74,9 @@ class CallShape:
             operator_slots=frozenset(n for n in slots if self.rename.get(n, n) in operators))
 
     def name_arguments(self, args: tuple, kws: dict, *, error=CoopgenError) -> list[tuple]:
-        """The call's arguments as (name, value, origin) under CUB's names (a name CUB spells
-        several ways keeps the tuple: the resolver picks the overload's); in kernels, values are
-        descriptions and origins indices into the folded arguments (positionals, then
-        keywords). ``error`` is raised for a call Python itself would refuse."""
+        """The call's arguments as (CUB's name, or its several spellings: the resolver picks the
+        overload's; value; origin: in kernels an index into the folded arguments, positionals
+        then keywords). ``error`` is raised for a call Python itself would refuse."""
         slots = list(self.slots)
         # one item (a number, a record, a struct) first, not an array or a tuple
         if self.scalar_output in slots and args and not is_operator(args[0]) \
@@ -105,7 +103,7 @@ class CallShape:
                     or name in self.deduced:
                 continue
             spelled = self.rename.get(name, name)
-            key = _first(spelled)
+            key = spelled if isinstance(spelled, str) else spelled[0]
             if key in seen:
                 first, _, first_origin = seen[key]
                 if first_origin < len(args):
@@ -115,8 +113,8 @@ class CallShape:
             seen[key] = (name, value, origin)
             out.append((spelled, value, origin))
         for missing, source in self.inplace.items():
-            spelled = self.rename.get(missing, missing)
-            source = _first(self.rename.get(source, source))
+            spelled, source = self.rename.get(missing, missing), self.rename.get(source, source)
+            source = source if isinstance(source, str) else source[0]
             if spelled not in seen and source in seen:
                 out.append((spelled, *seen[source][1:]))
         return out
@@ -144,11 +142,6 @@ class CallShape:
         """Defaults of the arguments not in ``names``, under CUB's spelling."""
         return {self.rename.get(k, k): v for k, v in self.defaults.items()
                 if self.rename.get(k, k) not in names}
-
-
-def _first(spelled) -> str:
-    """A name, or the first of its several CUB spellings."""
-    return spelled if isinstance(spelled, str) else spelled[0]
 
 
 def spelled_for(method, named: dict, alternatives: dict) -> dict:

@@ -22,19 +22,16 @@ def whole_number(prim: str, keyword: str, value, low: int, high: int | None = No
 def template_keywords(cls: ClassSpec) -> set[str]:
     kws = {t.keyword for t in cls.template_params if t.keyword}  # "": internal
     kws |= {"items_per_thread", "temp_storage", "threads_per_block"}
-    if cls.value_type is not None:
-        kws.add("dtype")
-    if "logical_warp_threads" in kws:
-        kws.add("threads_in_warp")
-    return kws
+    kws |= {"dtype"} if cls.value_type is not None else set()
+    return kws | ({"threads_in_warp"} if "logical_warp_threads" in kws else set())
 
 
-def template_args(att: Attempt, cls: ClassSpec, kw: dict, block_dims, enums,
-                  pinned: dict | None = None):
+def template_args(att: Attempt, cls: ClassSpec, kw: dict, block_dims, enums, pinned=()):
     """C++ template arguments, in order. ``pinned`` holds those of a constructed object whose
     method is being called: they are fixed, and arguments that imply others are an error."""
     prim = att.prim
     if pinned:
+        pinned = {t.name: v for t, v in pinned}
         for t in cls.template_params:
             mine = (cpp.ctype(att.dtypes[t.name], prim, t.name)
                     if t.kind == "type" and t.name in att.dtypes

@@ -132,10 +132,9 @@ def short_name(name: str, names: list[str]) -> str:
 
 
 def template_value(prim: str, tparam, value, enums) -> str:
-    """A template keyword's Python value -> its C++ template argument. An enum's value is
-    "warp_transpose", "BLOCK_LOAD_WARP_TRANSPOSE", an enum member of that name (coopgen.enums)
-    or its int -> cub::BLOCK_LOAD_WARP_TRANSPOSE: members map by name and ints count from 1 in
-    CUB's order, as cuda.coop's IntEnums do (CUB's own values start at 0)."""
+    """A template keyword's Python value -> its C++ template argument. An enum's is
+    "warp_transpose", "BLOCK_LOAD_WARP_TRANSPOSE", a member of that name (coopgen.enums) or an
+    int counted from 1 in CUB's order, as cuda.coop's IntEnums do (CUB's own start at 0)."""
     enum = enums.get(tparam.cpp_type)
     if enum is not None:
         names = [n for n, _ in enum.values]

@@ -12,8 +12,7 @@ def _hidden(default=None):
 
 
 class _Shown:
-    """``str()`` for messages: the backend's spelling (``text``) where it gave one, else
-    ``SHOWN`` filled in from the fields."""
+    """``str()`` for messages: the backend's spelling (``text``) if given, else ``SHOWN``."""
     SHOWN = ""
 
     def __str__(self):
