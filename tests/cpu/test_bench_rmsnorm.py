@@ -29,7 +29,7 @@ def test_bytes_sets_and_sweep():
     assert rmsnorm.sets_for(4096, 4096, 50 << 20) == 7
     assert rmsnorm.sets_for(16384, 8192, 50 << 20) == 1
     assert rmsnorm.sweep_threads(4096) == [128, 512]  # plan: 256 x 16; 1024 x 4 is not 16 B
-    assert rmsnorm.sweep_threads(8192) == [128, 512, 1024]
+    assert rmsnorm.sweep_threads(8192) == [128, 256, 1024]  # plan: 512 x 16
 
 
 def _fixture():
