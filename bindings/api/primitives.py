@@ -132,16 +132,11 @@ class PrimitiveClass(_TempStorageLayout):
         return temp_storage_layout(self._cls, self._fixed)
 
 
-@typeof_impl.register(Primitive)
-def _typeof_primitive(val, c):
-    return host_objects.as_argument(val, c) or val._nbtype
-
-
-@typeof_impl.register(PrimitiveClass)
-def _typeof_class(val, c):
-    return host_objects.as_argument(val, c) or PrimitiveClassType(val)
-
-
+# numba's type of an entry point: its own (a callee), or a HostObject as a kernel argument
+for _entry_class, _own_type in ((Primitive, lambda val: val._nbtype),
+                                (PrimitiveClass, PrimitiveClassType)):
+    typeof_impl.register(_entry_class)(
+        lambda val, c, own=_own_type: host_objects.as_argument(val, c) or own(val))
 host_objects.ENTRY_CLASSES += (Primitive, PrimitiveClass)
 
 

@@ -24,9 +24,7 @@ class CallableObject(types.Callable, types.Opaque):
         self.obj = obj
         super().__init__(name)
 
-    @property
-    def key(self):
-        return id(self.obj)
+    key = property(lambda self: id(self.obj))
 
     def get_call_type(self, context, args, kws):
         return self._target().get_call_type(context, args, kws)

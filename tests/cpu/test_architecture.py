@@ -12,6 +12,8 @@ STAGES = ("model", "types", "resolve", "codegen", "lower", "api")
 NUMBA_FREE = ("model", "types", "resolve", "codegen")
 BACKEND_PACKAGES = ("numba", "numba_cuda", "llvmlite")
 MAX_MODULE_LINES, MAX_FUNCTION_LINES = 500, 80
+#: The whole hand-written runtime (issue 20's budget: new features pay for themselves).
+MAX_RUNTIME_LINES = 6000
 
 
 def modules() -> dict[str, Path]:
@@ -115,3 +117,8 @@ def test_modules_and_functions_are_small():
                 if n > MAX_FUNCTION_LINES:
                     long.append(f"function {name}.{node.name}: {n} lines")
     assert not long, "\n".join(long)
+
+
+def test_the_runtime_stays_within_its_budget():
+    total = sum(len(path.read_text().split("\n")) - 1 for path in modules().values())
+    assert total <= MAX_RUNTIME_LINES, f"the runtime has {total} lines, over {MAX_RUNTIME_LINES}"
