@@ -1,8 +1,7 @@
 """Two-phase use on the host: ``block.load(np.int32, 128, 4, "direct")`` -> an object for
 kernels. Arguments follow the ``host`` order (cuda.coop's); template arguments become the
 object's fixed keywords, method arguments are passed by every call. Bad values raise
-``ValueError`` here, as in cuda.coop, not at the first kernel compile.
-"""
+``ValueError`` here, as in cuda.coop, not at the first kernel compile."""
 import re
 import types as pytypes
 

@@ -16,7 +16,6 @@ from pathlib import Path
 
 
 def own_version() -> str:
-    """coopgen's version, from its package metadata."""
     try:
         return importlib.metadata.version("coopgen")
     except importlib.metadata.PackageNotFoundError:  # imported from a source tree: no metadata

@@ -56,23 +56,26 @@ class TempStorage:
 
 
 def definition(obj: TempStorage, members: list[tuple[str, str]]) -> str:
-    """The C++ type ``<symbol>_t`` of ``obj``'s storage: ``members`` are (C++ type, member
-    name), an exclusive storage's named ``..._<call index>``. The translation unit's storage
-    struct holds one of it (shared_placement)."""
+    """The C++ type ``<symbol>_t`` of ``obj``'s storage, of ``members`` (C++ type, member name;
+    an exclusive storage's end in ``_<call index>``), a member of the kernel's storage struct."""
     if obj.sharing == "exclusive":  # slices in call order, as a user adding them up lays them
         members = sorted(members, key=lambda m: int(m[1].rsplit("_", 1)[1]))
     body = "".join(f"  {t} {n};\n" for t, n in members)
     name = f"{obj.symbol}_t"
+    align = f"alignas({obj.alignment}) " if obj.alignment else ""
     if obj.size is None:
         text = f"{'union' if obj.sharing == 'shared' else 'struct'} {name} {{\n{body}}};\n"
-    else:  # it holds size_in_bytes (its uses overlaid, or in one struct, on them)
-        uses = body if obj.sharing == "shared" else f"  struct {{\n{body}  }};\n"
-        align = f"alignas({obj.alignment}) " if obj.alignment else ""
-        text = (f"union {name} {{\n{uses}  {align}unsigned char coopgen_reserved"
-                f"[{obj.size}];\n}};\n"
-                f"static_assert(sizeof({name}) <= ({obj.size} + alignof({name}) - 1) / "
-                f"alignof({name}) * alignof({name}), \"coopgen.TempStorage: size_in_bytes is "
-                f"smaller than required: size_in_bytes={obj.size} is too small for its uses\");\n")
+    elif obj.sharing == "shared":  # it holds size_in_bytes, its uses overlaid on them
+        text = (f"union {name} {{\n{body}  {align}unsigned char coopgen_reserved"
+                f"[{obj.size}];\n}};\n")
+    else:  # its uses in call order as a base, then the rest (NVRTC 12: no anonymous structs)
+        rest = f"{obj.size} > sizeof({name}_uses) ? {obj.size} - sizeof({name}_uses) : 1"
+        text = (f"struct {name}_uses {{\n{body}}};\nstruct {align}{name} : {name}_uses {{\n"
+                f"  unsigned char coopgen_reserved[{rest}];\n}};\n")
+    if obj.size is not None:
+        text += (f"static_assert(sizeof({name}) <= ({obj.size} + alignof({name}) - 1) / "
+                 f"alignof({name}) * alignof({name}), \"coopgen.TempStorage: size_in_bytes is "
+                 f"smaller than required: size_in_bytes={obj.size} is too small for its uses\");\n")
     if obj.alignment is not None:
         text += (f"static_assert(alignof({name}) <= {obj.alignment}, \"coopgen.TempStorage: "
                  f"alignment is smaller than required: alignment={obj.alignment} is too weak "

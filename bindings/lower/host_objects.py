@@ -1,8 +1,7 @@
 """Host objects passed as kernel arguments: two-phase primitives (``k[g, b](d_in, block_load)``)
 and ``coop.gpu_dataclass`` instances holding them. Such an argument's type holds the object, so
 calling it calls the primitive and its fields are compile-time constants; the kernel gets one
-unused pointer-sized parameter, which :data:`ARGUMENTS` fills with 0 at launch.
-"""
+unused pointer-sized parameter, which :data:`ARGUMENTS` fills with 0 at launch."""
 import dataclasses
 import sys
 

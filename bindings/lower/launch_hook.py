@@ -4,8 +4,7 @@ attribute raised. numba-cuda reads a launch's size before its ``pre_launch_callb
 this wraps ``_Kernel.launch`` (:func:`check_internals`); kernels without such storage pay one
 dictionary lookup. As in cuda.coop, the launch configuration reports the real total: a
 callback the kernel's compile registers (:func:`report_on`) sets its ``sharedmem``, and the
-dispatcher keys its kernels on the bytes the user asked for (reporting compiles nothing again).
-"""
+dispatcher keys its kernels on the bytes the user asked for (reporting compiles nothing again)."""
 import inspect
 import threading
 from types import SimpleNamespace

@@ -1,8 +1,8 @@
-"""A pass over a kernel's IR before type inference, for what numba's typing cannot see, on
-calls of coopgen objects only: arguments computed from the launch's kernel arguments become
-constants the dispatcher keys its kernels on (as on the block shape); objects made from
-constants (``coop.TempStorage(n)``) are made on the host; ``prim[ts](...)`` is
-``prim(..., temp_storage=ts)``; Python operators become device functions; ``ThreadData(n)`` is
+"""A pass over a kernel's IR before type inference, for what numba's typing cannot see, on calls
+of coopgen objects only: arguments computed from the launch's kernel arguments become constants
+the dispatcher keys its kernels on (as on the block shape); objects made from constants
+(``coop.TempStorage(n)``) are made on the host; ``prim[ts](...)`` is ``prim(...,
+temp_storage=ts)``; Python operators become device functions; ``ThreadData(n)`` is
 ``local.array(n, dtype)``; numba's local/shared arrays passed to a primitive become coopgen's,
 whose type carries the shape (items per thread and bins are inferred from it)."""
 import operator
