@@ -1,10 +1,11 @@
 """Launch kernels whose coopgen storage lives in dynamic shared memory (codegen.placement) with
 no extra step: each launch needs more dynamic bytes than asked, past 48 KB with the function's
 attribute raised. numba-cuda reads a launch's size before its ``pre_launch_callbacks`` run, so
-this wraps ``_Kernel.launch`` (:func:`check_internals`); kernels without such storage pay one
-dictionary lookup. As in cuda.coop, the launch configuration reports the real total: a
-callback the kernel's compile registers (:func:`report_on`) sets its ``sharedmem``, and the
-dispatcher keys its kernels on the bytes the user asked for (reporting compiles nothing again)."""
+this wraps ``_Kernel.launch`` (:func:`check_internals`); kernels without such storage pay a
+dictionary lookup and a thread-local read. As in cuda.coop, the launch configuration reports the
+real total: a callback the kernel's compile registers (:func:`report_on`) sets its
+``sharedmem``, and the dispatcher keys its kernels on the bytes the user asked for (reporting
+compiles nothing again)."""
 import inspect
 import threading
 from types import SimpleNamespace
@@ -83,20 +84,24 @@ def report_on(cfg) -> None:
 
 def report_total(kernel, cfg) -> None:
     """Pre-launch callback: ``cfg.sharedmem`` becomes the launch's dynamic bytes, the user's
-    and coopgen's storage, as cuda.coop reports them; the user's stay the launch's request."""
+    and coopgen's storage of this kernel, as cuda.coop reports them; the user's stay the launch's
+    request. One configuration launches each specialization of its dispatcher (dtypes, block
+    shapes): a kernel without such storage gets the user's bytes back, not another's total."""
     need = _need(kernel)
-    if need is not None:
-        requested = cfg.__dict__.setdefault(_REQUESTED, cfg.sharedmem)
-        cfg.sharedmem = launch_bytes(requested, need)
-        _reported.last = (kernel, requested, cfg.sharedmem)
+    if need is None and _REQUESTED not in cfg.__dict__:
+        return  # never reported: the configuration holds the user's bytes
+    read = cfg.sharedmem  # what numba read before its callbacks, and passes to the launch
+    requested = cfg.__dict__.setdefault(_REQUESTED, read)
+    cfg.sharedmem = requested if need is None else launch_bytes(requested, need)
+    _reported.last = (kernel, read, requested)
 
 
 def _requested(kernel, sharedmem: int) -> int:
-    """The user's dynamic bytes of a launch given ``sharedmem``: the request, or the total
-    its configuration reported (read by numba before this launch's report)."""
-    reported, requested, total = getattr(_reported, "last", None) or (None, 0, 0)
+    """The user's dynamic bytes of a launch numba gives ``sharedmem``: the request where this
+    launch's report changed the configuration's bytes before (numba read them first)."""
+    reported, read, requested = getattr(_reported, "last", None) or (None, 0, 0)
     _reported.last = None
-    return requested if reported is kernel and sharedmem in (requested, total) else sharedmem
+    return requested if reported is kernel and sharedmem == read else sharedmem
 
 
 def _keyed_on_request(key):
@@ -116,9 +121,9 @@ def install() -> bool:
     original = kernel_class.launch
 
     def launch(self, args, griddim, blockdim, stream=0, sharedmem=0):
-        need = _need(self)
-        if need is not None:
-            sharedmem = _set_max_dynamic_shared(self, _requested(self, sharedmem), need)
+        sharedmem = _requested(self, sharedmem)
+        if (need := _need(self)) is not None:
+            sharedmem = _set_max_dynamic_shared(self, sharedmem, need)
         return original(self, args, griddim, blockdim, stream, sharedmem)
 
     launch.__doc__ = original.__doc__

@@ -269,10 +269,35 @@ def test_sized_temp_storage_is_dynamic_and_the_launch_reports_its_total():
     assert cfg.pre_launch_callbacks == [launch_hook.report_total]
     kernel = _kernel_of(res)
     for _ in range(2):  # each launch of the same configuration reports the same
-        launch_hook.report_total(kernel, cfg)
+        assert _launch_as_numba(kernel, cfg) == 0  # numba read 0, then the total: both ask 0
         assert cfg.sharedmem == launch_bytes(0, need) >= ABOVE_STATIC
-        # numba read the size before the report: the first launch 0, later ones the total
-        assert launch_hook._requested(kernel, cfg.sharedmem) == 0
+
+
+def _launch_as_numba(kernel, cfg) -> int:
+    """The user's dynamic bytes the launch hook finds for ``kernel[cfg]``, in numba's order: the
+    configuration's size read, its pre-launch callbacks run, the launch given what was read."""
+    read = cfg.sharedmem
+    for callback in cfg.pre_launch_callbacks:
+        callback(kernel, cfg)
+    return launch_hook._requested(kernel, read)
+
+
+@pytest.mark.parametrize("order", ["small big small", "big small big", "big big small small"])
+@pytest.mark.parametrize("user_bytes", [0, 100, 60000])
+def test_each_launch_of_one_configuration_gets_its_own_kernels_bytes(order, user_bytes):
+    """One configuration (``kernel[grid, block]`` is cached) launches every specialization of its
+    dispatcher: a kernel above 48 KB, then one in static memory, gets the user's bytes back."""
+    rng = np.random.default_rng()
+    needs = {"big": (int(rng.integers(49 * 1024, 200 * 1024)), 16, bool(rng.integers(2))),
+             "small": None}
+    cfg = SimpleNamespace(griddim=(3, 1, 1), blockdim=(512, 1, 1), sharedmem=user_bytes,
+                          pre_launch_callbacks=[launch_hook.report_total])
+    for size in order.split():
+        kernel = SimpleNamespace(**{launch_hook._NEED: needs[size]})  # a new specialization
+        for _ in range(2):  # and again, the configuration's bytes as the first launch left them
+            assert _launch_as_numba(kernel, cfg) == user_bytes
+            want = user_bytes if needs[size] is None else launch_bytes(user_bytes, needs[size])
+            assert cfg.sharedmem == want
 
 
 def test_the_report_keeps_the_users_bytes_and_the_dispatchers_key():
