@@ -1,9 +1,11 @@
 """Whether the CUDA compiler libraries belong together: NVRTC (the shims), NVVM (numba-cuda's
 kernels) and nvJitLink make LTO-IR of one CUDA major, and a driver must be of it or newer.
 :func:`require_consistent` raises one ToolchainError before the first compile (not an nvJitLink
-error wall); :func:`problems` tells ``coopgen doctor``. Every NVVM reports 2.0, so its major
-comes from the package or toolkit holding it."""
+error wall); :func:`problems` tells ``coopgen doctor``. NVVM's major is read from the library
+itself (its IR's debug version: ``nvvmVersion`` says 2.0 in CUDA 12 and 13 alike), else from the
+package or toolkit holding it; a version neither tells is a problem too."""
 import contextlib
+import ctypes
 import functools
 import importlib
 import importlib.metadata
@@ -81,6 +83,19 @@ def cuda_version_of(path: str) -> tuple[str, int | None]:
     return "?", None
 
 
+#: CUDA major by the debug metadata version of NVVM IR (``nvvmIRVersion``'s last two numbers).
+NVVM_DEBUG_VERSION_MAJORS = {(3, 1): 12, (3, 2): 13}
+
+
+def nvvm_library_version(path: str) -> tuple[tuple[int, int], tuple[int, int, int, int]]:
+    """(``nvvmVersion``, ``nvvmIRVersion``) of the libNVVM file at ``path``, from its C API."""
+    lib, numbers = ctypes.CDLL(path), [ctypes.c_int() for _ in range(6)]
+    if lib.nvvmVersion(*map(ctypes.byref, numbers[:2])) or lib.nvvmIRVersion(
+            *map(ctypes.byref, numbers[2:])):
+        raise RuntimeError("nvvmVersion or nvvmIRVersion failed")
+    return tuple(n.value for n in numbers[:2]), tuple(n.value for n in numbers[2:])
+
+
 def _nvvm() -> Part:
     """The libNVVM the backend compiles kernels with (its own search), else pathfinder's."""
     path = None
@@ -89,7 +104,15 @@ def _nvvm() -> Part:
     path = path if path and os.path.isfile(path) else lib_path("nvvm")
     if path.startswith("not found"):
         return Part("NVVM", "not found", None, path)
-    return Part("NVVM", *cuda_version_of(path), path)
+    package_version, package_major = cuda_version_of(path)
+    try:
+        version, ir = nvvm_library_version(path)
+    except Exception as e:  # not a libNVVM this process can load or ask
+        return Part("NVVM", "?", None, f"{path}; its version cannot be read: {e}")
+    major = NVVM_DEBUG_VERSION_MAJORS.get(ir[2:], package_major)
+    shown = package_version if package_version != "?" else f"CUDA {major or '?'}"
+    return Part("NVVM", f"{shown} (libNVVM {version[0]}.{version[1]}, IR {ir[0]}.{ir[1]} "
+                f"debug {ir[2]}.{ir[3]})", major, path)
 
 
 @functools.lru_cache(maxsize=None)
@@ -128,6 +151,11 @@ def problems(found: tuple[Part, ...] | None = None,
     if missing:
         out.append(f"missing: {'; '.join(map(str, missing))}. Fix: pip install "
                    f"'coopgen[cu{want or 13}]'")
+    if unknown := [p for p in found if p.major is None and p not in missing]:
+        known = ", ".join(f"{p.name} {p.version}" for p in found if p.major is not None)
+        out.append(f"unknown CUDA major: {'; '.join(map(str, unknown))}; beside {known or 'none'}"
+                   f" it may make LTO-IR of another major, which does not link. Fix: pip install "
+                   f"'coopgen[cu{want or 13}]' (or uninstall the toolkit or packages holding it)")
     if len(majors) > 1:
         listed = ", ".join(f"{p.name} {p.version} from {p.where}" for p in found
                            if p.major is not None)

@@ -83,10 +83,9 @@ def report_on(cfg) -> None:
 
 
 def report_total(kernel, cfg) -> None:
-    """Pre-launch callback: ``cfg.sharedmem`` becomes the launch's dynamic bytes, the user's
-    and coopgen's storage of this kernel, as cuda.coop reports them; the user's stay the launch's
-    request. One configuration launches each specialization of its dispatcher (dtypes, block
-    shapes): a kernel without such storage gets the user's bytes back, not another's total."""
+    """Pre-launch callback: ``cfg.sharedmem`` becomes the launch's dynamic bytes, the user's and
+    this kernel's storage, as cuda.coop reports them. One configuration launches every dtype's
+    specialization: a kernel without such storage gets the user's bytes, not another's total."""
     need = _need(kernel)
     if need is None and _REQUESTED not in cfg.__dict__:
         return  # never reported: the configuration holds the user's bytes
@@ -97,8 +96,7 @@ def report_total(kernel, cfg) -> None:
 
 
 def _requested(kernel, sharedmem: int) -> int:
-    """The user's dynamic bytes of a launch numba gives ``sharedmem``: the request where this
-    launch's report changed the configuration's bytes before (numba read them first)."""
+    """The user's dynamic bytes of a launch numba gives ``sharedmem`` (read before the report)."""
     reported, read, requested = getattr(_reported, "last", None) or (None, 0, 0)
     _reported.last = None
     return requested if reported is kernel and sharedmem == read else sharedmem

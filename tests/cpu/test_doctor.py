@@ -85,3 +85,65 @@ def test_a_missing_part_names_the_extra():
 def test_this_environments_nvvm_is_its_toolchains_major():
     nvrtc_part, _, nvvm_part = toolchain.parts()
     assert nvvm_part.major == nvrtc_part.major == nvrtc.nvrtc_version()[0]
+
+
+@pytest.fixture
+def fresh_toolchain(monkeypatch, no_driver):
+    """parts() and the first-compile check as a fresh process finds them, now and after."""
+    toolchain.parts.cache_clear()
+    toolchain.require_consistent.cache_clear()
+    yield
+    monkeypatch.undo()
+    toolchain.parts.cache_clear()
+    toolchain.require_consistent.cache_clear()
+
+
+def test_nvvm_whose_version_cannot_be_read_exits_1_naming_it(monkeypatch, capsys, fresh_toolchain):
+    # a real library that is no libNVVM: it loads, and has no nvvmVersion to ask
+    not_nvvm = toolchain.lib_path("nvrtc")
+    monkeypatch.setattr(toolchain, "backend_nvvm_path", lambda: not_nvvm)
+    nvvm = toolchain.parts()[2]
+    assert (nvvm.version, nvvm.major) == ("?", None)
+    assert cli.main(["doctor"]) == 1
+    out = capsys.readouterr().out
+    major = nvrtc.nvrtc_version()[0]
+    (line,) = [x for x in out.splitlines() if x.startswith("PROBLEM: unknown CUDA major: NVVM")]
+    assert f"{not_nvvm}; its version cannot be read" in line and "nvvmVersion" in line
+    assert f"beside NVRTC {'.'.join(map(str, nvrtc.nvrtc_version()))}" in line
+    assert f"pip install 'coopgen[cu{major}]'" in line
+    with pytest.raises(toolchain.ToolchainError, match=r"unknown CUDA major: NVVM \? \(.*"
+                       + f"{not_nvvm}; its version cannot be read"):
+        nvrtc.compile_ltoir('extern "C" __device__ void f() {}', include_dirs=[])
+
+
+@pytest.mark.parametrize("debug_version", [(3, 1), (3, 2), (3, 9)])
+def test_nvvm_of_another_or_no_known_major_exits_1(monkeypatch, capsys, fresh_toolchain,
+                                                   debug_version):
+    """What the library says decides its major, whatever package holds it."""
+    nvrtc_major = nvrtc.nvrtc_version()[0]
+    monkeypatch.setattr(toolchain, "nvvm_library_version",
+                        lambda path: ((2, 0), (2, 0) + debug_version))
+    monkeypatch.setattr(toolchain, "cuda_version_of", lambda path: ("?", None))
+    nvvm = toolchain.parts()[2]
+    major = toolchain.NVVM_DEBUG_VERSION_MAJORS.get(debug_version)
+    assert nvvm.major == major
+    assert nvvm.version == (f"CUDA {major or '?'} (libNVVM 2.0, IR 2.0 debug "
+                            f"{debug_version[0]}.{debug_version[1]})")
+    status = cli.main(["doctor"])
+    out = capsys.readouterr().out
+    if major == nvrtc_major:
+        assert status == 0 and "healthy" in out
+        return
+    assert status == 1
+    problem = "unknown CUDA major: NVVM" if major is None else "mixed CUDA majors"
+    (line,) = [x for x in out.splitlines() if x.startswith(f"PROBLEM: {problem}")]
+    assert f"NVVM {nvvm.version}" in line and nvvm.where in line
+    assert f"coopgen[cu{nvrtc_major}]" in line
+
+
+def test_the_installed_nvvm_says_its_major_itself():
+    """The real libNVVM's own answer, read through its C API, is NVRTC's major."""
+    path = toolchain.parts()[2].where
+    version, ir = toolchain.nvvm_library_version(path)
+    assert version >= (2, 0) and len(ir) == 4
+    assert toolchain.NVVM_DEBUG_VERSION_MAJORS[ir[2:]] == nvrtc.nvrtc_version()[0]
