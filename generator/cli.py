@@ -7,9 +7,11 @@ import importlib
 import importlib.metadata
 import importlib.util
 import json
+import os
 import shutil
 import sys
 import time
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from . import headers
@@ -70,31 +72,48 @@ def _entries(args) -> tuple[headers.LockEntry, ...]:
 
 
 def generate_entries(entries: tuple[headers.LockEntry, ...]) -> None:
-    """Parse and write each of ``entries``; then the pages that list every lock entry."""
+    """Parse and write each of ``entries`` (on every core: each writes its own files); then the
+    pages that list every lock entry."""
     if importlib.util.find_spec("clang") is None:
         raise headers.HeaderError("generate needs libclang: pip install -e '.[generate]' in "
                                   "the coopgen checkout")
+    from . import pipeline, write  # noqa: F401 (imported once, before the workers fork)
+
+    workers, types_page = min(len(entries), os.cpu_count() or 1), None
+    with contextlib.ExitStack() as stack:
+        run = map
+        if workers > 1:
+            run = stack.enter_context(ProcessPoolExecutor(workers)).map
+        for warnings, summary, page in run(generate_entry, entries):
+            for w in warnings:
+                print(f"warning: {w}", file=sys.stderr)
+            print(summary)
+            types_page = page or types_page
+    write_release_files(types_page)
+
+
+def generate_entry(entry: headers.LockEntry) -> tuple[list[str], str, str | None]:
+    """Parse and write one lock entry: (the parser's warnings, a line that sums it up, and
+    for the default entry the supported-types page, of the table its docstrings made)."""
+    from .emit_docs import emit_types_page
     from .pipeline import build_model
     from .write import write_docs, write_outputs
 
-    out_dir = generated_dir()
-    for entry in entries:
-        t0 = time.perf_counter()
-        model, warnings = build_model(entry)
-        written = write_outputs(entry, model, out_dir)
-        written += write_docs(entry, model, docs_api_dir())
-        for w in warnings:
-            print(f"warning: {w}", file=sys.stderr)
-        n = sum(len(c.methods) + len(c.constructors) for c in model.classes)
-        print(f"CCCL {entry.cccl}: {len(model.classes)} classes, {n} overloads, "
-              f"{len(model.enums)} enums, {len(model.diagnostics)} parse errors; wrote "
-              f"{len(written)} files in {time.perf_counter() - t0:.2f} s")
-    write_release_files()
+    t0 = time.perf_counter()
+    model, warnings = build_model(entry)
+    written = write_outputs(entry, model, generated_dir())
+    written += write_docs(entry, model, docs_api_dir())
+    page = emit_types_page(entry, model) if entry == headers.load_lock()[0] else None
+    n = sum(len(c.methods) + len(c.constructors) for c in model.classes)
+    return list(warnings), (f"CCCL {entry.cccl}: {len(model.classes)} classes, {n} overloads, "
+                            f"{len(model.enums)} enums, {len(model.diagnostics)} parse errors; "
+                            f"wrote {len(written)} files in {time.perf_counter() - t0:.2f} s"), page
 
 
-def write_release_files() -> None:
+def write_release_files(types_page: str | None = None) -> None:
     """The files every lock entry appears in: the API index, the release matrix, the docs nav,
-    the generated package's release list and its copy of the lock."""
+    the generated package's release list and its copy of the lock; and the supported-types
+    page (``types_page``, else made from the default entry's model)."""
     from .emit import bound_keys
     from .write import write_lock_copy, write_release_pages
 
@@ -102,7 +121,7 @@ def write_release_files() -> None:
     models = [load_model(e) for e in entries]
     bound = [frozenset(bound_keys(m)) for m in models]
     write_release_pages(entries, models, bound, docs_api_dir(), _checkout() / "mkdocs.yml",
-                        generated_dir())
+                        generated_dir(), types_page)
     write_lock_copy(headers.lock_path(), generated_dir())
 
 

@@ -12,6 +12,7 @@ model order so the output is deterministic.
 """
 from __future__ import annotations
 
+import functools
 import os
 import re
 import textwrap
@@ -173,6 +174,12 @@ def _trim(lines: list[str]) -> list[str]:
 
 def to_markdown(text: str, aliases: dict[str, str]) -> str:
     """CUB's doc markup (Doxygen commands, RST directives and roles) as Markdown."""
+    return _markdown(text, tuple(aliases.items()))
+
+
+@functools.lru_cache(maxsize=None)  # each overload's text is shown in its page and docstrings
+def _markdown(text: str, alias_items: tuple[tuple[str, str], ...]) -> str:
+    aliases = dict(alias_items)
     lines = [ln for ln in text.splitlines()
              if ln.strip() not in ("@rst", "@endrst", "@{", "@}", "@par")]
     out: list[str] = []

@@ -84,33 +84,52 @@ def runtime_classes(entry: LockEntry, model: ApiModel) -> dict:
     return out
 
 
+#: refusal()'s answers by (class spec, overload, limits), then by (dtype index, operators,
+#: limit index): what one table asked, the other tables need not, and the lock entries'
+#: classes are mostly the same specs.
+_ANSWERS: dict = {}
+
+
 class _Asker:
-    """refusal() for one model, remembered (the Pythonic rows ask about the faithful
-    overloads again). Dtypes go by their index in ``every_dtype``; a call's template
-    arguments and limits are the defaults and all limits, or one limit (by its index) and
-    template arguments meeting its conditions."""
+    """refusal() for one model, remembered in ``_ANSWERS`` (the Pythonic rows ask about the
+    faithful overloads again, the types page about the default entry again). Dtypes go by
+    their index in ``every_dtype``; a call's template arguments and limits are the defaults
+    and all limits, or one limit (by its index) and template arguments meeting its
+    conditions."""
 
     def __init__(self, model: ApiModel):
         self.limits = tuple(limit_specs(model))
         self.every_dtype = tuple(d for _, dtypes in columns() for d in dtypes)
-        self.answers: dict = {}
+        self.answers: dict = {}  # (class name, overload signature) -> its _ANSWERS dict
+
+    def _answers(self, cls, ov) -> dict:
+        key = (cls.name, ov.signature)
+        if key not in self.answers:
+            self.answers[key] = _ANSWERS.setdefault((cls, ov, self.limits), {})
+        return self.answers[key]
 
     def _refusal(self, cls, ov, d: int, operators, limit: tuple | None) -> str | None:
-        key = (cls.name, ov.signature, d, operators, limit and limit[0])
-        if key not in self.answers:
+        answers, key = self._answers(cls, ov), (d, operators, limit and limit[0])
+        if key not in answers:
             prim = f"{cls.scope}.{cls.name}.{ov.name}"
             template, limits = (_defaults(cls), self.limits) if limit is None else \
                 (limit[1], (self.limits[limit[0]],))
-            self.answers[key] = refusal(prim, cls, ov, self.every_dtype[d], operators,
-                                        template, limits)
-        return self.answers[key]
+            answers[key] = refusal(prim, cls, ov, self.every_dtype[d], operators, template,
+                                   limits)
+        return answers[key]
+
+    def _refused_for_every_dtype(self, cls, ov, operators, limit) -> bool:
+        answers, key = self._answers(cls, ov), ("every dtype", operators, limit and limit[0])
+        if key not in answers:
+            answers[key] = all(self._refusal(cls, ov, d, operators, limit)
+                               for d in range(len(self.every_dtype)))
+        return answers[key]
 
     def ask(self, cls, ov, d: int, operators=(), limit=None) -> str | None:
         """Why items of dtype ``d`` are refused, without the primitive's name; None where
         they are not, or where every dtype is (a refusal for another reason than the type)."""
         why = self._refusal(cls, ov, d, operators, limit)
-        if why is None or all(self._refusal(cls, ov, other, operators, limit)
-                              for other in range(len(self.every_dtype))):
+        if why is None or self._refused_for_every_dtype(cls, ov, operators, limit):
             return None
         return why.split(": ", 1)[1]
 
@@ -204,13 +223,17 @@ def _in_words(cell: Cell, dtype) -> Cell:
 
 
 def _row(asker: _Asker, name: str, cls, overloads, fixed: dict) -> Row:
-    cells, d = [], 0
-    for _, dtypes in columns():
-        cells.append(_merge([_in_words(_merge([asker.overload_cell(cls, ov, d + i, fixed)
-                                               for ov in overloads]), dt)
-                             for i, dt in enumerate(dtypes)]))
-        d += len(dtypes)
-    return Row(name, tuple(cells))
+    """The row of ``overloads``; its cells remembered in ``_ANSWERS`` by all they depend on."""
+    key = ("row", cls, tuple(overloads), tuple(sorted(fixed.items())), asker.limits)
+    if key not in _ANSWERS:
+        cells, d = [], 0
+        for _, dtypes in columns():
+            cells.append(_merge([_in_words(_merge([asker.overload_cell(cls, ov, d + i, fixed)
+                                                   for ov in overloads]), dt)
+                                 for i, dt in enumerate(dtypes)]))
+            d += len(dtypes)
+        _ANSWERS[key] = tuple(cells)
+    return Row(name, _ANSWERS[key])
 
 
 def _takes_items(cls, ov) -> bool:

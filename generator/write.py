@@ -49,15 +49,16 @@ def write_docs(entry: LockEntry, model: ApiModel, docs_dir: Path) -> list[Path]:
 
 def write_release_pages(entries: tuple[LockEntry, ...], models: list[ApiModel],
                         bound: list[frozenset[str]], docs_dir: Path, mkdocs_yml: Path,
-                        out_dir: Path) -> list[Path]:
+                        out_dir: Path, types_page: str | None = None) -> list[Path]:
     """What depends on every lock entry: the API index, the release matrix, the docs nav and
     the generated package's list of releases (the runtime's default is the first); and the
-    supported-types page, of the default."""
+    supported-types page, of the default (``types_page`` where it is made already)."""
     from .emit_docs import emit_api_index, emit_nav, emit_release_matrix, emit_types_page
 
     written: list[Path] = []
     _write_if_changed(docs_dir / "index.md", emit_api_index(entries), written)
-    _write_if_changed(docs_dir / "types.md", emit_types_page(entries[0], models[0]), written)
+    types_page = types_page or emit_types_page(entries[0], models[0])
+    _write_if_changed(docs_dir / "types.md", types_page, written)
     _write_if_changed(docs_dir / "releases.md", emit_release_matrix(entries, models, bound),
                       written)
     _write_if_changed(mkdocs_yml, emit_nav(mkdocs_yml.read_text(), entries), written)
