@@ -33,6 +33,9 @@ class MSpec:
     tparams: tuple[str, ...] = ()  # the method's own template parameters (deduced by C++)
     hidden: bool = False  # undocumented in CUB (bound where the Pythonic table asks for it)
     excluded: str = ""  # why this release does not bind it (overrides.toml; ClassSpec.excluded)
+    # the method's leading template parameters C++ cannot deduce, given by keyword as class
+    # template parameters are (block_topk::max_keys<IsFullTile> takes is_full_tile=)
+    keywords: tuple[TParam, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -47,6 +50,7 @@ class ClassSpec:
     methods: tuple[MSpec, ...]
     brief: str = ""
     excluded: tuple[MSpec, ...] = ()  # public, not bound (MSpec.excluded): a call says why
+    unstable: bool = False  # a cub::detail class: CUB may change it in any release
 
     @property
     def value_type(self) -> TParam | None:

@@ -23,6 +23,7 @@ def template_keywords(cls: ClassSpec) -> set[str]:
     kws = {t.keyword for t in cls.template_params if t.keyword}  # "": internal
     kws |= {"items_per_thread", "temp_storage", "threads_per_block"}
     kws |= {"dtype"} if cls.value_type is not None else set()
+    kws |= {t.keyword for m in cls.methods for t in m.keywords}
     return kws | ({"threads_in_warp"} if "logical_warp_threads" in kws else set())
 
 
@@ -60,6 +61,7 @@ def template_args(att: Attempt, cls: ClassSpec, kw: dict, block_dims, enums, pin
     _apply_items_per_thread(att, cls, given.pop("items_per_thread", None))
     out = tuple((t, _template_arg(att, cls, t, given.pop(t.keyword, None), block, enums))
                 for t in cls.template_params)
+    _method_keywords(att, given, enums)
     if given:
         k = sorted(given)[0]
         raise Mismatch(f"{prim}: unknown keyword {k!r}; template keywords are "
@@ -100,6 +102,21 @@ def _template_arg(att: Attempt, cls: ClassSpec, t, kwv, block, enums) -> str:
         raise Mismatch(f"{prim}: missing required argument {t.keyword}= (template "
                        f"parameter {t.name})")
     return t.default
+
+
+def _method_keywords(att: Attempt, given: dict, enums) -> None:
+    """The method's own template keywords (``is_full_tile=``): spelled into the extents the
+    shim passes explicitly; other methods' keywords stay in ``given`` (unknown here)."""
+    for t in att.method.keywords:
+        value = given.pop(t.keyword, None)
+        if value is None and t.default is None:
+            raise Mismatch(f"{att.prim}: missing required argument {t.keyword}= (template "
+                           f"parameter {t.name} of {att.method.name})")
+        try:
+            spelled = t.default if value is None else cpp.template_value(att.prim, t, value, enums)
+        except CoopgenError as e:
+            raise Mismatch(str(e)) from None
+        att.extents[t.name] = (spelled, f"{t.keyword}=")
 
 
 def _warp_threads(prim: str, cls: ClassSpec, t, value) -> int:
