@@ -224,7 +224,7 @@ class _Walker:
         return tuple(out)
 
     # parameters ---------------------------------------------------------------------------
-    def param(self, p) -> Param:
+    def param(self, p, index: int) -> Param:
         TK = self.ci.TypeKind
         t = p.type
         ref = {TK.LVALUEREFERENCE: "lvalue", TK.RVALUEREFERENCE: "rvalue"}.get(t.kind, "")
@@ -238,12 +238,15 @@ class _Walker:
         if m:
             extent = m.group(1).strip()
             elem = re.sub(r"^const\s+", "", t.spelling[:m.start()].strip())
-        return Param(name=p.spelling, type=t.spelling, const=const, ref=ref, pointer=pointer,
+        # an unnamed parameter (CCCL 3.3.4's block_topk::max_keys(keys, int /*k*/, ...)) needs a
+        # name to be passed by keyword: its position
+        return Param(name=p.spelling or f"arg{index}", type=t.spelling, const=const, ref=ref, pointer=pointer,
                      array_elem=elem, array_extent=extent, default=_default_after_eq(p), role="")
 
     def overload(self, m, kind: str, cls_name: str, inherited_from: str | None) -> Overload:
         K = self.K
-        params = tuple(self.param(p) for p in m.get_children() if p.kind == K.PARM_DECL)
+        params = tuple(self.param(p, i) for i, p in
+                       enumerate(c for c in m.get_children() if c.kind == K.PARM_DECL))
         tparams = self.template_params(m) if m.kind == K.FUNCTION_TEMPLATE else ()
         name = cls_name if kind == "constructor" else m.spelling
         signature = f"{name}({', '.join(p.type for p in params)})"

@@ -33,9 +33,7 @@ class MSpec:
     tparams: tuple[str, ...] = ()  # the method's own template parameters (deduced by C++)
     hidden: bool = False  # undocumented in CUB (bound where the Pythonic table asks for it)
     excluded: str = ""  # why this release does not bind it (overrides.toml; ClassSpec.excluded)
-    # the method's leading template parameters C++ cannot deduce, given by keyword as class
-    # template parameters are (block_topk::max_keys<IsFullTile> takes is_full_tile=)
-    keywords: tuple[TParam, ...] = ()
+    keywords: tuple[TParam, ...] = ()  # leading method template parameters: is_full_tile=
 
 
 @dataclass(frozen=True)

@@ -61,7 +61,13 @@ def template_args(att: Attempt, cls: ClassSpec, kw: dict, block_dims, enums, pin
     _apply_items_per_thread(att, cls, given.pop("items_per_thread", None))
     out = tuple((t, _template_arg(att, cls, t, given.pop(t.keyword, None), block, enums))
                 for t in cls.template_params)
-    _method_keywords(att, given, enums)
+    for t in att.method.keywords:  # the method's own (is_full_tile=), explicit in the shim
+        v = given.pop(t.keyword, None)
+        if v is None and t.default is None:
+            raise Mismatch(f"{prim}: missing required argument {t.keyword}= (template "
+                           f"parameter {t.name} of {att.method.name})")
+        spelled = t.default if v is None else cpp.template_value(prim, t, v, enums)
+        att.extents[t.name] = (spelled, f"{t.keyword}=")
     if given:
         k = sorted(given)[0]
         raise Mismatch(f"{prim}: unknown keyword {k!r}; template keywords are "
@@ -102,21 +108,6 @@ def _template_arg(att: Attempt, cls: ClassSpec, t, kwv, block, enums) -> str:
         raise Mismatch(f"{prim}: missing required argument {t.keyword}= (template "
                        f"parameter {t.name})")
     return t.default
-
-
-def _method_keywords(att: Attempt, given: dict, enums) -> None:
-    """The method's own template keywords (``is_full_tile=``): spelled into the extents the
-    shim passes explicitly; other methods' keywords stay in ``given`` (unknown here)."""
-    for t in att.method.keywords:
-        value = given.pop(t.keyword, None)
-        if value is None and t.default is None:
-            raise Mismatch(f"{att.prim}: missing required argument {t.keyword}= (template "
-                           f"parameter {t.name} of {att.method.name})")
-        try:
-            spelled = t.default if value is None else cpp.template_value(att.prim, t, value, enums)
-        except CoopgenError as e:
-            raise Mismatch(str(e)) from None
-        att.extents[t.name] = (spelled, f"{t.keyword}=")
 
 
 def _warp_threads(prim: str, cls: ClassSpec, t, value) -> int:
