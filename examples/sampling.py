@@ -65,19 +65,16 @@ def philox_uniform(seed, offset, row, round_):
     """A uniform float32 in [0, 1) from Philox-4x32-10: key = the seed's two words, counter =
     (row, round, the offset's two words). Counter-based, so any (seed, offset, row, round)
     gives the same number everywhere."""
-    k0 = np.uint64(seed & _MASK)
-    k1 = np.uint64((seed >> 32) & _MASK)
-    c0 = np.uint64(row & _MASK)
-    c1 = np.uint64(round_ & _MASK)
-    c2 = np.uint64(offset & _MASK)
-    c3 = np.uint64((offset >> 32) & _MASK)
+    mask, half = np.uint64(_MASK), np.uint64(32)
+    k0, k1 = seed & mask, seed >> half
+    c0, c1 = np.uint64(row) & mask, np.uint64(round_) & mask
+    c2, c3 = offset & mask, offset >> half
     for _ in range(10):
         p0 = np.uint64(_M0) * c0
         p1 = np.uint64(_M1) * c2
-        c0, c1, c2, c3 = ((p1 >> np.uint64(32)) ^ c1 ^ k0, p1 & np.uint64(_MASK),
-                          (p0 >> np.uint64(32)) ^ c3 ^ k1, p0 & np.uint64(_MASK))
-        k0 = (k0 + np.uint64(_W0)) & np.uint64(_MASK)
-        k1 = (k1 + np.uint64(_W1)) & np.uint64(_MASK)
+        c0, c1, c2, c3 = (p1 >> half) ^ c1 ^ k0, p1 & mask, (p0 >> half) ^ c3 ^ k1, p0 & mask
+        k0 = (k0 + np.uint64(_W0)) & mask
+        k1 = (k1 + np.uint64(_W1)) & mask
     return np.float32(c0 >> np.uint64(8)) * np.float32(1.0 / 16777216.0)  # 24 bits
 
 
@@ -105,6 +102,7 @@ def make_kernel(threads: int = THREADS, vectorize: bool = True):
         state = cuda.shared.array(4, np.float32)  # low, high, q, done
         chosen = cuda.shared.array(1, np.int32)
         items = local.array(ITEMS, np.float32)
+        total = local.array(1, np.float32)  # a tile's mass above low, in every thread
         pairs = local.array(1, PAIRS)
         low = np.float32(0.0)
         high = np.float32(1.0)
@@ -129,16 +127,16 @@ def make_kernel(threads: int = THREADS, vectorize: bool = True):
                 for i in range(ITEMS):
                     if items[i] > low:
                         mine += items[i]
-                before, total = block.exclusive_sum(mine)
+                before = block.BlockScan.ExclusiveSum(mine, block_aggregate=total)
                 acc = running + before
                 if acc <= u < acc + mine:
                     for i in range(ITEMS):
                         if items[i] > low:
                             acc += items[i]
                             if acc > u:
-                                cuda.atomic.min(chosen, 0, start + t * ITEMS + i)
+                                cuda.atomic.min(chosen, 0, np.int32(start + t * ITEMS + i))
                                 break
-                running += total
+                running += total[0]
                 if running > u:
                     break
             cuda.syncthreads()

@@ -842,6 +842,59 @@ def count_inputs(cfg, rng, groups) -> dict:
     return out
 
 
+# --- cub::detail::block_topk (unstable): the k smallest or largest keys of a tile -------------
+
+def topk_inputs(cfg, rng, groups) -> dict:
+    """k from 1 to the valid items; a full tile (is_full_tile=True) has every item valid."""
+    n = cfg.group_threads * cfg.ipt
+    valid = np.full(groups, n) if tkw(cfg).get("is_full_tile") else rng.integers(1, n + 1, groups)
+    k = np.array([rng.integers(1, v + 1) for v in valid])
+    return {"num_valid": valid.astype(np.int32), "k": k.astype(np.int32)}
+
+
+def _pair_bits(keys, values) -> list:
+    kb = ordered_bits(keys).tolist()
+    vb = values.view(np.dtype(f"u{values.dtype.itemsize}")).tolist() if values is not None \
+        else [0] * len(kb)
+    return sorted(zip(kb, vb))
+
+
+def ref_topk(cfg, ins, got):
+    """The first k items (blocked) hold the k smallest (min_*) or largest (max_*) keys of the
+    valid items, in no particular order; ties at the k-th key may be any of the tied items, so
+    the reference checks the multiset of keys (and that each pair is an input pair) and then
+    expects the kernel's own order. Items past k are undefined."""
+    keys, largest = ins["keys"], cfg.method.name.startswith("max")
+    g, threads, k_max = keys.shape
+    tile, out = flat(keys), flat(got["keys"])
+    vals, out_v = (flat(ins["values"]), flat(got["values"])) if "values" in ins else (None, None)
+    want, mask = tile.copy(), np.zeros(tile.shape, bool)
+    want_v = vals.copy() if vals is not None else None
+    for gi in range(g):
+        k, valid = int(ins["k"][gi]), int(ins["num_valid"][gi])
+        bits = ordered_bits(tile[gi, :valid])
+        order = np.argsort(bits, kind="stable")
+        chosen = order[::-1][:k] if largest else order[:k]
+        mask[gi, :k] = True
+        same = sorted(ordered_bits(out[gi, :k]).tolist()) == sorted(bits[chosen].tolist())
+        if same and vals is not None:  # every returned pair is an input pair (a multiset)
+            pool = _pair_bits(tile[gi, :valid], vals[gi, :valid])
+            for pair in _pair_bits(out[gi, :k], out_v[gi, :k]):
+                if pair in pool:
+                    pool.remove(pair)
+                else:
+                    same = False
+                    break
+        want[gi, :k] = out[gi, :k] if same else tile[gi, :valid][chosen]
+        if vals is not None:
+            want_v[gi, :k] = out_v[gi, :k] if same else vals[gi, :valid][chosen]
+    checks = [Check("keys", want.reshape(keys.shape), mask.reshape(keys.shape),
+                    note="not the top-k multiset (or a pair not from the input)")]
+    if vals is not None:
+        checks.append(Check("values", want_v.reshape(keys.shape), mask.reshape(keys.shape)))
+    return checks
+
+
 def _combined(*fns):
     def inputs(cfg, rng, groups):
         out = {}
@@ -914,6 +967,9 @@ FAMILIES = {
                                      int_tkw={"bins": (8, 16, 32, 64, 100, 128, 256)},
                                      inputs=histogram_inputs, valid=histogram_valid)
        for m in ("InitHistogram", "Histogram", "Composite")},
+    **{("block_topk", m): Family(ref_topk, dtypes=INTS + FLOATS, bools=("is_full_tile",),
+                                 edges=("0.0", "-0.0", "inf", "-inf"), inputs=topk_inputs)
+       for m in ("max_keys", "min_keys", "max_pairs", "min_pairs")},
     **{(c, "RankKeys"): Family(ref_radix_rank, dtypes=UNSIGNED, threads="warp_multiple",
                                bools=("is_descending", "memoize_outer_scan"),
                                int_tkw={"radix_bits": (1, 2, 3, 4, 5, 6)},
