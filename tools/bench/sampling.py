@@ -37,11 +37,11 @@ REPS, RUNS = 20, 5
 
 HARNESS = r"""
 #include <flashinfer/sampling.cuh>
-extern "C" int fi_top_k_top_p(float* probs, int* top_k, float* top_p, int* out, int batch,
-                              int vocab, unsigned long long seed, unsigned long long offset,
-                              void* stream) {
+extern "C" int fi_top_k_top_p(float* probs, int* top_k, float* top_p, int* out, bool* valid,
+                              int batch, int vocab, unsigned long long seed,
+                              unsigned long long offset, void* stream) {
   return (int)flashinfer::sampling::TopKTopPSamplingFromProb<float, int>(
-      probs, top_k, top_p, out, nullptr, nullptr, (uint32_t)batch, 0, 0.f, (uint32_t)vocab,
+      probs, top_k, top_p, out, valid, nullptr, (uint32_t)batch, 0, 0.f, (uint32_t)vocab,
       /*deterministic=*/true, nullptr, seed, nullptr, offset, (cudaStream_t)stream);
 }
 """
@@ -76,7 +76,7 @@ def build_flashinfer(include: str, curand: str | None, arch: str, work: str | No
 
 def _load(path: Path):
     fn = ctypes.CDLL(str(path)).fi_top_k_top_p
-    fn.argtypes = [ctypes.c_void_p] * 4 + [ctypes.c_int, ctypes.c_int, ctypes.c_ulonglong,
+    fn.argtypes = [ctypes.c_void_p] * 5 + [ctypes.c_int, ctypes.c_int, ctypes.c_ulonglong,
                                            ctypes.c_ulonglong, ctypes.c_void_p]
     fn.restype = ctypes.c_int
     return fn
@@ -146,6 +146,7 @@ def main(argv=None) -> int:
             ks = torch.full((batch,), TOP_K, dtype=torch.int32, device=dev)
             ps = torch.full((batch,), TOP_P, dtype=torch.float32, device=dev)
             out = torch.empty(batch, dtype=torch.int32, device=dev)
+            valid = torch.ones(batch, dtype=torch.bool, device=dev)  # FlashInfer's "no token"
             flat, k_d, p_d, o_d = (cuda.as_cuda_array(t) for t in (probs.view(-1), ks, ps, out))
 
             def ours():
@@ -153,8 +154,9 @@ def main(argv=None) -> int:
                                                         np.uint64(1), np.uint64(0), o_d)
 
             def flashinfer():
-                rc = fi(probs.data_ptr(), ks.data_ptr(), ps.data_ptr(), out.data_ptr(), batch,
-                        vocab, 1, 0, torch.cuda.current_stream().cuda_stream)
+                rc = fi(probs.data_ptr(), ks.data_ptr(), ps.data_ptr(), out.data_ptr(),
+                        valid.data_ptr(), batch, vocab, 1, 0,
+                        torch.cuda.current_stream().cuda_stream)
                 assert rc == 0, rc
 
             row = {"batch": batch, "vocab": vocab, "coopgen_ms": time_ms(ours),
