@@ -48,7 +48,9 @@ from numba import cuda
 
 from coopgen import block, local
 
-ITEMS = 4  # probabilities a thread holds per tile: one 16-byte vector
+#: Probabilities a thread holds per tile: two 16-byte vectors, so that one row (batch 1 has a
+#: single block) keeps twice the bytes in flight of one vector a thread.
+ITEMS = 8
 THREADS = 1024
 #: A round's value/count pairs: mass and count above the pivot and above the midpoint.
 PAIRS = np.dtype([("s0", np.float32), ("c0", np.int32), ("s1", np.float32), ("c1", np.int32)],
@@ -89,7 +91,8 @@ def add_pairs(a, b, out):
 @functools.lru_cache(maxsize=None)
 def make_kernel(threads: int = THREADS, vectorize: bool = True):
     """The sampling kernel for blocks of ``threads``. ``vectorize``: full tiles load as 16-byte
-    vectors (CUB checks each tile's alignment and falls back by itself)."""
+    vectors (CUB checks each tile's alignment and falls back by itself); the last, partial
+    tile loads coalesced through shared memory (``warp_transpose``), zeros past the row."""
     tile = threads * ITEMS
 
     @cuda.jit
@@ -121,13 +124,14 @@ def make_kernel(threads: int = THREADS, vectorize: bool = True):
                 if start + tile <= vocab and vectorize:
                     block.load(row_probs[start:], items, algorithm="vectorize")
                 else:
-                    block.load(row_probs[start:], items, ITEMS, "direct", vocab - start,
+                    block.load(row_probs[start:], items, ITEMS, "warp_transpose", vocab - start,
                                np.float32(0.0))
                 mine = np.float32(0.0)
                 for i in range(ITEMS):
                     if items[i] > low:
                         mine += items[i]
-                before = block.BlockScan.ExclusiveSum(mine, block_aggregate=total)
+                before = block.BlockScan.ExclusiveSum(mine, block_aggregate=total,
+                                                      algorithm="warp_scans")
                 acc = running + before
                 if acc <= u < acc + mine:
                     for i in range(ITEMS):
@@ -155,7 +159,7 @@ def make_kernel(threads: int = THREADS, vectorize: bool = True):
                 if start + tile <= vocab and vectorize:
                     block.load(row_probs[start:], items, algorithm="vectorize")
                 else:
-                    block.load(row_probs[start:], items, ITEMS, "direct", vocab - start,
+                    block.load(row_probs[start:], items, ITEMS, "warp_transpose", vocab - start,
                                np.float32(0.0))
                 for i in range(ITEMS):
                     v = items[i]
