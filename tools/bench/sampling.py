@@ -11,8 +11,11 @@ come from PyTorch's ``nvidia-curand`` or from ``--curand``.
     python tools/bench/sampling.py --flashinfer FLASHINFER_INCLUDE [--curand CURAND_INCLUDE]
         [--json out.json]
 
-Times are kernel times from CUDA events over ``REPS`` launches after warm-up (median of 5
-runs), for top_k=50, top_p=0.9 and probabilities from softmax(N(0, 1) * 3) logits.
+Kernel times come from CUDA events around ``REPS`` launches queued behind a GPU sleep, so the
+host's launch cost (numba's dispatch, ctypes) is not in them (median of ``RUNS`` runs); each
+launch draws with a new offset, so the times average over the rounds the rejection takes. Host
+time per call is wall-clock time per launch, apart. top_k=50, top_p=0.9; probabilities from
+softmax(N(0, 1) * 3) logits.
 """
 from __future__ import annotations
 
@@ -95,21 +98,27 @@ def torch_reference(probs, k: int, p: float, generator):
     return order.gather(1, pick).squeeze(1)
 
 
-def time_ms(fn) -> float:
+def time_ms(fn) -> tuple[float, float]:
+    """(kernel ms per call, host µs per call) of ``fn``."""
+    import time
+
     import torch
 
     fn()
     torch.cuda.synchronize()
-    runs = []
+    runs, host = [], []
     for _ in range(RUNS):
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        torch.cuda._sleep(20_000_000)  # the launches queue up behind it
         start.record()
+        t0 = time.perf_counter()
         for _ in range(REPS):
             fn()
+        host.append((time.perf_counter() - t0) / REPS * 1e6)
         end.record()
         end.synchronize()
         runs.append(start.elapsed_time(end) / REPS)
-    return float(np.median(runs))
+    return float(np.median(runs)), float(np.median(host))
 
 
 def main(argv=None) -> int:
@@ -136,9 +145,12 @@ def main(argv=None) -> int:
     gen = torch.Generator(device=dev).manual_seed(0)
     stream = cuda.external_stream(torch.cuda.current_stream().cuda_stream)
     kernel = sampling.make_kernel(sampling.THREADS)
+    warm = torch.randn(1 << 26, device=dev)
+    for _ in range(200):  # clocks up before the first shape
+        warm.mul_(1.0)
     rows = []
     print(f"{'batch':>5} {'vocab':>7} {'coopgen ms':>10} {'flashinfer ms':>13} {'torch ms':>9} "
-          f"{'vs FI':>6} {'vs torch':>8}")
+          f"{'vs FI':>6} {'vs torch':>8} {'host us: coopgen':>16} {'FI':>5} {'torch':>6}")
     for batch in BATCHES:
         for vocab in VOCABS:
             logits = torch.randn(batch, vocab, device=dev) * 3
@@ -163,9 +175,10 @@ def main(argv=None) -> int:
                         torch.cuda.current_stream().cuda_stream)
                 assert rc == 0, rc
 
-            row = {"batch": batch, "vocab": vocab, "coopgen_ms": time_ms(ours),
-                   "torch_ms": time_ms(lambda: torch_reference(probs, TOP_K, TOP_P, gen)),
-                   "flashinfer_ms": time_ms(flashinfer) if fi else None}
+            row = {"batch": batch, "vocab": vocab}
+            for name, fn in (("coopgen", ours), ("flashinfer", flashinfer if fi else None),
+                             ("torch", lambda: torch_reference(probs, TOP_K, TOP_P, gen))):
+                row[f"{name}_ms"], row[f"{name}_host_us"] = time_ms(fn) if fn else (None, None)
             # every token the kernels drew is admissible (a bench must not time wrong work)
             ours()
             torch.cuda.synchronize()
@@ -182,7 +195,9 @@ def main(argv=None) -> int:
                   f"{fi_ms if fi_ms is not None else float('nan'):>13.4f} "
                   f"{row['torch_ms']:>9.4f} "
                   f"{(fi_ms / row['coopgen_ms']) if fi_ms else float('nan'):>6.2f} "
-                  f"{row['torch_ms'] / row['coopgen_ms']:>8.2f}", flush=True)
+                  f"{row['torch_ms'] / row['coopgen_ms']:>8.2f} {row['coopgen_host_us']:>16.1f} "
+                  f"{row['flashinfer_host_us'] or float('nan'):>5.1f} "
+                  f"{row['torch_host_us']:>6.1f}", flush=True)
     info = {"device": torch.cuda.get_device_name(), "top_k": TOP_K, "top_p": TOP_P,
             "reps": REPS, "runs": RUNS, "rows": rows}
     if args.json:
