@@ -121,6 +121,12 @@ def time_ms(fn) -> tuple[float, float]:
     return float(np.median(runs)), float(np.median(host))
 
 
+def registry_cccl() -> str:
+    from coopgen.model import registry
+
+    return registry.package().CCCL
+
+
 def main(argv=None) -> int:
     import torch
     from numba import cuda
@@ -198,8 +204,15 @@ def main(argv=None) -> int:
                   f"{row['torch_ms'] / row['coopgen_ms']:>8.2f} {row['coopgen_host_us']:>16.1f} "
                   f"{row['flashinfer_host_us'] or float('nan'):>5.1f} "
                   f"{row['torch_host_us']:>6.1f}", flush=True)
-    info = {"device": torch.cuda.get_device_name(), "top_k": TOP_K, "top_p": TOP_P,
-            "reps": REPS, "runs": RUNS, "rows": rows}
+    import datetime
+
+    import numba_cuda
+
+    env = {"date": datetime.date.today().isoformat(), "gpu": torch.cuda.get_device_name(),
+           "numpy": np.__version__, "numba-cuda": numba_cuda.__version__,
+           "torch": torch.__version__, "cccl": registry_cccl(), "top_k": TOP_K, "top_p": TOP_P,
+           "reps": REPS, "runs": RUNS}
+    info = {"environment": env, "sampling": rows}  # tools/bench/draw.py's sampling.svg
     if args.json:
         Path(args.json).write_text(json.dumps(info, indent=1) + "\n")
     return 0
