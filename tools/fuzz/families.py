@@ -991,6 +991,8 @@ SCAN_LIKE = {k for k, f in FAMILIES.items() if f.reference in (ref_scan, ref_red
 NOT_DRAWN = {
     ("BlockRadixRankMatch", "CallBack"): "internal CUB helper, not a collective call",
     ("WarpMergeSort", "get_member_mask"): "a query, not a collective call",
+    ("BlockLoadToShared", "Invalidate"): "moves no data: ends the mbarrier's use",
+    ("BlockLoadToShared", "CommitAndWait"): "moves no data without CopyAsync (unbound: spans)",
 }
 
 
