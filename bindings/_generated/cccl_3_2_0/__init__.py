@@ -527,6 +527,4 @@ BOUND_AND_CHECKED = (
     'BlockLoadToShared::BlockLoadToShared(TempStorage &)',
     'BlockLoadToShared::Invalidate()',
     'BlockLoadToShared::CommitAndWait()',
-    'BlockLoadToShared::SharedBufferAlignBytes()',
-    'BlockLoadToShared::SharedBufferSizeBytes(::cuda::std::size_t)',
 )

@@ -23,16 +23,16 @@ SPEC = ClassSpec(
             ), static=False, tparams=()),
         MSpec('CommitAndWait', 'CommitAndWait()', 'method', 'void', (
             ), static=False, tparams=()),
-        MSpec('SharedBufferAlignBytes', 'SharedBufferAlignBytes()', 'method', 'int', (
-            ), static=True, tparams=('T',)),
-        MSpec('SharedBufferSizeBytes', 'SharedBufferSizeBytes(::cuda::std::size_t)', 'method', 'int', (
-                PSpec('num_items', 'input_scalar', '::cuda::std::size_t', '::cuda::std::size_t', None, None),
-            ), static=True, tparams=('T', 'GmemAlign')),
     ),
     brief='The BlockLoadToShared class provides a :ref:`collective <collective-primitives>` method for asynchronously loading data from global to shared memory.',
     excluded=(
         MSpec('Commit', 'Commit()', 'method', 'CommitToken', (
             ), static=False, tparams=(), excluded='excluded in this release: BlockLoadToShared::Commit returns a move-only CommitToken that only Wait (unbound: it takes the token) accepts; CommitAndWait does both'),
+        MSpec('SharedBufferAlignBytes', 'SharedBufferAlignBytes()', 'method', 'int', (
+            ), static=True, tparams=('T',), excluded='excluded in this release: static size queries whose item type T is only a template argument (no parameter names it), which a call cannot give; CCCL 3.4 moved them out of the class'),
+        MSpec('SharedBufferSizeBytes', 'SharedBufferSizeBytes(::cuda::std::size_t)', 'method', 'int', (
+                PSpec('num_items', 'input_scalar', '::cuda::std::size_t', '::cuda::std::size_t', None, None),
+            ), static=True, tparams=('T', 'GmemAlign'), excluded='excluded in this release: static size queries whose item type T is only a template argument (no parameter names it), which a call cannot give; CCCL 3.4 moved them out of the class'),
     ),
     unstable=True,
 )

@@ -530,8 +530,6 @@ BOUND_AND_CHECKED = (
     'BlockLoadToShared::BlockLoadToShared(TempStorage &)',
     'BlockLoadToShared::Invalidate()',
     'BlockLoadToShared::CommitAndWait()',
-    'BlockLoadToShared::SharedBufferAlignBytes()',
-    'BlockLoadToShared::SharedBufferSizeBytes(::cuda::std::size_t)',
     'block_topk::block_topk(TempStorage &)',
     'block_topk::max_pairs(KeyT (&)[ItemsPerThread], ValueT (&)[ItemsPerThread], int, int, int)',
     'block_topk::max_keys(KeyT (&)[ItemsPerThread], int, int, int)',
