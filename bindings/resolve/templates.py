@@ -151,7 +151,7 @@ def _apply_items_per_thread(att: Attempt, cls: ClassSpec, ipt) -> None:
                 # ... and cuda.coop's words for it, which its users' tests match
                 raise Mismatch(f"{att.prim}: items_per_thread={ipt} disagrees with "
                                 f"{att.extents[e][1]} ({att.extents[e][0]} items): "
-                                f"coop.{att.prim} items_per_thread must match the array shape")
+                                f"coop.{att.prim} items_per_thread must match array shape")
             att.extents.setdefault(e, (ipt, "items_per_thread="))
     for e in sorted(method_extents):
         if e not in att.extents:
