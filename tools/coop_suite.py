@@ -104,7 +104,11 @@ def main(argv=None) -> int:
             [str(alias_folder(Path(tmp) / "alias")), str(tests), env.get("PYTHONPATH", "")])
         cmd = [sys.executable, "-m", "pytest", str(tests), "-p", "no:cacheprovider",
                f"--junitxml={junit}", "-o", "junit_family=xunit1", *pytest_args]
-        status = subprocess.call(cmd, cwd=tests.parent.parent, env=env)
+        run = subprocess.Popen(cmd, cwd=tests.parent.parent, env=env)
+        try:
+            status = run.wait()
+        except KeyboardInterrupt:  # pytest has it too: it still writes what it ran
+            status = run.wait()
         if junit.is_file():
             text = format_table(counts_per_file(junit))
             print(text)
