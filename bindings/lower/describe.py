@@ -87,16 +87,14 @@ def _own_call(cls) -> bool:
 
 
 def _typing_registries() -> list:
-    """(typeof functions, typing templates' globals) a user may register a class with:
-    ``numba.cuda.extending``'s, and ``numba.core.extending``'s where numba is installed (numba-cuda
-    keeps them apart, and kernels accept both, as cuda.coop's documented callback uses)."""
-    found = [(typeof_impl, builtin_registry)]
+    """(typeof functions, typing templates) a class may be registered with: numba.cuda's, and
+    numba.core's (numba-cuda keeps them apart; kernels take both, as cuda.coop's suite uses)."""
     try:
         from numba.core.typing.templates import builtin_registry as core_registry
         from numba.core.typing.typeof import typeof_impl as core_typeof
     except ImportError:  # numba-cuda without numba
-        return found
-    return found + [(core_typeof, core_registry)]
+        return [(typeof_impl, builtin_registry)]
+    return [(typeof_impl, builtin_registry), (core_typeof, core_registry)]
 
 
 def _class_typed_as(dtype):

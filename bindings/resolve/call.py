@@ -119,22 +119,20 @@ def _drop_keyword(split: SplitCall, name: str) -> None:
 
 def _scalar_shift(p: Entry, split: SplitCall) -> None:
     """Up/Down of a scalar (``SCALAR_SHIFTS``): CUB's Offset by -distance or +distance."""
-    if p.select is None or split.tkws.get(p.select) is None:
-        return
-    chosen = pick(p.name, p.select, list(p.methods), split.tkws[p.select])
+    chosen = pick(p.name, p.select, list(p.methods), split.tkws[p.select]) \
+        if split.tkws.get(p.select) is not None else ()
     sign = SCALAR_SHIFTS.get((p.cls.name, chosen[0])) if len(chosen) == 1 else None
     items = split.mkws.get(p.shape.rename.get("items", "items"))
-    if sign is None or items is None or isinstance(items, Array) or "Offset" not in p.methods:
+    if sign is None or items is None or isinstance(items, Array):
         return
     distance = split.mkws.get("distance")
-    if isinstance(distance, (Literal, Omitted)) or distance is None:
-        value = 1 if distance is None or distance.value is None else distance.value
-        if distance is not None:
-            _drop_keyword(split, "distance")
-        split.add_constant("distance", sign * value)
-    elif sign < 0:
+    if distance is not None and not isinstance(distance, (Literal, Omitted)):
         raise CoopgenError(f"{p.name}: distance= of a scalar {chosen[0]} must be a compile-time "
-                           f"constant (CUB's Offset takes -distance), got {distance}")
+                           f"constant (CUB's Offset takes -distance for Up), got {distance}")
+    if distance is not None:
+        _drop_keyword(split, "distance")
+    value = getattr(distance, "value", None)
+    split.add_constant("distance", sign * (1 if value is None else value))
     split.tkws[p.select] = "Offset"
 
 
