@@ -234,7 +234,33 @@ def case_thread_data_dtype_from_getitem_sugar_two_storages_float32(rng):
     return _thread_data_case(rng, np.float32, 5, 128, True)
 
 
-CASES = [case_core_prefix_scan_positional_int32_over_int64_state_cuda_local,
+def _inclusive_scan_without_initial_value(ipt):
+    scan = coop.block.make_inclusive_scan(dtype=numba.complex64, threads_per_block=64,
+                                          scan_op="*", items_per_thread=ipt)
+
+    @cuda.jit
+    def kernel(d_in, d_out):
+        items = coop.local.array(ipt, dtype=numba.complex64)
+        base = cuda.threadIdx.x * ipt
+        for i in range(ipt):
+            items[i] = d_in[base + i]
+        scan(items, items)
+        for i in range(ipt):
+            d_out[base + i] = items[i]
+    return kernel
+
+
+def case_inclusive_scan_object_of_arrays_without_initial_value(rng):
+    """CUB's InclusiveScan of arrays takes the operator alone (cuda.coop asks for an initial
+    value here): a running product of unit complex numbers."""
+    x = np.exp(1j * rng.uniform(-np.pi, np.pi, 64 * 3)).astype(np.complex64)
+
+    def check(arrays):
+        np.testing.assert_allclose(arrays[1], np.cumprod(x.astype(np.complex128)), atol=1e-3)
+    return Case(_inclusive_scan_without_initial_value(3), 1, 64, (x, np.zeros_like(x)), check)
+
+
+CASES = [case_inclusive_scan_object_of_arrays_without_initial_value, case_core_prefix_scan_positional_int32_over_int64_state_cuda_local,
          case_core_prefix_scan_positional_int64_one_item_coop_local,
          case_core_prefix_inclusive_sum_float64_coop_local,
          case_core_prefix_inclusive_sum_float32_one_item_cuda_local,
