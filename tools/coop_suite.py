@@ -12,8 +12,9 @@ file collects: the tests of ScanOp itself (``known_ops``) test cuda.coop's inter
 Other tests import cuda.coop's private modules (``_nvrtc``, ``_rewrite``, ...), and fail or do
 not collect; docs/coop.md lists them.
 
+Two tests of test_block_scan.py (``simple6``, ``simple55``) import ``cffi``: install it too.
 The exit status is pytest's; the table (passed / failed / errors / skipped per file) is printed
-at the end and written to ``--table FILE`` when given.
+at the end and written to ``--table FILE`` when given (pytest's JUnit XML beside it).
 """
 from __future__ import annotations
 
@@ -66,7 +67,8 @@ def counts_per_file(junit: Path) -> dict[str, collections.Counter]:
     table: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
     for case in ET.parse(junit).iter("testcase"):
         name = (case.get("classname") or case.get("name") or "").split(".")  # or an import
-        module = next((part for part in name if part.startswith("test_")), ".".join(name))
+        module = Path(case.get("file") or "").stem or next(
+            (part for part in name if part.startswith("test_")), ".".join(name))
         outcome = "passed"
         for child in case:
             if child.tag in ("failure", "error", "skipped"):
@@ -112,8 +114,9 @@ def main(argv=None) -> int:
         if junit.is_file():
             text = format_table(counts_per_file(junit))
             print(text)
-            if args.table:
+            if args.table:  # and pytest's own record beside it
                 args.table.write_text(text + "\n")
+                args.table.with_suffix(".xml").write_bytes(junit.read_bytes())
     return status
 
 
