@@ -13,7 +13,7 @@ NUMBA_FREE = ("model", "types", "resolve", "codegen")
 BACKEND_PACKAGES = ("numba", "numba_cuda", "llvmlite")
 MAX_MODULE_LINES, MAX_FUNCTION_LINES = 500, 80
 #: The whole hand-written runtime (issue 20's budget: new features pay for themselves).
-MAX_RUNTIME_LINES = 6068
+MAX_RUNTIME_LINES = 6069
 
 
 def modules() -> dict[str, Path]:

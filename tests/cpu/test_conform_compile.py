@@ -68,7 +68,7 @@ def test_items_per_thread_mismatch_says_it_as_cuda_coop_does():
         link_cubin(k, (numba.int32[::1], numba.int32[::1]))
     assert "block.scan: items_per_thread=4 disagrees with array 'input' (2 items)" in \
         str(info.value)
-    assert "coop.block.scan items_per_thread must match array shape" in str(info.value)
+    assert "coop.block.scan items_per_thread must match the array shape" in str(info.value)
 
 
 @pytest.mark.parametrize("call", ["sum", "max_scan"])

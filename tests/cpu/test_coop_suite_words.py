@@ -103,3 +103,17 @@ def test_suite_table_counts_each_file(tmp_path):
         assert {k: table.get(name, {}).get(k, 0) for k in counts} == counts
     assert coop_suite.format_table(table).splitlines()[-1].split()[1] == str(
         sum(c["passed"] for c in want.values()))
+
+
+def test_block_scan_items_per_thread_against_the_array():
+    @cuda.jit
+    def kernel(d_in, d_out):
+        items = coop.local.array(2, dtype=d_in.dtype)
+        coop.block.load(d_in, items, items_per_thread=2)
+        coop.block.scan(items, items, items_per_thread=3)
+        coop.block.store(d_out, items, items_per_thread=2)
+
+    x = np.random.default_rng().integers(-9, 9, 64).astype(np.int32)
+    with pytest.raises(Exception, match=r"block.scan: items_per_thread=3 disagrees with array "
+                       r".*coop.block.scan items_per_thread must match the array shape"):
+        link_as_launched(kernel, 32, x, x)
