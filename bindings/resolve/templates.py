@@ -156,10 +156,11 @@ def _apply_items_per_thread(att: Attempt, cls: ClassSpec, ipt) -> None:
         ipt = whole_number(att.prim, "items_per_thread", ipt, 1)
         for e in sorted(targets):
             if e in att.extents and att.extents[e][0] != ipt:
-                # ... and cuda.coop's words for it, which its users' tests match
+                # ... in cuda.coop's words (block: "the array shape", warp: "array shape")
+                the = "" if att.prim.startswith("warp.") else "the "
                 raise Mismatch(f"{att.prim}: items_per_thread={ipt} disagrees with "
                                 f"{att.extents[e][1]} ({att.extents[e][0]} items): "
-                                f"coop.{att.prim} items_per_thread must match the array shape")
+                                f"coop.{att.prim} items_per_thread must match {the}array shape")
             att.extents.setdefault(e, (ipt, "items_per_thread="))
     for e in sorted(method_extents):
         if e not in att.extents:
