@@ -13,7 +13,7 @@ from pathlib import Path
 from .headers import LockEntry, tomllib  # tomllib: tomli on Python 3.10
 from .model import ApiModel, ClassModel, Overload, Param, replace, snake_case
 from .report import overload_key
-from .roles import load_overrides
+from .roles import is_internal, load_overrides
 
 GENERATOR_VERSION = "1"
 PYTHONIC_PATH = Path(__file__).parent / "data" / "pythonic.toml"
@@ -78,14 +78,29 @@ def effective_return(spelled: str) -> str:
     return args[1].strip() if len(args) > 1 else "void"
 
 
+def method_keywords(ov: Overload) -> tuple:
+    """The method's leading value template parameters that no parameter mentions (so C++
+    cannot deduce them, and the shim spells them): keywords, as class template parameters
+    are. Per-thread counts stay items_per_thread=; CUB's underscore names keep their default."""
+    out = []
+    for t in ov.template_params:
+        if t.kind == "type" or any(re.search(rf"\b{t.name}\b", p.type) for p in ov.params):
+            break
+        if not is_internal(t) and not t.name.endswith(("PER_THREAD", "PerThread")):
+            out.append(t)
+    return tuple(out)
+
+
 def _mspec(ov: Overload, indent: str) -> str:
     params = "".join(f"{indent}        {_pspec(p)},\n" for p in ov.params)
+    keywords = "".join(f"{_tparam(t)}, " for t in method_keywords(ov))
     return (f"{indent}MSpec({ov.name!r}, {ov.signature!r}, {ov.kind!r}, "
             f"{effective_return(ov.return_type)!r},"
             f" (\n{params}{indent}    ), static={ov.static!r}, "
             f"tparams={tuple(t.name for t in ov.template_params)!r}"
             + (", hidden=True" if ov.hidden else "")
-            + (f", excluded={ov.excluded!r}" if ov.excluded else "") + "),\n")
+            + (f", excluded={ov.excluded!r}" if ov.excluded else "")
+            + (f", keywords=({keywords.rstrip()})" if keywords else "") + "),\n")
 
 
 def _in_class_names(ov: Overload, cls: ClassModel, model: ApiModel | None) -> Overload:
@@ -142,7 +157,8 @@ def emit_class(entry: LockEntry, cls: ClassModel, model: ApiModel | None = None,
             + f"    constructors=(\n{ctors}    ),\n"
             + f"    methods=(\n{methods}    ),\n"
             + f"    brief={cls.brief!r},\n"
-            + (f"    excluded=(\n{excluded}    ),\n" if excluded else "") + ")\n")
+            + (f"    excluded=(\n{excluded}    ),\n" if excluded else "")
+            + ("    unstable=True,\n" if cls.unstable else "") + ")\n")
 
 
 def module_name(cls: ClassModel) -> str:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .emit import (GENERATOR_VERSION, bindable, bound_methods, effective_return, load_pythonic,
+                   method_keywords,
                    module_name, table_methods)
 from .emit_types import TypeTable, class_help_lines, help_lines, page_lines, type_table
 from .headers import LockEntry, tomllib  # tomllib: tomli on Python 3.10
@@ -312,6 +313,7 @@ def _call_args(ov: Overload, drop: tuple = ()) -> str:
             args.append(f"{p.name}={p.default}")
         else:
             args.append(p.name)
+    args += [f"{t.keyword}={t.keyword}" for t in method_keywords(ov)]
     if any(p.role == "temp_storage" for p in ov.params):
         args.append("temp_storage=temp_storage")
     return ", ".join(args)
@@ -473,7 +475,10 @@ def overload_lines(ctx: DocContext, cls: ClassModel, ov: Overload) -> list[str]:
     if ov.params:
         lines += parameter_rows(ov, doc_params, aliases, pythonic_names(ctx, cls, ov)) + [""]
     for t in _named_tparams(ov):
-        how = "inferred from the arguments" if t.kind == "type" else \
+        keyword = next((k for k in method_keywords(ov) if k.name == t.name), None)
+        how = (f"from `{keyword.keyword}=` (required)" if keyword.default is None else
+               f"from `{keyword.keyword}=`, default `{keyword.default}`") if keyword else \
+            "inferred from the arguments" if t.kind == "type" else \
             "inferred from the arrays' lengths" if t.name in {p.array_extent for p in ov.params} \
             else "from `items_per_thread=`" if re.search(r"PER_THREAD|PerThread", t.name) \
             else "deduced by C++"
@@ -490,7 +495,7 @@ def overload_lines(ctx: DocContext, cls: ClassModel, ov: Overload) -> list[str]:
 
 def method_lines(ctx: DocContext, cls: ClassModel, name: str,
                  overloads: tuple[Overload, ...]) -> list[str]:
-    lines = [f"### {name}", ""]
+    lines = [f"### {name}", "", *unstable_lines(cls)]
     for ov in overloads:
         lines += overload_lines(ctx, cls, ov)
     return lines
@@ -550,10 +555,22 @@ def temp_storage_lines(cls: ClassModel) -> list[str]:
             "`.temp_storage_alignment`.", ""]
 
 
+#: The warning every page and docstring of a cub::detail class carries.
+UNSTABLE_WARNING = ("**Unstable:** `{qualname}` is in CUB's `detail` namespace. CUB may change "
+                    "or remove it in any release, without notice; coopgen binds it as CUB has "
+                    "it in each release (`coopgen diff` marks its changes `[detail]`), and "
+                    "`coopgen.coop` does not offer it.")
+
+
+def unstable_lines(cls: ClassModel) -> list[str]:
+    return [UNSTABLE_WARNING.format(qualname=cls.qualname), ""] if cls.unstable else []
+
+
 def class_intro_lines(ctx: DocContext, cls: ClassModel) -> list[str]:
     model, aliases = ctx.model, ctx.aliases
     lines = [f"# {cls.scope}.{cls.name}", "",
              f"`{cls.qualname}` from `<{cls.file}>`, CCCL {model.cccl}.", "",
+             *unstable_lines(cls),
              to_markdown(cls.brief, aliases), "",
              "## Template keywords", ""]
     lines += template_rows(model, cls) + ["", "## Temp storage", ""]
@@ -617,7 +634,8 @@ def index_page(entry: LockEntry, ctx: DocContext, classes: list[ClassModel]) -> 
              f"Generated from the headers of `{entry.wheel}` ({len(classes)} classes, "
              f"{sum(len(bound_overloads(ctx, c)) for c in classes)} bound overloads).", "",
              "## Classes", "", "| class | description | bound overloads |", "|---|---|---|"]
-    lines += [f"| [{c.scope}.{c.name}]({module_name(c)}.md) | {one_line(c.brief, aliases)} | "
+    lines += [f"| [{c.scope}.{c.name}]({module_name(c)}.md) | "
+              f"{'**unstable** (`cub::detail`). ' * c.unstable}{one_line(c.brief, aliases)} | "
               f"{len(bound_overloads(ctx, c))} |" for c in classes]
     lines += ["", "## Pythonic functions", "", "| function | arguments, in order | CUB |",
               "|---|---|---|"]

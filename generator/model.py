@@ -90,6 +90,8 @@ class ClassModel:
     brief: str
     file: str
     line: int
+    # a class of cub::detail (overrides.toml [unstable]): CUB may change it in any release
+    unstable: bool = False
 
 
 @dataclass(frozen=True)
@@ -141,6 +143,9 @@ def _build(cls, data):
     """Rebuild a dataclass (recursively, with tuples) from ``dataclasses.asdict`` output."""
     kwargs = {}
     for f in dataclasses.fields(cls):
+        if f.name not in data and f.default is not dataclasses.MISSING:
+            kwargs[f.name] = f.default  # a field newer than the file
+            continue
         v = data[f.name]
         t = f.type if isinstance(f.type, str) else f.type.__name__
         inner = re.match(r"tuple\[(\w+), \.\.\.\]", t)

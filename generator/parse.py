@@ -162,8 +162,9 @@ def _join_tokens(toks: list[str]) -> str:
 # --- the walk --------------------------------------------------------------------------------
 
 class _Walker:
-    def __init__(self, ci, include_root: Path):
+    def __init__(self, ci, include_root: Path, detail_classes: frozenset = frozenset()):
         self.ci = ci
+        self.detail_classes = detail_classes  # cub::detail classes bound as unstable
         self.K = ci.CursorKind
         self.root = include_root
         self.classes: dict[str, tuple] = {}  # qualname -> (cursor, namespace path)
@@ -189,13 +190,20 @@ class _Walker:
                 self.walk(ch, ns if inline else ns + (ch.spelling,))
             elif not ns:
                 continue
-            elif ch.kind == K.CLASS_TEMPLATE and ch.spelling.startswith(("Block", "Warp")):
+            elif ch.kind == K.CLASS_TEMPLATE and self.wanted(ch, ns):
                 rel = self.rel(ch)
                 if rel.startswith(("cub/block/", "cub/warp/")) and ch.is_definition():
                     self.classes.setdefault("::".join(ns + (ch.spelling,)), (ch, ns))
             elif ch.kind == K.ENUM_DECL and ch.is_definition() and ns == ("cub",):
                 if self.rel(ch).startswith(("cub/block/", "cub/warp/")):
                     self.enums.setdefault("cub::" + ch.spelling, ch)
+
+    def wanted(self, cursor, ns: tuple[str, ...]) -> bool:
+        """A Block*/Warp* class template, or a cub::detail one named as unstable."""
+        return cursor.spelling.startswith(("Block", "Warp")) or self.unstable(cursor, ns)
+
+    def unstable(self, cursor, ns: tuple[str, ...]) -> bool:
+        return ns == ("cub", "detail") and cursor.spelling in self.detail_classes
 
     # template parameters -----------------------------------------------------------------
     def template_params(self, cursor) -> tuple[TemplateParam, ...]:
@@ -216,7 +224,7 @@ class _Walker:
         return tuple(out)
 
     # parameters ---------------------------------------------------------------------------
-    def param(self, p) -> Param:
+    def param(self, p, index: int) -> Param:
         TK = self.ci.TypeKind
         t = p.type
         ref = {TK.LVALUEREFERENCE: "lvalue", TK.RVALUEREFERENCE: "rvalue"}.get(t.kind, "")
@@ -230,12 +238,15 @@ class _Walker:
         if m:
             extent = m.group(1).strip()
             elem = re.sub(r"^const\s+", "", t.spelling[:m.start()].strip())
-        return Param(name=p.spelling, type=t.spelling, const=const, ref=ref, pointer=pointer,
+        # an unnamed parameter (CCCL 3.3.4's block_topk::max_keys(keys, int /*k*/, ...)) needs a
+        # name to be passed by keyword: its position
+        return Param(name=p.spelling or f"arg{index}", type=t.spelling, const=const, ref=ref, pointer=pointer,
                      array_elem=elem, array_extent=extent, default=_default_after_eq(p), role="")
 
     def overload(self, m, kind: str, cls_name: str, inherited_from: str | None) -> Overload:
         K = self.K
-        params = tuple(self.param(p) for p in m.get_children() if p.kind == K.PARM_DECL)
+        params = tuple(self.param(p, i) for i, p in
+                       enumerate(c for c in m.get_children() if c.kind == K.PARM_DECL))
         tparams = self.template_params(m) if m.kind == K.FUNCTION_TEMPLATE else ()
         name = cls_name if kind == "constructor" else m.spelling
         signature = f"{name}({', '.join(p.type for p in params)})"
@@ -323,14 +334,14 @@ class _Walker:
             _, inherited = self.members(base, base.spelling, inherited_from=base.spelling)
             # A derived member hides every base overload of the same name (C++ name hiding).
             methods += [m for m in inherited if m.name not in own_names]
-        scope = "block" if name.startswith("Block") else "warp"
+        scope = "block" if name.lower().startswith("block") else "warp"
         return ClassModel(
             name=name, qualname=qualname, scope=scope, user_facing=False,
             template_params=self.class_template_params(cursor), bases=tuple(bases),
             constructors=tuple(ctors), methods=tuple(methods),
             temp_storage=temp_storage,
             brief=(cursor.brief_comment or "").strip(), file=self.rel(cursor),
-            line=cursor.location.line)
+            line=cursor.location.line, unstable=self.unstable(cursor, ns))
 
     def enum_model(self, qualname: str, cursor) -> Enum:
         values = tuple(EnumValue(name=v.spelling, value=v.enum_value,
@@ -340,8 +351,10 @@ class _Walker:
                     line=cursor.location.line)
 
 
-def parse(include_root: Path, *, cccl: str, headers_digest: str) -> ApiModel:
-    """Parse all public block/warp headers in one translation unit into an ApiModel."""
+def parse(include_root: Path, *, cccl: str, headers_digest: str,
+          detail_classes: frozenset = frozenset()) -> ApiModel:
+    """Parse all public block/warp headers in one translation unit into an ApiModel, with the
+    class templates of cub::detail named in ``detail_classes`` (bound as unstable)."""
     ci = _clang()
     headers = public_headers(include_root)
     if not headers:
@@ -351,7 +364,7 @@ def parse(include_root: Path, *, cccl: str, headers_digest: str) -> ApiModel:
         "coopgen_all_headers.cu", args=clang_args(include_root),
         unsaved_files=[("coopgen_all_headers.cu", source)],
         options=ci.TranslationUnit.PARSE_SKIP_FUNCTION_BODIES)
-    walker = _Walker(ci, include_root)
+    walker = _Walker(ci, include_root, detail_classes)
     diagnostics = []
     for d in tu.diagnostics:
         if d.severity >= ci.Diagnostic.Error:

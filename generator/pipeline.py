@@ -11,8 +11,10 @@ def build_model(entry: LockEntry) -> tuple[ApiModel, list[str]]:
     from .parse import parse  # the only import of libclang, deferred so the runtime never pays it
 
     located = locate(entry)
-    model = parse(located.include_root, cccl=entry.cccl, headers_digest=entry.headers_digest)
-    model, unmatched = apply_overrides(model, load_overrides())
+    overrides = load_overrides()
+    model = parse(located.include_root, cccl=entry.cccl, headers_digest=entry.headers_digest,
+                  detail_classes=frozenset(overrides.unstable))
+    model, unmatched = apply_overrides(model, overrides)
     warnings = [f"overrides entry matched nothing: {u}" for u in unmatched]
     warnings += [f"parse {d.severity}: {d.file}:{d.line}: {d.message}" for d in model.diagnostics]
     return finalize(model), warnings

@@ -18,14 +18,15 @@ def overload_key(cls: ClassModel, ov: Overload) -> str:
 def coverage(model: ApiModel, bound: frozenset[str] | set[str]) -> dict:
     """Per user-facing class: public/hidden/bound counts, the missing signatures, and the
     excluded ones with their reasons. Every documented overload is public (bound or missing)
-    or excluded.
+    or excluded. The unstable classes of ``cub::detail`` are counted apart (``unstable``,
+    ``unstable_totals``): CUB may change them in any release.
 
     ``bound`` holds ``Class::Signature`` keys of overloads that have a binding *and* a
     compile check (see coopgen.bindings' generated specs).
     """
-    classes = {}
-    totals = dict.fromkeys(("public", "hidden", "excluded", "bound", "constructors",
-                            "constructors_bound"), 0)
+    keys = ("public", "hidden", "excluded", "bound", "constructors", "constructors_bound")
+    out = {"cccl": model.cccl, "classes": {}, "totals": dict.fromkeys(keys, 0),
+           "unstable": {}, "unstable_totals": dict.fromkeys(keys, 0)}
     for cls in model.classes:
         if not cls.user_facing:
             continue
@@ -45,37 +46,55 @@ def coverage(model: ApiModel, bound: frozenset[str] | set[str]) -> dict:
             "excluded_overloads": [{"signature": m.signature, "reason": m.excluded}
                                    for m in excluded],
         }
-        classes[cls.name] = row
+        group = "unstable" if cls.unstable else "classes"
+        out[group][cls.name] = row
+        totals = out["unstable_totals" if cls.unstable else "totals"]
         for k in totals:
             totals[k] += row[k]
-    return {"cccl": model.cccl, "classes": classes, "totals": totals}
+    return out
 
 
-def format_coverage(report: dict) -> str:
+def _coverage_table(title: str, classes: dict, t: dict) -> list[str]:
     head = (f"{'class':34} {'public':>6} {'hidden':>6} {'bound':>6} {'missing':>7} "
             f"{'excluded':>8} {'ctors':>5} {'ctors bound':>11}")
-    lines = [f"CCCL {report['cccl']}: user-facing classes", head, "-" * len(head)]
-    for name, r in report["classes"].items():
+    lines = [title, head, "-" * len(head)]
+    for name, r in classes.items():
         lines.append(f"{name:34} {r['public']:>6} {r['hidden']:>6} {r['bound']:>6} "
                      f"{r['public'] - r['bound']:>7} {r['excluded']:>8} {r['constructors']:>5} "
                      f"{r['constructors_bound']:>11}")
-    t = report["totals"]
     lines.append("-" * len(head))
-    lines.append(f"{'total (' + str(len(report['classes'])) + ' classes)':34} {t['public']:>6} "
+    lines.append(f"{'total (' + str(len(classes)) + ' classes)':34} {t['public']:>6} "
                  f"{t['hidden']:>6} {t['bound']:>6} {t['public'] - t['bound']:>7} "
                  f"{t['excluded']:>8} {t['constructors']:>5} {t['constructors_bound']:>11}")
+    return lines
+
+
+def _bound_line(t: dict) -> str:
+    pct = 100.0 * (t["bound"] + t["constructors_bound"]) / max(1, t["public"] + t["constructors"])
+    return (f"bound: {t['bound']}/{t['public']} methods, {t['constructors_bound']}/"
+            f"{t['constructors']} constructors ({pct:.1f}%)")
+
+
+def format_coverage(report: dict) -> str:
+    lines = _coverage_table(f"CCCL {report['cccl']}: user-facing classes", report["classes"],
+                            report["totals"])
     by_scope = {}
     for r in report["classes"].values():
         by_scope[r["scope"]] = by_scope.get(r["scope"], 0) + r["public"]
     lines.append("public by scope: " + ", ".join(f"{k} {v}" for k, v in sorted(by_scope.items())))
-    pct = 100.0 * (t["bound"] + t["constructors_bound"]) / max(1, t["public"] + t["constructors"])
-    lines.append(f"bound: {t['bound']}/{t['public']} methods, {t['constructors_bound']}/"
-                 f"{t['constructors']} constructors ({pct:.1f}%)")
-    missing = [f"  {name}::{sig}" for name, r in report["classes"].items() for sig in r["missing"]]
+    lines.append(_bound_line(report["totals"]))
+    unstable = report.get("unstable", {})
+    if unstable:
+        lines += [""] + _coverage_table(
+            f"CCCL {report['cccl']}: unstable classes (cub::detail: CUB may change them in any "
+            f"release)", unstable, report["unstable_totals"])
+        lines.append("unstable " + _bound_line(report["unstable_totals"]))
+    groups = {**report["classes"], **unstable}
+    missing = [f"  {name}::{sig}" for name, r in groups.items() for sig in r["missing"]]
     if missing:
         lines += ["missing (public, not bound):"] + missing
     excluded = [f"  {name}::{x['signature']}: {x['reason']}"
-                for name, r in report["classes"].items() for x in r["excluded_overloads"]]
+                for name, r in groups.items() for x in r["excluded_overloads"]]
     if excluded:
         lines += ["excluded:"] + excluded
     return "\n".join(lines)
@@ -91,11 +110,18 @@ def normalized_signature(cls: ClassModel, ov: Overload, model: ApiModel) -> str:
     return sig
 
 
+#: Who a change touches, in the order the diff lists them.
+VISIBILITIES = ("public", "hidden", "detail", "internal")
+
+
 def visibility(cls: ClassModel, ov: Overload | None = None) -> str:
     """Who a change touches: "public" (documented API of a class users call), "hidden" (an
-    undocumented overload, ``_CCCL_DOXYGEN_INVOKED``) or "internal" (a class users do not call)."""
+    undocumented overload, ``_CCCL_DOXYGEN_INVOKED``), "detail" (an unstable ``cub::detail``
+    class coopgen binds) or "internal" (a class users do not call)."""
     if not cls.user_facing:
         return "internal"
+    if cls.unstable:
+        return "detail"
     return "hidden" if ov is not None and ov.hidden else "public"
 
 
@@ -253,16 +279,15 @@ def diff(a: ApiModel, b: ApiModel) -> dict:
     for k, v in out.items():
         if isinstance(v, list) and k != "changes":
             out[k] = sorted(v)
-    out["changes"] = sorted(changes, key=lambda c: (("public", "hidden", "internal").index(
+    out["changes"] = sorted(changes, key=lambda c: (VISIBILITIES.index(
         c["visibility"]), c["kind"], c["item"]))
     return out
 
 
 def format_diff(d: dict) -> str:
-    """Every change marked [public], [hidden] or [internal]; then the ones that break
+    """Every change marked [public], [hidden], [detail] or [internal]; then the ones that break
     positional callers, then renamed keywords with the name coopgen keeps."""
-    counts = {v: sum(c["visibility"] == v for c in d["changes"])
-              for v in ("public", "hidden", "internal")}
+    counts = {v: sum(c["visibility"] == v for c in d["changes"]) for v in VISIBILITIES}
     lines = [f"CUB API diff: CCCL {d['from']} -> {d['to']} ("
              + ", ".join(f"{n} {v}" for v, n in counts.items()) + " changes)"]
     kind = None

@@ -30,6 +30,8 @@ ROLES = (
     "temp_storage",   # TempStorage&
     "range_input",    # const X& of the method's own template type: a fixed-size range it reads
     "range_output",   # X& of the method's own template type, documented as a range it writes
+    "span",           # ::cuda::std::span<T>: a pointer and a run-time size (not bound)
+    "token",          # a move-only token one method returns and another takes (not bound)
 )
 
 OPERATOR_TYPES = re.compile(
@@ -66,6 +68,7 @@ class Overrides:
     user_facing: dict = field(default_factory=dict)  # class -> reason
     exclude: dict = field(default_factory=dict)  # "Class.method" -> reason
     keywords: dict = field(default_factory=dict)  # template parameter spelling -> keyword
+    unstable: dict = field(default_factory=dict)  # cub::detail class -> what it does
     release: tuple[ReleaseOverride, ...] = ()
 
     def for_release(self, cccl: str) -> tuple[ReleaseOverride, ...]:
@@ -125,7 +128,8 @@ def _release_override(path: Path, i: int, raw: dict) -> ReleaseOverride:
 def load_overrides(path: Path = OVERRIDES_PATH) -> Overrides:
     with open(path, "rb") as f:
         data = tomllib.load(f)
-    unknown = set(data) - {"roles", "helpers", "user_facing", "exclude", "keywords", "release"}
+    unknown = set(data) - {"roles", "helpers", "user_facing", "exclude", "keywords", "release",
+                           "unstable"}
     if unknown:
         raise OverridesError(f"{path}: unknown sections {sorted(unknown)}")
     for cls, methods in data.get("roles", {}).items():
@@ -165,6 +169,10 @@ def param_role(p: Param, ov: Overload, direction: str | None, has_output: bool =
         return "temp_storage"
     if base == "BlockPrefixCallbackOp":
         return "prefix_callback"
+    if re.search(r"\bspan<", base):
+        return "span"
+    if base.endswith("Token") and p.ref == "rvalue":
+        return "token"
     if OPERATOR_TYPES.match(base):
         return "operator"
     if "bool_constant" in base:
@@ -244,6 +252,7 @@ def apply_overrides(model: ApiModel, overrides: Overrides) -> tuple[ApiModel, li
     excluded_here = {sig: f"excluded in this release: {r.reason}"
                      for r in releases for sig in r.exclude}
     names = {c.name for c in model.classes}
+    # unstable entries are not reported: cub::detail classes come and go between releases
     for section in ("roles", "helpers", "user_facing"):
         unmatched += [f"{section}.{c}" for c in getattr(overrides, section) if c not in names]
     classes = []
@@ -298,7 +307,7 @@ def _is_user_facing(cls: ClassModel, overrides: Overrides) -> bool:
     """
     if cls.name in overrides.helpers:
         return False
-    if cls.name in overrides.user_facing:
+    if cls.name in overrides.user_facing or cls.unstable:
         return True
     top_level = re.fullmatch(r"cub/(block|warp)/(block|warp)_\w+\.cuh", cls.file) is not None
     has_api = bool(cls.constructors) and any(not m.static for m in cls.methods)

@@ -43,8 +43,8 @@ FACTORY_POSITIONALS = {
 }
 #: Factories that take no temp_storage= (cuda.coop raises NotImplementedError for them).
 NO_EXPLICIT_STORAGE = ("histogram",)
-NO_STORAGE_WHY = ("Explicit temp_storage is not yet supported for {0} in cuda.coop's API "
-                  "(coopgen.block.{0} takes one).")
+NO_STORAGE_WHY = ("Explicit temp_storage is not supported for {0}. (cuda.coop's API has "
+                  "none; coopgen.block.{0} takes one.)")
 #: Arguments cuda.coop requires where CUB's output could be returned but its type not inferred.
 REQUIRED = {"block.run_length": {"total_decoded_size": (
     "coop.block.run_length requires at least 5 positional arguments (run_values, run_lengths, "
@@ -101,8 +101,8 @@ def _cuda_coop_semantics(value):
 
 def _namespace(scope: str, module) -> _pytypes.ModuleType:
     ns = _pytypes.ModuleType(f"coopgen.coop.{scope}", module.__doc__)
-    public = {k: _cuda_coop_semantics(v) for k, v in vars(module).items()
-              if not k.startswith("_")}
+    public = {k: _cuda_coop_semantics(v) for k, v in vars(module).items()  # no cub::detail
+              if not k.startswith("_") and not getattr(getattr(v, "_cls", None), "unstable", 0)}
     ns.__dict__.update(public)
     for name, value in public.items():
         if name[:1].islower() and callable(value):

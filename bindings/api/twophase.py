@@ -63,6 +63,7 @@ def host_arguments(p, args: tuple, kws: dict) -> tuple[dict, dict]:
     selector = fixed.get(p.select) if p.select else None
     methods = p.pick_methods(selector) if selector is not None or not p.select else \
         tuple(m for ms in p.methods.values() for m in ms)
+    _one_item_scan_rules(p, fixed, methods, {names[0] for names in given})
     if given and not any(all(set(names) & {x.name for x in m.params} for names in given)
                          for m in methods):
         together = ", ".join(names[0] for names in given)
@@ -70,6 +71,24 @@ def host_arguments(p, args: tuple, kws: dict) -> tuple[dict, dict]:
         raise HostArgumentError(f"{p.name}: no CUB overload ({names}) takes {together} "
                                 f"together")
     return fixed, call
+
+
+def _one_item_scan_rules(p, fixed: dict, methods, given: set) -> None:
+    """cuda.coop's rules, in its words, for an initial value at one item per thread: CUB's
+    InclusiveScan of one item takes none, nor does its ExclusiveScan with a prefix callback."""
+    if "initial_value" not in given or fixed.get("items_per_thread", 1) != 1 or not methods:
+        return
+    inclusive = all(m.name.startswith("Inclusive") for m in methods)
+    prefix = {x.name for m in methods for x in m.params if x.role == "prefix_callback"}
+    if inclusive:
+        rule = "inclusive scans with items_per_thread == 1"
+    elif given & prefix:
+        rule = ("exclusive scans with items_per_thread == 1 and a block prefix callback "
+                "operator")
+    else:
+        return
+    raise HostArgumentError(f"{p.name}: initial_value is not supported for {rule} "
+                            f"({p.cls.name}'s scans of one item take none there)")
 
 
 class HostArgumentError(TypeError, ValueError):

@@ -64,7 +64,7 @@ def cfg_struct(name: str, cls, template_args) -> str:
     lines += [f"  using {t.name} = {value};" if t.kind == "type" else
               f"  static constexpr {t.cpp_type} {t.name} = {value};" for t, value in template_args]
     args = ", ".join(t.name for t, _ in template_args)
-    lines += [f"  using prim = {cls.cpp.split('::')[-1]}<{args}>;", "}; }"]
+    lines += [f"  using prim = {cls.cpp.removeprefix('cub::')}<{args}>;", "}; }"]  # detail::
     return _once(name, "\n".join(lines))
 
 

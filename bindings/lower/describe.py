@@ -86,19 +86,33 @@ def _own_call(cls) -> bool:
     return call is not None and hasattr(call, "__code__")
 
 
+def _typing_registries() -> list:
+    """(typeof functions, typing templates) a class may be registered with: numba.cuda's, and
+    numba.core's (numba-cuda keeps them apart; kernels take both, as cuda.coop's suite uses)."""
+    try:
+        from numba.core.typing.templates import builtin_registry as core_registry
+        from numba.core.typing.typeof import typeof_impl as core_typeof
+    except ImportError:  # numba-cuda without numba
+        return [(typeof_impl, builtin_registry)]
+    return [(typeof_impl, builtin_registry), (core_typeof, core_registry)]
+
+
 def _class_typed_as(dtype):
     """The Python class with a ``__call__`` of its own whose numba type is ``dtype``: the one
     ``typeof`` types so, else one made constructible in kernels (``type_callable``) that the
     type is named after (``BlockPrefixCallbackOp`` for ``BlockPrefixCallbackOpType``)."""
-    for cls, typer in list(typeof_impl.registry.items()):
-        try:
-            if _own_call(cls) and typer(object.__new__(cls), None) == dtype:
-                return cls
-        except Exception:  # a typer that needs a real value or a context: not this one
-            continue
+    registries = _typing_registries()
+    for typeof_fn, _ in registries:
+        for cls, typer in list(typeof_fn.registry.items()):
+            try:
+                if _own_call(cls) and typer(object.__new__(cls), None) == dtype:
+                    return cls
+            except Exception:  # a typer that needs a real value or a context: not this one
+                continue
     names = {str(dtype), type(dtype).__name__, type(dtype).__name__.removesuffix("Type")}
-    named = [f for f, _ in builtin_registry.globals if _own_call(f) and f.__name__ in names]
-    return named[0] if len(named) == 1 else None
+    named = {f for _, reg in registries for f, _ in reg.globals
+             if _own_call(f) and f.__name__ in names}
+    return named.pop() if len(named) == 1 else None
 
 
 def cell_value(cell):

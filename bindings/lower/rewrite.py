@@ -338,6 +338,13 @@ class CoopgenRewrite(Rewrite):
         self._drop_callee(expr.func)
         self._replace_value(stmt, ir.Expr.call(func, [shape, dtype], (), stmt.loc))
 
+    def _called(self, func):
+        """What a call calls, seen through cuda.coop's ``prim[temp_storage]`` subscript (which
+        a later statement's rewrite may not have removed yet)."""
+        fdef = self.trace.definition(func)
+        return self.trace.callee(fdef.value if _is_op(fdef, "getitem", "static_getitem")
+                                 else func)
+
     def _first_use_source(self, target, index):
         """The array, defined before ThreadData ``target``, whose dtype it takes: another
         array (or a slice or element of one) of the first coopgen call using ``target``."""
@@ -345,7 +352,7 @@ class CoopgenRewrite(Rewrite):
         before = {s.target.name for s in self.block.body[:index] if isinstance(s, ir.assign_types)}
         for stmt in (s for label in sorted(blocks) for s in blocks[label].body if _is_call(s)):
             used = list(stmt.value.args) + [v for _, v in stmt.value.kws]
-            if not takes_constants(self.trace.callee(stmt.value.func)) or \
+            if not takes_constants(self._called(stmt.value.func)) or \
                     not any(v.name == target.name for v in used):
                 continue
             for root in used:

@@ -33,6 +33,7 @@ class MSpec:
     tparams: tuple[str, ...] = ()  # the method's own template parameters (deduced by C++)
     hidden: bool = False  # undocumented in CUB (bound where the Pythonic table asks for it)
     excluded: str = ""  # why this release does not bind it (overrides.toml; ClassSpec.excluded)
+    keywords: tuple[TParam, ...] = ()  # leading method template parameters: is_full_tile=
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,7 @@ class ClassSpec:
     methods: tuple[MSpec, ...]
     brief: str = ""
     excluded: tuple[MSpec, ...] = ()  # public, not bound (MSpec.excluded): a call says why
+    unstable: bool = False  # a cub::detail class: CUB may change it in any release
 
     @property
     def value_type(self) -> TParam | None:

@@ -14,7 +14,12 @@ from .entry import Entry
 from .operators import identity_of
 from .overloads import resolve
 from .plan import Plan
+from .shape import pick
 from .templates import class_template_args, same_value
+
+#: cuda.coop's shifts of one item per thread, which CUB has as ``Offset`` only: (class, method)
+#: -> the sign of Offset's distance (Up: thread i gets thread i - distance's item).
+SCALAR_SHIFTS = {("BlockShuffle", "Up"): -1, ("BlockShuffle", "Down"): 1}
 
 
 @dataclasses.dataclass
@@ -101,9 +106,34 @@ def split_call(p: Entry, args: tuple, kws: dict) -> SplitCall:
                 raise CoopgenError(f"{p.name}: {name}= needs CCCL {version} or newer (this is "
                                    f"CCCL {registry.package().CCCL}); set COOPGEN_CCCL={version} "
                                    f"to use it")
+        _scalar_shift(p, split)
         _drop_only(p, split)
         _inject_identity(p, split)
     return split
+
+
+def _drop_keyword(split: SplitCall, name: str) -> None:
+    del split.origins[len(split.args) + list(split.mkws).index(name)]
+    del split.mkws[name]
+
+
+def _scalar_shift(p: Entry, split: SplitCall) -> None:
+    """Up/Down of a scalar (``SCALAR_SHIFTS``): CUB's Offset by -distance or +distance."""
+    chosen = pick(p.name, p.select, list(p.methods), split.tkws[p.select]) \
+        if split.tkws.get(p.select) is not None else ()
+    sign = SCALAR_SHIFTS.get((p.cls.name, chosen[0])) if len(chosen) == 1 else None
+    items = split.mkws.get(p.shape.rename.get("items", "items"))
+    if sign is None or items is None or isinstance(items, Array):
+        return
+    distance = split.mkws.get("distance")
+    if distance is not None and not isinstance(distance, (Literal, Omitted)):
+        raise CoopgenError(f"{p.name}: distance= of a scalar {chosen[0]} must be a compile-time "
+                           f"constant (CUB's Offset takes -distance for Up), got {distance}")
+    if distance is not None:
+        _drop_keyword(split, "distance")
+    value = getattr(distance, "value", None)
+    split.add_constant("distance", sign * (1 if value is None else value))
+    split.tkws[p.select] = "Offset"
 
 
 def _drop_only(p: Entry, split: SplitCall) -> None:
@@ -119,8 +149,7 @@ def _drop_only(p: Entry, split: SplitCall) -> None:
             names = ", ".join(sorted({m.name for m in methods}))
             raise CoopgenError(f"{p.name}: {name}={given} is not supported by CUB's {p.cls.name}"
                                f"::{names}, which takes no {name} ({name}={value!r} only)")
-        del split.origins[len(split.args) + list(split.mkws).index(name)]
-        del split.mkws[name]
+        _drop_keyword(split, name)
 
 
 def _inject_identity(p: Entry, split: SplitCall) -> None:

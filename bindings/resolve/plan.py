@@ -35,7 +35,7 @@ class Plan:
     method: MSpec
     bindings: tuple[Binding, ...]
     template_args: tuple[tuple[TParam, str], ...]  # (param, C++ spelling of the argument)
-    extents: tuple[tuple[str, int], ...]  # method-level extents (ITEMS_PER_THREAD -> 16)
+    extents: tuple[tuple[str, int | str], ...]  # method's: ITEMS_PER_THREAD=16, IsFullTile=true
     returns: tuple[tuple[str, object, str], ...]  # (what, dtype, C type)
     block_dims: tuple[int, int, int] | None
     temp_storage: str  # "implicit" | "explicit" | "none"

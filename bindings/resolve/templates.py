@@ -23,6 +23,7 @@ def template_keywords(cls: ClassSpec) -> set[str]:
     kws = {t.keyword for t in cls.template_params if t.keyword}  # "": internal
     kws |= {"items_per_thread", "temp_storage", "threads_per_block"}
     kws |= {"dtype"} if cls.value_type is not None else set()
+    kws |= {t.keyword for m in cls.methods for t in m.keywords}
     return kws | ({"threads_in_warp"} if "logical_warp_threads" in kws else set())
 
 
@@ -60,6 +61,13 @@ def template_args(att: Attempt, cls: ClassSpec, kw: dict, block_dims, enums, pin
     _apply_items_per_thread(att, cls, given.pop("items_per_thread", None))
     out = tuple((t, _template_arg(att, cls, t, given.pop(t.keyword, None), block, enums))
                 for t in cls.template_params)
+    for t in att.method.keywords:  # the method's own (is_full_tile=), explicit in the shim
+        v = given.pop(t.keyword, None)
+        if v is None and t.default is None:
+            raise Mismatch(f"{prim}: missing required argument {t.keyword}= (template "
+                           f"parameter {t.name} of {att.method.name})")
+        spelled = t.default if v is None else cpp.template_value(prim, t, v, enums)
+        att.extents[t.name] = (spelled, f"{t.keyword}=")
     if given:
         k = sorted(given)[0]
         raise Mismatch(f"{prim}: unknown keyword {k!r}; template keywords are "
@@ -148,10 +156,11 @@ def _apply_items_per_thread(att: Attempt, cls: ClassSpec, ipt) -> None:
         ipt = whole_number(att.prim, "items_per_thread", ipt, 1)
         for e in sorted(targets):
             if e in att.extents and att.extents[e][0] != ipt:
-                # ... and cuda.coop's words for it, which its users' tests match
+                # ... in cuda.coop's words (block: "the array shape", warp: "array shape")
+                the = "" if att.prim.startswith("warp.") else "the "
                 raise Mismatch(f"{att.prim}: items_per_thread={ipt} disagrees with "
                                 f"{att.extents[e][1]} ({att.extents[e][0]} items): "
-                                f"coop.{att.prim} items_per_thread must match the array shape")
+                                f"coop.{att.prim} items_per_thread must match {the}array shape")
             att.extents.setdefault(e, (ipt, "items_per_thread="))
     for e in sorted(method_extents):
         if e not in att.extents:

@@ -151,6 +151,7 @@ def kernel_source(cls, scope: str) -> tuple[str, list[str]]:
         covered.append(f"{cls.name}::{c.signature}")
     for i, m in enumerate(cls.methods):
         setup, args = call_args(cls, m, str(i))
+        args += [f"{t.keyword}={i % 2 == 0}" for t in m.keywords]  # both values of a bool
         lines += [f"    {s}" for s in setup]
         if one_shot:
             call = f"{scope}.{cls.name}.{m.name}({', '.join(args + dtype_kw(cls, m) + ([kws] if kws else []))})"
@@ -162,6 +163,7 @@ def kernel_source(cls, scope: str) -> tuple[str, list[str]]:
     if cls.methods and one_shot and any(c.params for c in cls.constructors):
         m = cls.methods[0]
         setup, args = call_args(cls, m, "ts")
+        args += [f"{t.keyword}=True" for t in m.keywords]
         lines += [f"    {s}" for s in setup]
         lines.append("    ts = shared.array(20480, np.uint8)")
         call = f"{scope}.{cls.name}.{m.name}({', '.join(args + dtype_kw(cls, m) + ['temp_storage=ts', kws])})"

@@ -13,7 +13,9 @@ NUMBA_FREE = ("model", "types", "resolve", "codegen")
 BACKEND_PACKAGES = ("numba", "numba_cuda", "llvmlite")
 MAX_MODULE_LINES, MAX_FUNCTION_LINES = 500, 80
 #: The whole hand-written runtime (issue 20's budget: new features pay for themselves).
-MAX_RUNTIME_LINES = 6030  # issue 25: NVVM read from the library, per-kernel launch bytes
+#: issue 25: +69 (callbacks, shuffle, phrases), +31 (NVVM's version, per-kernel launch bytes);
+#: issue 28: +9 (cub::detail's method keywords).
+MAX_RUNTIME_LINES = 6110
 
 
 def modules() -> dict[str, Path]:

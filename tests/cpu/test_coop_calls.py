@@ -130,7 +130,7 @@ def test_single_phase_histogram_refuses_temp_storage_in_cuda_coops_words():
         hist = coop.shared.array(256, numba.int32)
         coop.block.histogram(items, hist, temp_storage=coop.TempStorage())
     with pytest.raises(TypingError,
-                       match="Explicit temp_storage is not yet supported for histogram"):
+                       match="Explicit temp_storage is not supported for histogram"):
         link(k)
 
 

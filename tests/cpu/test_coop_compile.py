@@ -156,7 +156,7 @@ def test_module_surface():
         assert callable(ns.make_load) and callable(ns.make_sum), scope
     load = coop.block.make_load(np.int32, threads_per_block=128, items_per_thread=4)
     assert load.files == [] and load.temp_storage_bytes == 1
-    with pytest.raises(NotImplementedError, match="Explicit temp_storage is not yet supported for "
+    with pytest.raises(NotImplementedError, match="Explicit temp_storage is not supported for "
                                                   "histogram."):
         coop.block.make_histogram(np.uint8, np.uint32, 128, 4, temp_storage=coop.TempStorage())
     for name in ("local", "shared", "TempStorage", "ThreadData", "Decomposer", "NoAlgorithm"):

@@ -14,6 +14,7 @@ from coopgen.linkcheck import link_cubin
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
 import mamba_selective_scan as msc  # noqa: E402
 import rms_norm  # noqa: E402
+import sampling  # noqa: E402
 import single_pass_scan as sps  # noqa: E402
 
 
@@ -151,3 +152,33 @@ def test_references_agree_with_a_direct_loop():
             z = inp["z"][0, d, t]
             np.testing.assert_allclose(y[0, d, t], out * z / (1 + np.exp(-z)), rtol=1e-9)
         np.testing.assert_allclose(last[0, d], h, rtol=1e-9)
+
+
+@pytest.mark.parametrize("arch", [(8, 0), (9, 0)], ids=["sm_80", "sm_90"])
+def test_sampling_kernels_link(arch):
+    f32, i32, u64 = _ty(np.float32), _ty(np.int32), numba.typeof(np.uint64(0))
+    n = numba.typeof(np.int32(0))
+    with block_shape(sampling.THREADS), warnings.catch_warnings():
+        warnings.simplefilter("ignore", numba.NumbaExperimentalFeatureWarning)
+        res = link_cubin(sampling.make_kernel(sampling.THREADS), (f32, n, i32, f32, u64, u64, i32),
+                         arch=arch)
+        soft = link_cubin(sampling.make_softmax_kernel(sampling.THREADS),
+                          (f32, n, numba.typeof(np.float32(0)), f32), arch=arch)
+    assert res.local_bytes == 0 and res.spill_stores == 0
+    assert soft.local_bytes == 0
+
+
+def test_sampling_reference_is_the_documented_rule():
+    """admissible(): fewer than k tokens, and less than p of the mass, strictly above; ties
+    at the edge are in (brute force over random rows with repeated values)."""
+    rng = np.random.default_rng()
+    for _ in range(20):
+        vocab = int(rng.integers(2, 40))
+        row = rng.choice([0.0, 0.05, 0.1, 0.2, 0.3], vocab)
+        row = row / row.sum() if row.sum() else np.full(vocab, 1 / vocab)
+        k, p = int(rng.integers(1, vocab + 2)), float(rng.uniform(0.05, 1.0))
+        got = sampling.admissible(row[None], k, p)[0]
+        for i in range(vocab):
+            above = row > row[i]
+            want = row[i] > 0 and above.sum() < k and (p >= 1 or row[above].sum() < p)
+            assert got[i] == want, (row, k, p, i)

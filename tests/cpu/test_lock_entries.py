@@ -8,7 +8,7 @@ from coopgen.generator import cli, headers, lock_add
 from coopgen.generator.emit import bound_keys
 from coopgen.generator.emit_docs import NAV_BEGIN, NAV_END, emit_nav, emit_release_matrix
 from coopgen.generator.model import Overload, Param
-from coopgen.generator.report import coverage, diff, format_diff, positional_change
+from coopgen.generator.report import coverage, diff, format_coverage, format_diff, positional_change
 from coopgen.generator.roles import OverridesError, load_overrides
 
 ENTRIES = headers.load_lock()
@@ -91,6 +91,21 @@ def test_the_warp_reduce_defect_is_excluded_where_cub_has_it():
         assert bool(excluded) == (entry.cccl in ("3.1.4", "3.2.0")), entry.cccl
 
 
+def test_unstable_detail_classes_are_counted_apart():
+    """cub::detail's block_topk (3.3.4+) and BlockLoadToShared (3.2+) are bound as unstable:
+    their own coverage rows and totals, none in the stable ones."""
+    for entry in ENTRIES:
+        report = coverage(cli.load_model(entry), cli.bound_overloads(entry))
+        have = {"BlockLoadToShared"} if entry.cccl >= "3.2" else set()
+        have |= {"block_topk"} if entry.cccl >= "3.3.4" else set()
+        assert set(report["unstable"]) == have, entry.cccl
+        assert not have & set(report["classes"])
+        assert report["unstable_totals"]["bound"] == sum(
+            r["bound"] for r in report["unstable"].values())
+    text = format_coverage(coverage(cli.load_model(ENTRIES[0]), cli.bound_overloads(ENTRIES[0])))
+    assert "unstable classes (cub::detail" in text and "block_topk" in text
+
+
 def test_internal_template_parameters_are_no_keywords():
     for entry in ENTRIES:
         for cls in cli.load_model(entry).classes:
@@ -132,7 +147,9 @@ def test_positional_changes():
 
 def test_diff_marks_visibility_and_positional_breaks():
     d = diff(cli.load_model(headers.find_entry("3.0.1")), cli.load_model(headers.find_entry("3.5.0")))
-    assert {c["visibility"] for c in d["changes"]} == {"public", "hidden", "internal"}
+    assert {c["visibility"] for c in d["changes"]} == {"public", "hidden", "detail", "internal"}
+    # cub::detail classes bound as unstable are marked detail, never public
+    assert "[detail] class added: cub::detail::block_topk" in format_diff(d)
     assert any("BlockMergeSort<_Unroll>" in c["item"] and c["visibility"] == "internal"
                for c in d["changes"])
     assert any("keeps the keyword block_dim_x=" in k for k in d["keywords_renamed"])

@@ -94,7 +94,8 @@ def _valid_call(cls, method, tag: str):
 
 def _template_kws(cls, method) -> list[str]:
     kws = smoke.template_kws(cls)
-    return (kws.split(", ") if kws else []) + smoke.dtype_kw(cls, method)
+    return ((kws.split(", ") if kws else []) + smoke.dtype_kw(cls, method)
+            + [f"{t.keyword}=True" for t in method.keywords])  # block_topk's is_full_tile=
 
 
 def entries() -> list[Entry]:

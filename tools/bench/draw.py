@@ -9,7 +9,9 @@ Without files it reads ``tools/bench/results/*.json``; without ``--img`` it writ
 - ``rmsnorm.svg`` (section ``rmsnorm``): GB/s per shape, one bar per peer, a line at the copy
   bandwidth of the same shape, one panel per dtype;
 - ``kernel_vs_nvcc.svg`` (section ``runtime``): per case, nvcc's time over coopgen's
-  (1.0: as fast as nvcc -O3 with CUB), with the 0.99 target.
+  (1.0: as fast as nvcc -O3 with CUB), with the 0.99 target;
+- ``sampling.svg`` (section ``sampling``, tools/bench/sampling.py): per batch x vocab, the
+  peers' kernel time over coopgen's (above 1: coopgen faster), FlashInfer and PyTorch.
 
 The SVGs are reproducible: no date in their metadata and fixed element ids, so drawing the
 same results again changes no byte.
@@ -111,8 +113,35 @@ def draw_runtime(result: dict, path: str) -> str:
     return _save(fig, path)
 
 
+def draw_sampling(result: dict, path: str) -> str:
+    """Per shape, FlashInfer's and PyTorch's kernel time over coopgen's, a panel each."""
+    plt = _pyplot()
+    rows = result["sampling"]
+    fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
+    labels = [f"{r['batch']}x{r['vocab'] // 1000}k" for r in rows]
+    for ax, peer, color in ((axes[0], "flashinfer", COLORS["triton"]),
+                            (axes[1], "torch", COLORS["torch"])):
+        ratios = [r[f"{peer}_ms"] / r["coopgen_ms"] for r in rows]
+        ax.bar(range(len(rows)), ratios, 0.7, color=color)
+        ax.axhline(1.0, color="black", linewidth=1)
+        ax.set_xticks(range(len(rows)), labels, rotation=60, ha="right")
+        ax.set_xlabel("batch x vocab")
+        ax.set_ylabel(f"{peer} time / coopgen time")
+        ax.grid(axis="y", alpha=0.3)
+        if peer == "flashinfer":
+            ax.set_ylim(min(0.8, min(ratios) - 0.05), max(1.3, max(ratios) + 0.05))
+            ax.set_title("vs FlashInfer's TopKTopPSamplingFromProb")
+        else:
+            ax.set_title("vs PyTorch (sort, cumsum, mask, multinomial)")
+    env = result["environment"]
+    fig.suptitle(f"Top-k ({env.get('top_k')}) / top-p ({env.get('top_p')}) sampling, float32: "
+                 f"{_caption(env)}", y=1.02)
+    return _save(fig, path)
+
+
 CHARTS = {"rmsnorm": ("rmsnorm.svg", draw_rmsnorm),
-          "runtime": ("kernel_vs_nvcc.svg", draw_runtime)}
+          "runtime": ("kernel_vs_nvcc.svg", draw_runtime),
+          "sampling": ("sampling.svg", draw_sampling)}
 
 
 def newest_with(results: list[dict], section: str) -> dict | None:

@@ -842,6 +842,66 @@ def count_inputs(cfg, rng, groups) -> dict:
     return out
 
 
+# --- cub::detail::block_topk (unstable): the k smallest or largest keys of a tile -------------
+
+def topk_inputs(cfg, rng, groups) -> dict:
+    """k from 1 to the valid items (a full tile, is_full_tile=True, has every item valid) and
+    a digit range, as for radix sorts."""
+    n = cfg.group_threads * cfg.ipt
+    valid = np.full(groups, n) if tkw(cfg).get("is_full_tile") else rng.integers(1, n + 1, groups)
+    k = np.array([rng.integers(1, v + 1) for v in valid])
+    return {"num_valid": valid.astype(np.int32), "k": k.astype(np.int32),
+            **radix_inputs(cfg, rng, groups)}
+
+
+def _bits_of(x) -> list:
+    return x.view(np.dtype(f"u{x.dtype.itemsize}")).tolist() if x is not None else []
+
+
+def _is_sub_multiset(part: list, whole: list) -> bool:
+    from collections import Counter
+
+    have = Counter(whole)
+    have.subtract(Counter(part))
+    return min(have.values(), default=0) >= 0
+
+
+def ref_topk(cfg, ins, got):
+    """The first k items (blocked) hold the items of the k smallest (min_*) or largest (max_*)
+    digits (bits begin_bit to end_bit) among the valid items, in no particular order; items
+    tied at the k-th digit may be any of them. So the reference checks that the digits are the
+    k extreme ones and that every returned (key, value) is an input pair (a multiset), then
+    expects the kernel's own order. Items past k are undefined."""
+    keys, largest = ins["keys"], cfg.method.name.startswith("max")
+    tile, out = flat(keys), flat(got["keys"])
+    vals, out_v = (flat(ins["values"]), flat(got["values"])) if "values" in ins else (None, None)
+    want, mask = tile.copy(), np.zeros(tile.shape, bool)
+    want_v = vals.copy() if vals is not None else None
+    bits = key_bits(cfg)
+    for gi in range(tile.shape[0]):
+        k, valid = int(ins["k"][gi]), int(ins["num_valid"][gi])
+        begin = int(ins["begin_bit"][gi]) if "begin_bit" in ins else 0
+        end = int(ins["end_bit"][gi]) if "end_bit" in ins else bits
+        d = digits(tile[gi, :valid], begin, end)
+        order = np.argsort(d, kind="stable")
+        chosen = order[::-1][:k] if largest else order[:k]
+        mask[gi, :k] = True
+        same = sorted(digits(out[gi, :k], begin, end).tolist()) == sorted(d[chosen].tolist())
+        pairs = list(zip(_bits_of(out[gi, :k]), _bits_of(out_v[gi, :k]) if vals is not None
+                         else [0] * k))
+        inputs = list(zip(_bits_of(tile[gi, :valid]), _bits_of(vals[gi, :valid])
+                          if vals is not None else [0] * valid))
+        same = same and _is_sub_multiset(pairs, inputs)
+        want[gi, :k] = out[gi, :k] if same else tile[gi, :valid][chosen]
+        if vals is not None:
+            want_v[gi, :k] = out_v[gi, :k] if same else vals[gi, :valid][chosen]
+    checks = [Check("keys", want.reshape(keys.shape), mask.reshape(keys.shape),
+                    note="not the k extreme digits, or an item not from the input")]
+    if vals is not None:
+        checks.append(Check("values", want_v.reshape(keys.shape), mask.reshape(keys.shape)))
+    return checks
+
+
 def _combined(*fns):
     def inputs(cfg, rng, groups):
         out = {}
@@ -914,6 +974,9 @@ FAMILIES = {
                                      int_tkw={"bins": (8, 16, 32, 64, 100, 128, 256)},
                                      inputs=histogram_inputs, valid=histogram_valid)
        for m in ("InitHistogram", "Histogram", "Composite")},
+    **{("block_topk", m): Family(ref_topk, dtypes=INTS + FLOATS, bools=("is_full_tile",),
+                                 edges=("0.0", "-0.0", "inf", "-inf"), inputs=topk_inputs)
+       for m in ("max_keys", "min_keys", "max_pairs", "min_pairs")},
     **{(c, "RankKeys"): Family(ref_radix_rank, dtypes=UNSIGNED, threads="warp_multiple",
                                bools=("is_descending", "memoize_outer_scan"),
                                int_tkw={"radix_bits": (1, 2, 3, 4, 5, 6)},
@@ -928,6 +991,8 @@ SCAN_LIKE = {k for k, f in FAMILIES.items() if f.reference in (ref_scan, ref_red
 NOT_DRAWN = {
     ("BlockRadixRankMatch", "CallBack"): "internal CUB helper, not a collective call",
     ("WarpMergeSort", "get_member_mask"): "a query, not a collective call",
+    ("BlockLoadToShared", "Invalidate"): "moves no data: ends the mbarrier's use",
+    ("BlockLoadToShared", "CommitAndWait"): "moves no data without CopyAsync (unbound: spans)",
 }
 
 

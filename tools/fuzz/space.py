@@ -212,9 +212,9 @@ def _warp_threads(rng, cls) -> int:
     return _pick(rng, pool)
 
 
-def _template_keywords(rng, cls, fam) -> tuple:
+def _template_keywords(rng, cls, fam, method=None) -> tuple:
     out = []
-    for t in cls.template_params:
+    for t in cls.template_params + (method.keywords if method is not None else ()):
         if t.keyword in fam.fixed_tkw:
             continue
         values = enum_values(t)
@@ -330,7 +330,7 @@ def draw_one(rng, cls, method, seed: int, forced_block=None, dtypes=None) -> Con
         surface = "faithful" if ctor else _pick(rng, surfaces(cls, method))
         op = surface_fixed(cls, surface).get("reduction_op", op)  # warp.max passes "max"
         cfg = Config(cls.name, method.signature, surface, dtype, value_dtype, block, ipt,
-                     _template_keywords(rng, cls, fam), op, omit, warp, seed, storage, ctor)
+                     _template_keywords(rng, cls, fam, method), op, omit, warp, seed, storage, ctor)
         size = families.np_dtype(dtype).itemsize + (
             np.dtype(value_dtype).itemsize if value_dtype else 0)
         if math.prod(block) * ipt * max(size, 4) > TILE_BYTES:

@@ -23,6 +23,7 @@ from .warp_merge_sort import SPEC as WarpMergeSort
 from .warp_reduce import SPEC as WarpReduce
 from .warp_scan import SPEC as WarpScan
 from .warp_store import SPEC as WarpStore
+from .block_load_to_shared import SPEC as BlockLoadToShared
 
 CCCL = '3.2.0'
 WHEEL = 'nvidia-cuda-cccl==13.2.86'
@@ -53,6 +54,7 @@ CLASSES = (
     WarpReduce,
     WarpScan,
     WarpStore,
+    BlockLoadToShared,
 )
 
 ENUMS = (
@@ -522,4 +524,7 @@ BOUND_AND_CHECKED = (
     'WarpStore::WarpStore(TempStorage &)',
     'WarpStore::Store(OutputIteratorT, T (&)[ITEMS_PER_THREAD])',
     'WarpStore::Store(OutputIteratorT, T (&)[ITEMS_PER_THREAD], int)',
+    'BlockLoadToShared::BlockLoadToShared(TempStorage &)',
+    'BlockLoadToShared::Invalidate()',
+    'BlockLoadToShared::CommitAndWait()',
 )

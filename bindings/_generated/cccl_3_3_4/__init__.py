@@ -23,6 +23,8 @@ from .warp_merge_sort import SPEC as WarpMergeSort
 from .warp_reduce import SPEC as WarpReduce
 from .warp_scan import SPEC as WarpScan
 from .warp_store import SPEC as WarpStore
+from .block_load_to_shared import SPEC as BlockLoadToShared
+from .block_topk import SPEC as block_topk
 
 CCCL = '3.3.4'
 WHEEL = 'nvidia-cuda-cccl==13.3.3.4.1'
@@ -53,6 +55,8 @@ CLASSES = (
     WarpReduce,
     WarpScan,
     WarpStore,
+    BlockLoadToShared,
+    block_topk,
 )
 
 ENUMS = (
@@ -523,4 +527,12 @@ BOUND_AND_CHECKED = (
     'WarpStore::WarpStore(TempStorage &)',
     'WarpStore::Store(OutputIteratorT, T (&)[ITEMS_PER_THREAD])',
     'WarpStore::Store(OutputIteratorT, T (&)[ITEMS_PER_THREAD], int)',
+    'BlockLoadToShared::BlockLoadToShared(TempStorage &)',
+    'BlockLoadToShared::Invalidate()',
+    'BlockLoadToShared::CommitAndWait()',
+    'block_topk::block_topk(TempStorage &)',
+    'block_topk::max_pairs(KeyT (&)[ItemsPerThread], ValueT (&)[ItemsPerThread], int, int, int)',
+    'block_topk::max_keys(KeyT (&)[ItemsPerThread], int, int, int)',
+    'block_topk::min_pairs(KeyT (&)[ItemsPerThread], ValueT (&)[ItemsPerThread], int, int, int)',
+    'block_topk::min_keys(KeyT (&)[ItemsPerThread], int, int, int)',
 )

@@ -503,3 +503,8 @@ CASES += _DATACLASS_CASES
 from suite_kernels import CASES as _SUITE_CASES  # noqa: E402
 
 CASES += _SUITE_CASES
+
+# cuda.coop's registrations through numba.core.extending, scalar shifts, ThreadData sugar
+from registration_kernels import CASES as _REGISTRATION_CASES  # noqa: E402
+
+CASES += _REGISTRATION_CASES
