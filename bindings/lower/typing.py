@@ -4,8 +4,6 @@ template class types every entry point, one lowering function emits every call. 
 CUB object (``block.BlockHistogram(...)``) lives in the constructing thread's frame and its value
 is a pointer to it; the class in a kernel is a value whose attributes are its methods."""
 import collections
-import contextlib
-import contextvars
 import functools
 
 import numpy as np
@@ -38,7 +36,6 @@ from .shared_memory import align_numba_shared_bytes
 _I8P = ir.IntType(8).as_pointer()
 #: "Class::Signature" of recent resolutions, so tests can see which overload a call chose.
 RESOLVED = collections.deque(maxlen=10000)
-_assumed_block = contextvars.ContextVar("coopgen_assumed_block", default=None)
 #: Bytes reserved for a parent object in the constructing thread's frame; the constructor
 #: shim static_asserts that the CUB class fits.
 PARENT_BYTES, PARENT_ALIGN = 256, 16
@@ -83,22 +80,10 @@ register_model(ParentType)(OpaqueModel)
 lower_cast(ParentType, ParentType)(lambda context, builder, fromty, toty, val: val)
 
 
-@contextlib.contextmanager
-def block_shape(threads_per_block):
-    """Compile ahead of time (``cuda.compile_all``, ``cuda.jit(sig)``) as if launched with
-    ``threads_per_block`` threads: there is no launch to infer the block shape from."""
-    dims = (threads_per_block,) if isinstance(threads_per_block, int) else tuple(threads_per_block)
-    token = _assumed_block.set(tuple(dims) + (1,) * (3 - len(dims)))
-    try:
-        yield
-    finally:
-        _assumed_block.reset(token)
-
-
 def _launch_dims(needed: bool):
     """The launching block shape (and mark the kernel as specialised on it)."""
     if (cfg := launch_config()) is None:
-        return _assumed_block.get()
+        return hooks.assumed_block.get()
     if needed:
         cfg.dispatcher.mark_launch_config_sensitive()
     return tuple(cfg.blockdim)
@@ -110,7 +95,7 @@ def _described(args, kws):
 
 def _resolve(p, args: tuple, kws: dict, block_dims=None, infer: bool = True):
     """(plan, the arguments an object factory keeps) of a call of ``p``."""
-    with as_typing_errors():
+    with as_typing_errors(), hooks.serving(HOOKS):
         described = _described(args, kws)
         if infer and p.infer:
             r, bound = calls.resolve_object(p, *described)
@@ -126,7 +111,7 @@ def resolve_call(p, args: tuple, kws: dict, block_dims=None):
 
 
 def split_call(p, args: tuple, kws: dict):
-    with as_typing_errors():
+    with as_typing_errors(), hooks.serving(HOOKS):
         return calls.split_call(p, *_described(args, kws))
 
 
@@ -379,6 +364,5 @@ lower_getattr_generic(PrimitiveClassType)(
     lambda context, builder, typ, value, attr: context.get_dummy_value())
 
 
-hooks.describe_constant = lambda value: describe(constant_type(value))
-hooks.launch_dims = _launch_dims
-hooks.bit_field_digits = bit_field_digits
+HOOKS = hooks.Hooks(lambda value: describe(constant_type(value)), bit_field_digits, _launch_dims)
+hooks.installed.append(HOOKS)

@@ -1,0 +1,81 @@
+"""A kernel's shim bundle as numba-cuda-mlir links it: an ``LTOIR`` link item of the function
+being lowered, compiled when its linker reads it (after the whole function is lowered); and the
+launch's block shape, read by a whole-function planner before typing."""
+import contextvars
+import threading
+import weakref
+
+from numba_cuda_mlir import extending as ext
+from numba_cuda_mlir.numba_cuda.cudadrv.linkable_code import LTOIR
+from numba_cuda_mlir.numba_cuda.core import ir as nir
+
+from ..codegen import nvrtc
+from ..codegen.bundle import ShimBundle
+from ..model.errors import CoopgenError
+
+_launch_block: contextvars.ContextVar = contextvars.ContextVar("coopgen_mlir_block", default=None)
+
+
+class LinkedShimBundle(ShimBundle, LTOIR):
+    def __init__(self, arch: str, name: str = "coopgen-shims"):
+        ShimBundle.__init__(self, arch, name)
+        LTOIR.__init__(self, data=None, name=name)
+
+    @property
+    def data(self) -> bytes:  # read by numba-cuda-mlir's linker
+        return self.ltoir()
+
+
+_bundles: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+_bundles_lock = threading.Lock()
+
+
+def arch_of(builder) -> str:
+    cc = builder.metadata["gpu_target"]["cc"]
+    return nvrtc._normalize_arch(f"sm_{cc[0]}{cc[1]}")
+
+
+def bundle_for(builder, what: str) -> LinkedShimBundle:
+    """The bundle of the function ``builder`` lowers (made and linked on first use)."""
+    with _bundles_lock:
+        if (bundle := _bundles.get(builder)) is None:
+            arch = arch_of(builder)
+            if refused := nvrtc.unsupported_arch(arch):
+                raise CoopgenError(f"{what}: {refused}")
+            bundle = _bundles[builder] = LinkedShimBundle(arch, f"coopgen-shims-{id(builder):x}")
+            builder.link_external_item(bundle)
+        return bundle
+
+
+def _is_coopgen(value) -> bool:
+    name = getattr(value, "__name__", None) if isinstance(value, type(threading)) else None
+    return (name or type(value).__module__ or "").split(".")[0] == "coopgen"
+
+
+def uses_coopgen(func_ir) -> bool:
+    return any(isinstance(stmt, nir.Assign) and isinstance(stmt.value, (nir.Global, nir.FreeVar))
+               and _is_coopgen(stmt.value.value)
+               for block in func_ir.blocks.values() for stmt in block.body)
+
+
+@ext.register_planner
+class LaunchShape(ext.WholeFunctionPlanner):
+    """A kernel that calls coopgen is specialised on its launch's block shape, which typing
+    reads (launch_dims); a kernel compiled without a launch has none."""
+
+    def run(self) -> bool:
+        if self.is_device_function:
+            return False
+        block = None
+        if uses_coopgen(self.state.func_ir):
+            try:
+                block = tuple(ext.require_launch_config(self.state)["block"])
+            except RuntimeError:  # no launch: coopgen.block_shape may give one
+                block = None
+        _launch_block.set(block and block + (1,) * (3 - len(block)))
+        return False
+
+
+def launch_dims(needed: bool):
+    from ..resolve.hooks import assumed_block
+    return _launch_block.get() or assumed_block.get()
