@@ -11,6 +11,7 @@ from .operators import device_function
 
 NAME = "numba-cuda-mlir"
 PROVIDES = {"device_function": device_function}
+_installed = False
 
 
 def register(kind: str, obj, **info) -> None:
@@ -22,6 +23,8 @@ def register(kind: str, obj, **info) -> None:
     elif kind == "entry_classes":
         primitive, _ = obj
         ext.typeof_impl.register(primitive)(lambda val, c: typing.FUNCTION_TYPES[id(val)])
+    if _installed:  # made after import (a two-phase object): the compilers must see it
+        ext.refresh_registries()
 
 
 desc.HOST_DTYPES.append(host_dtype)
@@ -30,4 +33,6 @@ backends.installed.append(__import__(__name__, fromlist=["register"]))
 
 def install() -> None:
     """Makes numba-cuda-mlir's compilers see the registrations."""
+    global _installed
     ext.refresh_registries()
+    _installed = True

@@ -8,7 +8,6 @@ from numba_cuda_mlir.numba_cuda.core.errors import TypingError
 from numba_cuda_mlir.numba_cuda.cudadrv.linkable_code import LTOIR
 
 from ..model.errors import CoopgenError
-from .bundle import arch_of
 from .describe import to_numba
 
 
@@ -32,9 +31,9 @@ def bit_field_digits(begin: int, bits: int):
 
 
 @functools.cache
-def _compiled(py_func, sym: str, signature, arch: str) -> bytes:
+def _compiled(py_func, sym: str, signature, cc: tuple) -> bytes:
     code, _ = cuda.compile(py_func, signature, device=True, abi="c",
-                           abi_info={"abi_name": sym}, output="ltoir", cc=arch)
+                           abi_info={"abi_name": sym}, output="ltoir", cc=cc)
     return code
 
 
@@ -47,7 +46,7 @@ def compile_operator(builder, sym: str, op, argtypes, restype, prim: str = "") -
     argtypes, restype = tuple(to_numba(a) for a in argtypes), to_numba(restype)
     py_func = op.function.ref.py_func
     try:
-        code = _compiled(py_func, sym, restype(*argtypes), arch_of(builder))
+        code = _compiled(py_func, sym, restype(*argtypes), builder.metadata["gpu_target"]["cc"])
     except TypingError as e:  # its body does not fit CUB's call
         wants = f"({', '.join(map(str, argtypes))}) -> {restype}"
         raise CoopgenError(f"{prim}: {op.param}={py_func.__name__} must work as a {op.kind} "
