@@ -5,6 +5,7 @@ import contextvars
 import threading
 import weakref
 
+import numba_cuda_mlir._mlir.ir as ir
 from numba_cuda_mlir import extending as ext
 from numba_cuda_mlir.numba_cuda.cudadrv.linkable_code import LTOIR
 from numba_cuda_mlir.numba_cuda.core import ir as nir
@@ -44,7 +45,17 @@ def bundle_for(builder, what: str) -> LinkedShimBundle:
                 raise CoopgenError(f"{what}: {refused}")
             bundle = _bundles[builder] = LinkedShimBundle(arch, f"coopgen-shims-{id(builder):x}")
             builder.link_external_item(bundle)
+            _bound_threads(builder)
         return bundle
+
+
+def _bound_threads(builder) -> None:
+    """Tell ptxas the block size the kernel is specialised on (``maxntid``, C++'s
+    ``__launch_bounds__``): a 512-thread radix sort then fits its registers."""
+    block = _launch_block.get()
+    attrs = builder.mlir_funcOp.attributes
+    if block and builder._is_kernel() and "nvvm.maxntid" not in attrs:
+        attrs["nvvm.maxntid"] = ir.DenseI32ArrayAttr.get([block[0] * block[1] * block[2], 1, 1])
 
 
 def _is_coopgen(value) -> bool:

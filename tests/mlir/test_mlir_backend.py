@@ -36,3 +36,31 @@ def test_gives_numpys_answer_on_a_gpu(name, dtype):
             np.testing.assert_allclose(got, w, rtol=1e-5)
         else:
             np.testing.assert_array_equal(got, w)
+
+
+@pytest.mark.gpu
+def test_both_compilers_in_one_process():
+    """A numba-cuda kernel and a numba-cuda-mlir kernel calling the same primitive, launched
+    one after the other: each compiled by its own backend."""
+    numba_cuda = pytest.importorskip("numba.cuda")
+    from numba_cuda_mlir import cuda as mlir_cuda
+    if not numba_cuda.is_available():
+        pytest.skip("no CUDA GPU")
+    from coopgen import block, local
+
+    def compiled_by(cuda):
+        def body(d_in, d_out):
+            items = local.array(4, d_in.dtype)
+            base = cuda.blockIdx.x * 128 * 4
+            block.load(d_in[base:], items)
+            total = block.sum(items)
+            if cuda.threadIdx.x == 0:
+                d_out[cuda.blockIdx.x] = total
+        return cuda.jit(body)
+
+    x = np.random.default_rng().integers(-100, 100, 2 * 128 * 4).astype(np.int32)
+    for cuda in (numba_cuda, mlir_cuda):
+        kernel = compiled_by(cuda)
+        d_out = cuda.to_device(np.zeros(2, np.int32))
+        kernel[2, 128](cuda.to_device(x), d_out)
+        np.testing.assert_array_equal(d_out.copy_to_host(), x.reshape(2, -1).sum(axis=1))
