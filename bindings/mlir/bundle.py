@@ -54,7 +54,7 @@ def _bound_threads(builder) -> None:
     ``__launch_bounds__``): a 512-thread radix sort then fits its registers."""
     block = _launch_block.get()
     attrs = builder.mlir_funcOp.attributes
-    if block and builder._is_kernel() and "nvvm.maxntid" not in attrs:
+    if block and builder._is_kernel and "nvvm.maxntid" not in attrs:
         attrs["nvvm.maxntid"] = ir.DenseI32ArrayAttr.get([block[0] * block[1] * block[2], 1, 1])
 
 
