@@ -6,7 +6,7 @@ import math
 import numba_cuda_mlir._mlir.ir as ir
 from numba_cuda_mlir import extending as ext
 from numba_cuda_mlir._mlir.dialects import memref
-from numba_cuda_mlir.models import ArrayModel, OpaqueModel
+from numba_cuda_mlir.models import ArrayModel, CPointerModel, OpaqueModel
 from numba_cuda_mlir.numba_cuda import types
 from numba_cuda_mlir.numba_cuda.typing.npydecl import parse_dtype
 from numba_cuda_mlir.numba_cuda.typing.templates import AbstractTemplate, signature
@@ -47,7 +47,38 @@ class TempStorageType(types.Opaque):
         return self.obj.symbol
 
 
+class ParentType(types.Type):
+    """A CUB object constructed in a kernel; the value is a pointer to it in the constructing
+    thread's frame (coopgen.codegen.shims.PARENT_BYTES)."""
+
+    def __init__(self, kind, bound: tuple):
+        self.kind = kind  # coopgen.resolve.entry.ObjectKind
+        self.bound = bound  # (name, type) of arguments the object keeps (object factories)
+        args = ", ".join(v for _, v in kind.template_args)
+        super().__init__(f"coopgen.{kind.cls.name}<{args}>"
+                         + (f"[{', '.join(n for n, _ in bound)}]" if bound else ""))
+
+    @property
+    def key(self):
+        return self.kind, self.bound
+
+
+class PrimitiveClassType(types.Function):
+    """``block.BlockHistogram`` in a kernel: calling it constructs an object; its attributes
+    are the methods (one-shot calls)."""
+
+    def __init__(self, obj, constructor_type):
+        self.obj = obj
+        super().__init__(constructor_type.templates[0])
+        self.name = f"coopgen.{obj._scope}.{obj._cls.name}@{id(obj):x}"
+
+    @property
+    def key(self):
+        return self.typing_key, self.templates, id(self.obj)
+
+
 ext.register_model(SizedArray)(ArrayModel)
+ext.register_model(ParentType)(CPointerModel)
 ext.register_model(TempStorageType)(OpaqueModel)
 ext.typeof_impl.register(TempStorage)(lambda val, c: TempStorageType(val))
 

@@ -5,7 +5,7 @@ from numba_cuda_mlir import extending as ext
 
 from ..model import backends
 from ..types import desc
-from . import arrays, bundle, typing  # noqa: F401
+from . import arrays, bundle, objects, typing  # noqa: F401
 from .describe import host_dtype
 from .operators import device_function
 
@@ -21,8 +21,9 @@ def register(kind: str, obj, **info) -> None:
     elif kind == "array":
         arrays.register_array(obj, info["space"])
     elif kind == "entry_classes":
-        primitive, _ = obj
+        primitive, primitive_class = obj
         ext.typeof_impl.register(primitive)(lambda val, c: typing.FUNCTION_TYPES[id(val)])
+        ext.typeof_impl.register(primitive_class)(lambda val, c: objects.class_type(val))
     if _installed:  # made after import (a two-phase object): the compilers must see it
         ext.refresh_registries()
 

@@ -52,7 +52,7 @@ def bundle_for(builder, what: str) -> LinkedShimBundle:
 def _bound_threads(builder) -> None:
     """Tell ptxas the block size the kernel is specialised on (``maxntid``, C++'s
     ``__launch_bounds__``): a 512-thread radix sort then fits its registers."""
-    block = _launch_block.get()
+    block = launch_dims(True)
     attrs = builder.mlir_funcOp.attributes
     if block and builder._is_kernel and "nvvm.maxntid" not in attrs:
         attrs["nvvm.maxntid"] = ir.DenseI32ArrayAttr.get([block[0] * block[1] * block[2], 1, 1])

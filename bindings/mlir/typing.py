@@ -17,14 +17,16 @@ from numba_cuda_mlir.numba_cuda.core.errors import TypingError
 from numba_cuda_mlir.numba_cuda.typing.templates import AbstractTemplate, signature
 
 from ..codegen import shims
+from ..codegen.shims import PARENT_ALIGN, PARENT_BYTES
 from ..codegen.layout import check_storage_fits
 from ..model.errors import CoopgenError
 from ..resolve import call as calls
 from ..resolve import hooks
+from ..resolve.entry import ObjectKind
 from ..resolve.operators import operator_signatures
 from ..types import desc
 from ..types.cpp import by_pointer
-from .arrays import TempStorageType
+from .arrays import ParentType, TempStorageType
 from .bundle import bundle_for, launch_dims
 from .describe import constant_type, describe, dtype_of, to_numba
 from .operators import bit_field_digits, compile_operator
@@ -56,32 +58,52 @@ def _described(args, kws):
 
 
 def _resolve_once(p, args, kws):
+    """(plan, the arguments an object factory keeps as (name, type, argument index))."""
     with _serving():
-        r = calls.resolve_call(p, *_described(args, kws))
+        described = _described(args, kws)
+        r, bound = calls.resolve_object(p, *described) if p.infer else \
+            (calls.resolve_call(p, *described), ())
         if r.temp_storage_arg is not None:
             check_storage_fits(p.name, r)
-        return r
+        return r, bound
 
 
 def resolve(p, args: tuple, kws: dict):
-    """(plan, positional types, keyword types): cuda.coop's two-phase objects take their storage
-    first, ``obj(ts, src, dst)``, which is then the keyword temp_storage."""
+    """(plan, kept arguments, positional types, keyword types): cuda.coop's two-phase objects
+    take their storage first, ``obj(ts, src, dst)``, which is then the keyword temp_storage."""
     try:
-        return _resolve_once(p, args, kws), args, kws
+        return (*_resolve_once(p, args, kws), args, kws)
     except CoopgenTypeError:
         ts = args[0] if args else None
         storage_first = isinstance(ts, TempStorageType) or isinstance(
             ts, types.Array) and ts.ndim == 1 and ts.dtype == types.uint8
-        if not storage_first or not p.fixed or "temp_storage" in kws:
+        if not storage_first or not p.fixed or "temp_storage" in kws or p.constructor \
+                or p.parent is not None:
             raise
         moved = {"temp_storage": ts, **kws}
-        return _resolve_once(p, args[1:], moved), args[1:], moved
+        return (*_resolve_once(p, args[1:], moved), args[1:], moved)
 
 
-def _check_supported(p) -> None:
-    if p.constructor or p.parent is not None or p.infer:
-        raise CoopgenTypeError(f"{p.name}: CUB objects constructed in kernels are not supported "
-                               f"by the numba-cuda-mlir backend yet (docs/numba-cuda-mlir.md)")
+def call_type(p, args: tuple, kws: dict):
+    """The return type of a call of ``p`` (a constructor returns the object first)."""
+    r, bound, pos, kw = resolve(p, tuple(args), dict(kws))
+    RESOLVED.append(f"{r.cls.name}::{r.method.signature}")
+    outs = [to_numba(t) for _, t, _ in r.returns]
+    if p.constructor:
+        with _serving():
+            tkws = tuple(calls.split_call(p, *_described(pos, kw)).tkws.items())
+        folded = (*pos, *kw.values())
+        outs.insert(0, ParentType(ObjectKind.of(p, r, tkws),
+                                  tuple((n, folded[i]) for n, _, i in bound)))
+    return types.none if not outs else outs[0] if len(outs) == 1 else types.Tuple(outs)
+
+
+def folded_signature(ret, args, kws, recvr=None):
+    """The signature of a call with its keywords folded after the positionals."""
+    names = [f"coopgen_pos_{i}" for i in range(len(args))] + list(kws)
+    pysig = inspect.Signature([inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+                               for n in names])
+    return signature(ret, *args, *kws.values(), recvr=recvr).replace(pysig=pysig)
 
 
 def make_template(p):
@@ -90,15 +112,7 @@ def make_template(p):
         prefer_literal = True
 
         def generic(self, args, kws):
-            _check_supported(p)
-            r, pos, kw = resolve(p, tuple(args), dict(kws))
-            RESOLVED.append(f"{r.cls.name}::{r.method.signature}")
-            outs = [to_numba(t) for _, t, _ in r.returns]
-            ret = types.none if not outs else outs[0] if len(outs) == 1 else types.Tuple(outs)
-            names = [f"coopgen_pos_{i}" for i in range(len(args))] + list(kws)
-            pysig = inspect.Signature([inspect.Parameter(
-                n, inspect.Parameter.POSITIONAL_OR_KEYWORD) for n in names])
-            return signature(ret, *args, *kws.values()).replace(pysig=pysig)
+            return folded_signature(call_type(p, args, kws), args, kws)
 
     CoopgenCall.__name__ = f"CoopgenCall_{p.name.replace('.', '_')}"
     return CoopgenCall
@@ -156,44 +170,73 @@ _NO_VALUE = (TempStorageType, types.Literal, types.Function, types.DType, types.
              types.Omitted, types.NoneType, types.Dispatcher)
 
 
-def _arguments(builder, p, pos, kws, variables):
-    """(type, MLIR value) of each argument the shim's parameters index: the call's own
-    (positionals, keywords), then the constants it passes by itself."""
-    passed = [(t, None if isinstance(t, _NO_VALUE) else builder.load_var(v))
-              for t, v in zip((*pos, *kws.values()), variables)]
-    with _serving():
-        constants = calls.split_call(p, *_described(pos, kws)).constants
-    return passed + [_constant(builder, v) for _, v in constants]
+def _arguments(builder, pos, kws, variables) -> list:
+    """(type, MLIR value) of the call's own arguments (positionals, keywords)."""
+    return [(t, None if isinstance(t, _NO_VALUE) else builder.load_var(v))
+            for t, v in zip((*pos, *kws.values()), variables)]
 
 
-def lower_call(p, builder, target, args, kws):
-    """Emit the call of ``p``'s shim (the lowering of every entry point)."""
-    argtys = tuple(builder.get_numba_type(a) for a in args)
-    kwtys = {k: builder.get_numba_type(v) for k, v in kws}
-    r, pos, kwd = resolve(p, argtys, kwtys)
-    variables = list(args) + [v for _, v in kws]
-    if len(pos) < len(argtys):  # the storage passed first is the keyword temp_storage
-        variables = variables[1:len(args)] + variables[:1] + variables[len(args):]
+def _parent_slot(builder, self_ptr=None, k: int | None = None):
+    """A new object's frame slot (``self_ptr`` None), or the tail slot of its k-th kept
+    argument's data pointer."""
+    ptr = llvm.PointerType.get()
+    if self_ptr is None:
+        with builder.alloca_insertion_point():
+            one = arith.constant(result=T.i32(), value=1)
+            return llvm.alloca(res=ptr, array_size=one, alignment=PARENT_ALIGN,
+                               elem_type=ir.Type.parse(f"!llvm.array<{PARENT_BYTES} x i8>"))
+    return llvm.getelementptr(ptr, self_ptr, [], [PARENT_BYTES - 8 * (k + 1)], T.i8(), None)
+
+
+def _shim(p, builder, r, n_bound: int):
+    """Write the call's shim, add it to the function's bundle and link its operators."""
     with _serving():
         bundle = bundle_for(builder, p.name)
         ts = r.temp_storage_arg[1] if r.temp_storage_arg else None
         use_index = bundle.next_use_index(ts.symbol) if isinstance(ts, desc.Storage) else 0
-        text = shims.build(r, operator_signatures(p.name, r), use_index=use_index)
+        mode = "construct" if p.constructor else "method" if p.parent is not None else None
+        text = shims.build(r, operator_signatures(p.name, r), object_mode=mode,
+                           object_bytes=PARENT_BYTES - 8 * n_bound, use_index=use_index)
         bundle.add(text)
         for i, sym, argtypes, restype in text.op_symbols:
             compile_operator(builder, sym, r.bindings[i].operator, argtypes, restype, p.name)
-    passed = _arguments(builder, p, pos, kwd, variables)
+    return text
+
+
+def lower_call(p, builder, target, args, kws, self_ptr=None, kept=None):
+    """Emit the call of ``p``'s shim (the lowering of every entry point). ``kept``: {name:
+    (type, data pointer)} of the arguments an object keeps, passed after the call's own."""
+    kept = kept or {}
+    argtys = tuple(builder.get_numba_type(a) for a in args)
+    kwtys = {k: builder.get_numba_type(v) for k, v in kws}
+    r, bound, pos, kwd = resolve(p, argtys, dict(kwtys, **{k: t for k, (t, _) in kept.items()}))
+    variables = list(args) + [v for _, v in kws]
+    if len(pos) < len(argtys):  # the storage passed first is the keyword temp_storage
+        variables = variables[1:len(args)] + variables[:1] + variables[len(args):]
+    text = _shim(p, builder, r, len(bound))
+    user = {k: t for k, t in kwd.items() if k not in kept}
+    passed = _arguments(builder, pos, user, variables) + [("kept", v) for _, v in kept.values()]
+    if p.parent is None and not p.infer:
+        with _serving():
+            constants = calls.split_call(p, *_described(pos, user)).constants
+        passed += [_constant(builder, v) for _, v in constants]
+    if p.constructor:
+        self_ptr = _parent_slot(builder)
     targets = {b.arg_index: to_numba(b.type) for b in r.bindings
                if b.source == "arg" and isinstance(b.type, desc.Scalar)}
     operands, slots = [], []
     for _, _, source, index in text.c_params:
-        if source == "ret":
+        if source == "self":
+            operands.append(self_ptr)
+        elif source == "ret":
             ty = to_numba(r.returns[index][1])
             slots.append((_alloca(builder, ty), ty))
             operands.append(slots[-1][0])
         elif source == "state":
             raise CoopgenTypeError(f"{p.name}: stateful operators are not supported by the "
                                    f"numba-cuda-mlir backend yet (docs/numba-cuda-mlir.md)")
+        elif passed[index][0] == "kept":  # already a data pointer
+            operands.append(passed[index][1])
         else:
             operands.append(_pass(builder, *passed[index], targets.get(index)))
     fnty = ir.FunctionType.get(inputs=[o.type for o in operands], results=[])
@@ -201,5 +244,9 @@ def lower_call(p, builder, target, args, kws):
     func.call(result=[], callee=callee.name.value, operands_=operands)
     values = [builder.from_storage(ty, llvm.load(res=builder.get_storage_type(ty), addr=s))
               for s, ty in slots]
+    if p.constructor:  # the data pointers of the arrays it keeps go to the slot's tail
+        for k, (_, _, index) in enumerate(bound):
+            llvm.store(_pass(builder, *passed[index], None), _parent_slot(builder, self_ptr, k))
+        values.insert(0, self_ptr)
     if values:
         builder.store_var(target, values[0] if len(values) == 1 else tuple(values))
