@@ -125,19 +125,22 @@ def register_array(array, space: str) -> None:
         ty = builder.get_numba_type(target)
         align = SHARED_ALIGNMENT if space == "shared" else 16
         element = builder.get_storage_type(ty.dtype)
+        shape = list(ty.shape)
+        if isinstance(ty.dtype, types.Record):  # numba-cuda-mlir's record arrays hold bytes
+            shape, element = [ty.size * ty.dtype.size], ir.IntegerType.get_signless(8)
         if space == "local":
             with builder.alloca_insertion_point():
-                value = memref.alloca(ir.MemRefType.get(list(ty.shape), element), [], [],
+                value = memref.alloca(ir.MemRefType.get(shape, element), [], [],
                                       alignment=max(align, ty.alignment or 1))
         else:
-            value = shared_memory(builder, ty, element, max(align, ty.alignment or 1))
+            value = shared_memory(builder, shape, element, max(align, ty.alignment or 1))
         builder.store_var(target, value)
 
 
-def shared_memory(builder, ty, element, align: int):
-    """A static shared array of ``ty``'s shape (a module global, as cuda.shared.array's)."""
+def shared_memory(builder, shape: list, element, align: int):
+    """A static shared array (a module global, as cuda.shared.array's)."""
     space = ir.Attribute.parse("#gpu.address_space<workgroup>")
-    mtype = ir.MemRefType.get(list(ty.shape), element, memory_space=space)
+    mtype = ir.MemRefType.get(shape, element, memory_space=space)
     module = builder.mlir_gpu_module
     name = f"coopgen_smem_{len(module.bodyRegion.blocks[0].operations)}"
     with ir.InsertionPoint(module.bodyRegion.blocks[0]):

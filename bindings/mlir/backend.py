@@ -35,5 +35,6 @@ backends.installed.append(__import__(__name__, fromlist=["register"]))
 def install() -> None:
     """Makes numba-cuda-mlir's compilers see the registrations."""
     global _installed
+    objects.register_methods()
     ext.refresh_registries()
     _installed = True

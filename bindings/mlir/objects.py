@@ -8,9 +8,18 @@ from numba_cuda_mlir._mlir.dialects import llvm
 from numba_cuda_mlir.numba_cuda import types
 from numba_cuda_mlir.numba_cuda.typing.templates import AbstractTemplate, AttributeTemplate
 
+from ..model import registry
 from .arrays import ParentType, PrimitiveClassType
 from .typing import FUNCTION_TYPES, CoopgenTypeError, _parent_slot, call_type, folded_signature
 from .typing import lower_call
+
+
+def register_methods() -> None:
+    """Every class's method templates and lowerings, before the compilers refresh their
+    registries: made lazily, a method's lowering would come after its kernel's typing."""
+    for cls in registry.classes().values():
+        for attr in cls.method_names:
+            _method_template(cls.name, attr)
 
 
 def class_type(obj) -> PrimitiveClassType:

@@ -8,6 +8,8 @@ from numba_cuda_mlir.numba_cuda.core.errors import TypingError
 from numba_cuda_mlir.numba_cuda.cudadrv.linkable_code import LTOIR
 
 from ..model.errors import CoopgenError
+from ..types import desc
+from ..types.cpp import by_pointer
 from .describe import to_numba
 
 
@@ -39,8 +41,7 @@ def _compiled(py_func, sym: str, signature, cc: tuple) -> bytes:
 
 def compile_operator(builder, sym: str, op, argtypes, restype, prim: str = "") -> None:
     """Compile a Python operator to LTO-IR with a C ABI and link it into this function."""
-    if any(getattr(t, "name", "") in ("float16", "bfloat16") or type(t).__name__ == "Pointer"
-           for t in (*argtypes, restype)):
+    if any(isinstance(t, desc.Scalar) and by_pointer(t) for t in (*argtypes, restype)):
         raise CoopgenError(f"{prim}: operators on half, complex or vector types are not "
                            f"supported by the numba-cuda-mlir backend yet")
     argtypes, restype = tuple(to_numba(a) for a in argtypes), to_numba(restype)

@@ -232,9 +232,11 @@ def lower_call(p, builder, target, args, kws, self_ptr=None, kept=None):
             ty = to_numba(r.returns[index][1])
             slots.append((_alloca(builder, ty), ty))
             operands.append(slots[-1][0])
-        elif source == "state":
-            raise CoopgenTypeError(f"{p.name}: stateful operators are not supported by the "
-                                   f"numba-cuda-mlir backend yet (docs/numba-cuda-mlir.md)")
+        elif source == "state":  # (function, state array), or the state array itself
+            ty, value = passed[index]
+            if isinstance(ty, types.BaseTuple):
+                ty, value = ty[1], value[1]
+            operands.append(_pass(builder, ty, value, None))
         elif passed[index][0] == "kept":  # already a data pointer
             operands.append(passed[index][1])
         else:
