@@ -2,15 +2,17 @@
 being lowered, compiled when its linker reads it (after the whole function is lowered); and the
 launch's block shape, read by a whole-function planner before typing."""
 import contextvars
+import math
 import threading
 import weakref
+from types import SimpleNamespace
 
 import numba_cuda_mlir._mlir.ir as ir
 from numba_cuda_mlir import extending as ext
 from numba_cuda_mlir.numba_cuda.cudadrv.linkable_code import LTOIR
 from numba_cuda_mlir.numba_cuda.core import ir as nir
 
-from ..codegen import nvrtc
+from ..codegen import nvrtc, placement
 from ..codegen.bundle import ShimBundle
 from ..model.errors import CoopgenError
 
@@ -18,13 +20,40 @@ _launch_block: contextvars.ContextVar = contextvars.ContextVar("coopgen_mlir_blo
 
 
 class LinkedShimBundle(ShimBundle, LTOIR):
-    def __init__(self, arch: str, name: str = "coopgen-shims"):
+    def __init__(self, arch: str, name: str, builder):
         ShimBundle.__init__(self, arch, name)
         LTOIR.__init__(self, data=None, name=name)
+        self._builder = weakref.ref(builder)  # the lowering of its function
+        self._metadata = builder.metadata  # its compile's, which the launch reads
 
     @property
-    def data(self) -> bytes:  # read by numba-cuda-mlir's linker
-        return self.ltoir()
+    def data(self) -> bytes:  # read by numba-cuda-mlir's linker once the function is lowered
+        code = self.ltoir()
+        if (need := placement.compiled_requirement(code)) is not None:  # dynamic: the launch
+            ext.set_required_dynamic_shared_memory(  # adds it (at the base: after_user False)
+                SimpleNamespace(metadata=self._metadata), placement.launch_bytes(0, need))
+        return code
+
+    def _kernel_shared_memory(self) -> dict:
+        """A kernel's storage may be dynamic, at the base of dynamic shared memory: where the
+        kernel uses dynamic shared memory itself it stays static (the launch's bytes are the
+        larger of the user's and coopgen's, not their sum)."""
+        builder = self._builder()
+        if builder is None or not builder._is_kernel or builder._dynamic_shared_memory_values:
+            return {"may_be_dynamic": False}
+        return {"may_be_dynamic": True, "after_user_bytes": False,
+                "other_static_bytes": _static_shared_bytes(builder.mlir_gpu_module)}
+
+
+def _static_shared_bytes(module) -> int:
+    """Bytes of the module's shared-memory globals (cuda.shared.array, coopgen.shared.array)."""
+    total = 0
+    for op in module.bodyRegion.blocks[0].operations:
+        if op.operation.name == "memref.global":
+            mtype = ir.MemRefType(ir.TypeAttr(op.attributes["type"]).value)
+            if "workgroup" in str(mtype.memory_space):
+                total += math.prod(mtype.shape) * max(1, mtype.element_type.width // 8)
+    return total
 
 
 _bundles: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
@@ -43,7 +72,8 @@ def bundle_for(builder, what: str) -> LinkedShimBundle:
             arch = arch_of(builder)
             if refused := nvrtc.unsupported_arch(arch):
                 raise CoopgenError(f"{what}: {refused}")
-            bundle = _bundles[builder] = LinkedShimBundle(arch, f"coopgen-shims-{id(builder):x}")
+            bundle = _bundles[builder] = LinkedShimBundle(arch, f"coopgen-shims-{id(builder):x}",
+                                                          builder)
             builder.link_external_item(bundle)
             _bound_threads(builder)
         return bundle

@@ -167,3 +167,20 @@ CASES = {
     "two_phase": (two_phase_kernel, 128, (np.int32,), lambda x, n: [np.zeros(GRID, x.dtype)],
                   lambda x, n: [x.reshape(GRID, -1).sum(axis=1)]),
 }
+
+
+@cuda.jit
+def large_radix_sort_kernel(d_in, d_out):
+    """1024 threads x 16 int64 keys: 132 KB of CUB storage, so dynamic shared memory the
+    launch adds by itself."""
+    items = local.array(16, d_in.dtype)
+    base = cuda.blockIdx.x * cuda.blockDim.x * 16
+    block.load(d_in[base:], items, algorithm="transpose")
+    block.radix_sort_keys(items)
+    block.store(d_out[base:], items, algorithm="transpose")
+
+
+CASES["large_dynamic_shared"] = (
+    large_radix_sort_kernel, 1024, (np.int64,), lambda x, n: [np.zeros_like(x)],
+    lambda x, n: [np.sort(x.reshape(GRID, -1), axis=1).ravel()])
+ITEMS["large_dynamic_shared"] = 16
