@@ -150,9 +150,8 @@ def _pass(builder, ty, value, target):
     structs and by-pointer types, bytes for booleans, numbers cast to the bound C type."""
     if isinstance(ty, types.Array):
         return memref_data_pointer(value)
-    if isinstance(ty, types.Record):
-        raise CoopgenTypeError("a record passed by value is not supported by the "
-                               "numba-cuda-mlir backend yet (docs/numba-cuda-mlir.md)")
+    if isinstance(ty, types.Record):  # a record value is a pointer to its data
+        return value
     if target is not None and ty != target:
         value = builder.lower_cast(ty, target, value)
         ty = target
