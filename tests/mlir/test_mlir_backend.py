@@ -76,3 +76,54 @@ def test_storage_past_48kb_is_dynamic_and_reported_to_the_launch():
     r = linkcheck.link_as_launched(kernel, threads, x, *outs, arch=(9, 0))
     need = dynamic_requirement(r.cubin)
     assert need is not None and need[0] > 128 * 1024 and r.smem < 48 * 1024
+
+
+def _example(name: str):
+    """examples/<name>.py loaded with numba-cuda-mlir as its compiler (examples/_compiler.py
+    reads COOPGEN_COMPILER; here its module is stood in for, so that numba-cuda's copy of the
+    example, which other tests import, stays)."""
+    import importlib
+    import importlib.util
+    import sys
+    import types as pytypes
+    from pathlib import Path
+    path = Path(__file__).resolve().parents[2] / "examples" / f"{name}.py"
+    chosen = pytypes.ModuleType("_compiler")
+    chosen.cuda = importlib.import_module("numba_cuda_mlir.cuda")
+    chosen.libdevice = importlib.import_module("numba_cuda_mlir.cuda.libdevice")
+    saved = sys.modules.get("_compiler")
+    sys.modules["_compiler"] = chosen
+    try:
+        spec = importlib.util.spec_from_file_location(f"{name}_mlir", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+    finally:
+        if saved is None:
+            del sys.modules["_compiler"]
+        else:
+            sys.modules["_compiler"] = saved
+
+
+def _ty(dtype, ndim=1):
+    from numba_cuda_mlir.numba_cuda.typing.typeof import typeof
+    return typeof(np.empty((1,) * ndim, dtype))
+
+
+@pytest.mark.parametrize("dtype", (np.int32, np.float32))
+def test_single_pass_scan_example_links(dtype):
+    sps = _example("single_pass_scan")
+    op = sps.add if dtype == np.int32 else sps.maximum
+    sig = (_ty(dtype), _ty(dtype), _ty(np.int64), _ty(np.int64), _ty(dtype, 0).dtype)
+    with linkcheck.launch_config_on_cpu(sps.make_kernel(dtype, op), sps.THREADS):
+        r = linkcheck.link_cubin(sps.make_kernel(dtype, op), sig)
+    assert r.local_bytes == 0 and r.registers <= 64
+
+
+def test_mamba_selective_scan_example_links():
+    msc = _example("mamba_selective_scan")
+    kernel = msc.make_kernel(True, True)
+    sig = tuple(_ty(np.float32, n) for n in (3, 3, 2, 3, 3, 1, 3, 1, 3, 3))
+    with linkcheck.launch_config_on_cpu(kernel, msc.THREADS):
+        r = linkcheck.link_cubin(kernel, sig)
+    assert r.local_bytes == 0 and r.smem <= 8976
