@@ -202,6 +202,18 @@ def _shim(p, builder, r, n_bound: int):
     return text
 
 
+def _check_device_function(p, builder, r, kws) -> None:
+    """A device function numba-cuda-mlir did not inline is compiled once for every launch,
+    whatever its block shape: its calls must say threads_per_block=."""
+    given = "threads_per_block" in kws or "threads_per_block" in p.fixed or p.parent
+    if not builder._is_kernel and r.block_dims is not None and not given:
+        raise CoopgenTypeError(
+            f"{p.name}: called in the device function {builder.fndesc.qualname!r} without "
+            f"threads_per_block=: a device function is compiled once and not re-specialised "
+            f"for each launch's block shape. Pass threads_per_block=, or declare it "
+            f"@cuda.jit(device=True, inline='always')")
+
+
 def lower_call(p, builder, target, args, kws, self_ptr=None, kept=None):
     """Emit the call of ``p``'s shim (the lowering of every entry point). ``kept``: {name:
     (type, data pointer)} of the arguments an object keeps, passed after the call's own."""
@@ -212,6 +224,7 @@ def lower_call(p, builder, target, args, kws, self_ptr=None, kept=None):
     variables = list(args) + [v for _, v in kws]
     if len(pos) < len(argtys):  # the storage passed first is the keyword temp_storage
         variables = variables[1:len(args)] + variables[:1] + variables[len(args):]
+    _check_device_function(p, builder, r, kwtys)
     text = _shim(p, builder, r, len(bound))
     user = {k: t for k, t in kwd.items() if k not in kept}
     passed = _arguments(builder, pos, user, variables) + [("kept", v) for _, v in kept.values()]

@@ -1,7 +1,7 @@
 """An entry point a kernel calls, as data: one class's overloads (optionally several methods
 picked by a ``select`` keyword), its call shape and what a two-phase constructor fixed. The
 user-facing object (coopgen.api.primitives.Primitive) is one of these with host behaviour."""
-from dataclasses import KW_ONLY, dataclass
+from dataclasses import KW_ONLY, dataclass, field
 
 from ..model.errors import CoopgenError
 from ..model.spec import ClassSpec, MSpec
@@ -67,7 +67,8 @@ class ObjectKind:
     block_dims: tuple | None
     template_kws: tuple
     aliases: tuple | None  # (snake_case, CUB method) pairs
-    shapes: tuple  # (CUB method, CallShape) pairs
+    shape_slots: tuple  # (CUB method, its call shape's slots): what tells two shapes apart
+    shapes: tuple = field(compare=False)  # (CUB method, CallShape) pairs
 
     @classmethod
     def of(cls, ctor: Entry, resolved, template_kws: tuple) -> "ObjectKind":
@@ -76,7 +77,8 @@ class ObjectKind:
                        for a, m in (aliases or {}).items()
                        if ctor.shape is not None and a in ctor.method_args)
         return cls(resolved.cls, resolved.template_args, resolved.block_dims, template_kws,
-                   tuple(sorted(aliases.items())) if aliases else None, shapes)
+                   tuple(sorted(aliases.items())) if aliases else None,
+                   tuple(sorted((m, s.slots) for m, s in shapes)), shapes)
 
     def method_names(self) -> dict:
         """The names kernels call -> the CUB methods."""

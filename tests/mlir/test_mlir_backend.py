@@ -127,3 +127,26 @@ def test_mamba_selective_scan_example_links():
     with linkcheck.launch_config_on_cpu(kernel, msc.THREADS):
         r = linkcheck.link_cubin(kernel, sig)
     assert r.local_bytes == 0 and r.smem <= 8976
+
+
+def test_a_device_function_not_inlined_needs_threads_per_block():
+    from numba_cuda_mlir import cuda
+
+    from numba_cuda_mlir.numba_cuda.core.errors import TypingError
+
+    from coopgen import block, local
+
+    @cuda.jit(device=True, inline="never")
+    def tile_sum(d_in, d_out):
+        items = local.array(4, d_in.dtype)
+        block.load(d_in, items)
+        d_out[0] = block.sum(items)
+
+    @cuda.jit
+    def k(d_in, d_out):
+        tile_sum(d_in, d_out)
+
+    x = np.zeros(512, np.int32)
+    with pytest.raises(TypingError, match="block.load: called in the device function .*"
+                                          "without threads_per_block="):
+        linkcheck.link_as_launched(k, 128, x, x, arch=(9, 0))
