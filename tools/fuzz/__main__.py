@@ -49,7 +49,7 @@ def main(argv=None) -> int:
     ap.add_argument("--backend", choices=("numba-cuda", "mlir"), default="numba-cuda",
                     help="the compiler the kernels are written for (numba-cuda-mlir: mlir)")
     a = ap.parse_args(argv)
-    os.environ["COOPGEN_FUZZ_COMPILER"] = "numba_cuda_mlir" if a.backend == "mlir" else "numba"
+    os.environ["COOPGEN_COMPILER"] = "numba_cuda_mlir" if a.backend == "mlir" else "numba"
     if a.list:
         return _list_overloads()
     if a.repro or a.repro_file:

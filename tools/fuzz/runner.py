@@ -43,7 +43,7 @@ class Result:
 def compiler():
     """The package whose ``cuda`` the kernels are written with (``--backend``; workers inherit
     it from the environment): numba (numba-cuda) or numba_cuda_mlir."""
-    return os.environ.get("COOPGEN_FUZZ_COMPILER", "numba")
+    return os.environ.get("COOPGEN_COMPILER", "numba")
 
 
 def _cuda():
