@@ -109,8 +109,13 @@ def array_type(space: str, args, kws) -> SizedArray:
     return SizedArray(dtype, dims, space, align)
 
 
+#: space -> coopgen.local.array / coopgen.shared.array (the rewrite's replacements)
+ARRAYS: dict = {}
+
+
 def register_array(array, space: str) -> None:
     """Typing and lowering of ``array`` (coopgen.local.array or coopgen.shared.array)."""
+    ARRAYS[space] = array
     class Template(AbstractTemplate):
         key = array
         prefer_literal = True

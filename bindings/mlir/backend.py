@@ -5,7 +5,7 @@ from numba_cuda_mlir import extending as ext
 
 from ..model import backends
 from ..types import desc
-from . import arrays, bundle, objects, typing  # noqa: F401
+from . import arrays, bundle, objects, rewrite, typing  # noqa: F401
 from .describe import host_dtype
 from .operators import device_function
 

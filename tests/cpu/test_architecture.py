@@ -18,7 +18,7 @@ MAX_MODULE_LINES, MAX_FUNCTION_LINES = 500, 80
 #: the numba-cuda-mlir backend's own budget beside it (6210: two backends side by side added
 #: their registry, per-backend hooks and linkcheck's dispatch).
 MAX_RUNTIME_LINES = 6210
-MAX_MLIR_LINES = 920
+MAX_MLIR_LINES = 970
 
 
 def modules() -> dict[str, Path]:

@@ -5,7 +5,7 @@ tests/mlir links them on a CPU and runs them on a GPU."""
 import numpy as np
 from numba_cuda_mlir import cuda
 
-from coopgen import TempStorage, block, local, shared, warp
+from coopgen import TempStorage, block, coop, local, shared, warp
 
 GRID = 3
 
@@ -132,6 +132,18 @@ def _blocked_scan(x, threads):
                            for t in x.reshape(GRID, -1)])
 
 
+@cuda.jit
+def coop_style_kernel(d_in, d_out):
+    """cuda.coop's style: numba-cuda-mlir's own arrays (sized by coopgen from their constant
+    shape) and coopgen.coop's namespace."""
+    items = cuda.local.array(4, np.int32)
+    scanned = cuda.local.array(shape=4, dtype=np.int32)
+    base = cuda.blockIdx.x * cuda.blockDim.x * 4
+    coop.block.load(d_in[base:], items)
+    coop.block.inclusive_sum(items, scanned)
+    coop.block.store(d_out[base:], scanned)
+
+
 #: name -> (kernel, threads, dtypes, outputs(x) -> list of arrays, numpy's answers)
 CASES = {
     "sum": (_reduce_kernel(0), 128, (np.int32, np.float64, np.uint64),
@@ -161,6 +173,9 @@ CASES = {
         lambda x, n: [np.zeros_like(x), np.zeros(GRID, x.dtype)],
         lambda x, n: [np.cumsum(x.reshape(GRID, -1), axis=1).ravel(),
                       x.reshape(GRID, -1).sum(axis=1)]),
+    "coop_style": (coop_style_kernel, 128, (np.int32,), lambda x, n: [np.zeros_like(x)],
+                   lambda x, n: [np.cumsum(x.reshape(GRID, -1), axis=1).ravel()
+                                 .astype(x.dtype)]),
     "warp_sum": (warp_sum_kernel, 64, (np.int32, np.float32),
                  lambda x, n: [np.zeros(x.size // 32, x.dtype)],
                  lambda x, n: [x.reshape(-1, 32).sum(axis=1, dtype=x.dtype)]),
