@@ -77,7 +77,7 @@ class ObjectKind:
                        for a, m in (aliases or {}).items()
                        if ctor.shape is not None and a in ctor.method_args)
         return cls(resolved.cls, resolved.template_args, resolved.block_dims, template_kws,
-                   tuple(sorted(aliases.items())) if aliases else None,
+                   tuple(aliases.items()) if aliases else None,
                    tuple(sorted((m, s.slots) for m, s in shapes)), shapes)
 
     def method_names(self) -> dict:
