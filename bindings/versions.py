@@ -7,7 +7,10 @@ from .codegen.cache import own_version
 
 #: Packages whose internals coopgen depends on; the CUDA compiler libraries, which may come from
 #: a toolkit rather than wheels, are ``coopgen doctor``'s.
-CHECKED = ("numba-cuda", "numba", "numpy")
+CHECKED = ("numba-cuda", "numba", "numpy", "numba-cuda-mlir")
+#: backend package (coopgen.<package>) -> the compiler's distributions it needs; a backend is
+#: used when its compiler is installed, and at least one must be.
+BACKENDS = {"lower": ("numba-cuda", "numba"), "mlir": ("numba-cuda-mlir",)}
 #: ``coopgen.__version__``, ``coopgen --version``, part of every shim cache key.
 VERSION = own_version()
 
@@ -34,9 +37,30 @@ def unsupported(declared: list[str] | None = None, installed=importlib.metadata.
             found = installed(req.name)
         except importlib.metadata.PackageNotFoundError:
             found = None
+        if found is None and req.name in _optional(installed):
+            continue  # another backend's compiler is installed
         if found is None or not req.specifier.contains(found, prereleases=True):
             problems.append((f"{req.name}{req.specifier}", found))
     return problems
+
+
+def _present(dist: str, installed) -> bool:
+    try:
+        return installed(dist) is not None
+    except importlib.metadata.PackageNotFoundError:
+        return False
+
+
+def installed_backends(installed=importlib.metadata.version) -> list[str]:
+    """The backend packages whose compilers are installed (numba-cuda's first)."""
+    return [pkg for pkg, dists in BACKENDS.items()
+            if all(_present(d, installed) for d in dists)]
+
+
+def _optional(installed) -> set[str]:
+    """Compilers' distributions that may be missing: all but one backend's, if one is there."""
+    present = installed_backends(installed)
+    return {d for pkg, dists in BACKENDS.items() for d in dists} if present else set()
 
 
 def check() -> None:

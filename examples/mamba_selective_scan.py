@@ -25,8 +25,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import cuda
-from numba.cuda import libdevice
+from _compiler import cuda  # numba-cuda's, or numba-cuda-mlir's (COOPGEN_COMPILER)
+from _compiler import libdevice
 
 from coopgen import block, local, shared
 

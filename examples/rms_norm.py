@@ -34,7 +34,7 @@ import functools
 import math
 
 import numpy as np
-from numba import cuda
+from _compiler import cuda  # numba-cuda's, or numba-cuda-mlir's (COOPGEN_COMPILER)
 
 from coopgen import block, local
 

@@ -27,8 +27,8 @@ launches, and each launch clears the half the next launch will use.
 from __future__ import annotations
 
 import numpy as np
-from numba import cuda
-from numba.cuda import libdevice
+from _compiler import cuda  # numba-cuda's, or numba-cuda-mlir's (COOPGEN_COMPILER)
+from _compiler import libdevice
 
 from coopgen import block, local
 

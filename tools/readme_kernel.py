@@ -2,6 +2,7 @@
 
     python tools/readme_kernel.py --arch 80 --arch 90    # LTO-link for each arch, no GPU needed
     python tools/readme_kernel.py --run                  # launch on the GPU, check against numpy
+    python tools/readme_kernel.py --backend mlir ...     # the kernel written for numba-cuda-mlir
 
 Prints the toolchain (NVRTC, nvJitLink, NVVM), each cubin's registers and local memory, and with
 ``--run`` how many configurations (dtype, block size, tiles) gave numpy's answer; the exit status
@@ -14,16 +15,11 @@ import sys
 import time
 
 import numpy as np
-from numba import cuda
-
-import coopgen
-from coopgen import block, linkcheck, local
-from coopgen.codegen import toolchain
 
 ITEMS = 16
+cuda = None  # the backend's ``cuda`` module (main() imports it)
 
 
-@cuda.jit
 def sort_tiles(d_in, d_out, d_sums):
     items = local.array(16, d_in.dtype)
     base = cuda.blockIdx.x * cuda.blockDim.x * 16
@@ -38,6 +34,17 @@ def sort_tiles(d_in, d_out, d_sums):
 def _inputs(dtype, threads, tiles, rng):
     x = rng.integers(-1000, 1000, tiles * threads * ITEMS).astype(dtype)
     return x, np.zeros_like(x), np.zeros(tiles, dtype)
+
+
+def _compiler(backend: str):
+    """``from numba import cuda`` or ``from numba_cuda_mlir import cuda``: the README's kernel
+    is the same code under either compiler."""
+    global cuda, sort_tiles
+    if backend == "mlir":
+        from numba_cuda_mlir import cuda
+    else:
+        from numba import cuda
+    sort_tiles = cuda.jit(sort_tiles)
 
 
 def link(archs) -> None:
@@ -69,13 +76,21 @@ def run() -> int:
     return 0 if good == total else 1
 
 
+import coopgen  # noqa: E402
+from coopgen import block, linkcheck, local  # noqa: E402
+from coopgen.codegen import toolchain  # noqa: E402
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--arch", type=int, action="append", default=[],
                    help="link for sm_ARCH without a GPU (repeatable), e.g. 90")
     p.add_argument("--run", action="store_true", help="launch on the GPU and check against numpy")
+    p.add_argument("--backend", choices=("numba-cuda", "mlir"), default="numba-cuda",
+                   help="the compiler the kernel is written for")
     args = p.parse_args(argv)
-    print(f"coopgen {coopgen.__version__}, Python {sys.version.split()[0]}; "
+    _compiler(args.backend)
+    print(f"coopgen {coopgen.__version__} ({args.backend}), Python {sys.version.split()[0]}; "
           + ", ".join(str(part) for part in toolchain.parts()))
     link(args.arch)
     return run() if args.run else 0

@@ -2,7 +2,7 @@
 
 ``coop.block``/``coop.warp`` are coopgen's namespaces (which follow cuda.coop's names, argument
 order and keywords) plus cuda.coop's ``make_*`` factories; containers and helpers are coopgen's
-in cuda.coop's spelling. Only argument order is decided here (lower.rewrite does the rest).
+in cuda.coop's spelling. Only argument order is decided here (the backends' rewrites do the rest).
 """
 import dataclasses as _dataclasses
 import sys as _sys
@@ -12,8 +12,7 @@ from . import block as _block
 from . import local, shared  # noqa: F401
 from . import warp as _warp
 from ..codegen.storage import TempStorage as _TempStorage
-from ..lower.host_objects import gpu_dataclass  # noqa: F401
-from ..lower.operators import StatefulFunction  # noqa: F401
+from ..model import backends as _backends
 from ..types.enums import ALGORITHMS as _ALGORITHMS
 
 #: Positional order of cuda.coop's ``make_*`` factories, per scope: by function name, by name
@@ -125,6 +124,8 @@ for _sub in (block, warp, _types):
 # cuda.coop's algorithm enums (coop.BlockLoadAlgorithm, ...); the *Type enums of the selectors
 # are in the namespaces (coop.block.BlockExchangeType).
 globals().update(_ALGORITHMS)
+gpu_dataclass = _backends.provided("gpu_dataclass")
+StatefulFunction = _backends.provided("StatefulFunction")
 
 
 def TempStorage(size_in_bytes=None, alignment=None, auto_sync=None, sharing="shared"):

@@ -1,4 +1,5 @@
 """Per-thread arrays whose shape coopgen primitives can read: `local.array(16, d_in.dtype)`."""
-from ..lower.arrays import local_array as array
+from .namespaces import array_function
 
+array = array_function("local")
 __all__ = ["array"]

@@ -1,5 +1,5 @@
 """Build the ``block`` and ``warp`` namespaces from the generated specs and naming table."""
-from ..model import registry
+from ..model import backends, registry
 from ..resolve.shape import CallShape
 from ..types import enums
 from .primitives import Primitive, PrimitiveClass
@@ -35,3 +35,15 @@ def build(scope: str) -> dict:
             out[row.name] = Primitive(name, cls, methods, select=row.select, shape=shape,
                                       host=row.host, instance=row.instance)
     return out
+
+
+def array_function(space: str):
+    """``coopgen.local.array``/``coopgen.shared.array``: every backend types its calls."""
+    def array(shape, dtype, alignment=None):
+        """Allocate a per-thread (local) or per-block (shared) array inside a kernel."""
+        raise NotImplementedError(f"coopgen.{space}.array can only be called inside a kernel")
+
+    array.__qualname__ = f"{space}.array"
+    array.__module__ = f"coopgen.{space}"
+    backends.register("array", array, space=space)
+    return array

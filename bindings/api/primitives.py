@@ -1,18 +1,14 @@
 """The entry points users call: ``block.exclusive_sum``, ``block.BlockScan.ExclusiveSum``,
-``block.BlockRadixSort``. In kernels their calls are typed and lowered by coopgen.lower; on the
+``block.BlockRadixSort``. In kernels their calls are typed and lowered by each installed backend; on the
 host, called with a dtype and template arguments, they return two-phase objects with those
 fixed, which kernels call in turn."""
 import dataclasses
 import functools
 import inspect
 
-from numba.cuda.extending import typeof_impl
-
 from ..codegen.layout import temp_storage_layout
 from ..codegen.storage import SHARING
-from ..lower import host_objects, typing
-from ..lower.typing import PrimitiveClassType
-from ..model import registry
+from ..model import backends, registry
 from ..model.spec import ClassSpec, MSpec
 from ..resolve.entry import Entry
 from ..resolve.templates import check_host_keywords
@@ -42,7 +38,7 @@ class Primitive(_TempStorageLayout, Entry):
         super().__init__(name, cls, methods, **kws)
         self.__doc__ = registry.docstrings().get(name)  # help(): the reference's section
         self.__signature__ = _signature(self)  # inspect.signature, help(), IPython
-        typing.register(self)
+        backends.register("entry", self)
 
     def __call__(self, *args, **kws):
         """Two-phase use on the host: fix the dtype, template arguments and operators now,
@@ -132,12 +128,8 @@ class PrimitiveClass(_TempStorageLayout):
         return temp_storage_layout(self._cls, self._fixed)
 
 
-# numba's type of an entry point: its own (a callee), or a HostObject as a kernel argument
-for _entry_class, _own_type in ((Primitive, lambda val: val._nbtype),
-                                (PrimitiveClass, PrimitiveClassType)):
-    typeof_impl.register(_entry_class)(
-        lambda val, c, own=_own_type: host_objects.as_argument(val, c) or own(val))
-host_objects.ENTRY_CLASSES += (Primitive, PrimitiveClass)
+# callees in kernels, or kernel arguments (two-phase objects)
+backends.register("entry_classes", (Primitive, PrimitiveClass))
 
 
 def kernel_temp_storage(*objects, sharing: str = "shared") -> tuple[int, int]:

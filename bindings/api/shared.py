@@ -1,4 +1,5 @@
 """Per-block shared arrays whose shape coopgen primitives read: `shared.array(256, np.int32)`."""
-from ..lower.arrays import shared_array as array
+from .namespaces import array_function
 
+array = array_function("shared")
 __all__ = ["array"]

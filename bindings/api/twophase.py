@@ -5,8 +5,7 @@ object's fixed keywords, method arguments are passed by every call. Bad values r
 import re
 import types as pytypes
 
-from ..lower.operators import StatefulFunction, device_function
-from ..model import registry
+from ..model import backends, registry
 from ..model.errors import CoopgenError
 from ..resolve.shape import CallShape, is_int_constant, pick
 from ..resolve.templates import check_host_keywords
@@ -14,6 +13,11 @@ from ..types import cpp
 
 #: Positional order of a function without a ``host`` row: cuda.coop's two leading arguments.
 DEFAULT_HOST = {"block": ("dtype", "threads_per_block"), "warp": ("dtype", "threads_in_warp")}
+
+
+def _stateful(value) -> bool:
+    cls = backends.provided("StatefulFunction")
+    return isinstance(cls, type) and isinstance(value, cls)
 
 
 def host_arguments(p, args: tuple, kws: dict) -> tuple[dict, dict]:
@@ -44,9 +48,9 @@ def host_arguments(p, args: tuple, kws: dict) -> tuple[dict, dict]:
                                     f"template keywords are {', '.join(sorted(template_names))}")
         # A StatefulFunction declares the prefix callback, whose state each call passes; a
         # Python function is compiled as a device function, as when a kernel passes one.
-        if not isinstance(value, StatefulFunction):
-            call[name] = device_function(value) if isinstance(value, pytypes.FunctionType) \
-                else value
+        if not _stateful(value):
+            call[name] = backends.provided("device_function")(value) \
+                if isinstance(value, pytypes.FunctionType) else value
         if name not in shape.bit_range_names() and name not in shape.only:
             given.append(spellings)
     for k, v in shape.defaults_for(set(fixed) | set(call)).items():
@@ -132,8 +136,8 @@ def object_shape(p, fixed: dict, call_fixed: dict, args: tuple, kws: dict):
     # An argument the host call declared rather than gave (a StatefulFunction: each call passes
     # its state) comes right after the leading two arrays in the object's calls, as in
     # cuda.coop's scan objects: ``scan(ts, items, out, state)``, ``scan(ts, item, state)``.
-    declared = {k for k, v in kws.items() if isinstance(v, StatefulFunction)}
-    declared |= {slot for slot, v in zip(p.host or (), args) if isinstance(v, StatefulFunction)}
+    declared = {k for k, v in kws.items() if _stateful(v)}
+    declared |= {slot for slot, v in zip(p.host or (), args) if _stateful(v)}
     rest = [n for n in instance if n not in declared]
     instance = tuple(rest[:2] + [n for n in instance if n in declared] + rest[2:])
     return p.shape.for_objects(instance, fixed, call_fixed)

@@ -116,8 +116,12 @@ def cccl_include_dir() -> str:
 @functools.cache
 def half_include_dir() -> str:
     """cuda_fp16.h / cuda_bf16.h (NVRTC has none built in): numba-cuda's copies for this NVRTC
-    major, found without importing numba-cuda (codegen serves any backend)."""
+    major, found without importing numba-cuda (codegen serves any backend); without
+    numba-cuda (numba-cuda-mlir has no copies), the CUDA runtime's headers."""
     spec = importlib.util.find_spec("numba_cuda")
+    if spec is None:
+        from cuda.pathfinder import find_nvidia_header_directory
+        return find_nvidia_header_directory("cudart")
     base = Path(spec.submodule_search_locations[0]) / "numba" / "cuda" / "include"
     major = str(nvrtc_version()[0])
     return str(base / major if (base / major).is_dir() else max(base.iterdir()))
@@ -144,7 +148,7 @@ def _dir_identity(d: str) -> str:
     p = os.path.realpath(d)
     if p == cccl_include_dir():  # the locked headers: their digest says it all
         return registry.package().HEADERS_DIGEST
-    if p == os.path.realpath(half_include_dir()):  # pinned with numba-cuda
+    if p == os.path.realpath(half_include_dir()) and importlib.util.find_spec("numba_cuda"):
         return f"numba-cuda-{importlib.metadata.version('numba-cuda')}-half-headers"
     try:  # another folder (none in coopgen): a reinstall changes its mtime
         return f"{p}:{os.stat(p).st_mtime_ns}"

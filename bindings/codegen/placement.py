@@ -84,6 +84,13 @@ def launch_bytes(user_bytes: int, need: tuple[int, int, bool]) -> int:
 _NEED = re.compile(rb"_Z\d+" + NEED_SYMBOL.encode() + rb"ILy(\d+)ELy(\d+)ELy(\d+)EE")
 
 
+def compiled_requirement(code: bytes) -> tuple[int, int, bool] | None:
+    """The same, read from the translation unit's LTO-IR (which names the need symbol only when
+    the storage is dynamic): for a backend that must report it before linking."""
+    found = _NEED.search(bytes(code))
+    return None if found is None else (int(found[1]), int(found[2]), bool(int(found[3])))
+
+
 def dynamic_requirement(cubin: bytes) -> tuple[int, int, bool] | None:
     """(bytes, alignment, after the user's bytes) of a linked kernel's storage in dynamic shared
     memory, or None when it is static. ``cubin``: bytes or a cuda.core ObjectCode. The values

@@ -23,6 +23,10 @@ STORAGE = "coopgen_storage()"
 BLOCK_MEMBER, WARP_MEMBER = "coopgen_block_storage", "coopgen_warp_storage"
 LINEAR_TID = "(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z))"
 
+#: Bytes reserved for a parent object (a CUB object constructed in a kernel) in the constructing
+#: thread's frame, the data pointers of the arrays it keeps at its tail; the constructor shim
+#: static_asserts that the CUB class fits.
+PARENT_BYTES, PARENT_ALIGN = 256, 16
 
 @dataclass(frozen=True)
 class Shim:

@@ -135,12 +135,12 @@ def vector_type(value):
     return vector if vector is not None and vector.user_facing_object is value else None
 
 
-def _make_array_function(space: str, array_type=SizedArray):
-    def array(shape, dtype, alignment=None):
-        """Allocate a per-thread (local) or per-block (shared) array inside a kernel."""
-        raise NotImplementedError(f"coopgen.{space}.array can only be called inside a kernel")
-
-    array.__qualname__ = f"{space}.array"
+def _make_array_function(space: str, array_type=SizedArray, array=None):
+    """Give ``array`` (made here when None: the rewrite's own) numba typing and lowering."""
+    if array is None:
+        def array(shape, dtype, alignment=None):
+            raise NotImplementedError(f"coopgen.{space}.array can only be called in a kernel")
+        array.__qualname__ = f"{space}.array"
 
     class Template(AbstractTemplate):
         key = array
@@ -207,6 +207,11 @@ local_array = _make_array_function("local")
 shared_array = _make_array_function("shared")
 thread_data_array = _make_array_function("local", ThreadDataArray)
 thread_data_array.__qualname__ = "local.thread_data"
+
+
+def register_array(array, space: str) -> None:
+    """coopgen.local.array / coopgen.shared.array, as users call them."""
+    _make_array_function(space, array=array)
 
 
 class EnumMemberLiteral(types.IntegerLiteral):

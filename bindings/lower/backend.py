@@ -1,9 +1,18 @@
 """The numba-cuda backend, wired up: importing it registers coopgen's types, typing and lowering
-with numba-cuda and answers what the numba-free stages ask of a backend."""
+with numba-cuda, answers what the numba-free stages ask of a backend, and adds it to the
+installed backends (coopgen.model.backends)."""
+from numba.cuda.extending import typeof_impl
+
 from ..codegen import nvrtc, toolchain
+from ..model import backends
 from ..types import desc
-from . import launch_hook, numba_internals, rewrite, typing  # noqa: F401
+from . import arrays, host_objects, launch_hook, numba_internals, rewrite, typing  # noqa: F401
 from .describe import host_dtype
+from .operators import StatefulFunction, device_function
+
+NAME = "numba-cuda"
+PROVIDES = {"StatefulFunction": StatefulFunction, "gpu_dataclass": host_objects.gpu_dataclass,
+            "device_function": device_function}
 
 
 def _current_device_cc():
@@ -16,9 +25,25 @@ def _numba_nvvm_path():
     return get_cuda_paths()["nvvm"].info
 
 
+def register(kind: str, obj, **info) -> None:
+    """An object users call, given numba-cuda typing and lowering (model.backends.register)."""
+    if kind == "entry":
+        typing.register(obj)
+    elif kind == "array":
+        arrays.register_array(obj, info["space"])
+    elif kind == "entry_classes":  # as callees, or as kernel arguments (two-phase objects)
+        primitive, primitive_class = obj
+        for cls, own in ((primitive, lambda val: val._nbtype),
+                         (primitive_class, typing.PrimitiveClassType)):
+            typeof_impl.register(cls)(
+                lambda val, c, own=own: host_objects.as_argument(val, c) or own(val))
+        host_objects.ENTRY_CLASSES += obj
+
+
 desc.HOST_DTYPES.append(host_dtype)
-nvrtc.current_device_cc = _current_device_cc
-toolchain.backend_nvvm_path = _numba_nvvm_path
+nvrtc.current_device_cc = nvrtc.current_device_cc or _current_device_cc
+toolchain.backend_nvvm_path = toolchain.backend_nvvm_path or _numba_nvvm_path
+backends.installed.append(__import__(__name__, fromlist=["register"]))
 
 
 def install() -> None:

@@ -4,8 +4,6 @@ template class types every entry point, one lowering function emits every call. 
 CUB object (``block.BlockHistogram(...)``) lives in the constructing thread's frame and its value
 is a pointer to it; the class in a kernel is a value whose attributes are its methods."""
 import collections
-import contextlib
-import contextvars
 import functools
 
 import numpy as np
@@ -18,11 +16,12 @@ from numba.cuda.typing.templates import (AbstractTemplate, AttributeTemplate, in
                                          signature)
 
 from ..codegen import shims
+from ..codegen.shims import PARENT_ALIGN, PARENT_BYTES
 from ..codegen.layout import check_storage_fits
 from ..model.spec import ClassSpec
 from ..resolve import call as calls
 from ..resolve import hooks
-from ..resolve.entry import Entry
+from ..resolve.entry import ObjectKind
 from ..resolve.operators import operator_signatures
 from ..types import desc
 from ..types.cpp import by_pointer
@@ -38,36 +37,22 @@ from .shared_memory import align_numba_shared_bytes
 _I8P = ir.IntType(8).as_pointer()
 #: "Class::Signature" of recent resolutions, so tests can see which overload a call chose.
 RESOLVED = collections.deque(maxlen=10000)
-_assumed_block = contextvars.ContextVar("coopgen_assumed_block", default=None)
-#: Bytes reserved for a parent object in the constructing thread's frame; the constructor
-#: shim static_asserts that the CUB class fits.
-PARENT_BYTES, PARENT_ALIGN = 256, 16
 
 
 class ParentType(types.Type):
     """A constructed CUB object's numba type; the value is a pointer to it."""
 
     def __init__(self, ctor, resolved, template_kws: tuple, bound: tuple):
-        self.cls = resolved.cls
-        self.template_args = resolved.template_args
-        self.block_dims = resolved.block_dims
-        self.template_kws = template_kws
+        self.kind = ObjectKind.of(ctor, resolved, template_kws)
+        self.cls, self.template_kws = resolved.cls, template_kws
         self.bound = bound  # (name, type) of arguments the object keeps (object factories)
-        self.aliases = dict(ctor.aliases) if ctor.aliases else None  # snake_case -> CUB method
-        # CUB method -> its call shape (cuda.coop's names and order, pythonic.toml's
-        # method_args), for objects of the Pythonic surface
-        self.shapes = {m: ctor.shape.with_slots(ctor.method_args[a])
-                       for a, m in (self.aliases or {}).items()
-                       if ctor.shape is not None and a in ctor.method_args}
         args = ", ".join(v for _, v in resolved.template_args)
         super().__init__(f"coopgen.{self.cls.name}<{args}>"
                          + (f"[{', '.join(n for n, _ in bound)}]" if bound else ""))
 
     @property
     def key(self):
-        return (self.cls.name, self.template_args, self.block_dims, self.bound,
-                tuple(sorted(self.aliases.items())) if self.aliases else None,
-                tuple(sorted((m, s.slots) for m, s in self.shapes.items())))
+        return self.kind, self.bound
 
 
 def bound_slot(builder, self_ptr, k: int):
@@ -83,22 +68,10 @@ register_model(ParentType)(OpaqueModel)
 lower_cast(ParentType, ParentType)(lambda context, builder, fromty, toty, val: val)
 
 
-@contextlib.contextmanager
-def block_shape(threads_per_block):
-    """Compile ahead of time (``cuda.compile_all``, ``cuda.jit(sig)``) as if launched with
-    ``threads_per_block`` threads: there is no launch to infer the block shape from."""
-    dims = (threads_per_block,) if isinstance(threads_per_block, int) else tuple(threads_per_block)
-    token = _assumed_block.set(tuple(dims) + (1,) * (3 - len(dims)))
-    try:
-        yield
-    finally:
-        _assumed_block.reset(token)
-
-
 def _launch_dims(needed: bool):
     """The launching block shape (and mark the kernel as specialised on it)."""
     if (cfg := launch_config()) is None:
-        return _assumed_block.get()
+        return hooks.assumed_block.get()
     if needed:
         cfg.dispatcher.mark_launch_config_sensitive()
     return tuple(cfg.blockdim)
@@ -110,7 +83,7 @@ def _described(args, kws):
 
 def _resolve(p, args: tuple, kws: dict, block_dims=None, infer: bool = True):
     """(plan, the arguments an object factory keeps) of a call of ``p``."""
-    with as_typing_errors():
+    with as_typing_errors(), hooks.serving(HOOKS):
         described = _described(args, kws)
         if infer and p.infer:
             r, bound = calls.resolve_object(p, *described)
@@ -126,7 +99,7 @@ def resolve_call(p, args: tuple, kws: dict, block_dims=None):
 
 
 def split_call(p, args: tuple, kws: dict):
-    with as_typing_errors():
+    with as_typing_errors(), hooks.serving(HOOKS):
         return calls.split_call(p, *_described(args, kws))
 
 
@@ -298,11 +271,6 @@ def _constant(context, value):
     return ty, context.get_dummy_value()
 
 
-def _method_entry(cls: ClassSpec, attr: str, parent) -> Entry:
-    return Entry(f"{cls.scope}.{cls.name}.{attr}", cls, {"": cls.overloads(attr)},
-                 fixed=dict(parent.template_kws), parent=parent, shape=parent.shapes.get(attr))
-
-
 class PrimitiveClassType(CallableObject):
     """``block.BlockHistogram`` inside a kernel: its attributes are the methods (one-shot
     calls); calling it constructs a parent object (``h = block.BlockHistogram(...)``)."""
@@ -325,7 +293,7 @@ class _ParentAttrs(AttributeTemplate):
     key = ParentType
 
     def generic_resolve(self, typ, attr):
-        names = typ.aliases or {m: m for m in typ.cls.method_names}
+        names = typ.kind.method_names()
         if attr not in names:
             raise CoopgenTypeError(f"{typ.cls.name} object has no method {attr!r}; methods: "
                                    f"{', '.join(names)}")
@@ -340,8 +308,8 @@ def _parent_method_template(cls: ClassSpec, attr: str):
         prefer_literal = True
 
         def generic(self, args, kws):
-            ret = call_type(_method_entry(cls, attr, self.this), args,
-                            dict(kws, **_bound_kws(self.this, attr)))
+            ret = call_type(self.this.kind.method_entry(attr), args,
+                            dict(kws, **self.this.kind.kept_keywords(self.this.bound, attr)))
             return positional_signature(ret, args, kws, recvr=self.this)
 
     ParentMethod.key = key
@@ -352,19 +320,14 @@ def _parent_method_template(cls: ClassSpec, attr: str):
         # numba passes the object first in ``args``; ``sig.args`` may or may not include it
         margs = sig.args[1:] if len(sig.args) == len(args) else sig.args
         parent = sig.recvr if sig.recvr is not None else sig.args[0]
-        p = _method_entry(cls, attr, parent)
+        p = parent.kind.method_entry(attr)
         msig = signature(sig.return_type, *margs).replace(pysig=sig.pysig)
+        taken = parent.kind.kept_keywords(parent.bound, attr)
         kept = {name: (ty, builder.load(bound_slot(builder, args[0], k)))
-                for k, (name, ty) in enumerate(parent.bound) if name in _bound_kws(parent, attr)}
+                for k, (name, ty) in enumerate(parent.bound) if name in taken}
         return lower_call(p, context, builder, msig, args[1:], self_ptr=args[0], kept=kept)
 
     return ParentMethod
-
-
-def _bound_kws(parent: ParentType, method: str) -> dict:
-    """Kept arguments of an object the method takes, as keyword argument types."""
-    names = {x.name for m in parent.cls.overloads(method) for x in m.params}
-    return {n: t for n, t in parent.bound if n in names}
 
 
 @infer_getattr
@@ -379,6 +342,5 @@ lower_getattr_generic(PrimitiveClassType)(
     lambda context, builder, typ, value, attr: context.get_dummy_value())
 
 
-hooks.describe_constant = lambda value: describe(constant_type(value))
-hooks.launch_dims = _launch_dims
-hooks.bit_field_digits = bit_field_digits
+HOOKS = hooks.Hooks(lambda value: describe(constant_type(value)), bit_field_digits, _launch_dims)
+hooks.installed.append(HOOKS)

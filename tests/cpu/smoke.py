@@ -171,12 +171,14 @@ def kernel_source(cls, scope: str) -> tuple[str, list[str]]:
     return "\n".join(lines) + "\n", covered
 
 
-def build_kernel(cls, scope: str, tmp_path):
-    """Write the kernel module to ``tmp_path`` (numba needs source on disk) and import it."""
+def build_kernel(cls, scope: str, tmp_path, compiler: str = "numba"):
+    """Write the kernel module to ``tmp_path`` (numba needs source on disk) and import it;
+    ``compiler``: the package whose ``cuda`` it is written with (numba, numba_cuda_mlir)."""
     import importlib.util
 
     src, covered = kernel_source(cls, scope)
-    path = tmp_path / f"smoke_{cls.name}.py"
+    src = src.replace("from numba import cuda", f"from {compiler} import cuda", 1)
+    path = tmp_path / f"smoke_{cls.name}_{compiler}.py"
     path.write_text(src)
     spec = importlib.util.spec_from_file_location(f"smoke_{cls.name}", path)
     mod = importlib.util.module_from_spec(spec)

@@ -18,8 +18,22 @@ NATIVE_SMEM = {"sum": 44, "scan": 16912, "sort": 16912, "merge_sort": 16912, "hi
                "sort_i64_1024": 0, "coop_scan": 16912, "coop_sort": 16912}  # its storage is dynamic, in both builds
 
 
+#: What the numba-cuda-mlir backend does not do yet (docs/numba-cuda-mlir.md)
+MLIR_LIMITS = {
+    "sort_i64_1024": "its shims keep 64-bit shared-memory pointers: 1024 threads' 64 registers "
+                     "spill",
+    "coop_scan": "sizes from kernel arguments need the IR rewrite, which it has not",
+}
+
+
+@pytest.mark.parametrize("compiler", ("numba", "numba_cuda_mlir"))
 @pytest.mark.parametrize("name", list(cases.CASES))
-def test_bench_kernel_links(name):
+def test_bench_kernel_links(name, compiler, monkeypatch, request):
+    if compiler != "numba":
+        pytest.importorskip(compiler)
+    monkeypatch.setenv("COOPGEN_COMPILER", compiler)  # the compiler the kernels are made for
+    if compiler != "numba" and name in MLIR_LIMITS:  # runs, and must still fail
+        request.applymarker(pytest.mark.xfail(reason=MLIR_LIMITS[name], strict=True))
     case = cases.CASES[name]
     args = (np.empty(1, cases.INPUT_DTYPE.get(name, case.dtype)), np.empty(1, case.dtype),
             *case.extra_args)

@@ -1,6 +1,8 @@
 """Every overload the generated bindings claim compiles into a kernel and links to a cubin for
 each architecture CI checks, on the CPU (numba-cuda -> LTO-IR, NVRTC shims -> LTO-IR, nvJitLink
 -> cubin). CUB takes different code paths per architecture (__CUDA_ARCH__), so each is linked."""
+import importlib
+
 import pytest
 from numba.cuda import types
 
@@ -19,24 +21,41 @@ ARCHS = tuple((a // 10, a % 10) for a in (80, 90, 100, 120) if a in nvrtc.suppor
 ARCH_IDS = [f"sm_{a}{b}" for a, b in ARCHS]
 
 
-@pytest.mark.parametrize("arch", ARCHS, ids=ARCH_IDS)
+#: (compiler, arch): numba-cuda for every arch; numba-cuda-mlir (coopgen.mlir) for sm_90.
+TARGETS = [("numba", a) for a in ARCHS] + [("numba_cuda_mlir", (9, 0))]
+
+
+def _backend(compiler: str):
+    """(kernel signature, the backend's typing module, its linkcheck module) of a compiler."""
+    if compiler == "numba":
+        return SIG, calls, importlib.import_module("coopgen.lower.linkcheck")
+    pytest.importorskip("numba_cuda_mlir")
+    from numba_cuda_mlir.numba_cuda import types as mlir_types
+    sig = (mlir_types.int32[::1], mlir_types.int32[::1], mlir_types.int32)
+    return sig, importlib.import_module("coopgen.mlir.typing"), \
+        importlib.import_module("coopgen.mlir.linkcheck")
+
+
+@pytest.mark.parametrize("compiler,arch", TARGETS,
+                         ids=[f"{c.split('_')[-1]}-sm_{a}{b}" for c, (a, b) in TARGETS])
 @pytest.mark.parametrize("cls", CLASSES, ids=[c.name for c in CLASSES])
-def test_every_bound_overload_links(cls, arch, tmp_path):
+def test_every_bound_overload_links(cls, compiler, arch, tmp_path):
     if not cls.methods and not cls.constructors:
         pytest.skip(f"{cls.name} binds nothing yet")
-    kernel, covered, src = build_kernel(cls, cls.scope, tmp_path)
+    sig, typing, linkcheck = _backend(compiler)
+    kernel, covered, src = build_kernel(cls, cls.scope, tmp_path, compiler)
     before = nvrtc.compile_count() + nvrtc.cache_hit_count()
-    calls.RESOLVED.clear()
-    pieces = compile_kernel_pieces(kernel, SIG, arch=arch)
+    typing.RESOLVED.clear()
+    pieces = linkcheck.compile_kernel_pieces(kernel, sig, arch=arch)
     res = link_pieces(pieces, arch=arch)
     # Each call resolved to the overload it was written for.
-    assert set(calls.RESOLVED) == set(covered)
+    assert set(typing.RESOLVED) == set(covered)
     # One NVRTC translation unit for the whole kernel (compiled, or found in the cache).
     assert nvrtc.compile_count() + nvrtc.cache_hit_count() - before == 1
     assert res.local_bytes == 0 or cls.name in ("BlockMergeSort", "WarpMergeSort"), src
     assert res.spill_stores == 0 or cls.name in ("BlockMergeSort", "WarpMergeSort")
     # LTO found no undefined behaviour to fold into a trap (e.g. a call on a null object).
-    assert "trap;" not in link_ptx(kernel, SIG, arch=arch, pieces=pieces)
+    assert "trap;" not in linkcheck.link_ptx(kernel, sig, arch=arch, pieces=pieces)
 
 
 def test_shims_compile_for_the_kernels_architecture(tmp_path):

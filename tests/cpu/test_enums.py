@@ -10,7 +10,8 @@ from coopgen import block, enums, local, warp
 from coopgen.lower import typing as calls
 from coopgen.model import registry
 from coopgen.lower.arrays import SizedArray
-from coopgen.enums import BlockLoadAlgorithm, EnumMemberLiteral
+from coopgen.enums import BlockLoadAlgorithm
+from coopgen.lower.arrays import EnumMemberLiteral
 
 I32 = types.int32[::1]
 

@@ -24,6 +24,10 @@ in the cold process, a second apart: what further kernels cost.
 
 RMSNorm: rmsnorm.py says what it times and how.
 
+The kernels are written for numba-cuda; with COOPGEN_COMPILER=numba_cuda_mlir the same kernels
+are compiled by numba-cuda-mlir (coopgen's mlir backend), and the results are written as
+<what>-numba_cuda_mlir.
+
 Every run writes its raw numbers and its tables to <dir>/<what>.json and <dir>/<what>.md, and
 when matplotlib imports, draws its charts (draw.py) into <img>: <dir> is tools/bench/results and
 <img> is docs/img, or both are COOPGEN_BENCH_OUT=<dir> when it is set.
@@ -41,7 +45,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-from cases import CASES, COMPILE_CASES, INPUT_DTYPE, NATIVE_CU
+from cases import CASES, COMPILE_CASES, INPUT_DTYPE, NATIVE_CU, compiler
 
 BATCHES, PER_BATCH, WARMUP, ROUNDS = 25, 10, 3, 3
 COMPILE_REPEATS = 3
@@ -72,7 +76,7 @@ def build_native(kind: str = "cubin", arch: str = "sm_90") -> str:
 # --- run time -------------------------------------------------------------------------------
 
 def _time(launch) -> float:
-    from numba import cuda
+    cuda = compiler()
     for _ in range(WARMUP):
         launch()
     cuda.synchronize()
@@ -108,7 +112,7 @@ def _check(case, got, want, what):
 def runtime_rows(names) -> list[dict]:
     import cupy
     import numpy as np
-    from numba import cuda
+    cuda = compiler()
 
     module = cupy.RawModule(path=build_native())
     rows = []
@@ -175,7 +179,7 @@ def compile_one(name: str) -> dict:
     """First launch of one kernel in this fresh process."""
     import numpy as np
     from coopgen.codegen import nvrtc
-    from numba import cuda
+    cuda = compiler()
 
     case = COMPILE_CASES[name]
     kernel = case.make(cache=os.environ.get("COOPGEN_BENCH_KERNEL_CACHE") == "1")
@@ -312,6 +316,8 @@ def write_results(what: str, results: dict, md: list[str]) -> None:
     """<what>.json and <what>.md, then the charts when matplotlib imports."""
     results_dir, img_dir = output_dirs()
     os.makedirs(results_dir, exist_ok=True)
+    if os.environ.get("COOPGEN_COMPILER", "numba") != "numba":
+        what = f"{what}-{os.environ['COOPGEN_COMPILER']}"
     path = os.path.join(results_dir, f"{what}.json")
     with open(path, "w") as f:
         json.dump(results, f, indent=1, default=str)

@@ -9,10 +9,18 @@ dynamic shared memory, which coopgen's launch sets up by itself and the nvcc bui
 """
 from __future__ import annotations
 
+import importlib
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+
+
+def compiler():
+    """The ``cuda`` of the compiler the kernels are written for: numba-cuda's, or
+    numba-cuda-mlir's with COOPGEN_COMPILER=numba_cuda_mlir (as the examples read it)."""
+    return importlib.import_module(f"{os.environ.get('COOPGEN_COMPILER', 'numba')}.cuda")
 
 THREADS, ITEMS = 256, 16
 TILE = THREADS * ITEMS
@@ -47,7 +55,7 @@ class Case:
 
     def device_args(self, rng, tiles: int):
         """(input, output) device arrays for ``tiles`` tiles."""
-        from numba import cuda
+        cuda = compiler()
         n = tiles * self.tile
         host = self.make_input(rng, n)
         return cuda.to_device(host), cuda.device_array(self.out_len(n), self.dtype)
@@ -58,7 +66,7 @@ class Case:
 def _sum(dtype):
     def make(cache=False):
         from coopgen import block, local
-        from numba import cuda
+        cuda = compiler()
 
         @cuda.jit(cache=cache)
         def block_sum(d_in, d_out):
@@ -73,7 +81,7 @@ def _sum(dtype):
 
 def _scan(cache=False):
     from coopgen import block, local
-    from numba import cuda
+    cuda = compiler()
 
     @cuda.jit(cache=cache)
     def block_scan(d_in, d_out):
@@ -90,7 +98,7 @@ def _radix_sort(dtype, threads=THREADS):
 
     def make(cache=False):
         from coopgen import block, local
-        from numba import cuda
+        cuda = compiler()
 
         @cuda.jit(cache=cache)
         def block_radix_sort(d_in, d_out):
@@ -105,7 +113,7 @@ def _radix_sort(dtype, threads=THREADS):
 
 def _merge_sort(cache=False):
     from coopgen import block, local
-    from numba import cuda
+    cuda = compiler()
 
     @cuda.jit(device=True)
     def less(a, b):
@@ -123,7 +131,7 @@ def _merge_sort(cache=False):
 
 def _histogram(cache=False):
     from coopgen import block, local, shared
-    from numba import cuda
+    cuda = compiler()
 
     @cuda.jit(cache=cache)
     def block_histogram(d_in, d_out):
@@ -141,7 +149,7 @@ def _histogram(cache=False):
 
 def _warp_sum(cache=False):
     from coopgen import local, warp
-    from numba import cuda
+    cuda = compiler()
 
     @cuda.jit(cache=cache)
     def warp_sum(d_in, d_out):
@@ -161,7 +169,7 @@ def _warp_sum(cache=False):
 
 def _warp_scan(cache=False):
     from coopgen import local, warp
-    from numba import cuda
+    cuda = compiler()
 
     @cuda.jit(cache=cache)
     def warp_scan(d_in, d_out):
@@ -184,7 +192,7 @@ def _warp_scan(cache=False):
 
 def _coop_scan(cache=False):
     from coopgen import coop
-    from numba import cuda
+    cuda = compiler()
 
     @cuda.jit(cache=cache)
     def coop_block_scan(d_in, d_out, items_per_thread):
@@ -201,7 +209,8 @@ def _coop_scan(cache=False):
 
 def _coop_radix_sort(cache=False):
     from coopgen import coop
-    from numba import cuda, types
+    cuda = compiler()
+    types = importlib.import_module(f"{cuda.__name__.rpartition('.')[0]}.types")
 
     # two-phase: objects made on the host, called with their storage first, as released
     # cuda.coop code does
@@ -302,7 +311,7 @@ INPUT_DTYPE = {"histogram": np.uint8}
 
 def _plain(cache=False):
     """numba alone, no coopgen: what any numba kernel's first launch costs."""
-    from numba import cuda
+    cuda = compiler()
 
     @cuda.jit(cache=cache)
     def plain(d_in, d_out):

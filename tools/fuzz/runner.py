@@ -7,6 +7,7 @@ error) ends the worker process; the parent records it and starts a new worker.
 """
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import math
 import os
@@ -39,9 +40,28 @@ class Result:
 # --- data ------------------------------------------------------------------------------------
 
 
+def compiler():
+    """The package whose ``cuda`` the kernels are written with (``--backend``; workers inherit
+    it from the environment): numba (numba-cuda) or numba_cuda_mlir."""
+    return os.environ.get("COOPGEN_COMPILER", "numba")
+
+
+def _cuda():
+    return importlib.import_module(f"{compiler()}.cuda" if compiler() == "numba" else
+                                   "numba_cuda_mlir.cuda")
+
+
+def _typeof():
+    if compiler() == "numba":
+        from numba.cuda.typing.typeof import typeof  # knows ml_dtypes' bfloat16
+        return typeof
+    from numba_cuda_mlir.numba_cuda.typing.typeof import typeof
+    return typeof
+
+
 def to_device(a):
     """bfloat16 arrays have no buffer protocol (numpy's 'E'): move their bits, view them."""
-    from numba import cuda
+    cuda = _cuda()
     if a.dtype.name == "bfloat16":
         return cuda.to_device(a.view(np.uint16)).view(a.dtype)
     return cuda.to_device(a)
@@ -213,7 +233,8 @@ def build_kernel(configs):
     global _module_dir
     if _module_dir is None:
         _module_dir = tempfile.mkdtemp(prefix="coopgen-fuzz-")
-    src = kernels.kernel_source(configs)
+    src = kernels.kernel_source(configs).replace("from numba import cuda",
+                                                 f"from {compiler()} import cuda", 1)
     name = f"fuzz_{zlib.crc32(src.encode()):08x}"
     path = os.path.join(_module_dir, name + ".py")
     with open(path, "w") as f:
@@ -249,10 +270,9 @@ def _is_sticky(e: Exception) -> bool:
 
 def run_batch(configs, compile_only: bool = False) -> list[Result]:
     """Compile the batch as one kernel, launch it on TILES tiles, and check every config."""
-    from numba import cuda
-    from numba.cuda.typing.typeof import typeof  # knows ml_dtypes' bfloat16
-
     import coopgen
+
+    cuda, typeof = _cuda(), _typeof()
 
     per_cfg = _host_arrays(configs)
     args = _flat_args(configs, per_cfg)

@@ -1,0 +1,153 @@
+"""``coopgen.local.array``/``coopgen.shared.array`` in numba-cuda-mlir: its arrays with the
+static shape and memory space in the type (as coopgen.lower.arrays does for numba-cuda);
+``coopgen.TempStorage``, a type whose value is nothing at run time; coopgen's enum members."""
+import math
+
+import numba_cuda_mlir._mlir.ir as ir
+from numba_cuda_mlir import extending as ext
+from numba_cuda_mlir._mlir.dialects import memref
+from numba_cuda_mlir.models import ArrayModel, CPointerModel, OpaqueModel
+from numba_cuda_mlir.numba_cuda import types
+from numba_cuda_mlir.numba_cuda.typing.npydecl import parse_dtype
+from numba_cuda_mlir.numba_cuda.typing.templates import AbstractTemplate, signature
+
+from ..codegen.shims import SHARED_ALIGNMENT
+from ..codegen.storage import TempStorage
+from ..model.errors import CoopgenError
+
+ARRAY_PARAMETERS = ("shape", "dtype", "alignment")
+
+
+class SizedArray(types.Array):
+    """A C-contiguous array in local or shared memory with a compile-time shape."""
+
+    def __init__(self, dtype, shape: tuple[int, ...], space: str, alignment: int | None = None):
+        self.shape = tuple(shape)
+        self.space = space
+        self.alignment = alignment
+        super().__init__(dtype, len(shape), "C")
+        self.name = f"{space}.array({dtype}, {self.shape})"
+
+    @property
+    def key(self):
+        return super().key + (self.shape, self.space, self.alignment)
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.shape)
+
+
+class TempStorageType(types.Opaque):
+    def __init__(self, obj: TempStorage):
+        self.obj = obj
+        super().__init__(f"coopgen.TempStorage<{obj.symbol}>")
+
+    @property
+    def key(self):
+        return self.obj.symbol
+
+
+class ParentType(types.Type):
+    """A CUB object constructed in a kernel; the value is a pointer to it in the constructing
+    thread's frame (coopgen.codegen.shims.PARENT_BYTES)."""
+
+    def __init__(self, kind, bound: tuple):
+        self.kind = kind  # coopgen.resolve.entry.ObjectKind
+        self.bound = bound  # (name, type) of arguments the object keeps (object factories)
+        args = ", ".join(v for _, v in kind.template_args)
+        super().__init__(f"coopgen.{kind.cls.name}<{args}>"
+                         + (f"[{', '.join(n for n, _ in bound)}]" if bound else ""))
+
+    @property
+    def key(self):
+        return self.kind, self.bound
+
+
+class PrimitiveClassType(types.Function):
+    """``block.BlockHistogram`` in a kernel: calling it constructs an object; its attributes
+    are the methods (one-shot calls)."""
+
+    def __init__(self, obj, constructor_type):
+        self.obj = obj
+        super().__init__(constructor_type.templates[0])
+        self.name = f"coopgen.{obj._scope}.{obj._cls.name}@{id(obj):x}"
+
+    @property
+    def key(self):
+        return self.typing_key, self.templates, id(self.obj)
+
+
+ext.register_model(SizedArray)(ArrayModel)
+ext.register_model(ParentType)(CPointerModel)
+ext.register_model(TempStorageType)(OpaqueModel)
+ext.typeof_impl.register(TempStorage)(lambda val, c: TempStorageType(val))
+
+
+def _literal(ty):
+    return ty.literal_value if isinstance(ty, types.IntegerLiteral) else None
+
+
+def array_type(space: str, args, kws) -> SizedArray:
+    """The type of an array call, from its arguments by position or keyword."""
+    where = f"coopgen.{space}.array"
+    given = dict(zip(ARRAY_PARAMETERS, args), **kws)
+    if len(args) > 3 or set(kws) - set(ARRAY_PARAMETERS) or not {"shape", "dtype"} <= set(given):
+        raise CoopgenError(f"{where}: takes (shape, dtype, alignment=None); got "
+                           f"{len(args)} positional arguments and {sorted(kws)}")
+    shape = given["shape"]
+    shape = tuple(shape) if isinstance(shape, types.BaseTuple) else (shape,)
+    dims = tuple(_literal(n) for n in shape)
+    if None in dims or min(dims) < 1:
+        raise CoopgenError(f"{where}: shape={given['shape']} must be a positive compile-time "
+                           f"constant: an int or a tuple of ints")
+    dtype = parse_dtype(given["dtype"])
+    if dtype is None:
+        raise CoopgenError(f"{where}: dtype={given['dtype']} is not a dtype")
+    align = _literal(given.get("alignment"))
+    if align is not None and (align <= 0 or align & (align - 1)):
+        raise CoopgenError(f"{where}: alignment={align} must be a power of two")
+    return SizedArray(dtype, dims, space, align)
+
+
+#: space -> coopgen.local.array / coopgen.shared.array (the rewrite's replacements)
+ARRAYS: dict = {}
+
+
+def register_array(array, space: str) -> None:
+    """Typing and lowering of ``array`` (coopgen.local.array or coopgen.shared.array)."""
+    ARRAYS[space] = array
+    class Template(AbstractTemplate):
+        key = array
+        prefer_literal = True
+
+        def generic(self, args, kws):
+            return signature(array_type(space, args, kws), *args, *kws.values())
+
+    ext.typing_registry.register_global(array, types.Function(Template))
+
+    @ext.lower_builtin(array, types.VarArg(types.Any))
+    def lower(builder, target, args, kws):
+        ty = builder.get_numba_type(target)
+        align = SHARED_ALIGNMENT if space == "shared" else 16
+        element = builder.get_storage_type(ty.dtype)
+        shape = list(ty.shape)
+        if isinstance(ty.dtype, types.Record):  # numba-cuda-mlir's record arrays hold bytes
+            shape, element = [ty.size * ty.dtype.size], ir.IntegerType.get_signless(8)
+        if space == "local":
+            with builder.alloca_insertion_point():
+                value = memref.alloca(ir.MemRefType.get(shape, element), [], [],
+                                      alignment=max(align, ty.alignment or 1))
+        else:
+            value = shared_memory(builder, shape, element, max(align, ty.alignment or 1))
+        builder.store_var(target, value)
+
+
+def shared_memory(builder, shape: list, element, align: int):
+    """A static shared array (a module global, as cuda.shared.array's)."""
+    space = ir.Attribute.parse("#gpu.address_space<workgroup>")
+    mtype = ir.MemRefType.get(shape, element, memory_space=space)
+    module = builder.mlir_gpu_module
+    name = f"coopgen_smem_{len(module.bodyRegion.blocks[0].operations)}"
+    with ir.InsertionPoint(module.bodyRegion.blocks[0]):
+        memref.global_(name, mtype, sym_visibility="private", alignment=align)
+    return memref.get_global(mtype, name)

@@ -1,0 +1,29 @@
+"""The compilers coopgen serves, siblings below ``api``: ``lower`` (numba-cuda) and ``mlir``
+(numba-cuda-mlir). ``import coopgen`` imports the backend of each compiler installed, which
+adds itself here; the objects users call (entry points, arrays, their classes) are plain Python
+objects that ``api`` hands to every installed backend, each registering them with its own
+compiler's typing and lowering. A kernel is so compiled by the backend of its compiler."""
+#: The installed backends' ``backend`` modules: ``register(kind, obj, **info)``, ``PROVIDES``.
+installed: list = []
+
+
+def register(kind: str, obj, **info) -> None:
+    """``kind``: "entry" (a Primitive), "entry_classes" (the classes whose instances kernels
+    take as arguments), "array" (``local.array``/``shared.array``; ``space=``)."""
+    for backend in installed:
+        backend.register(kind, obj, **info)
+
+
+def provided(name: str):
+    """A helper users import that its compiler implements (``coop.StatefulFunction``,
+    ``coop.gpu_dataclass``): the first installed backend's that has it."""
+    for backend in installed:
+        if name in backend.PROVIDES:
+            return backend.PROVIDES[name]
+
+    def missing(*args, **kws):
+        raise NotImplementedError(f"coopgen: {name} needs the numba-cuda backend "
+                                  f"(pip install numba-cuda); installed: "
+                                  f"{', '.join(b.NAME for b in installed) or 'none'}")
+    missing.__name__ = name
+    return missing

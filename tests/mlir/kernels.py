@@ -1,0 +1,201 @@
+"""Kernels written for numba-cuda-mlir (``from numba_cuda_mlir import cuda``) over coopgen's
+core: loads and stores, reductions, scans, sorts, warp primitives, user operators, explicit
+and shared storage, two-phase objects. Each case: (kernel, block, make inputs, numpy's answer);
+tests/mlir links them on a CPU and runs them on a GPU."""
+import numpy as np
+from numba_cuda_mlir import cuda
+
+from coopgen import TempStorage, block, coop, local, shared, warp
+
+GRID = 3
+
+
+@cuda.jit(device=True)
+def max_op(a, b):
+    return a if a > b else b
+
+
+@cuda.jit(device=True)
+def less(a, b):
+    return a < b
+
+
+#: items per thread of each case's input (4 unless named)
+ITEMS = {"warp_sum": 1}
+
+
+def inputs(name: str, dtype, rng):
+    """(input, outputs, numpy's answers) of a case."""
+    _, threads, _, outs, want = CASES[name]
+    lo = 0 if np.dtype(dtype).kind == "u" else -100
+    x = rng.integers(lo, 100, GRID * threads * ITEMS.get(name, 4)).astype(dtype)
+    return x, outs(x, threads), want(x, threads)
+
+
+def _reduce_kernel(op_name):
+    @cuda.jit
+    def k(d_in, d_out):
+        items = local.array(4, d_in.dtype)
+        base = cuda.blockIdx.x * cuda.blockDim.x * 4
+        block.load(d_in[base:], items)
+        if op_name == 0:
+            total = block.sum(items)
+        elif op_name == 1:
+            total = block.reduce(items, "max")
+        else:
+            total = block.reduce(items, max_op)
+        if cuda.threadIdx.x == 0:
+            d_out[cuda.blockIdx.x] = total
+    return k
+
+
+@cuda.jit
+def scan_kernel(d_in, d_out):
+    items = local.array(4, d_in.dtype)
+    base = cuda.blockIdx.x * cuda.blockDim.x * 4
+    block.load(d_in[base:], items, algorithm="transpose")
+    block.exclusive_sum(items, items)
+    block.store(d_out[base:], items, algorithm="transpose")
+
+
+@cuda.jit
+def inclusive_max_kernel(d_in, d_out):
+    items = local.array(4, d_in.dtype)
+    base = cuda.blockIdx.x * cuda.blockDim.x * 4
+    block.load(d_in[base:], items)
+    block.inclusive_scan(items, items, max_op)
+    block.store(d_out[base:], items)
+
+
+@cuda.jit
+def merge_sort_kernel(d_in, d_out):
+    items = local.array(4, d_in.dtype)
+    base = cuda.blockIdx.x * cuda.blockDim.x * 4
+    block.load(d_in[base:], items)
+    block.merge_sort_keys(items, less)
+    block.store(d_out[base:], items)
+
+
+@cuda.jit
+def radix_descending_explicit_storage_kernel(d_in, d_out):
+    temp = shared.array(8192, np.uint8)
+    items = local.array(4, d_in.dtype)
+    base = cuda.blockIdx.x * cuda.blockDim.x * 4
+    block.load(d_in[base:], items)
+    block.radix_sort_keys_descending(items, temp_storage=temp)
+    block.store(d_out[base:], items)
+
+
+STORAGE = TempStorage()
+
+
+@cuda.jit
+def temp_storage_object_kernel(d_in, d_out, d_sums):
+    items = local.array(4, d_in.dtype)
+    base = cuda.blockIdx.x * cuda.blockDim.x * 4
+    block.load(d_in[base:], items, temp_storage=STORAGE)
+    total = block.sum(items, temp_storage=STORAGE)
+    block.inclusive_sum(items, items, temp_storage=STORAGE)
+    block.store(d_out[base:], items, temp_storage=STORAGE)
+    if cuda.threadIdx.x == 0:
+        d_sums[cuda.blockIdx.x] = total
+
+
+@cuda.jit
+def warp_sum_kernel(d_in, d_out):
+    t = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
+    total = warp.sum(d_in[t])
+    if cuda.threadIdx.x % 32 == 0:
+        d_out[t // 32] = total
+
+
+BLOCK_SUM_I32 = block.sum(np.int32, 128, 4)  # a two-phase object
+
+
+@cuda.jit
+def two_phase_kernel(d_in, d_out):
+    items = local.array(4, np.int32)
+    base = cuda.blockIdx.x * 128 * 4
+    for i in range(4):
+        items[i] = d_in[base + cuda.threadIdx.x * 4 + i]
+    total = BLOCK_SUM_I32(items)
+    if cuda.threadIdx.x == 0:
+        d_out[cuda.blockIdx.x] = total
+
+
+def _per_tile(fn):
+    return lambda x, threads: np.stack([fn(t) for t in x.reshape(GRID, -1)])
+
+
+def _blocked_scan(x, threads):
+    return np.concatenate([np.concatenate([[0], np.cumsum(t)[:-1]]).astype(x.dtype)
+                           for t in x.reshape(GRID, -1)])
+
+
+@cuda.jit
+def coop_style_kernel(d_in, d_out):
+    """cuda.coop's style: numba-cuda-mlir's own arrays (sized by coopgen from their constant
+    shape) and coopgen.coop's namespace."""
+    items = cuda.local.array(4, np.int32)
+    scanned = cuda.local.array(shape=4, dtype=np.int32)
+    base = cuda.blockIdx.x * cuda.blockDim.x * 4
+    coop.block.load(d_in[base:], items)
+    coop.block.inclusive_sum(items, scanned)
+    coop.block.store(d_out[base:], scanned)
+
+
+#: name -> (kernel, threads, dtypes, outputs(x) -> list of arrays, numpy's answers)
+CASES = {
+    "sum": (_reduce_kernel(0), 128, (np.int32, np.float64, np.uint64),
+            lambda x, n: [np.zeros(GRID, x.dtype)],
+            lambda x, n: [x.reshape(GRID, -1).sum(axis=1, dtype=x.dtype)]),
+    "reduce_max": (_reduce_kernel(1), 256, (np.int16, np.float32),
+                   lambda x, n: [np.zeros(GRID, x.dtype)],
+                   lambda x, n: [x.reshape(GRID, -1).max(axis=1)]),
+    "reduce_python_op": (_reduce_kernel(2), 64, (np.int32, np.float64),
+                         lambda x, n: [np.zeros(GRID, x.dtype)],
+                         lambda x, n: [x.reshape(GRID, -1).max(axis=1)]),
+    "exclusive_sum": (scan_kernel, 128, (np.int32, np.int64),
+                      lambda x, n: [np.zeros_like(x)], lambda x, n: [_blocked_scan(x, n)]),
+    "inclusive_max_python_op": (
+        inclusive_max_kernel, 256, (np.int32, np.float32), lambda x, n: [np.zeros_like(x)],
+        lambda x, n: [np.maximum.accumulate(x.reshape(GRID, -1), axis=1).ravel()]),
+    "merge_sort_python_op": (merge_sort_kernel, 128, (np.int32, np.float64),
+                             lambda x, n: [np.zeros_like(x)],
+                             lambda x, n: [np.sort(x.reshape(GRID, -1), axis=1).ravel()]),
+    "radix_descending_explicit": (
+        radix_descending_explicit_storage_kernel, 128, (np.uint32, np.int64),
+        lambda x, n: [np.zeros_like(x)],
+        lambda x, n: [-np.sort(-x.reshape(GRID, -1).astype(np.float64), axis=1).ravel()
+                      .astype(x.dtype)]),
+    "temp_storage_object": (
+        temp_storage_object_kernel, 128, (np.int32,),
+        lambda x, n: [np.zeros_like(x), np.zeros(GRID, x.dtype)],
+        lambda x, n: [np.cumsum(x.reshape(GRID, -1), axis=1).ravel(),
+                      x.reshape(GRID, -1).sum(axis=1)]),
+    "coop_style": (coop_style_kernel, 128, (np.int32,), lambda x, n: [np.zeros_like(x)],
+                   lambda x, n: [np.cumsum(x.reshape(GRID, -1), axis=1).ravel()
+                                 .astype(x.dtype)]),
+    "warp_sum": (warp_sum_kernel, 64, (np.int32, np.float32),
+                 lambda x, n: [np.zeros(x.size // 32, x.dtype)],
+                 lambda x, n: [x.reshape(-1, 32).sum(axis=1, dtype=x.dtype)]),
+    "two_phase": (two_phase_kernel, 128, (np.int32,), lambda x, n: [np.zeros(GRID, x.dtype)],
+                  lambda x, n: [x.reshape(GRID, -1).sum(axis=1)]),
+}
+
+
+@cuda.jit
+def large_radix_sort_kernel(d_in, d_out):
+    """1024 threads x 16 int64 keys: 132 KB of CUB storage, so dynamic shared memory the
+    launch adds by itself."""
+    items = local.array(16, d_in.dtype)
+    base = cuda.blockIdx.x * cuda.blockDim.x * 16
+    block.load(d_in[base:], items, algorithm="transpose")
+    block.radix_sort_keys(items)
+    block.store(d_out[base:], items, algorithm="transpose")
+
+
+CASES["large_dynamic_shared"] = (
+    large_radix_sort_kernel, 1024, (np.int64,), lambda x, n: [np.zeros_like(x)],
+    lambda x, n: [np.sort(x.reshape(GRID, -1), axis=1).ravel()])
+ITEMS["large_dynamic_shared"] = 16

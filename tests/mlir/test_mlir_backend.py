@@ -1,0 +1,152 @@
+"""The numba-cuda-mlir backend over coopgen's core (tests/mlir/kernels.py): each kernel linked
+for sm_90 on a CPU, and on a GPU checked against numpy for several dtypes on fresh inputs."""
+import numpy as np
+import pytest
+
+pytest.importorskip("numba_cuda_mlir")
+
+from coopgen import linkcheck  # noqa: E402
+from kernels import CASES, inputs  # noqa: E402
+
+PARAMS = [(name, dt) for name, case in CASES.items() for dt in case[2]]
+IDS = [f"{name}-{np.dtype(dt).name}" for name, dt in PARAMS]
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_links_for_sm90_on_a_cpu(name):
+    kernel, threads, dtypes, _, _ = CASES[name]
+    x, outs, _ = inputs(name, dtypes[0], np.random.default_rng())
+    r = linkcheck.link_as_launched(kernel, threads, x, *outs, arch=(9, 0))
+    # 1024 threads x 16 int64 keys get 64 registers each: that one spills (as on numba-cuda)
+    assert r.cubin and r.registers > 0 and (r.spill_stores == 0 or threads == 1024)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name,dtype", PARAMS, ids=IDS)
+def test_gives_numpys_answer_on_a_gpu(name, dtype):
+    from numba_cuda_mlir import cuda
+    if not cuda.is_available():
+        pytest.skip("no CUDA GPU")
+    kernel, threads, _, _, _ = CASES[name]
+    x, outs, want = inputs(name, dtype, np.random.default_rng())
+    d_outs = [cuda.to_device(o) for o in outs]
+    kernel[3, threads](cuda.to_device(x), *d_outs)
+    for d, w in zip(d_outs, want):
+        got = d.copy_to_host()
+        if np.dtype(dtype).kind == "f":
+            np.testing.assert_allclose(got, w, rtol=1e-5)
+        else:
+            np.testing.assert_array_equal(got, w)
+
+
+@pytest.mark.gpu
+def test_both_compilers_in_one_process():
+    """A numba-cuda kernel and a numba-cuda-mlir kernel calling the same primitive, launched
+    one after the other: each compiled by its own backend."""
+    numba_cuda = pytest.importorskip("numba.cuda")
+    from numba_cuda_mlir import cuda as mlir_cuda
+    if not numba_cuda.is_available():
+        pytest.skip("no CUDA GPU")
+    from coopgen import block, local
+
+    def compiled_by(cuda):
+        def body(d_in, d_out):
+            items = local.array(4, d_in.dtype)
+            base = cuda.blockIdx.x * 128 * 4
+            block.load(d_in[base:], items)
+            total = block.sum(items)
+            if cuda.threadIdx.x == 0:
+                d_out[cuda.blockIdx.x] = total
+        return cuda.jit(body)
+
+    x = np.random.default_rng().integers(-100, 100, 2 * 128 * 4).astype(np.int32)
+    for cuda in (numba_cuda, mlir_cuda):
+        kernel = compiled_by(cuda)
+        d_out = cuda.to_device(np.zeros(2, np.int32))
+        kernel[2, 128](cuda.to_device(x), d_out)
+        np.testing.assert_array_equal(d_out.copy_to_host(), x.reshape(2, -1).sum(axis=1))
+
+
+def test_storage_past_48kb_is_dynamic_and_reported_to_the_launch():
+    """CUB's storage of a 1024-thread, 16-key int64 radix sort (132 KB) lives in dynamic shared
+    memory; the compile tells numba-cuda-mlir's launch how much to add."""
+    from coopgen.codegen.placement import dynamic_requirement
+    kernel, threads, dtypes, _, _ = CASES["large_dynamic_shared"]
+    x, outs, _ = inputs("large_dynamic_shared", dtypes[0], np.random.default_rng())
+    r = linkcheck.link_as_launched(kernel, threads, x, *outs, arch=(9, 0))
+    need = dynamic_requirement(r.cubin)
+    assert need is not None and need[0] > 128 * 1024 and r.smem < 48 * 1024
+
+
+def _example(name: str):
+    """examples/<name>.py loaded with numba-cuda-mlir as its compiler (examples/_compiler.py
+    reads COOPGEN_COMPILER; here its module is stood in for, so that numba-cuda's copy of the
+    example, which other tests import, stays)."""
+    import importlib
+    import importlib.util
+    import sys
+    import types as pytypes
+    from pathlib import Path
+    path = Path(__file__).resolve().parents[2] / "examples" / f"{name}.py"
+    chosen = pytypes.ModuleType("_compiler")
+    chosen.cuda = importlib.import_module("numba_cuda_mlir.cuda")
+    chosen.libdevice = importlib.import_module("numba_cuda_mlir.cuda.libdevice")
+    saved = sys.modules.get("_compiler")
+    sys.modules["_compiler"] = chosen
+    try:
+        spec = importlib.util.spec_from_file_location(f"{name}_mlir", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+    finally:
+        if saved is None:
+            del sys.modules["_compiler"]
+        else:
+            sys.modules["_compiler"] = saved
+
+
+def _ty(dtype, ndim=1):
+    from numba_cuda_mlir.numba_cuda.typing.typeof import typeof
+    return typeof(np.empty((1,) * ndim, dtype))
+
+
+@pytest.mark.parametrize("dtype", (np.int32, np.float32))
+def test_single_pass_scan_example_links(dtype):
+    sps = _example("single_pass_scan")
+    op = sps.add if dtype == np.int32 else sps.maximum
+    sig = (_ty(dtype), _ty(dtype), _ty(np.int64), _ty(np.int64), _ty(dtype, 0).dtype)
+    with linkcheck.launch_config_on_cpu(sps.make_kernel(dtype, op), sps.THREADS):
+        r = linkcheck.link_cubin(sps.make_kernel(dtype, op), sig)
+    assert r.local_bytes == 0 and r.registers <= 64
+
+
+def test_mamba_selective_scan_example_links():
+    msc = _example("mamba_selective_scan")
+    kernel = msc.make_kernel(True, True)
+    sig = tuple(_ty(np.float32, n) for n in (3, 3, 2, 3, 3, 1, 3, 1, 3, 3))
+    with linkcheck.launch_config_on_cpu(kernel, msc.THREADS):
+        r = linkcheck.link_cubin(kernel, sig)
+    assert r.local_bytes == 0 and r.smem <= 8976
+
+
+def test_a_device_function_not_inlined_needs_threads_per_block():
+    from numba_cuda_mlir import cuda
+
+    from numba_cuda_mlir.numba_cuda.core.errors import TypingError
+
+    from coopgen import block, local
+
+    @cuda.jit(device=True, inline="never")
+    def tile_sum(d_in, d_out):
+        items = local.array(4, d_in.dtype)
+        block.load(d_in, items)
+        d_out[0] = block.sum(items)
+
+    @cuda.jit
+    def k(d_in, d_out):
+        tile_sum(d_in, d_out)
+
+    x = np.zeros(512, np.int32)
+    with pytest.raises(TypingError, match="block.load: called in the device function .*"
+                                          "without threads_per_block="):
+        linkcheck.link_as_launched(k, 128, x, x, arch=(9, 0))
