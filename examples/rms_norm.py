@@ -156,6 +156,16 @@ def rms_norm(x, w, eps: float = 1e-6, out=None, stream=0, threads: int | None = 
     """RMSNorm of each row of ``x`` (rows, hidden), float16 or bfloat16 device arrays, with
     weight ``w`` (hidden,) of the same type. Returns ``out`` (made when not given; given, it is
     written in place, whatever kind of device array it is). ``threads`` overrides ``plan``."""
+    result, launch = prepare(x, w, eps, out, stream, threads)
+    if launch is not None:
+        kernel, rows, threads, args = launch
+        kernel[rows, threads, stream](*args)
+    return result
+
+
+def prepare(x, w, eps: float = 1e-6, out=None, stream=0, threads: int | None = None):
+    """``rms_norm``'s checks and views: (result, (kernel, rows, threads, kernel arguments)),
+    or (result, None) when there is nothing to do."""
     x, w = _device(x, "x"), _device(w, "w")
     if x.ndim != 2:
         raise ValueError(f"rms_norm: x must be 2-D (rows, hidden), not {x.ndim}-D")
@@ -173,15 +183,14 @@ def rms_norm(x, w, eps: float = 1e-6, out=None, stream=0, threads: int | None = 
     if not (x.is_c_contiguous() and out.is_c_contiguous()):
         raise ValueError("rms_norm: x and out must be C-contiguous")
     if rows == 0:
-        return result
+        return result, None
     threads, items = plan(hidden, threads)
     full = threads * items == hidden
     kernel = make_kernel(_dtype_name(x), items, full)
     flat = [a.reshape(a.size) for a in (x, w, out)]
     if full:  # as words: 16-byte accesses (the module docstring says why)
         flat = [a.view(np.uint32) for a in flat]
-    kernel[rows, threads, stream](*flat, np.int32(hidden), np.float32(eps))
-    return result
+    return result, (kernel, rows, threads, (*flat, np.int32(hidden), np.float32(eps)))
 
 
 def reference(x, w, eps: float = 1e-6) -> np.ndarray:
