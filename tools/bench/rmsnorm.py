@@ -44,6 +44,7 @@ example's choice (``rms_norm.plan``) compares.
 from __future__ import annotations
 
 import functools
+import json
 import os
 import statistics
 import sys
@@ -384,6 +385,10 @@ def rmsnorm_rows(selected=None, sweep_rows=SWEEP_ROWS) -> list[dict]:
         rows.append(shape_row(dtype, n_rows, hidden,
                               n_rows in sweep_rows and dtype == SWEEP_DTYPE))
         print(table_lines(rows[-1:])[-1], flush=True)
+        if os.environ.get("COOPGEN_BENCH_OUT"):  # what a run cut short still has
+            with open(os.path.join(os.environ["COOPGEN_BENCH_OUT"], "rmsnorm.partial.json"),
+                      "w") as f:
+                json.dump(rows, f)
     return rows
 
 
