@@ -66,10 +66,12 @@ def plan(hidden: int, threads: int | None = None) -> tuple[int, int]:
 
 
 @functools.lru_cache(maxsize=None)
-def make_kernel(dtype: str, items: int, full: bool):
+def make_kernel(dtype: str, items: int, full: bool, convert_once: bool = False):
     """The kernel for rows of ``dtype`` with ``items`` elements per thread. ``full``: every row
     is exactly threads * items long, and x, w and y come as uint32 words (two elements each);
-    otherwise they come as elements and load guarded."""
+    otherwise they come as elements and load guarded. ``convert_once``: keep each element's
+    float32 value from the squares to the output (``items`` more registers) instead of
+    converting it again."""
     element = np.dtype(dtype)
     words = items // 2
 
@@ -90,9 +92,12 @@ def make_kernel(dtype: str, items: int, full: bool):
             block.load(x[base:], vals, items, "direct", hidden, 0)
             block.load(w, weights, items, "direct", hidden, 0)
         squares = local.array(items, np.float32)
+        kept = local.array(items, np.float32)
         for i in range(items):
             v = np.float32(vals[i])
             squares[i] = v * v
+            if convert_once:
+                kept[i] = v
         total = block.sum(squares)  # float32; valid in thread 0
         rstd = cuda.shared.array(1, np.float32)
         if cuda.threadIdx.x == 0:
@@ -102,7 +107,8 @@ def make_kernel(dtype: str, items: int, full: bool):
         y_words = local.array(words, np.uint32)
         out = y_words.view(element)
         for i in range(items):
-            out[i] = np.float32(vals[i]) * r * np.float32(weights[i])  # one rounding
+            v = kept[i] if convert_once else np.float32(vals[i])
+            out[i] = v * r * np.float32(weights[i])  # one rounding
         if full:
             block.store(y[base:], y_words, algorithm="vectorize")
         else:
@@ -163,9 +169,10 @@ def rms_norm(x, w, eps: float = 1e-6, out=None, stream=0, threads: int | None = 
     return result
 
 
-def prepare(x, w, eps: float = 1e-6, out=None, stream=0, threads: int | None = None):
+def prepare(x, w, eps: float = 1e-6, out=None, stream=0, threads: int | None = None,
+            convert_once: bool = False):
     """``rms_norm``'s checks and views: (result, (kernel, rows, threads, kernel arguments)),
-    or (result, None) when there is nothing to do."""
+    or (result, None) when there is nothing to do. ``convert_once``: see ``make_kernel``."""
     x, w = _device(x, "x"), _device(w, "w")
     if x.ndim != 2:
         raise ValueError(f"rms_norm: x must be 2-D (rows, hidden), not {x.ndim}-D")
@@ -186,7 +193,7 @@ def prepare(x, w, eps: float = 1e-6, out=None, stream=0, threads: int | None = N
         return result, None
     threads, items = plan(hidden, threads)
     full = threads * items == hidden
-    kernel = make_kernel(_dtype_name(x), items, full)
+    kernel = make_kernel(_dtype_name(x), items, full, convert_once)
     flat = [a.reshape(a.size) for a in (x, w, out)]
     if full:  # as words: 16-byte accesses (the module docstring says why)
         flat = [a.view(np.uint32) for a in flat]

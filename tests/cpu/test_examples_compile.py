@@ -45,7 +45,7 @@ def test_mamba_selective_scan_links(has_z, softplus):
     assert res.smem <= 8976  # the nvcc-built twin in tools/bench/apps.py
 
 
-def _rms_norm_kernel(dtype, hidden, threads=None):
+def _rms_norm_kernel(dtype, hidden, threads=None, convert_once=False):
     """(kernel, signature, threads, full) as ``rms_norm`` launches it for this width."""
     from numba.cuda.typing.typeof import typeof  # knows ml_dtypes' bfloat16
     import ml_dtypes  # noqa: F401
@@ -53,7 +53,7 @@ def _rms_norm_kernel(dtype, hidden, threads=None):
     full = threads * items == hidden
     arr = typeof(np.empty(1, np.uint32 if full else np.dtype(dtype)))
     sig = (arr, arr, arr, numba.typeof(np.int32(0)), numba.typeof(np.float32(0)))
-    return rms_norm.make_kernel(dtype, items, full), sig, threads, full
+    return rms_norm.make_kernel(dtype, items, full, convert_once), sig, threads, full
 
 
 @pytest.mark.parametrize("dtype", rms_norm.DTYPES)
@@ -63,6 +63,15 @@ def test_rms_norm_links(dtype, hidden, threads):
     kernel, sig, threads, _ = _rms_norm_kernel(dtype, hidden, threads)
     res = _link(kernel, sig, threads)
     assert res.local_bytes == 0
+
+
+@pytest.mark.parametrize("hidden", [4096, 1000])
+def test_rms_norm_converting_once_links_with_more_registers(hidden):
+    # Keeping the float32 values is the bench sweep's variant: registers, never local memory.
+    plain = _link(*_rms_norm_kernel("float16", hidden)[:2], rms_norm.plan(hidden)[0])
+    kernel, sig, threads, _ = _rms_norm_kernel("float16", hidden, convert_once=True)
+    once = _link(kernel, sig, threads)
+    assert once.local_bytes == 0 and once.registers >= plain.registers
 
 
 @pytest.mark.parametrize("dtype", rms_norm.DTYPES)

@@ -38,7 +38,8 @@ host's); ``graph µs``, the GPU time per call of ``PER_BATCH`` calls captured in
 of GPU time against tens of µs of host time, so the end-to-end and graph columns are the
 figures that count there.
 
-``sweep``: coopgen again with the other block sizes that keep 16-byte vectors, to show how the
+``sweep``: coopgen again with the other block sizes that keep 16-byte vectors, and with each
+element's float32 value kept instead of converted twice (``convert_once``), to show how the
 example's choice (``rms_norm.plan``) compares.
 """
 from __future__ import annotations
@@ -212,9 +213,9 @@ def _kept(make, sets: int):
     return call
 
 
-def _registers(dtype: str, items: int, full: bool = True) -> int:
+def _registers(dtype: str, items: int, full: bool = True, convert_once: bool = False) -> int:
     """Registers per thread of the example's kernel as launched (its last specialisation)."""
-    regs = example.make_kernel(dtype, items, full).get_regs_per_thread()
+    regs = example.make_kernel(dtype, items, full, convert_once).get_regs_per_thread()
     return list(regs.values())[-1] if isinstance(regs, dict) else regs
 
 
@@ -361,16 +362,20 @@ def _sweep(dtype, rows, hidden, xs, w, ys, want, sets) -> list[dict]:
     import torch
     import torch_rms_norm
     out = []
-    for t in sweep_threads(hidden):
-        def call(i, t=t):
-            return torch_rms_norm.rms_norm(xs[i], w, EPS, out=ys["coopgen"][i], threads=t)
+    planned = example.plan(hidden)[0]
+    for t, once in [(t, False) for t in sweep_threads(hidden)] + [(planned, True)]:
+        def call(i, t=t, once=once):
+            return torch_rms_norm.rms_norm(xs[i], w, EPS, out=ys["coopgen"][i], threads=t,
+                                           convert_once=once)
         for _ in range(2):
             got = call(0)
             torch.cuda.synchronize()
-            _checked(f"coopgen threads={t}", got, want, dtype, rows, hidden, 1)
+            _checked(f"coopgen threads={t} convert_once={once}", got, want, dtype, rows,
+                     hidden, 1)
         r = _rounds({t: call}, sets)[t]
         items_t = example.plan(hidden, t)[1]
-        out.append(dict(r, threads=t, items=items_t, regs=_registers(dtype, items_t),
+        regs = _registers(dtype, items_t, t * items_t == hidden, once)
+        out.append(dict(r, threads=t, items=items_t, regs=regs, convert_once=once,
                         GBps=bytes_moved(rows, hidden) / r["ms"] / 1e6))
     return out
 
@@ -437,8 +442,9 @@ def sweep_lines(rows) -> list[str]:
         copy = r["peers"]["copy"]["GBps"]
         own = dict(r["peers"]["coopgen"], threads=r["threads"], items=r["items"],
                    regs=r.get("regs"))
-        for s in sorted([own] + r["sweep"], key=lambda s: s["threads"]):
-            mark = " (plan)" if s is own else ""
+        for s in sorted([own] + r["sweep"], key=lambda s: (s["threads"], s.get("convert_once",
+                                                                               False))):
+            mark = " (plan)" if s is own else " (convert once)" if s.get("convert_once") else ""
             lines.append(f"| {r['rows']} x {r['hidden']} | {r['dtype']} | {s['threads']} x "
                          f"{s['items']}{mark} | {s.get('regs')} | {s['GBps']:.0f} | "
                          f"{s['GBps'] / copy:.3f} | {s['host_us']:.1f} |")
