@@ -66,18 +66,30 @@ def plan(hidden: int, threads: int | None = None) -> tuple[int, int]:
 
 
 @functools.lru_cache(maxsize=None)
-def make_kernel(dtype: str, items: int, full: bool, convert_once: bool = False):
+def make_kernel(dtype: str, items: int, full: bool, convert_once: bool = False,
+                striped: bool = False):
     """The kernel for rows of ``dtype`` with ``items`` elements per thread. ``full``: every row
     is exactly threads * items long, and x, w and y come as uint32 words (two elements each);
     otherwise they come as elements and load guarded. ``convert_once``: keep each element's
     float32 value from the squares to the output (``items`` more registers) instead of
-    converting it again."""
+    converting it again. ``striped`` (full rows, ``items`` a multiple of 4): x, w and y come
+    as uint64 words of four elements, loaded and stored striped (a warp's access is 256
+    contiguous bytes) instead of in blocked 16-byte vectors."""
     element = np.dtype(dtype)
     words = items // 2
+    quads = items // 4
 
     @cuda.jit
     def rms_norm_kernel(x, w, y, hidden, eps):
-        if full:
+        if full and striped:
+            base = cuda.blockIdx.x * (hidden >> 2)
+            x_quads = local.array(quads, np.uint64)
+            w_quads = local.array(quads, np.uint64)
+            block.load(x[base:], x_quads, algorithm="striped")
+            block.load(w, w_quads, algorithm="striped")
+            vals = x_quads.view(element)
+            weights = w_quads.view(element)
+        elif full:
             base = cuda.blockIdx.x * (hidden >> 1)
             x_words = local.array(words, np.uint32)
             w_words = local.array(words, np.uint32)
@@ -105,11 +117,14 @@ def make_kernel(dtype: str, items: int, full: bool, convert_once: bool = False):
         cuda.syncthreads()
         r = rstd[0]
         y_words = local.array(words, np.uint32)
-        out = y_words.view(element)
+        y_quads = local.array(quads, np.uint64)
+        out = y_quads.view(element) if striped else y_words.view(element)
         for i in range(items):
             v = kept[i] if convert_once else np.float32(vals[i])
             out[i] = v * r * np.float32(weights[i])  # one rounding
-        if full:
+        if full and striped:
+            block.store(y[base:], y_quads, algorithm="striped")
+        elif full:
             block.store(y[base:], y_words, algorithm="vectorize")
         else:
             block.store(y[base:], out, items, "direct", hidden)
@@ -170,9 +185,10 @@ def rms_norm(x, w, eps: float = 1e-6, out=None, stream=0, threads: int | None = 
 
 
 def prepare(x, w, eps: float = 1e-6, out=None, stream=0, threads: int | None = None,
-            convert_once: bool = False):
+            convert_once: bool = False, striped: bool = False):
     """``rms_norm``'s checks and views: (result, (kernel, rows, threads, kernel arguments)),
-    or (result, None) when there is nothing to do. ``convert_once``: see ``make_kernel``."""
+    or (result, None) when there is nothing to do. ``convert_once``, ``striped``: see
+    ``make_kernel`` (``striped`` applies to full rows of a multiple of 4 items a thread)."""
     x, w = _device(x, "x"), _device(w, "w")
     if x.ndim != 2:
         raise ValueError(f"rms_norm: x must be 2-D (rows, hidden), not {x.ndim}-D")
@@ -193,10 +209,11 @@ def prepare(x, w, eps: float = 1e-6, out=None, stream=0, threads: int | None = N
         return result, None
     threads, items = plan(hidden, threads)
     full = threads * items == hidden
-    kernel = make_kernel(_dtype_name(x), items, full, convert_once)
+    striped = striped and full and items % 4 == 0
+    kernel = make_kernel(_dtype_name(x), items, full, convert_once, striped)
     flat = [a.reshape(a.size) for a in (x, w, out)]
     if full:  # as words: 16-byte accesses (the module docstring says why)
-        flat = [a.view(np.uint32) for a in flat]
+        flat = [a.view(np.uint64 if striped else np.uint32) for a in flat]
     return result, (kernel, rows, threads, (*flat, np.int32(hidden), np.float32(eps)))
 
 

@@ -23,16 +23,16 @@ from numba import cuda
 import rms_norm as example
 from fast_launch import Launcher, torch_stream
 
-#: (x dtype, w dtype, hidden, threads, convert_once) -> the Launcher of that signature.
+#: (x dtype, w dtype, hidden, threads, convert_once, striped) -> that signature's Launcher.
 _launchers: dict = {}
 
 
 def rms_norm(x: torch.Tensor, w: torch.Tensor, eps: float = 1e-6,
              out: torch.Tensor | None = None, threads: int | None = None,
-             convert_once: bool = False) -> torch.Tensor:
+             convert_once: bool = False, striped: bool = False) -> torch.Tensor:
     """RMSNorm over the last axis of ``x`` (C-contiguous, float16 or bfloat16 on the GPU) with
     weight ``w`` (hidden,) of the same type, on PyTorch's current stream. Returns ``out``
-    (made when not given). ``threads``, ``convert_once``: the example's variants."""
+    (made when not given). ``threads``, ``convert_once``, ``striped``: the example's variants."""
     hidden = x.shape[-1]
     if out is None:
         out = torch.empty_like(x, memory_format=torch.contiguous_format)
@@ -42,9 +42,9 @@ def rms_norm(x: torch.Tensor, w: torch.Tensor, eps: float = 1e-6,
     rows = x.numel() // hidden if hidden else 0
     if rows == 0:
         return out
-    launcher = _launchers.get((x.dtype, w.dtype, hidden, threads, convert_once))
+    launcher = _launchers.get((x.dtype, w.dtype, hidden, threads, convert_once, striped))
     if launcher is None:
-        _first(x, w, eps, out, threads, convert_once)
+        _first(x, w, eps, out, (threads, convert_once, striped))
     elif w.shape != (hidden,):
         raise ValueError(f"rms_norm: w has shape {tuple(w.shape)}, must be ({hidden},)")
     else:
@@ -52,7 +52,7 @@ def rms_norm(x: torch.Tensor, w: torch.Tensor, eps: float = 1e-6,
     return out
 
 
-def _first(x, w, eps, out, threads, convert_once) -> None:
+def _first(x, w, eps, out, variant) -> None:
     """The example's checks and numba's launch; keeps the Launcher for the next calls."""
     if not (x.is_contiguous() and out.is_contiguous()):
         raise ValueError("rms_norm: x and out must be C-contiguous")
@@ -60,10 +60,10 @@ def _first(x, w, eps, out, threads, convert_once) -> None:
     stream = torch_stream(x)
     numba_stream = cuda.external_stream(stream) if stream else 0
     _, (kernel, rows, block, args) = example.prepare(
-        x.view(-1, hidden), w, eps, out.view(-1, hidden), numba_stream, threads, convert_once)
+        x.view(-1, hidden), w, eps, out.view(-1, hidden), numba_stream, *variant)
     launcher = Launcher(kernel, block)
     launcher.first(rows, numba_stream, args)
-    _launchers[(x.dtype, w.dtype, hidden, threads, convert_once)] = launcher
+    _launchers[(x.dtype, w.dtype, hidden, *variant)] = launcher
 
 
 @functools.cache

@@ -39,7 +39,8 @@ of GPU time against tens of µs of host time, so the end-to-end and graph column
 figures that count there.
 
 ``sweep``: coopgen again with the other block sizes that keep 16-byte vectors, and with each
-element's float32 value kept instead of converted twice (``convert_once``), to show how the
+element's float32 value kept instead of converted twice (``convert_once``), and with rows moved
+as striped 8-byte words instead of blocked 16-byte vectors (``striped``), to show how the
 example's choice (``rms_norm.plan``) compares.
 """
 from __future__ import annotations
@@ -213,9 +214,9 @@ def _kept(make, sets: int):
     return call
 
 
-def _registers(dtype: str, items: int, full: bool = True, convert_once: bool = False) -> int:
+def _registers(dtype: str, items: int, full: bool = True, *variant) -> int:
     """Registers per thread of the example's kernel as launched (its last specialisation)."""
-    regs = example.make_kernel(dtype, items, full, convert_once).get_regs_per_thread()
+    regs = example.make_kernel(dtype, items, full, *variant).get_regs_per_thread()
     return list(regs.values())[-1] if isinstance(regs, dict) else regs
 
 
@@ -362,21 +363,24 @@ def _sweep(dtype, rows, hidden, xs, w, ys, want, sets) -> list[dict]:
     import torch
     import torch_rms_norm
     out = []
-    planned = example.plan(hidden)[0]
-    for t, once in [(t, False) for t in sweep_threads(hidden)] + [(planned, True)]:
-        def call(i, t=t, once=once):
+    planned, items = example.plan(hidden)
+    variants = [(t, False, False) for t in sweep_threads(hidden)] + [(planned, True, False)]
+    if planned * items == hidden and items % 4 == 0:
+        variants.append((planned, False, True))
+    for t, once, striped in variants:
+        def call(i, t=t, once=once, striped=striped):
             return torch_rms_norm.rms_norm(xs[i], w, EPS, out=ys["coopgen"][i], threads=t,
-                                           convert_once=once)
+                                           convert_once=once, striped=striped)
         for _ in range(2):
             got = call(0)
             torch.cuda.synchronize()
-            _checked(f"coopgen threads={t} convert_once={once}", got, want, dtype, rows,
-                     hidden, 1)
+            _checked(f"coopgen threads={t} convert_once={once} striped={striped}", got, want,
+                     dtype, rows, hidden, 1)
         r = _rounds({t: call}, sets)[t]
         items_t = example.plan(hidden, t)[1]
-        regs = _registers(dtype, items_t, t * items_t == hidden, once)
+        regs = _registers(dtype, items_t, t * items_t == hidden, once, striped)
         out.append(dict(r, threads=t, items=items_t, regs=regs, convert_once=once,
-                        GBps=bytes_moved(rows, hidden) / r["ms"] / 1e6))
+                        striped=striped, GBps=bytes_moved(rows, hidden) / r["ms"] / 1e6))
     return out
 
 
@@ -443,8 +447,10 @@ def sweep_lines(rows) -> list[str]:
         own = dict(r["peers"]["coopgen"], threads=r["threads"], items=r["items"],
                    regs=r.get("regs"))
         for s in sorted([own] + r["sweep"], key=lambda s: (s["threads"], s.get("convert_once",
-                                                                               False))):
-            mark = " (plan)" if s is own else " (convert once)" if s.get("convert_once") else ""
+                                                                               False),
+                                                           s.get("striped", False))):
+            mark = " (plan)" if s is own else " (convert once)" if s.get("convert_once") \
+                else " (striped)" if s.get("striped") else ""
             lines.append(f"| {r['rows']} x {r['hidden']} | {r['dtype']} | {s['threads']} x "
                          f"{s['items']}{mark} | {s.get('regs')} | {s['GBps']:.0f} | "
                          f"{s['GBps'] / copy:.3f} | {s['host_us']:.1f} |")
