@@ -67,17 +67,22 @@ def plan(hidden: int, threads: int | None = None) -> tuple[int, int]:
 
 @functools.lru_cache(maxsize=None)
 def make_kernel(dtype: str, items: int, full: bool, convert_once: bool = False,
-                striped: bool = False):
+                striped: bool = False, blocked: bool = False):
     """The kernel for rows of ``dtype`` with ``items`` elements per thread. ``full``: every row
     is exactly threads * items long, and x, w and y come as uint32 words (two elements each);
     otherwise they come as elements and load guarded. ``convert_once``: keep each element's
     float32 value from the squares to the output (``items`` more registers) instead of
     converting it again. ``striped`` (full rows, ``items`` a multiple of 4): x, w and y come
     as uint64 words of four elements, loaded and stored striped (a warp's access is 256
-    contiguous bytes) instead of in blocked 16-byte vectors."""
+    contiguous bytes) instead of in 16-byte vectors. ``blocked``: each thread's 16-byte vectors
+    lie side by side in the row (one ``block.load`` of all of them), so a warp's load of its
+    first vectors touches every other 16 bytes, and the L1 serves each 32-byte sector twice;
+    by default vector v of every thread comes from the row's v-th slice of threads * 16
+    bytes (one ``block.load`` per slice: a warp reads 512 contiguous bytes)."""
     element = np.dtype(dtype)
     words = items // 2
     quads = items // 4
+    vectors = words // 4  # 16-byte vectors a thread
 
     @cuda.jit
     def rms_norm_kernel(x, w, y, hidden, eps):
@@ -89,12 +94,27 @@ def make_kernel(dtype: str, items: int, full: bool, convert_once: bool = False,
             block.load(w, w_quads, algorithm="striped")
             vals = x_quads.view(element)
             weights = w_quads.view(element)
-        elif full:
+        elif full and blocked:
             base = cuda.blockIdx.x * (hidden >> 1)
             x_words = local.array(words, np.uint32)
             w_words = local.array(words, np.uint32)
             block.load(x[base:], x_words, algorithm="vectorize")
             block.load(w, w_words, algorithm="vectorize")
+            vals = x_words.view(element)
+            weights = w_words.view(element)
+        elif full:
+            base = cuda.blockIdx.x * (hidden >> 1)
+            span = cuda.blockDim.x * 4  # words of one slice: a vector for every thread
+            x_words = local.array(words, np.uint32)
+            w_words = local.array(words, np.uint32)
+            x_part = local.array(4, np.uint32)
+            w_part = local.array(4, np.uint32)
+            for v in range(vectors):
+                block.load(x[base + v * span:], x_part, algorithm="vectorize")
+                block.load(w[v * span:], w_part, algorithm="vectorize")
+                for j in range(4):
+                    x_words[4 * v + j] = x_part[j]
+                    w_words[4 * v + j] = w_part[j]
             vals = x_words.view(element)
             weights = w_words.view(element)
         else:
@@ -124,8 +144,14 @@ def make_kernel(dtype: str, items: int, full: bool, convert_once: bool = False,
             out[i] = v * r * np.float32(weights[i])  # one rounding
         if full and striped:
             block.store(y[base:], y_quads, algorithm="striped")
-        elif full:
+        elif full and blocked:
             block.store(y[base:], y_words, algorithm="vectorize")
+        elif full:
+            y_part = local.array(4, np.uint32)
+            for v in range(vectors):
+                for j in range(4):
+                    y_part[j] = y_words[4 * v + j]
+                block.store(y[base + v * span:], y_part, algorithm="vectorize")
         else:
             block.store(y[base:], out, items, "direct", hidden)
 
@@ -185,10 +211,11 @@ def rms_norm(x, w, eps: float = 1e-6, out=None, stream=0, threads: int | None = 
 
 
 def prepare(x, w, eps: float = 1e-6, out=None, stream=0, threads: int | None = None,
-            convert_once: bool = False, striped: bool = False):
+            convert_once: bool = False, striped: bool = False, blocked: bool = False):
     """``rms_norm``'s checks and views: (result, (kernel, rows, threads, kernel arguments)),
-    or (result, None) when there is nothing to do. ``convert_once``, ``striped``: see
-    ``make_kernel`` (``striped`` applies to full rows of a multiple of 4 items a thread)."""
+    or (result, None) when there is nothing to do. ``convert_once``, ``striped``, ``blocked``:
+    see ``make_kernel`` (``striped`` applies to full rows of a multiple of 4 items a
+    thread)."""
     x, w = _device(x, "x"), _device(w, "w")
     if x.ndim != 2:
         raise ValueError(f"rms_norm: x must be 2-D (rows, hidden), not {x.ndim}-D")
@@ -210,7 +237,7 @@ def prepare(x, w, eps: float = 1e-6, out=None, stream=0, threads: int | None = N
     threads, items = plan(hidden, threads)
     full = threads * items == hidden
     striped = striped and full and items % 4 == 0
-    kernel = make_kernel(_dtype_name(x), items, full, convert_once, striped)
+    kernel = make_kernel(_dtype_name(x), items, full, convert_once, striped, blocked)
     flat = [a.reshape(a.size) for a in (x, w, out)]
     if full:  # as words: 16-byte accesses (the module docstring says why)
         flat = [a.view(np.uint64 if striped else np.uint32) for a in flat]

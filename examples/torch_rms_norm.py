@@ -23,16 +23,18 @@ from numba import cuda
 import rms_norm as example
 from fast_launch import Launcher, torch_stream
 
-#: (x dtype, w dtype, hidden, threads, convert_once, striped) -> that signature's Launcher.
+#: (x dtype, w dtype, hidden, threads, convert_once, striped, blocked) -> its Launcher.
 _launchers: dict = {}
 
 
 def rms_norm(x: torch.Tensor, w: torch.Tensor, eps: float = 1e-6,
              out: torch.Tensor | None = None, threads: int | None = None,
-             convert_once: bool = False, striped: bool = False) -> torch.Tensor:
+             convert_once: bool = False, striped: bool = False,
+             blocked: bool = False) -> torch.Tensor:
     """RMSNorm over the last axis of ``x`` (C-contiguous, float16 or bfloat16 on the GPU) with
     weight ``w`` (hidden,) of the same type, on PyTorch's current stream. Returns ``out``
-    (made when not given). ``threads``, ``convert_once``, ``striped``: the example's variants."""
+    (made when not given). ``threads``, ``convert_once``, ``striped``, ``blocked``: the example's
+    variants (``rms_norm.make_kernel``)."""
     hidden = x.shape[-1]
     if out is None:
         out = torch.empty_like(x, memory_format=torch.contiguous_format)
@@ -42,9 +44,10 @@ def rms_norm(x: torch.Tensor, w: torch.Tensor, eps: float = 1e-6,
     rows = x.numel() // hidden if hidden else 0
     if rows == 0:
         return out
-    launcher = _launchers.get((x.dtype, w.dtype, hidden, threads, convert_once, striped))
+    variant = (threads, convert_once, striped, blocked)
+    launcher = _launchers.get((x.dtype, w.dtype, hidden, *variant))
     if launcher is None:
-        _first(x, w, eps, out, (threads, convert_once, striped))
+        _first(x, w, eps, out, variant)
     elif w.shape != (hidden,):
         raise ValueError(f"rms_norm: w has shape {tuple(w.shape)}, must be ({hidden},)")
     else:

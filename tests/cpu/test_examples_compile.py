@@ -45,7 +45,8 @@ def test_mamba_selective_scan_links(has_z, softplus):
     assert res.smem <= 8976  # the nvcc-built twin in tools/bench/apps.py
 
 
-def _rms_norm_kernel(dtype, hidden, threads=None, convert_once=False, striped=False):
+def _rms_norm_kernel(dtype, hidden, threads=None, convert_once=False, striped=False,
+                     blocked=False):
     """(kernel, signature, threads, full) as ``rms_norm`` launches it for this width."""
     from numba.cuda.typing.typeof import typeof  # knows ml_dtypes' bfloat16
     import ml_dtypes  # noqa: F401
@@ -54,7 +55,8 @@ def _rms_norm_kernel(dtype, hidden, threads=None, convert_once=False, striped=Fa
     word = np.uint64 if striped else np.uint32
     arr = typeof(np.empty(1, word if full else np.dtype(dtype)))
     sig = (arr, arr, arr, numba.typeof(np.int32(0)), numba.typeof(np.float32(0)))
-    return rms_norm.make_kernel(dtype, items, full, convert_once, striped), sig, threads, full
+    kernel = rms_norm.make_kernel(dtype, items, full, convert_once, striped, blocked)
+    return kernel, sig, threads, full
 
 
 @pytest.mark.parametrize("dtype", rms_norm.DTYPES)
@@ -77,14 +79,15 @@ def test_rms_norm_converting_once_links_with_more_registers(hidden):
 
 @pytest.mark.parametrize("dtype", rms_norm.DTYPES)
 @pytest.mark.parametrize("hidden", [4096, 8192])
-def test_rms_norm_moves_16_bytes_per_access(dtype, hidden):
+@pytest.mark.parametrize("blocked", (False, True), ids=("sliced", "blocked"))
+def test_rms_norm_moves_16_bytes_per_access(dtype, hidden, blocked):
     # Full rows move as 32-bit words, four to a vector: each load of x and w and each store of
     # y is 16 bytes (CUB's vectors of 2-byte items would be 8: ld.global.v4.u16). The scalar
     # u32 accesses are CUB's fallback for a misaligned row, which rms_norm never passes.
     import re
     from coopgen.linkcheck import link_ptx
-    kernel, sig, threads, full = _rms_norm_kernel(dtype, hidden)
-    assert full
+    kernel, sig, threads, full = _rms_norm_kernel(dtype, hidden, blocked=blocked)
+    assert full and _link(kernel, sig, threads).local_bytes == 0
     with block_shape(threads), warnings.catch_warnings():
         warnings.simplefilter("ignore", numba.NumbaExperimentalFeatureWarning)
         ptx = link_ptx(kernel, sig)

@@ -33,15 +33,15 @@ def _assert_close(got, x, w, eps):
                                                 ((2, 9, 3072), False), ((300, 8192), False),
                                                 ((7, 32), False), ((40, 4096), True),
                                                 ((3, 1000), True)])
-@pytest.mark.parametrize("striped", (False, True), ids=("vectors", "striped"))
-def test_launcher_on_tensors(shape, convert_once, striped, dtype):
+@pytest.mark.parametrize("layout", ("sliced", "striped", "blocked"))
+def test_launcher_on_tensors(shape, convert_once, layout, dtype):
     # The first call is numba's launch, the next ones the Launcher's, on fresh inputs each.
     seed = int(np.random.default_rng().integers(1 << 30))
     for i in range(3):
         x, w = _inputs(shape, dtype, seed + i)
         out = torch.full_like(x, float("nan"))
         assert trn.rms_norm(x, w, 1e-5, out=out, convert_once=convert_once,
-                            striped=striped) is out
+                            striped=layout == "striped", blocked=layout == "blocked") is out
         _assert_close(out, x, w, 1e-5)
         _assert_close(trn.rms_norm(x, w, 1e-5), x, w, 1e-5)
 
@@ -59,7 +59,7 @@ def test_launcher_on_a_side_stream_and_other_arrays():
         y = trn.rms_norm(x2, w)
     side.synchronize()
     _assert_close(y, x, w, 1e-6)
-    launcher = trn._launchers[(torch.bfloat16, torch.bfloat16, 4096, None, False, False)]
+    launcher = trn._launchers[(torch.bfloat16, torch.bfloat16, 4096, None, False, False, False)]
     cupy = pytest.importorskip("cupy")
     y16 = torch.empty_like(x)
     launcher(4096, cupy.asarray(x.view(torch.int16)), cupy.asarray(w.view(torch.int16)),

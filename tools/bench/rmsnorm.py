@@ -38,7 +38,7 @@ host's); ``graph µs``, the GPU time per call of ``PER_BATCH`` calls captured in
 of GPU time against tens of µs of host time, so the end-to-end and graph columns are the
 figures that count there.
 
-``sweep``: coopgen again with the other block sizes that keep 16-byte vectors, and with each
+``sweep`` (``COOPGEN_RMSNORM_SWEEP=2048,32768``: at those row counts): coopgen again with the other block sizes that keep 16-byte vectors, and with each
 element's float32 value kept instead of converted twice (``convert_once``), and with rows moved
 as striped 8-byte words instead of blocked 16-byte vectors (``striped``), to show how the
 example's choice (``rms_norm.plan``) compares.
@@ -71,7 +71,8 @@ LABELS = {"coopgen": "coopgen", "torch": "PyTorch eager", "compile": "torch.comp
 TARGET = 0.98  # coopgen's GB/s over the fastest peer's, on every shape
 ROUNDINGS = {"coopgen": 1, "torch": 2, "compile": 2, "triton": 1}
 SWEEP_VECTORS = (1, 2, 3, 4)  # 16-byte vectors a thread holds in the sweep
-SWEEP_ROWS = (2048, 32768)  # the row counts whose shapes also time other block sizes ...
+#: the row counts whose shapes also time the other block sizes and layouts ...
+SWEEP_ROWS = tuple(int(n) for n in os.environ.get("COOPGEN_RMSNORM_SWEEP", "").split(",") if n)
 SWEEP_DTYPE = "float16"  # ... in this dtype (the other moves the same bytes the same way)
 BATCHES, PER_BATCH, WARMUP, ROUNDS = 15, 10, 3, 2
 E2E_CALLS, E2E_REPEATS = 50, 5
@@ -214,9 +215,11 @@ def _kept(make, sets: int):
     return call
 
 
-def _registers(dtype: str, items: int, full: bool = True, *variant) -> int:
+def _registers(dtype: str, items: int, full: bool = True, convert_once: bool = False,
+               striped: bool = False, blocked: bool = False) -> int:
     """Registers per thread of the example's kernel as launched (its last specialisation)."""
-    regs = example.make_kernel(dtype, items, full, *variant).get_regs_per_thread()
+    kernel = example.make_kernel(dtype, items, full, convert_once, striped, blocked)
+    regs = kernel.get_regs_per_thread()
     return list(regs.values())[-1] if isinstance(regs, dict) else regs
 
 
