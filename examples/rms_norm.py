@@ -2,8 +2,11 @@
 bfloat16 rows with float32 accumulation: one read of x and one write of y, the rest stays in
 registers.
 
-One thread block per row; each thread holds ``items`` consecutive elements of the row (a
-4096-wide row: 256 threads of 16 elements, 32 bytes each; ``plan`` says how many otherwise).
+One thread block per row; each thread holds ``items`` elements of the row, two 16-byte vectors
+(a 4096-wide row: 256 threads of 16 elements; ``plan`` says how many otherwise). Vector v of
+every thread comes from the row's v-th slice of ``threads`` vectors, so a warp's load reads 512
+contiguous bytes (``make_kernel``'s ``blocked`` variant puts a thread's vectors side by side,
+which makes the L1 serve every 32-byte sector twice).
 
 1. ``block.load`` the row and the weights together, before the reduction, so both are in
    flight at once. When every row is exactly ``threads * items`` wide (a multiple of 8
@@ -11,7 +14,8 @@ One thread block per row; each thread holds ``items`` consecutive elements of th
    words**, two elements each: CUB's vectorized load and store (``algorithm="vectorize"``)
    build vectors of at most 4 items, which for a 2-byte type is 8 bytes a load, but for words
    is 16 bytes (``ld.global.v4.u32`` / ``st.global.v4.u32``), the widest access a thread can
-   make (CUB checks the alignment and moves a misaligned row a word at a time). The kernel
+   make (CUB checks the alignment and moves a misaligned row a word at a time), one
+   ``block.load`` per slice of the row. The kernel
    views each thread's words as elements (``words.view(dtype)``, still registers). Other rows
    load guarded, one element at a time, with zeros past the end;
 2. square each item **in float32** and ``block.sum`` the squares. CUB adds in the item type:
