@@ -2,8 +2,11 @@
 bfloat16 rows with float32 accumulation: one read of x and one write of y, the rest stays in
 registers.
 
-One thread block per row; each thread holds ``items`` consecutive elements of the row (a
-4096-wide row: 256 threads of 16 elements, 32 bytes each; ``plan`` says how many otherwise).
+One thread block per row; each thread holds ``items`` elements of the row, two 16-byte vectors
+(a 4096-wide row: 256 threads of 16 elements; ``plan`` says how many otherwise). Vector v of
+every thread comes from the row's v-th slice of ``threads`` vectors, so a warp's load reads 512
+contiguous bytes (``make_kernel``'s ``blocked`` variant puts a thread's vectors side by side,
+which makes the L1 serve every 32-byte sector twice).
 
 1. ``block.load`` the row and the weights together, before the reduction, so both are in
    flight at once. When every row is exactly ``threads * items`` wide (a multiple of 8
@@ -11,7 +14,8 @@ One thread block per row; each thread holds ``items`` consecutive elements of th
    words**, two elements each: CUB's vectorized load and store (``algorithm="vectorize"``)
    build vectors of at most 4 items, which for a 2-byte type is 8 bytes a load, but for words
    is 16 bytes (``ld.global.v4.u32`` / ``st.global.v4.u32``), the widest access a thread can
-   make (CUB checks the alignment and moves a misaligned row a word at a time). The kernel
+   make (CUB checks the alignment and moves a misaligned row a word at a time), one
+   ``block.load`` per slice of the row. The kernel
    views each thread's words as elements (``words.view(dtype)``, still registers). Other rows
    load guarded, one element at a time, with zeros past the end;
 2. square each item **in float32** and ``block.sum`` the squares. CUB adds in the item type:
@@ -66,21 +70,55 @@ def plan(hidden: int, threads: int | None = None) -> tuple[int, int]:
 
 
 @functools.lru_cache(maxsize=None)
-def make_kernel(dtype: str, items: int, full: bool):
+def make_kernel(dtype: str, items: int, full: bool, convert_once: bool = False,
+                striped: bool = False, blocked: bool = False):
     """The kernel for rows of ``dtype`` with ``items`` elements per thread. ``full``: every row
     is exactly threads * items long, and x, w and y come as uint32 words (two elements each);
-    otherwise they come as elements and load guarded."""
+    otherwise they come as elements and load guarded. ``convert_once``: keep each element's
+    float32 value from the squares to the output (``items`` more registers) instead of
+    converting it again. ``striped`` (full rows, ``items`` a multiple of 4): x, w and y come
+    as uint64 words of four elements, loaded and stored striped (a warp's access is 256
+    contiguous bytes) instead of in 16-byte vectors. ``blocked``: each thread's 16-byte vectors
+    lie side by side in the row (one ``block.load`` of all of them), so a warp's load of its
+    first vectors touches every other 16 bytes, and the L1 serves each 32-byte sector twice;
+    by default vector v of every thread comes from the row's v-th slice of threads * 16
+    bytes (one ``block.load`` per slice: a warp reads 512 contiguous bytes)."""
     element = np.dtype(dtype)
     words = items // 2
+    quads = items // 4
+    vectors = words // 4  # 16-byte vectors a thread
 
     @cuda.jit
     def rms_norm_kernel(x, w, y, hidden, eps):
-        if full:
+        if full and striped:
+            base = cuda.blockIdx.x * (hidden >> 2)
+            x_quads = local.array(quads, np.uint64)
+            w_quads = local.array(quads, np.uint64)
+            block.load(x[base:], x_quads, algorithm="striped")
+            block.load(w, w_quads, algorithm="striped")
+            vals = x_quads.view(element)
+            weights = w_quads.view(element)
+        elif full and blocked:
             base = cuda.blockIdx.x * (hidden >> 1)
             x_words = local.array(words, np.uint32)
             w_words = local.array(words, np.uint32)
             block.load(x[base:], x_words, algorithm="vectorize")
             block.load(w, w_words, algorithm="vectorize")
+            vals = x_words.view(element)
+            weights = w_words.view(element)
+        elif full:
+            base = cuda.blockIdx.x * (hidden >> 1)
+            span = cuda.blockDim.x * 4  # words of one slice: a vector for every thread
+            x_words = local.array(words, np.uint32)
+            w_words = local.array(words, np.uint32)
+            x_part = local.array(4, np.uint32)
+            w_part = local.array(4, np.uint32)
+            for v in range(vectors):
+                block.load(x[base + v * span:], x_part, algorithm="vectorize")
+                block.load(w[v * span:], w_part, algorithm="vectorize")
+                for j in range(4):
+                    x_words[4 * v + j] = x_part[j]
+                    w_words[4 * v + j] = w_part[j]
             vals = x_words.view(element)
             weights = w_words.view(element)
         else:
@@ -90,9 +128,12 @@ def make_kernel(dtype: str, items: int, full: bool):
             block.load(x[base:], vals, items, "direct", hidden, 0)
             block.load(w, weights, items, "direct", hidden, 0)
         squares = local.array(items, np.float32)
+        kept = local.array(items, np.float32)
         for i in range(items):
             v = np.float32(vals[i])
             squares[i] = v * v
+            if convert_once:
+                kept[i] = v
         total = block.sum(squares)  # float32; valid in thread 0
         rstd = cuda.shared.array(1, np.float32)
         if cuda.threadIdx.x == 0:
@@ -100,11 +141,21 @@ def make_kernel(dtype: str, items: int, full: bool):
         cuda.syncthreads()
         r = rstd[0]
         y_words = local.array(words, np.uint32)
-        out = y_words.view(element)
+        y_quads = local.array(quads, np.uint64)
+        out = y_quads.view(element) if striped else y_words.view(element)
         for i in range(items):
-            out[i] = np.float32(vals[i]) * r * np.float32(weights[i])  # one rounding
-        if full:
+            v = kept[i] if convert_once else np.float32(vals[i])
+            out[i] = v * r * np.float32(weights[i])  # one rounding
+        if full and striped:
+            block.store(y[base:], y_quads, algorithm="striped")
+        elif full and blocked:
             block.store(y[base:], y_words, algorithm="vectorize")
+        elif full:
+            y_part = local.array(4, np.uint32)
+            for v in range(vectors):
+                for j in range(4):
+                    y_part[j] = y_words[4 * v + j]
+                block.store(y[base + v * span:], y_part, algorithm="vectorize")
         else:
             block.store(y[base:], out, items, "direct", hidden)
 
@@ -156,6 +207,19 @@ def rms_norm(x, w, eps: float = 1e-6, out=None, stream=0, threads: int | None = 
     """RMSNorm of each row of ``x`` (rows, hidden), float16 or bfloat16 device arrays, with
     weight ``w`` (hidden,) of the same type. Returns ``out`` (made when not given; given, it is
     written in place, whatever kind of device array it is). ``threads`` overrides ``plan``."""
+    result, launch = prepare(x, w, eps, out, stream, threads)
+    if launch is not None:
+        kernel, rows, threads, args = launch
+        kernel[rows, threads, stream](*args)
+    return result
+
+
+def prepare(x, w, eps: float = 1e-6, out=None, stream=0, threads: int | None = None,
+            convert_once: bool = False, striped: bool = False, blocked: bool = False):
+    """``rms_norm``'s checks and views: (result, (kernel, rows, threads, kernel arguments)),
+    or (result, None) when there is nothing to do. ``convert_once``, ``striped``, ``blocked``:
+    see ``make_kernel`` (``striped`` applies to full rows of a multiple of 4 items a
+    thread)."""
     x, w = _device(x, "x"), _device(w, "w")
     if x.ndim != 2:
         raise ValueError(f"rms_norm: x must be 2-D (rows, hidden), not {x.ndim}-D")
@@ -173,15 +237,15 @@ def rms_norm(x, w, eps: float = 1e-6, out=None, stream=0, threads: int | None = 
     if not (x.is_c_contiguous() and out.is_c_contiguous()):
         raise ValueError("rms_norm: x and out must be C-contiguous")
     if rows == 0:
-        return result
+        return result, None
     threads, items = plan(hidden, threads)
     full = threads * items == hidden
-    kernel = make_kernel(_dtype_name(x), items, full)
+    striped = striped and full and items % 4 == 0
+    kernel = make_kernel(_dtype_name(x), items, full, convert_once, striped, blocked)
     flat = [a.reshape(a.size) for a in (x, w, out)]
     if full:  # as words: 16-byte accesses (the module docstring says why)
-        flat = [a.view(np.uint32) for a in flat]
-    kernel[rows, threads, stream](*flat, np.int32(hidden), np.float32(eps))
-    return result
+        flat = [a.view(np.uint64 if striped else np.uint32) for a in flat]
+    return result, (kernel, rows, threads, (*flat, np.int32(hidden), np.float32(eps)))
 
 
 def reference(x, w, eps: float = 1e-6) -> np.ndarray:

@@ -17,10 +17,11 @@ import rmsnorm  # noqa: E402
 
 def test_cases_cover_dtypes_and_llm_shapes():
     cases = rmsnorm.cases()
-    assert len(cases) == len(set(cases)) == 8
+    assert len(cases) == len(set(cases)) == 2 * 6 * 6
     assert {c[0] for c in cases} == {"float16", "bfloat16"}
-    assert {(r, h) for _, r, h in cases} == {(4096, 4096), (4096, 8192), (16384, 4096),
-                                             (16384, 8192)}
+    assert {h for _, _, h in cases} == {2048, 3072, 4096, 5120, 7168, 8192}
+    rows = {r for _, r, _ in cases}
+    assert min(rows) == 1 and max(rows) == 32768 and 256 in rows  # decode batches to prefill
 
 
 def test_bytes_sets_and_sweep():
@@ -29,7 +30,8 @@ def test_bytes_sets_and_sweep():
     assert rmsnorm.sets_for(4096, 4096, 50 << 20) == 7
     assert rmsnorm.sets_for(16384, 8192, 50 << 20) == 1
     assert rmsnorm.sweep_threads(4096) == [128, 512]  # plan: 256 x 16; 1024 x 4 is not 16 B
-    assert rmsnorm.sweep_threads(8192) == [128, 256, 1024]  # plan: 512 x 16
+    assert rmsnorm.sweep_threads(8192) == [256, 1024]  # plan: 512 x 16
+    assert rmsnorm.sweep_threads(3072) == [96, 128, 384]  # 4, 3 and 1 vectors a thread
 
 
 def _fixture():
@@ -42,15 +44,17 @@ def test_table_ratios():
     assert len(lines) == 2 + len(rows)
     # float16 4096 x 4096: coopgen 2900 GB/s, Triton 2950, copy 3000
     assert "| 4096 x 4096 | float16 | 3000 | 2900 (0.97) | 1900 (0.63) | 2100 (0.70) | " \
-           "2950 (0.98) | **0.983** (Triton) |" in lines
+           "2950 (0.98) | **0.983** (Triton) | 8.0 / 12.0 / 25.0 / 18.0 | 30.0 / 50.0 (Triton) " \
+           "| 25.0 / 28.0 (Triton) |" in lines
     # bfloat16 16384 x 8192: coopgen 3120 against Triton's 3080
-    assert lines[-1].endswith("**1.013** (Triton) |")
+    assert "**1.013** (Triton) |" in lines[-1]
+    assert lines[3].endswith("| 25.0 / 20.0 (Triton) |")  # Triton's graph: 20 µs
     env = _fixture()["environment"]
     assert rmsnorm.run_line(env) == "Run of 2000-01-01 on fixture GPU, 0.0: PyTorch 0.0, " \
                                     "Triton 0.0."
     assert rmsnorm.print_rmsnorm(rows, env).startswith(rmsnorm.run_line(env) + "\n\n| rows")
     sweep = rmsnorm.sweep_lines(rows)
-    assert "| 4096 x 4096 | float16 | 256 x 16 (plan) | 30 | 2900 | 0.967 | 20.0 |" in sweep
+    assert "| 4096 x 4096 | float16 | 256 x 16 (plan) | 30 | 2900 | 0.967 | 8.0 |" in sweep
     assert len(sweep) == 2 + 2 * len(rows)
 
 
@@ -70,12 +74,11 @@ def test_draw_charts(tmp_path):
     assert sorted(Path(p).name for p in written) == ["kernel_vs_nvcc.svg", "rmsnorm.svg"]
     svg = (tmp_path / "rmsnorm.svg").read_text()
     texts = _texts(svg)
-    assert {"float16", "bfloat16", "4096 x 4096", "16384 x 8192", "Triton",
-            "copy_ of the same bytes"} <= set(texts)
+    assert {"float16", "bfloat16", "hidden 4096", "hidden 8192", "0.98 target"} <= set(texts)
     assert any(t.startswith("RMSNorm forward: fixture GPU, 2000-01-01") for t in texts)
-    # one bar per row and peer, plus the legend's patch: 4 rows, so 5 of each colour
-    for colour in draw.COLORS.values():
-        assert svg.count(f"fill: {colour}") == 5
+    # one line per dtype and hidden size
+    assert sorted(re.findall(r'<g id="ratio-line-([a-z0-9-]+)"', svg)) == [
+        "bfloat16-4096", "bfloat16-8192", "float16-4096", "float16-8192"]
     ratios = [r["ratio"] for r in json.loads(RUNTIME.read_text())["runtime"]]
     labels = _ratio_labels((tmp_path / "kernel_vs_nvcc.svg").read_text())
     assert labels == [f"{q:.3f}" for q in ratios]

@@ -46,15 +46,18 @@ def test_mamba_selective_scan_links(has_z, softplus):
     assert res.smem <= 8976  # the nvcc-built twin in tools/bench/apps.py
 
 
-def _rms_norm_kernel(dtype, hidden, threads=None):
+def _rms_norm_kernel(dtype, hidden, threads=None, convert_once=False, striped=False,
+                     blocked=False):
     """(kernel, signature, threads, full) as ``rms_norm`` launches it for this width."""
     from numba.cuda.typing.typeof import typeof  # knows ml_dtypes' bfloat16
     import ml_dtypes  # noqa: F401
     threads, items = rms_norm.plan(hidden, threads)
     full = threads * items == hidden
-    arr = typeof(np.empty(1, np.uint32 if full else np.dtype(dtype)))
+    word = np.uint64 if striped else np.uint32
+    arr = typeof(np.empty(1, word if full else np.dtype(dtype)))
     sig = (arr, arr, arr, numba.typeof(np.int32(0)), numba.typeof(np.float32(0)))
-    return rms_norm.make_kernel(dtype, items, full), sig, threads, full
+    kernel = rms_norm.make_kernel(dtype, items, full, convert_once, striped, blocked)
+    return kernel, sig, threads, full
 
 
 @pytest.mark.parametrize("dtype", rms_norm.DTYPES)
@@ -66,16 +69,26 @@ def test_rms_norm_links(dtype, hidden, threads):
     assert res.local_bytes == 0
 
 
+@pytest.mark.parametrize("hidden", [4096, 1000])
+def test_rms_norm_converting_once_links_with_more_registers(hidden):
+    # Keeping the float32 values is the bench sweep's variant: registers, never local memory.
+    plain = _link(*_rms_norm_kernel("float16", hidden)[:2], rms_norm.plan(hidden)[0])
+    kernel, sig, threads, _ = _rms_norm_kernel("float16", hidden, convert_once=True)
+    once = _link(kernel, sig, threads)
+    assert once.local_bytes == 0 and once.registers >= plain.registers
+
+
 @pytest.mark.parametrize("dtype", rms_norm.DTYPES)
 @pytest.mark.parametrize("hidden", [4096, 8192])
-def test_rms_norm_moves_16_bytes_per_access(dtype, hidden):
+@pytest.mark.parametrize("blocked", (False, True), ids=("sliced", "blocked"))
+def test_rms_norm_moves_16_bytes_per_access(dtype, hidden, blocked):
     # Full rows move as 32-bit words, four to a vector: each load of x and w and each store of
     # y is 16 bytes (CUB's vectors of 2-byte items would be 8: ld.global.v4.u16). The scalar
     # u32 accesses are CUB's fallback for a misaligned row, which rms_norm never passes.
     import re
     from coopgen.linkcheck import link_ptx
-    kernel, sig, threads, full = _rms_norm_kernel(dtype, hidden)
-    assert full
+    kernel, sig, threads, full = _rms_norm_kernel(dtype, hidden, blocked=blocked)
+    assert full and _link(kernel, sig, threads).local_bytes == 0
     with block_shape(threads), warnings.catch_warnings():
         warnings.simplefilter("ignore", numba.NumbaExperimentalFeatureWarning)
         ptx = link_ptx(kernel, sig)
@@ -85,6 +98,23 @@ def test_rms_norm_moves_16_bytes_per_access(dtype, hidden):
     assert len(re.findall(r"ld\.global(?:\.nc)?\.v4\.u32", body)) == 2 * vectors
     assert len(re.findall(r"st\.global\.v4\.u32", body)) == vectors
     assert not re.search(r"(?:ld|st)\.global(?:\.nc)?\.v[24]\.[ub]16", body)
+
+
+@pytest.mark.parametrize("dtype", rms_norm.DTYPES)
+def test_rms_norm_striped_moves_8_bytes_coalesced(dtype):
+    # The sweep's striped variant: x and w as uint64 loads (4 of x, 4 of w a thread at 16
+    # items), y as 4 uint64 stores, no local memory
+    import re
+    from coopgen.linkcheck import link_ptx
+    kernel, sig, threads, full = _rms_norm_kernel(dtype, 4096, striped=True)
+    assert full and _link(kernel, sig, threads).local_bytes == 0
+    with block_shape(threads), warnings.catch_warnings():
+        warnings.simplefilter("ignore", numba.NumbaExperimentalFeatureWarning)
+        ptx = link_ptx(kernel, sig)
+    body = ptx[ptx.index(".entry"):]
+    body = body[:body.index("\n}")]
+    assert len(re.findall(r"ld\.global(?:\.nc)?\.u64", body)) == 8
+    assert len(re.findall(r"st\.global\.u64", body)) == 4
 
 
 def test_rms_norm_plan():

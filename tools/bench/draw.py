@@ -6,8 +6,9 @@ as SVG files that ``docs/performance.md`` shows.
 Without files it reads ``tools/bench/results/*.json``; without ``--img`` it writes to
 ``docs/img``. Each chart comes from the newest file (by its run's date) holding its section:
 
-- ``rmsnorm.svg`` (section ``rmsnorm``): GB/s per shape, one bar per peer, a line at the copy
-  bandwidth of the same shape, one panel per dtype;
+- ``rmsnorm.svg`` (section ``rmsnorm``): coopgen's GB/s over the fastest peer's (PyTorch
+  eager, torch.compile, Triton), a line per hidden size against the row count, one panel per
+  dtype;
 - ``kernel_vs_nvcc.svg`` (section ``runtime``): per case, nvcc's time over coopgen's
   (1.0: as fast as nvcc -O3 with CUB), with the 0.99 target;
 - ``sampling.svg`` (section ``sampling``, tools/bench/sampling.py): per batch x vocab, the
@@ -22,7 +23,7 @@ import glob
 import json
 import os
 
-from rmsnorm import DTYPES, LABELS, PEERS
+from rmsnorm import DTYPES
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -61,32 +62,35 @@ def _caption(env: dict) -> str:
 
 
 def draw_rmsnorm(result: dict, path: str) -> str:
-    """GB/s per shape, one bar per peer and a line at the copy bandwidth; a panel per dtype."""
+    """coopgen's GB/s over the fastest peer's for every shape: one line per hidden size
+    against the row count, the 0.98 target dashed; a panel per dtype."""
+    from rmsnorm import TARGET, fastest_peer
     plt = _pyplot()
     rows = result["rmsnorm"]
     dtypes = [d for d in DTYPES if any(r["dtype"] == d for r in rows)]
+    hiddens = sorted({r["hidden"] for r in rows})
     fig, axes = plt.subplots(1, len(dtypes), figsize=(5.2 * len(dtypes), 3.6), sharey=True,
                              squeeze=False)
-    width = 0.8 / len(PEERS)
-    top = max(r["peers"][p]["GBps"] for r in rows for p in (*PEERS, "copy"))
+    cmap = plt.get_cmap("viridis")
     for ax, dtype in zip(axes[0], dtypes):
-        mine = [r for r in rows if r["dtype"] == dtype]
-        for k, peer in enumerate(PEERS):
-            xs = [i - 0.4 + width * (k + 0.5) for i in range(len(mine))]
-            ax.bar(xs, [r["peers"][peer]["GBps"] for r in mine], width, color=COLORS[peer],
-                   label=LABELS[peer])
-        for i, r in enumerate(mine):
-            ax.hlines(r["peers"]["copy"]["GBps"], i - 0.45, i + 0.45, colors="black",
-                      linewidth=1.5, label=("copy_ of the same bytes" if i == 0 else None))
-        ax.set_xticks(range(len(mine)), [f"{r['rows']} x {r['hidden']}" for r in mine])
+        for k, hidden in enumerate(hiddens):
+            mine = sorted((r for r in rows if r["dtype"] == dtype and r["hidden"] == hidden),
+                          key=lambda r: r["rows"])
+            ratios = [r["peers"]["coopgen"]["GBps"] / r["peers"][fastest_peer(r)]["GBps"]
+                      for r in mine]
+            ax.plot([r["rows"] for r in mine], ratios, marker="o", markersize=3,
+                    color=cmap(k / max(1, len(hiddens) - 1)), label=f"hidden {hidden}",
+                    gid=f"ratio-line-{dtype}-{hidden}")
+        ax.axhline(TARGET, linestyle="--", color="black", linewidth=1,
+                   label=f"{TARGET} target")
+        ax.set_xscale("log", base=2)
         ax.set_title(dtype)
-        ax.set_xlabel("rows x hidden")
-        ax.set_ylim(0, top * 1.12)
-        ax.grid(axis="y", alpha=0.3)
-    axes[0][0].set_ylabel("GB/s (x, w read; y written)")
+        ax.set_xlabel("rows")
+        ax.grid(alpha=0.3)
+    axes[0][0].set_ylabel("coopgen GB/s / fastest peer's")
     handles, labels = axes[0][0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncol=len(labels), frameon=False,
-               bbox_to_anchor=(0.5, -0.08))
+    fig.legend(handles, labels, loc="lower center", ncol=min(len(labels), 4), frameon=False,
+               bbox_to_anchor=(0.5, -0.14))
     fig.suptitle(f"RMSNorm forward: {_caption(result['environment'])}", y=1.02)
     return _save(fig, path)
 

@@ -3,12 +3,16 @@ Triton kernel, at LLM shapes, with the GPU's copy bandwidth for scale.
 
     python tools/bench/bench.py rmsnorm       # needs a GPU, PyTorch and Triton
 
-For float16 and bfloat16 and each of ``SHAPES`` (rows x hidden), one run times:
+For float16 and bfloat16 and every rows x hidden of ``ROWS`` x ``HIDDENS`` (decode batches of 1
+to 256 rows up to 32,768-row prefills), one run times:
 
-- ``coopgen``: ``rms_norm(x, w, eps, out=y)`` on PyTorch tensors, which the example sees through
-  DLPack (no copy; DLPack names bfloat16, which ``__cuda_array_interface__`` cannot);
+- ``coopgen``: ``examples/torch_rms_norm.rms_norm(x, w, eps, out=y)``: the example's kernel
+  launched from PyTorch tensors by ``examples/fast_launch.py`` on PyTorch's current stream;
 - ``torch``: ``torch.nn.functional.rms_norm(x, (hidden,), w, eps)``, eager;
-- ``compile``: ``torch.compile`` of that same function (default mode, static shapes);
+- ``compile``: ``torch.compile`` of that same function (default mode), compiled once per dtype
+  and hidden with the row count dynamic (``maybe_mark_dynamic``; hidden stays static, so
+  Inductor's reduction is the one it builds for that width; a single row is its own
+  specialization);
 - ``triton``: ``triton_rms_norm`` below, written as Triton's tutorials write their row kernels:
   one program per row, BLOCK = the next power of two of hidden, float32 accumulation, and the
   layer-norm tutorial's warp count;
@@ -25,14 +29,24 @@ a batch whose enqueueing outlasted the spin is dropped and the spin doubled. The
 batch cycle through enough copies of x and y (``sets``) that no call finds its input in L2.
 CUDA events around each batch, 25 batches, the median; peers interleaved, three rounds, each
 peer keeps its fastest median. GB/s counts x read, w read and y written (copy: x and y).
-The host's own time per call is reported beside it.
 
-``sweep``: coopgen again with the other block sizes that keep 16-byte vectors, to show how the
+What a caller sees, beside it: ``host µs``, the host's time to enqueue one call (from the same
+batches); ``end to end µs``, the wall time per call of ``E2E_CALLS`` calls issued back to back
+and waited for (host and GPU overlap: the larger of the two shows, which for a few rows is the
+host's); ``graph µs``, the GPU time per call of ``PER_BATCH`` calls captured in one
+``torch.cuda.graph`` and replayed (no host cost per call). A few rows are launch-bound: a few µs
+of GPU time against tens of µs of host time, so the end-to-end and graph columns are the
+figures that count there.
+
+``sweep`` (``COOPGEN_RMSNORM_SWEEP=2048,32768``: at those row counts): coopgen again with the other block sizes that keep 16-byte vectors, and with each
+element's float32 value kept instead of converted twice (``convert_once``), and with rows moved
+as striped 8-byte words instead of blocked 16-byte vectors (``striped``), to show how the
 example's choice (``rms_norm.plan``) compares.
 """
 from __future__ import annotations
 
 import functools
+import json
 import os
 import statistics
 import sys
@@ -44,22 +58,30 @@ sys.path.insert(0, os.path.join(ROOT, "examples"))
 
 import rms_norm as example  # noqa: E402
 
-SHAPES = ((4096, 4096), (4096, 8192), (16384, 4096), (16384, 8192))
+#: dtype, hidden -> the torch.compile'd function of that width (rows dynamic)
+_compiled: dict = {}
+
+ROWS = (1, 32, 256, 2048, 8192, 32768)
+HIDDENS = (2048, 3072, 4096, 5120, 7168, 8192)
 DTYPES = example.DTYPES
 EPS = 1e-6
 PEERS = ("coopgen", "torch", "compile", "triton")  # the bars; "copy" is the line
 LABELS = {"coopgen": "coopgen", "torch": "PyTorch eager", "compile": "torch.compile",
           "triton": "Triton", "copy": "copy_"}
+TARGET = 0.98  # coopgen's GB/s over the fastest peer's, on every shape
 ROUNDINGS = {"coopgen": 1, "torch": 2, "compile": 2, "triton": 1}
-SWEEP_THREADS = (128, 256, 512, 1024)
-MAX_ITEMS = 64  # per thread: more would spill
-BATCHES, PER_BATCH, WARMUP, ROUNDS = 25, 10, 3, 3
+SWEEP_VECTORS = (1, 2, 3, 4)  # 16-byte vectors a thread holds in the sweep
+#: the row counts whose shapes also time the other block sizes and layouts ...
+SWEEP_ROWS = tuple(int(n) for n in os.environ.get("COOPGEN_RMSNORM_SWEEP", "").split(",") if n)
+SWEEP_DTYPE = "float16"  # ... in this dtype (the other moves the same bytes the same way)
+BATCHES, PER_BATCH, WARMUP, ROUNDS = 15, 10, 3, 2
+E2E_CALLS, E2E_REPEATS = 50, 5
 L2_MULTIPLE = 4  # the copies of x a batch cycles through hold this many L2s
 
 
 def cases() -> list[tuple[str, int, int]]:
     """(dtype, rows, hidden) of every measured row, in table order."""
-    return [(dtype, rows, hidden) for dtype in DTYPES for rows, hidden in SHAPES]
+    return [(dtype, rows, hidden) for dtype in DTYPES for hidden in HIDDENS for rows in ROWS]
 
 
 def bytes_moved(rows: int, hidden: int, itemsize: int = 2) -> int:
@@ -68,11 +90,16 @@ def bytes_moved(rows: int, hidden: int, itemsize: int = 2) -> int:
 
 
 def sweep_threads(hidden: int) -> list[int]:
-    """Block sizes whose threads each hold whole 16-byte vectors (at most MAX_ITEMS items)
-    and cover a row exactly, other than the example's own choice."""
+    """Block sizes whose threads each hold ``SWEEP_VECTORS`` whole 16-byte vectors and cover a
+    row exactly (whole warps, at most 1024 threads), other than the example's own choice."""
     chosen, _ = example.plan(hidden)
-    return [t for t in SWEEP_THREADS if t != chosen and hidden % (t * example.VECTOR) == 0
-            and hidden // t <= MAX_ITEMS]
+    found = []
+    for vectors in SWEEP_VECTORS:
+        threads, rest = divmod(hidden, example.VECTOR * vectors)
+        if not rest and threads % 32 == 0 and 32 <= threads <= example.MAX_THREADS \
+                and threads != chosen:
+            found.append(threads)
+    return sorted(found)
 
 
 def l2_bytes() -> int:
@@ -188,9 +215,11 @@ def _kept(make, sets: int):
     return call
 
 
-def _registers(dtype: str, items: int, full: bool = True) -> int:
+def _registers(dtype: str, items: int, full: bool = True, convert_once: bool = False,
+               striped: bool = False, blocked: bool = False) -> int:
     """Registers per thread of the example's kernel as launched (its last specialisation)."""
-    regs = example.make_kernel(dtype, items, full).get_regs_per_thread()
+    kernel = example.make_kernel(dtype, items, full, convert_once, striped, blocked)
+    regs = kernel.get_regs_per_thread()
     return list(regs.values())[-1] if isinstance(regs, dict) else regs
 
 
@@ -207,9 +236,88 @@ def _checked(name: str, got, want, dtype: str, rows: int, hidden: int, roundings
     return worst
 
 
-def shape_row(dtype: str, rows: int, hidden: int, sweep: bool = True) -> dict:
+def _compiled_for(dtype: str, hidden: int):
+    """torch.compile of the eager function for rows of one width, the row count dynamic."""
     import torch
+    if (dtype, hidden) not in _compiled:
+        torch._dynamo.reset()  # a fresh compile for every dtype and width
+        _compiled.clear()
+        _compiled[dtype, hidden] = torch.compile(_eager, dynamic=None)
+    return _compiled[dtype, hidden]
+
+
+def _eager(x, w):
     import torch.nn.functional as F
+    return F.rms_norm(x, (x.shape[-1],), w, EPS)
+
+
+def end_to_end_us(call, sets: int) -> float:
+    """Wall µs per call of E2E_CALLS calls issued back to back and waited for; median."""
+    import torch
+    times = []
+    for _ in range(E2E_REPEATS):
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for i in range(E2E_CALLS):
+            call(i % sets)
+        torch.cuda.synchronize()
+        times.append(1e6 * (time.perf_counter() - t0) / E2E_CALLS)
+    return statistics.median(times)
+
+
+def _enqueue_us(call, sets: int) -> float:
+    """Host µs per call to enqueue E2E_CALLS calls (the GPU may run behind)."""
+    import torch
+    call(0)
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for i in range(E2E_CALLS):
+        call(i % sets)
+    elapsed = time.perf_counter() - t0
+    torch.cuda.synchronize()
+    return 1e6 * elapsed / E2E_CALLS
+
+
+def graph_us(call, sets: int) -> float:
+    """GPU µs per call of PER_BATCH calls captured in one CUDA graph and replayed; median."""
+    import torch
+    graph, stream = torch.cuda.CUDAGraph(), torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream), torch.cuda.graph(graph, stream=stream):
+        for i in range(PER_BATCH):
+            call(i % sets)
+    torch.cuda.current_stream().wait_stream(stream)
+    graph.replay()
+    times = []
+    for _ in range(E2E_REPEATS):
+        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        graph.replay()
+        stop.record()
+        stop.synchronize()
+        times.append(1e3 * start.elapsed_time(stop) / PER_BATCH)
+    del graph
+    return statistics.median(times)
+
+
+def _calls(dtype: str, hidden: int, xs, w, ys, sets: int) -> dict:
+    import torch_rms_norm
+
+    compiled = _compiled_for(dtype, hidden)
+    import torch
+    for x in xs:
+        torch._dynamo.maybe_mark_dynamic(x, 0)
+    return {
+        "coopgen": lambda i: torch_rms_norm.rms_norm(xs[i], w, EPS, out=ys["coopgen"][i]),
+        "torch": _kept(lambda i: _eager(xs[i], w), sets),
+        "compile": _kept(lambda i: compiled(xs[i], w), sets),
+        "triton": lambda i: triton_rms_norm(xs[i], w, EPS, ys["triton"][i]),
+        "copy": lambda i: ys["copy"][i].copy_(xs[i]),
+    }
+
+
+def shape_row(dtype: str, rows: int, hidden: int, sweep: bool = False) -> dict:
+    import torch
 
     tdtype = getattr(torch, dtype)
     gen = torch.Generator(device="cuda").manual_seed(2026 + rows + hidden)
@@ -219,26 +327,15 @@ def shape_row(dtype: str, rows: int, hidden: int, sweep: bool = True) -> dict:
     w = (torch.rand(hidden, device="cuda", generator=gen) + 0.5).to(tdtype)
     ys = {name: [torch.full_like(xs[0], float("nan")) for _ in range(sets)]  # poisoned
           for name in ("coopgen", "triton", "copy")}
-
-    def eager(x, w):
-        return F.rms_norm(x, (x.shape[-1],), w, EPS)
-
-    torch._dynamo.reset()  # a fresh static-shape compile for every shape and dtype
-    compiled = torch.compile(eager, dynamic=False)
-    calls = {
-        "coopgen": lambda i: example.rms_norm(xs[i], w, EPS, out=ys["coopgen"][i]),
-        "torch": _kept(lambda i: eager(xs[i], w), sets),
-        "compile": _kept(lambda i: compiled(xs[i], w), sets),
-        "triton": lambda i: triton_rms_norm(xs[i], w, EPS, ys["triton"][i]),
-        "copy": lambda i: ys["copy"][i].copy_(xs[i]),
-    }
+    calls = _calls(dtype, hidden, xs, w, ys, sets)
     x64, w64 = xs[0].double(), w.double()
     want = x64 * torch.rsqrt((x64 * x64).mean(-1, keepdim=True) + EPS) * w64
     errors = {}
     for name in PEERS:
-        got = calls[name](0)
-        torch.cuda.synchronize()
-        errors[name] = _checked(name, got, want, dtype, rows, hidden, ROUNDINGS[name])
+        for _ in range(2):  # coopgen: numba's launch, then the Launcher's
+            got = calls[name](0)
+            torch.cuda.synchronize()
+            errors[name] = _checked(name, got, want, dtype, rows, hidden, ROUNDINGS[name])
     calls["copy"](0)
     if not torch.equal(ys["copy"][0], xs[0]):
         raise AssertionError(f"rmsnorm copy_ {dtype} {rows}x{hidden}: y differs from x")
@@ -249,18 +346,13 @@ def shape_row(dtype: str, rows: int, hidden: int, sweep: bool = True) -> dict:
            "max_error": errors, "peers": {}}
     for name, r in timed.items():
         moved = row["copy_bytes"] if name == "copy" else row["bytes"]
-        row["peers"][name] = dict(r, GBps=moved / r["ms"] / 1e6)
+        row["peers"][name] = dict(r, GBps=moved / r["ms"] / 1e6,
+                                  e2e_us=end_to_end_us(calls[name], sets),
+                                  graph_us=graph_us(calls[name], sets))
     row["regs"] = _registers(dtype, items, threads * items == hidden)
-    row["sweep"] = []
-    for t in sweep_threads(hidden) if sweep else ():
-        got = example.rms_norm(xs[0], w, EPS, out=ys["coopgen"][0], threads=t)
-        torch.cuda.synchronize()
-        _checked(f"coopgen threads={t}", got, want, dtype, rows, hidden, 1)
-        r = _rounds({t: lambda i, t=t: example.rms_norm(xs[i], w, EPS, out=ys["coopgen"][i],
-                                                        threads=t)}, sets)[t]
-        items_t = example.plan(hidden, t)[1]
-        row["sweep"].append(dict(r, threads=t, items=items_t, regs=_registers(dtype, items_t),
-                                 GBps=row["bytes"] / r["ms"] / 1e6))
+    row["numba_launch_host_us"] = _enqueue_us(
+        lambda i: example.rms_norm(xs[i], w, EPS, out=ys["coopgen"][i]), sets)
+    row["sweep"] = _sweep(dtype, rows, hidden, xs, w, ys, want, sets) if sweep else []
     calls.clear()  # frees the copies of x and y before the next shape's
     xs.clear()
     ys.clear()
@@ -269,15 +361,46 @@ def shape_row(dtype: str, rows: int, hidden: int, sweep: bool = True) -> dict:
     return row
 
 
-def rmsnorm_rows(selected=None, sweep: bool = True) -> list[dict]:
+def _sweep(dtype, rows, hidden, xs, w, ys, want, sets) -> list[dict]:
+    """coopgen at the other block sizes that keep whole 16-byte vectors."""
+    import torch
+    import torch_rms_norm
+    out = []
+    planned, items = example.plan(hidden)
+    variants = [(t, False, False) for t in sweep_threads(hidden)] + [(planned, True, False)]
+    if planned * items == hidden and items % 4 == 0:
+        variants.append((planned, False, True))
+    for t, once, striped in variants:
+        def call(i, t=t, once=once, striped=striped):
+            return torch_rms_norm.rms_norm(xs[i], w, EPS, out=ys["coopgen"][i], threads=t,
+                                           convert_once=once, striped=striped)
+        for _ in range(2):
+            got = call(0)
+            torch.cuda.synchronize()
+            _checked(f"coopgen threads={t} convert_once={once} striped={striped}", got, want,
+                     dtype, rows, hidden, 1)
+        r = _rounds({t: call}, sets)[t]
+        items_t = example.plan(hidden, t)[1]
+        regs = _registers(dtype, items_t, t * items_t == hidden, once, striped)
+        out.append(dict(r, threads=t, items=items_t, regs=regs, convert_once=once,
+                        striped=striped, GBps=bytes_moved(rows, hidden) / r["ms"] / 1e6))
+    return out
+
+
+def rmsnorm_rows(selected=None, sweep_rows=SWEEP_ROWS) -> list[dict]:
     """Every case (or those whose 'dtype:rowsxhidden' is in ``selected``), printed as it
-    finishes."""
+    finishes; the rows counts in ``sweep_rows`` also time the other block sizes."""
     rows = []
     for dtype, n_rows, hidden in cases():
         if selected and f"{dtype}:{n_rows}x{hidden}" not in selected:
             continue
-        rows.append(shape_row(dtype, n_rows, hidden, sweep))
+        rows.append(shape_row(dtype, n_rows, hidden,
+                              n_rows in sweep_rows and dtype == SWEEP_DTYPE))
         print(table_lines(rows[-1:])[-1], flush=True)
+        if os.environ.get("COOPGEN_BENCH_OUT"):  # what a run cut short still has
+            with open(os.path.join(os.environ["COOPGEN_BENCH_OUT"], "rmsnorm.partial.json"),
+                      "w") as f:
+                json.dump(rows, f)
     return rows
 
 
@@ -288,20 +411,34 @@ def fastest_peer(row: dict) -> str:
     return max((p for p in PEERS if p != "coopgen"), key=lambda p: row["peers"][p]["GBps"])
 
 
+def _best_other(row: dict, key: str) -> str:
+    """The peer (not coopgen, not the copy) with the fewest µs by ``key``."""
+    return min((p for p in PEERS if p != "coopgen"), key=lambda p: row["peers"][p][key])
+
+
 def table_lines(rows) -> list[str]:
+    short = {"torch": "eager", "compile": "compile", "triton": "Triton"}
     head = ["| rows x hidden | dtype | copy GB/s |"
             + "".join(f" {LABELS[p]} GB/s (x copy) |" for p in PEERS)
-            + " coopgen / fastest peer |",
-            "|---|---|---|" + "---|" * len(PEERS) + "---|"]
+            + " coopgen / fastest peer | host µs per call: coopgen / eager / compile / Triton |"
+            " end to end µs: coopgen / fastest peer | CUDA graph µs: coopgen / fastest peer |",
+            "|---|---|---|" + "---|" * len(PEERS) + "---|---|---|---|"]
     body = []
     for r in rows:
-        copy = r["peers"]["copy"]["GBps"]
-        cells = "".join(f" {r['peers'][p]['GBps']:.0f} ({r['peers'][p]['GBps'] / copy:.2f}) |"
+        peers = r["peers"]
+        copy = peers["copy"]["GBps"]
+        cells = "".join(f" {peers[p]['GBps']:.0f} ({peers[p]['GBps'] / copy:.2f}) |"
                         for p in PEERS)
         best = fastest_peer(r)
-        ratio = r["peers"]["coopgen"]["GBps"] / r["peers"][best]["GBps"]
+        ratio = peers["coopgen"]["GBps"] / peers[best]["GBps"]
+        host = " / ".join(f"{peers[p]['host_us']:.1f}" for p in PEERS)
+        ends = []
+        for key in ("e2e_us", "graph_us"):
+            other = _best_other(r, key)
+            ends.append(f" {peers['coopgen'][key]:.1f} / {peers[other][key]:.1f} "
+                        f"({short[other]}) |")
         body.append(f"| {r['rows']} x {r['hidden']} | {r['dtype']} | {copy:.0f} |{cells} "
-                    f"**{ratio:.3f}** ({LABELS[best]}) |")
+                    f"**{ratio:.3f}** ({LABELS[best]}) | {host} |{''.join(ends)}")
     return head + body
 
 
@@ -312,8 +449,11 @@ def sweep_lines(rows) -> list[str]:
         copy = r["peers"]["copy"]["GBps"]
         own = dict(r["peers"]["coopgen"], threads=r["threads"], items=r["items"],
                    regs=r.get("regs"))
-        for s in sorted([own] + r["sweep"], key=lambda s: s["threads"]):
-            mark = " (plan)" if s is own else ""
+        for s in sorted([own] + r["sweep"], key=lambda s: (s["threads"], s.get("convert_once",
+                                                                               False),
+                                                           s.get("striped", False))):
+            mark = " (plan)" if s is own else " (convert once)" if s.get("convert_once") \
+                else " (striped)" if s.get("striped") else ""
             lines.append(f"| {r['rows']} x {r['hidden']} | {r['dtype']} | {s['threads']} x "
                          f"{s['items']}{mark} | {s.get('regs')} | {s['GBps']:.0f} | "
                          f"{s['GBps'] / copy:.3f} | {s['host_us']:.1f} |")
