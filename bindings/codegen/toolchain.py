@@ -1,9 +1,10 @@
 """Whether the CUDA compiler libraries belong together: NVRTC (the shims), NVVM (numba-cuda's
 kernels) and nvJitLink make LTO-IR of one CUDA major, and a driver must be of it or newer.
 :func:`require_consistent` raises one ToolchainError before the first compile (not an nvJitLink
-error wall); :func:`problems` tells ``coopgen doctor``. NVVM's major is read from the library
-itself (its IR's debug version: ``nvvmVersion`` says 2.0 in CUDA 12 and 13 alike), else from the
-package or toolkit holding it; a version neither tells is a problem too."""
+error wall); :func:`problems` tells ``coopgen doctor``. NVVM's C API must answer (else it is
+not a libNVVM this process can use); its CUDA major comes from the package or toolkit holding it,
+else from its IR's debug version where that tells (``nvvmVersion`` says 2.0 in CUDA 12 and 13
+alike); a major neither tells is a problem too."""
 import contextlib
 import ctypes
 import functools
@@ -83,8 +84,9 @@ def cuda_version_of(path: str) -> tuple[str, int | None]:
     return "?", None
 
 
-#: CUDA major by the debug metadata version of NVVM IR (``nvvmIRVersion``'s last two numbers).
-NVVM_DEBUG_VERSION_MAJORS = {(3, 1): 12, (3, 2): 13}
+#: CUDA major by the debug metadata version of NVVM IR (``nvvmIRVersion``'s last two numbers),
+#: where it tells one: 3.1 is CUDA 12.3's, but 3.2 is both CUDA 12.9's and 13's.
+NVVM_DEBUG_VERSION_MAJORS = {(3, 1): 12}
 
 
 def nvvm_library_version(path: str) -> tuple[tuple[int, int], tuple[int, int, int, int]]:
@@ -109,7 +111,7 @@ def _nvvm() -> Part:
         version, ir = nvvm_library_version(path)
     except Exception as e:  # not a libNVVM this process can load or ask
         return Part("NVVM", "?", None, f"{path}; its version cannot be read: {e}")
-    major = NVVM_DEBUG_VERSION_MAJORS.get(ir[2:], package_major)
+    major = package_major if package_major is not None else NVVM_DEBUG_VERSION_MAJORS.get(ir[2:])
     shown = package_version if package_version != "?" else f"CUDA {major or '?'}"
     return Part("NVVM", f"{shown} (libNVVM {version[0]}.{version[1]}, IR {ir[0]}.{ir[1]} "
                 f"debug {ir[2]}.{ir[3]})", major, path)

@@ -119,7 +119,8 @@ def test_nvvm_whose_version_cannot_be_read_exits_1_naming_it(monkeypatch, capsys
 @pytest.mark.parametrize("debug_version", [(3, 1), (3, 2), (3, 9)])
 def test_nvvm_of_another_or_no_known_major_exits_1(monkeypatch, capsys, fresh_toolchain,
                                                    debug_version):
-    """What the library says decides its major, whatever package holds it."""
+    """Held by no package or toolkit, the library's own IR version decides its major where it
+    tells one, and is a problem where it does not."""
     nvrtc_major = nvrtc.nvrtc_version()[0]
     monkeypatch.setattr(toolchain, "nvvm_library_version",
                         lambda path: ((2, 0), (2, 0) + debug_version))
@@ -141,9 +142,16 @@ def test_nvvm_of_another_or_no_known_major_exits_1(monkeypatch, capsys, fresh_to
     assert f"coopgen[cu{nvrtc_major}]" in line
 
 
-def test_the_installed_nvvm_says_its_major_itself():
-    """The real libNVVM's own answer, read through its C API, is NVRTC's major."""
-    path = toolchain.parts()[2].where
-    version, ir = toolchain.nvvm_library_version(path)
+def test_the_installed_nvvm_answers_and_is_nvrtcs_major():
+    """The real libNVVM answers through its C API, and its major is NVRTC's."""
+    nvvm = toolchain.parts()[2]
+    version, ir = toolchain.nvvm_library_version(nvvm.where)
     assert version >= (2, 0) and len(ir) == 4
-    assert toolchain.NVVM_DEBUG_VERSION_MAJORS[ir[2:]] == nvrtc.nvrtc_version()[0]
+    assert nvvm.major == nvrtc.nvrtc_version()[0]
+
+
+def test_the_package_decides_over_an_ambiguous_ir_version(monkeypatch, fresh_toolchain):
+    """CUDA 12.9's libNVVM reports IR debug 3.2, as CUDA 13's does: its package names it 12."""
+    monkeypatch.setattr(toolchain, "nvvm_library_version", lambda path: ((2, 0), (2, 0, 3, 2)))
+    monkeypatch.setattr(toolchain, "cuda_version_of", lambda path: ("12.9.86", 12))
+    assert toolchain.parts()[2].major == 12
