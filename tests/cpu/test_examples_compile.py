@@ -70,12 +70,15 @@ def test_rms_norm_links(dtype, hidden, threads):
 
 
 @pytest.mark.parametrize("hidden", [4096, 1000])
-def test_rms_norm_converting_once_links_with_more_registers(hidden):
+def test_rms_norm_converting_once_keeps_values_in_registers(hidden):
     # Keeping the float32 values is the bench sweep's variant: registers, never local memory.
+    # (How many registers each variant takes is ptxas's choice and differs between CUDA
+    # releases, so only the absence of local memory is asserted.)
     plain = _link(*_rms_norm_kernel("float16", hidden)[:2], rms_norm.plan(hidden)[0])
     kernel, sig, threads, _ = _rms_norm_kernel("float16", hidden, convert_once=True)
     once = _link(kernel, sig, threads)
-    assert once.local_bytes == 0 and once.registers >= plain.registers
+    assert plain.local_bytes == 0 and once.local_bytes == 0
+    assert 0 < once.registers <= 65536 // threads and once.spill_stores == 0
 
 
 @pytest.mark.parametrize("dtype", rms_norm.DTYPES)
