@@ -3,6 +3,7 @@
 ``COOPGEN_DUMP_SHIMS=<dir>`` writes every source compiled (cache hits included) to
 ``<dir>/<key>.cu``; ``COOPGEN_NVRTC_PCH`` says when to build NVRTC's precompiled header
 (_use_pch). Both are read on every call, so tests can monkeypatch them."""
+import atexit
 import contextlib
 import functools
 import hashlib
@@ -10,6 +11,8 @@ import importlib.metadata
 import importlib.util
 import os
 import re
+import shutil
+import tempfile
 import threading
 from pathlib import Path
 
@@ -200,6 +203,21 @@ def _use_pch(kind: str) -> bool:
     return policy == "first" or compile_count() > 0
 
 
+_pch_dirs: dict[int, str] = {}
+
+
+def _pch_options() -> list[str]:
+    """``-pch`` and a folder of this process's own for the header file it writes. NVRTC 12.x
+    writes it to the working directory and leaves it there (a ``coopgen_*.pch`` in the user's
+    project); 13.x uses a folder of its own and removes it. Keyed by process, as a forked
+    worker must not read a header its parent is writing."""
+    pid = os.getpid()
+    if pid not in _pch_dirs:
+        _pch_dirs[pid] = tempfile.mkdtemp(prefix="coopgen-pch-")
+        atexit.register(shutil.rmtree, _pch_dirs[pid], True)
+    return ["-pch", f"-pch-dir={_pch_dirs[pid]}"]
+
+
 def _nvrtc_compile(source: str, opts: list[str], name: str, kind: str = "ltoir") -> bytes:
     err, prog = _nvrtc.nvrtcCreateProgram(source.encode(), name.encode(), 0, [], [])
     _check(err, "nvrtcCreateProgram")
@@ -253,7 +271,7 @@ def compile_ltoir(source: str, *, include_dirs: list[str] | None = None,
         with _lock:
             _counts["hit", kind] += 1
         return data
-    data = _nvrtc_compile(source, opts + (["-pch"] if _use_pch(kind) else []),
+    data = _nvrtc_compile(source, opts + (_pch_options() if _use_pch(kind) else []),
                           f"coopgen_{key[:12]}.cu", kind)
     if path is not None:
         _cache.write(path, data)  # framed with its length and checksum; evicts past the cap

@@ -1,5 +1,7 @@
 """When a process builds NVRTC's precompiled header (COOPGEN_NVRTC_PCH; tools/bench/RESULTS.md
 has the measurements behind the default)."""
+import os
+
 import pytest
 
 from coopgen.codegen import nvrtc
@@ -33,3 +35,19 @@ def test_an_unknown_policy_is_refused(monkeypatch):
     monkeypatch.setenv("COOPGEN_NVRTC_PCH", "always")
     with pytest.raises(ValueError, match="COOPGEN_NVRTC_PCH='always': use first"):
         nvrtc._use_pch("ltoir")
+
+
+def test_the_header_file_stays_out_of_the_working_directory(tmp_path, monkeypatch):
+    """NVRTC 12.x writes the precompiled header beside the program's name, in the working
+    directory, and leaves it there: coopgen gives it a folder of the process's own."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("COOPGEN_NVRTC_PCH", "first")
+    monkeypatch.setenv("COOPGEN_CACHE_DIR", str(tmp_path / "cache"))
+    if nvrtc.nvrtc_version() < (12, 4):
+        pytest.skip("NVRTC before 12.4 has no -pch")
+    source = "#include <cub/block/block_reduce.cuh>\n__device__ int coopgen_pch_probe_%d;\n"
+    for n in range(2):  # the first compile writes the header, the second reads it
+        assert nvrtc.compile_ltoir(source % n)
+    assert list(tmp_path.glob("*.pch")) == []
+    folder = nvrtc._pch_options()[1].split("=", 1)[1]
+    assert os.path.isdir(folder) and not folder.startswith(str(tmp_path))
