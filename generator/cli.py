@@ -80,16 +80,25 @@ def generate_entries(entries: tuple[headers.LockEntry, ...]) -> None:
     from . import pipeline, write  # noqa: F401 (imported once, before the workers fork)
 
     workers, types_page = min(len(entries), os.cpu_count() or 1), None
+    # Neighbouring releases share most classes, and a process remembers the supported-types
+    # answers it computed (emit_types._ANSWERS): each worker takes a run of neighbours.
+    runs = [entries[i * len(entries) // workers:(i + 1) * len(entries) // workers]
+            for i in range(workers)]
     with contextlib.ExitStack() as stack:
         run = map
         if workers > 1:
             run = stack.enter_context(ProcessPoolExecutor(workers)).map
-        for warnings, summary, page in run(generate_entry, entries):
-            for w in warnings:
-                print(f"warning: {w}", file=sys.stderr)
-            print(summary)
-            types_page = page or types_page
+        for results in run(generate_run, runs):
+            for warnings, summary, page in results:
+                for w in warnings:
+                    print(f"warning: {w}", file=sys.stderr)
+                print(summary)
+                types_page = page or types_page
     write_release_files(types_page)
+
+
+def generate_run(entries) -> list[tuple[list[str], str, str | None]]:
+    return [generate_entry(e) for e in entries]
 
 
 def generate_entry(entry: headers.LockEntry) -> tuple[list[str], str, str | None]:

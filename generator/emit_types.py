@@ -84,42 +84,57 @@ def runtime_classes(entry: LockEntry, model: ApiModel) -> dict:
     return out
 
 
-#: refusal()'s answers by (class spec, overload, limits), then by (dtype index, operators,
+#: refusal()'s answers by (class, overload, limits), then by (dtype index, operators,
 #: limit index): what one table asked, the other tables need not, and the lock entries'
 #: classes are mostly the same specs.
 _ANSWERS: dict = {}
 
 
+def _asked(cls) -> tuple:
+    """What of a class spec refusal() reads (its names and template parameters, not its other
+    methods or its text): the same class of two lock entries shares its answers."""
+    return cls.name, cls.scope, cls.cpp, cls.template_params
+
+
 class _Asker:
     """refusal() for one model, remembered in ``_ANSWERS`` (the Pythonic rows ask about the
-    faithful overloads again, the types page about the default entry again). Dtypes go by
-    their index in ``every_dtype``; a call's template arguments and limits are the defaults
-    and all limits, or one limit (by its index) and template arguments meeting its
-    conditions."""
+    faithful overloads again, the types page about the default entry again, the other lock
+    entries about the same classes). Dtypes go by their index in ``every_dtype``; a call's
+    template arguments and limits are the defaults and the class's limits, or one limit (by
+    its index) and template arguments meeting its conditions."""
 
     def __init__(self, model: ApiModel):
         self.limits = tuple(limit_specs(model))
         self.every_dtype = tuple(d for _, dtypes in columns() for d in dtypes)
         self.answers: dict = {}  # (class name, overload signature) -> its _ANSWERS dict
 
+    def class_limits(self, cls) -> tuple:
+        """The limits on ``cls``: the only ones check_limits reads for it."""
+        return tuple(lim for lim in self.limits if lim.cls == cls.name)
+
     def _answers(self, cls, ov) -> dict:
         key = (cls.name, ov.signature)
         if key not in self.answers:
-            self.answers[key] = _ANSWERS.setdefault((cls, ov, self.limits), {})
+            self.answers[key] = _ANSWERS.setdefault((_asked(cls), ov, self.class_limits(cls)),
+                                                    {})
         return self.answers[key]
 
+    def _key(self, d, operators, limit: tuple | None) -> tuple:
+        # the limit itself, not its index: another entry's limits may be numbered otherwise
+        return d, operators, limit and self.limits[limit[0]]
+
     def _refusal(self, cls, ov, d: int, operators, limit: tuple | None) -> str | None:
-        answers, key = self._answers(cls, ov), (d, operators, limit and limit[0])
+        answers, key = self._answers(cls, ov), self._key(d, operators, limit)
         if key not in answers:
             prim = f"{cls.scope}.{cls.name}.{ov.name}"
-            template, limits = (_defaults(cls), self.limits) if limit is None else \
+            template, limits = (_defaults(cls), self.class_limits(cls)) if limit is None else \
                 (limit[1], (self.limits[limit[0]],))
             answers[key] = refusal(prim, cls, ov, self.every_dtype[d], operators, template,
                                    limits)
         return answers[key]
 
     def _refused_for_every_dtype(self, cls, ov, operators, limit) -> bool:
-        answers, key = self._answers(cls, ov), ("every dtype", operators, limit and limit[0])
+        answers, key = self._answers(cls, ov), ("every dtype",) + self._key(0, operators, limit)
         if key not in answers:
             answers[key] = all(self._refusal(cls, ov, d, operators, limit)
                                for d in range(len(self.every_dtype)))
@@ -224,7 +239,8 @@ def _in_words(cell: Cell, dtype) -> Cell:
 
 def _row(asker: _Asker, name: str, cls, overloads, fixed: dict) -> Row:
     """The row of ``overloads``; its cells remembered in ``_ANSWERS`` by all they depend on."""
-    key = ("row", cls, tuple(overloads), tuple(sorted(fixed.items())), asker.limits)
+    key = ("row", _asked(cls), tuple(overloads), tuple(sorted(fixed.items())),
+           asker.class_limits(cls))
     if key not in _ANSWERS:
         cells, d = [], 0
         for _, dtypes in columns():
