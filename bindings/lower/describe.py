@@ -13,7 +13,7 @@ from numba.cuda.vector_types import VectorType, vector_types
 
 from ..resolve.operators import FUNCTION_NAMES
 from ..types import desc
-from .arrays import SizedArray, TempStorageType, vector_type
+from .arrays import SizedArray, TempStorageType, ThreadDataArray, vector_type
 
 #: numba type (its name) of a stateful operator's state -> the device function (cuda.coop's
 #: StatefulFunction; coopgen.lower.operators fills it).
@@ -153,7 +153,8 @@ def describe(ty):
         state, sized = stateful_function(ty.dtype), isinstance(ty, SizedArray)
         return desc.Array(dtype_of(ty.dtype), ty.ndim, ty.layout in ("C", "F"),
                           ty.size if sized else None, ty.space if sized else None,
-                          function(state) if state is not None else None, text=text)
+                          function(state) if state is not None else None,
+                          isinstance(ty, ThreadDataArray), text=text)
     if isinstance(ty, types.Literal):  # a string is no dtype
         return desc.Literal(ty.literal_value, None if isinstance(ty, types.StringLiteral)
                             else dtype_of(ty.literal_type), text=text)

@@ -25,7 +25,7 @@ from ..resolve.entry import ObjectKind
 from ..resolve.operators import operator_signatures
 from ..types import desc
 from ..types.cpp import by_pointer
-from .arrays import POSITIONAL, TempStorageType, ThreadDataArray, positional_signature
+from .arrays import POSITIONAL, TempStorageType, positional_signature
 from .bundle import (bound_kernel_threads, bundle_for, kernel_lowering_site, launch_config,
                      use_short_shared_pointers)
 from .describe import constant_type, describe, dtype_of, to_numba
@@ -108,28 +108,12 @@ def call_type(p, args: tuple, kws: dict):
     returns the object first."""
     r, bound = _resolve(p, args, kws)
     folded = tuple(args) + tuple(kws.values())
-    _check_thread_data(p, r, folded)
     RESOLVED.append(f"{r.cls.name}::{r.method.signature}")
     outs = [to_numba(t) for _, t, _ in r.returns]
     if p.constructor:
         outs.insert(0, ParentType(p, r, tuple(split_call(p, args, kws).tkws.items()),
                                   tuple((n, folded[i]) for n, _, i in bound)))
     return types.none if not outs else outs[0] if len(outs) == 1 else types.Tuple(outs)
-
-
-def _check_thread_data(p, r, folded: tuple) -> None:
-    """cuda.coop gives a ThreadData one dtype in every primitive: arrays of its template type
-    and those its items come from or go to (CUB would convert: iterators, OutputT) have it."""
-    given = [(b, folded[b.arg_index]) for b in r.bindings  # (added constants come after)
-             if b.arg_index is not None and b.arg_index < len(folded)]
-    for b, td in ((b, t) for b, t in given if isinstance(t, ThreadDataArray)):
-        for o, ty in given:
-            if isinstance(ty, types.Array) and ty.dtype != td.dtype and (
-                    o.param.base in (b.param.base, "OutputT") or "iterator" in o.param.role):
-                raise CoopgenTypeError(
-                    f"{p.name}: {o.param.name} has dtype {ty.dtype}, but the ThreadData passed "
-                    f"as {b.param.name} holds {td.dtype}, from its first use: it needs a "
-                    f"consistent dtype for ThreadData across primitives (or give it dtype=)")
 
 
 def make_template(p):

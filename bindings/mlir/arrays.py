@@ -6,7 +6,7 @@ import math
 import numba_cuda_mlir._mlir.ir as ir
 from numba_cuda_mlir import extending as ext
 from numba_cuda_mlir._mlir.dialects import memref
-from numba_cuda_mlir.models import ArrayModel, CPointerModel, OpaqueModel
+from numba_cuda_mlir.models import ArrayModel, CPointerModel, IntegerModel, OpaqueModel
 from numba_cuda_mlir.numba_cuda import types
 from numba_cuda_mlir.numba_cuda.typing.npydecl import parse_dtype
 from numba_cuda_mlir.numba_cuda.typing.templates import AbstractTemplate, signature
@@ -14,6 +14,7 @@ from numba_cuda_mlir.numba_cuda.typing.templates import AbstractTemplate, signat
 from ..codegen.shims import SHARED_ALIGNMENT
 from ..codegen.storage import TempStorage
 from ..model.errors import CoopgenError
+from ..types.enums import CoopEnum
 
 ARRAY_PARAMETERS = ("shape", "dtype", "alignment")
 
@@ -35,6 +36,10 @@ class SizedArray(types.Array):
     @property
     def size(self) -> int:
         return math.prod(self.shape)
+
+
+class ThreadDataArray(SizedArray):
+    """A ``coop.ThreadData`` whose dtype its first use gave: every use must agree."""
 
 
 class TempStorageType(types.Opaque):
@@ -77,7 +82,23 @@ class PrimitiveClassType(types.Function):
         return self.typing_key, self.templates, id(self.obj)
 
 
+class EnumMemberLiteral(types.IntegerLiteral):
+    """A coopgen enum member as a literal (coopgen.mlir.rewrite makes its lookups constants):
+    the member itself is the value, so coopgen reads its name; at run time it is its int."""
+
+    def __init__(self, member: CoopEnum):
+        self._literal_init(member)
+        self._literal_type_cache = types.int64
+        types.Integer.__init__(self, name=f"Literal[{type(member).__name__}]({member.name})",
+                               bitwidth=64, signed=True)
+
+
+# numba-cuda-mlir types globals as it types arguments (typeof's default purpose): a member is
+# a compile-time constant wherever it comes from
+ext.typeof_impl.register(CoopEnum)(lambda val, c: EnumMemberLiteral(val))
+ext.register_model(EnumMemberLiteral)(IntegerModel)
 ext.register_model(SizedArray)(ArrayModel)
+ext.register_model(ThreadDataArray)(ArrayModel)
 ext.register_model(ParentType)(CPointerModel)
 ext.register_model(TempStorageType)(OpaqueModel)
 ext.typeof_impl.register(TempStorage)(lambda val, c: TempStorageType(val))
@@ -87,7 +108,7 @@ def _literal(ty):
     return ty.literal_value if isinstance(ty, types.IntegerLiteral) else None
 
 
-def array_type(space: str, args, kws) -> SizedArray:
+def array_type(space: str, args, kws, cls=SizedArray) -> SizedArray:
     """The type of an array call, from its arguments by position or keyword."""
     where = f"coopgen.{space}.array"
     given = dict(zip(ARRAY_PARAMETERS, args), **kws)
@@ -106,22 +127,24 @@ def array_type(space: str, args, kws) -> SizedArray:
     align = _literal(given.get("alignment"))
     if align is not None and (align <= 0 or align & (align - 1)):
         raise CoopgenError(f"{where}: alignment={align} must be a power of two")
-    return SizedArray(dtype, dims, space, align)
+    return cls(dtype, dims, space, align)
 
 
-#: space -> coopgen.local.array / coopgen.shared.array (the rewrite's replacements)
+#: "local", "shared" -> coopgen.local.array, coopgen.shared.array; "thread_data" -> what
+#: coop.ThreadData becomes (the rewrite's replacements)
 ARRAYS: dict = {}
 
 
-def register_array(array, space: str) -> None:
+def register_array(array, space: str, cls=SizedArray) -> None:
     """Typing and lowering of ``array`` (coopgen.local.array or coopgen.shared.array)."""
-    ARRAYS[space] = array
+    ARRAYS[space if cls is SizedArray else "thread_data"] = array
+
     class Template(AbstractTemplate):
         key = array
         prefer_literal = True
 
         def generic(self, args, kws):
-            return signature(array_type(space, args, kws), *args, *kws.values())
+            return signature(array_type(space, args, kws, cls), *args, *kws.values())
 
     ext.typing_registry.register_global(array, types.Function(Template))
 
@@ -151,3 +174,11 @@ def shared_memory(builder, shape: list, element, align: int):
     with ir.InsertionPoint(module.bodyRegion.blocks[0]):
         memref.global_(name, mtype, sym_visibility="private", alignment=align)
     return memref.get_global(mtype, name)
+
+
+def thread_data(shape, dtype):
+    """``coop.ThreadData(n)`` in a kernel, once its dtype is known (coopgen.mlir.rewrite)."""
+
+
+thread_data.__qualname__ = "local.thread_data"
+register_array(thread_data, "local", ThreadDataArray)

@@ -9,7 +9,7 @@ from numba_cuda_mlir.type_defs.vector_types import VectorType
 
 from ..resolve.operators import FUNCTION_NAMES
 from ..types import desc
-from .arrays import SizedArray, TempStorageType
+from .arrays import SizedArray, TempStorageType, ThreadDataArray
 
 
 def _field(name: str, f) -> desc.Field:
@@ -59,7 +59,7 @@ def describe(ty):
         sized = isinstance(ty, SizedArray)
         return desc.Array(dtype_of(ty.dtype), ty.ndim, ty.layout in ("C", "F"),
                           ty.size if sized else None, ty.space if sized else None, None,
-                          text=text)
+                          isinstance(ty, ThreadDataArray), text=text)
     if isinstance(ty, types.Literal):  # a string is no dtype
         return desc.Literal(ty.literal_value, None if isinstance(ty, types.StringLiteral)
                             else dtype_of(ty.literal_type), text=text)

@@ -190,9 +190,24 @@ def _resolved(p: Entry, split: SplitCall, methods, **kws) -> Plan:
     """``resolve``, the plan's argument indices made indices into the call's folded arguments."""
     r = resolve(p.name, p.cls, methods, split.args, split.mkws, alternatives=split.alternatives,
                 **kws)
+    _check_thread_data(p.name, r)
     return dataclasses.replace(r, bindings=tuple(
         dataclasses.replace(b, arg_index=split.origins[b.arg_index])
         if b.arg_index is not None else b for b in r.bindings))
+
+
+def _check_thread_data(prim: str, r: Plan) -> None:
+    """cuda.coop gives a ThreadData one dtype in every primitive: arrays of its template type
+    and those its items come from or go to (CUB would convert: iterators, OutputT) have it."""
+    arrays = [b for b in r.bindings if isinstance(b.type, Array)]
+    for b in (b for b in arrays if b.type.thread_data):
+        for o in arrays:
+            if o.type.dtype != b.type.dtype and (
+                    o.param.base in (b.param.base, "OutputT") or "iterator" in o.param.role):
+                raise CoopgenError(
+                    f"{prim}: {o.param.name} has dtype {o.type.dtype}, but the ThreadData passed "
+                    f"as {b.param.name} holds {b.type.dtype}, from its first use: it needs a "
+                    f"consistent dtype for ThreadData across primitives (or give it dtype=)")
 
 
 def resolve_call(p: Entry, args: tuple, kws: dict, block_dims=None) -> Plan:

@@ -84,6 +84,7 @@ class Array(_Shown):
     length: int | None = None  # items, when the type knows its shape
     space: str | None = None  # "local" / "shared" where the type says
     stateful: Function | None = None  # the prefix callback registered for this dtype
+    thread_data: bool = False  # a coop.ThreadData whose dtype its first use gave
     text: str = _hidden("")
     SHOWN = "array({self.dtype}, {self.ndim}d)"
 

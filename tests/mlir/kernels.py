@@ -32,6 +32,16 @@ def inputs(name: str, dtype, rng):
     return x, outs(x, threads), want(x, threads)
 
 
+def assert_matches(d_outs, want, dtype) -> None:
+    """The device outputs are numpy's answers (floats: to rounding)."""
+    for d, w in zip(d_outs, want):
+        got = d.copy_to_host()
+        if np.dtype(dtype).kind == "f":
+            np.testing.assert_allclose(got, w, rtol=1e-5)
+        else:
+            np.testing.assert_array_equal(got, w)
+
+
 def _reduce_kernel(op_name):
     @cuda.jit
     def k(d_in, d_out):
@@ -199,3 +209,97 @@ CASES["large_dynamic_shared"] = (
     large_radix_sort_kernel, 1024, (np.int64,), lambda x, n: [np.zeros_like(x)],
     lambda x, n: [np.sort(x.reshape(GRID, -1), axis=1).ravel()])
 ITEMS["large_dynamic_shared"] = 16
+
+
+# cuda.coop's in-kernel forms, as its kernels write them: coop.ThreadData (its dtype from its
+# first use, or given), prim[ts](...), coop.TempStorage() made in the kernel, a two-phase
+# object called with storage; odd sizes and 1-D and 2-D blocks.
+
+
+@cuda.jit
+def thread_data_scan_kernel(d_in, d_out):
+    items = coop.ThreadData(3)  # int32/float64/...: the load's source gives it
+    base = cuda.blockIdx.x * cuda.blockDim.x * cuda.blockDim.y * 3
+    coop.block.load(d_in[base:], items, 3, "transpose")
+    coop.block.inclusive_sum(items, items)
+    coop.block.store(d_out[base:], items, 3, "transpose")
+
+
+@cuda.jit
+def getitem_storage_kernel(d_in, d_out, d_sums):
+    ts = coop.TempStorage()
+    items = coop.ThreadData(5)
+    base = cuda.blockIdx.x * cuda.blockDim.x * cuda.blockDim.y * 5
+    coop.block.load[ts](d_in[base:], items, 5, coop.BlockLoadAlgorithm.WARP_TRANSPOSE)
+    total = coop.block.sum[ts](items)
+    coop.block.exclusive_sum[ts](items, items)
+    coop.block.store[ts](d_out[base:], items, 5, coop.BlockStoreAlgorithm.WARP_TRANSPOSE)
+    if cuda.threadIdx.x == 0 and cuda.threadIdx.y == 0:
+        d_sums[cuda.blockIdx.x] = total
+
+
+_SORTS: dict = {}
+
+
+def two_phase_sort_kernel(dtype, block):
+    """A two-phase radix sort called with storage made in the kernel, of its own size."""
+    key = (np.dtype(dtype).name, block)
+    if key not in _SORTS:
+        sort = coop.block.make_radix_sort_keys(dtype, block, 3)
+
+        @cuda.jit
+        def k(d_in, d_out):
+            ts = coop.TempStorage(sort.temp_storage_bytes + 64, 16, sharing="exclusive")
+            items = coop.ThreadData(3, dtype=d_in.dtype)
+            base = cuda.blockIdx.x * cuda.blockDim.x * cuda.blockDim.y * 3
+            coop.block.load(d_in[base:], items, 3, temp_storage=ts)
+            sort[ts](items)
+            coop.block.store(d_out[base:], items, 3, temp_storage=ts)
+        _SORTS[key] = k
+    return _SORTS[key]
+
+
+@cuda.jit
+def warp_thread_data_sort_kernel(d_in, d_out):
+    items = coop.ThreadData(4)
+    tid = cuda.threadIdx.y * cuda.blockDim.x + cuda.threadIdx.x
+    base = (cuda.blockIdx.x * cuda.blockDim.x * cuda.blockDim.y + tid) // 32 * 128
+    coop.warp.load(d_in[base:], items)
+    coop.warp.merge_sort_keys(items, 4, less)
+    coop.warp.store(d_out[base:], items)
+
+
+def _tiles(x, n):
+    return x.reshape(-1, n)
+
+
+#: name -> (kernel(dtype, block), block shapes, dtypes, items per thread, outputs(x),
+#: numpy's answers(x, items per block)); GRID blocks
+COOP_CASES = {
+    "thread_data_scan": (
+        lambda dt, b: thread_data_scan_kernel, (96, (16, 6)), (np.int32, np.float64, np.int64),
+        3, lambda x: [np.zeros_like(x)],
+        lambda x, n: [np.cumsum(_tiles(x, n), axis=1, dtype=x.dtype).ravel()]),
+    "getitem_storage": (
+        lambda dt, b: getitem_storage_kernel, (96, (32, 3)), (np.int32, np.float32, np.uint64),
+        5, lambda x: [np.zeros_like(x), np.zeros(GRID, x.dtype)],
+        lambda x, n: [np.concatenate([np.zeros((GRID, 1), x.dtype), np.cumsum(
+            _tiles(x, n), axis=1, dtype=x.dtype)[:, :-1]], axis=1).ravel(),
+            _tiles(x, n).sum(axis=1, dtype=x.dtype)]),
+    "two_phase_sort": (
+        two_phase_sort_kernel, (96, (32, 3)), (np.int32, np.uint16, np.float64), 3,
+        lambda x: [np.zeros_like(x)], lambda x, n: [np.sort(_tiles(x, n), axis=1).ravel()]),
+    "warp_thread_data_sort": (
+        lambda dt, b: warp_thread_data_sort_kernel, (64, (32, 3)), (np.int32, np.float64,
+                                                                   np.uint8),
+        4, lambda x: [np.zeros_like(x)], lambda x, n: [np.sort(_tiles(x, 128), axis=1).ravel()]),
+}
+
+
+def coop_inputs(name: str, dtype, block, rng):
+    """(kernel, input, outputs, numpy's answers) of a COOP_CASES case."""
+    make, _, _, ipt, outs, want = COOP_CASES[name]
+    n = int(np.prod(block)) * ipt
+    lo = 0 if np.dtype(dtype).kind == "u" else -100
+    x = rng.integers(lo, 100, GRID * n).astype(dtype)
+    return make(dtype, block), x, outs(x), want(x, n)
