@@ -6,8 +6,7 @@ import functools
 from numba import cuda
 from numba.cuda.cudadrv.linkable_code import LTOIR
 
-from ..types import desc
-from ..types.cpp import by_pointer
+from ..resolve.operators import operator_forms
 from .bundle import current_arch
 from .describe import STATEFUL_FUNCTIONS, to_numba
 from .errors import CoopgenTypeError
@@ -59,49 +58,22 @@ def compile_operator(context, sym: str, op, argtypes, restype, prim: str = "") -
         return
     arch = current_arch()
     cc = (int(arch.split("_")[1][:-1]), int(arch.split("_")[1][-1]))
-    py_func = op.function.ref.py_func
-    tries, errors = (py_func,), []
-    if any(_by_value_pointer(t) for t in (*argtypes, restype)):
-        # by value; else on the pointers themselves, as cuda.coop's operators take such items
-        by_value, argtypes, restype = _through_pointers(op.function.ref, argtypes, restype)
-        tries = (by_value, py_func)
-    argtypes, restype = tuple(to_numba(a) for a in argtypes), to_numba(restype)
-    for fn in tries:
+    errors = []
+    for fn, args, res in operator_forms(op, argtypes, restype):
+        args, res = tuple(to_numba(a) for a in args), to_numba(res)
         try:
-            code, _ = cuda.compile(fn, restype(*argtypes), device=True, abi="c",
+            code, _ = cuda.compile(fn, res(*args), device=True, abi="c",
                                    abi_info={"abi_name": sym}, output="ltoir", cc=cc)
             break
         except (TypingError, CudaTypingError) as e:  # its body does not fit CUB's call
             errors.append(e)
     else:
-        wants = f"({', '.join(map(str, argtypes))}) -> {restype}"
-        raise CoopgenTypeError(f"{prim}: {op.param}={py_func.__name__} must work as "
-                               f"a {op.kind} {wants}; compiling it so failed:\n{errors[0]}")
+        wants = f"({', '.join(map(str, args))}) -> {res}"
+        raise CoopgenTypeError(f"{prim}: {op.param}={op.function.ref.py_func.__name__} must "
+                               f"work as a {op.kind} {wants}; compiling it so failed:\n"
+                               f"{errors[0]}")
     library.add_linking_file(LTOIR(code, name=sym))
-    if "float16" in repr((argtypes, restype)):  # their operators are C++ shims numba links
+    if "float16" in repr((args, res)):  # their operators are C++ shims numba links
         for shims in half_shims():
             library.add_linking_file(shims)
     done.add(sym)
-
-
-def _by_value_pointer(t) -> bool:
-    """A number the C side passes by pointer (half, bfloat16, complex, vector types) that the
-    Python operator takes and returns by value."""
-    return isinstance(t, desc.Scalar) and by_pointer(t)
-
-
-def _through_pointers(disp, argtypes, restype):
-    """A function calling ``disp`` with those arguments read through their pointers and writing
-    such a result through a last pointer, and its signature."""
-    flags = [_by_value_pointer(t) for t in argtypes]
-    names = [f"a{i}" for i in range(len(argtypes))]
-    call = f"fn({', '.join(n + '[0]' if f else n for n, f in zip(names, flags))})"
-    out = _by_value_pointer(restype)
-    src = (f"def through_pointers({', '.join(names + ['out'] * out)}):\n"
-           f"    {'out[0] = ' if out else 'return '}{call}\n")
-    namespace = {"fn": disp}
-    exec(src, namespace)
-    args = tuple(desc.Pointer(t) if f else t for t, f in zip(argtypes, flags))
-    if out:
-        args, restype = args + (desc.Pointer(restype),), desc.VOID
-    return namespace["through_pointers"], args, restype

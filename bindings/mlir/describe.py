@@ -2,6 +2,7 @@
 import hashlib
 
 import numpy as np
+from numba_cuda_mlir import cuda
 from numba_cuda_mlir.numba_cuda import types
 from numba_cuda_mlir.numba_cuda.np import numpy_support
 from numba_cuda_mlir.numba_cuda.typing.typeof import Purpose, typeof
@@ -32,7 +33,8 @@ def dtype_of(dt):
     """A dtype -> Scalar / Struct (a record) / Other."""
     dt = types.unliteral(dt)
     if isinstance(dt, (types.Number, types.Boolean, VectorType)):
-        return desc.Scalar("bool" if isinstance(dt, types.Boolean) else str(dt))
+        return desc.Scalar("bool" if isinstance(dt, types.Boolean) else "bfloat16"
+                           if dt == types.bfloat16 else str(dt))
     if isinstance(dt, types.Record):
         fields = tuple(_field(n, f) for n, f in dt.fields.items())
         return desc.Struct(str(dt.dtype.descr), dt.size, _alignment(fields, dt.size), fields,
@@ -93,8 +95,9 @@ def constant_type(value):
 
 def to_numba(d):
     """A dtype or operator signature part the stages computed -> its type."""
-    if isinstance(d, desc.Scalar):
-        return types.boolean if d.name == "bool" else getattr(types, d.name)
+    if isinstance(d, desc.Scalar):  # numbers, then vector types (cuda.float32x2)
+        return types.boolean if d.name == "bool" else getattr(types, d.name, None) or getattr(
+            cuda, d.name)
     if isinstance(d, desc.Struct):
         return d.ref
     if isinstance(d, desc.Pointer):

@@ -8,8 +8,7 @@ from numba_cuda_mlir.numba_cuda.core.errors import TypingError
 from numba_cuda_mlir.numba_cuda.cudadrv.linkable_code import LTOIR
 
 from ..model.errors import CoopgenError
-from ..types import desc
-from ..types.cpp import by_pointer
+from ..resolve.operators import operator_forms
 from .describe import to_numba
 
 
@@ -33,25 +32,24 @@ def bit_field_digits(begin: int, bits: int):
 
 
 @functools.cache
-def _compiled(py_func, sym: str, signature, cc: tuple) -> bytes:
-    code, _ = cuda.compile(py_func, signature, device=True, abi="c",
-                           abi_info={"abi_name": sym}, output="ltoir", cc=cc)
-    return code
+def _compiled(op, sym: str, argtypes: tuple, restype, cc: tuple, prim: str) -> bytes:
+    errors = []
+    for fn, args, res in operator_forms(op, argtypes, restype):
+        args, res = tuple(to_numba(a) for a in args), to_numba(res)
+        try:
+            return cuda.compile(fn, res(*args), device=True, abi="c",
+                                abi_info={"abi_name": sym}, output="ltoir", cc=cc)[0]
+        except TypingError as e:  # its body does not fit CUB's call
+            errors.append(e)
+    wants = f"({', '.join(map(str, args))}) -> {res}"
+    raise CoopgenError(f"{prim}: {op.param}={op.function.ref.py_func.__name__} must work as a "
+                       f"{op.kind} {wants}; compiling it so failed:\n{errors[0]}")
 
 
 def compile_operator(builder, sym: str, op, argtypes, restype, prim: str = "") -> None:
     """Compile a Python operator to LTO-IR with a C ABI and link it into this function."""
-    if any(isinstance(t, desc.Scalar) and by_pointer(t) for t in (*argtypes, restype)):
-        raise CoopgenError(f"{prim}: operators on half, complex or vector types are not "
-                           f"supported by the numba-cuda-mlir backend yet")
-    argtypes, restype = tuple(to_numba(a) for a in argtypes), to_numba(restype)
-    py_func = op.function.ref.py_func
-    try:
-        code = _compiled(py_func, sym, restype(*argtypes), builder.metadata["gpu_target"]["cc"])
-    except TypingError as e:  # its body does not fit CUB's call
-        wants = f"({', '.join(map(str, argtypes))}) -> {restype}"
-        raise CoopgenError(f"{prim}: {op.param}={py_func.__name__} must work as a {op.kind} "
-                           f"{wants}; compiling it so failed:\n{e}") from None
+    code = _compiled(op, sym, tuple(argtypes), restype,
+                     tuple(builder.metadata["gpu_target"]["cc"]), prim)
     builder.link_external_item(_Operator(code, sym))
 
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..model.errors import CoopgenError
-from ..types.cpp import CPP_OF, is_struct
+from ..types.cpp import CPP_OF, by_pointer, is_struct
 from ..types.desc import (BOOL, INT32, UINT32, VOID, Array, Function, Literal, Pointer, Scalar,
                           Struct, Tuple, item_type)
 
@@ -264,3 +264,30 @@ def argument_dtypes(r) -> dict:
         if b.type is not None and b.operator is None:
             out.setdefault(b.param.base.split("[")[0].strip(), item_type(b.type))
     return out
+
+
+def _by_value_pointer(t) -> bool:
+    """A number the C side passes by pointer (half, bfloat16, complex, vector types) that the
+    Python operator takes and returns by value."""
+    return isinstance(t, Scalar) and by_pointer(t)
+
+
+def operator_forms(op: Operator, argtypes: tuple, restype) -> list[tuple]:
+    """(Python function, argument types, result type) a backend compiles for ``op``, the first
+    that compiles: where the C side passes numbers by pointer, the operator by value through
+    those pointers, else on the pointers themselves (as cuda.coop's operators take them)."""
+    py_func = op.function.ref.py_func
+    if not any(_by_value_pointer(t) for t in (*argtypes, restype)):
+        return [(py_func, argtypes, restype)]
+    flags = [_by_value_pointer(t) for t in argtypes]
+    names = [f"a{i}" for i in range(len(argtypes))]
+    call = f"fn({', '.join(n + '[0]' if f else n for n, f in zip(names, flags))})"
+    out = _by_value_pointer(restype)
+    src = (f"def through_pointers({', '.join(names + ['out'] * out)}):\n"
+           f"    {'out[0] = ' if out else 'return '}{call}\n")
+    namespace = {"fn": op.function.ref}  # the backend's device function
+    exec(src, namespace)
+    args = tuple(Pointer(t) if f else t for t, f in zip(argtypes, flags))
+    if out:
+        args, restype = args + (Pointer(restype),), VOID
+    return [(namespace["through_pointers"], args, restype), (py_func, args, restype)]

@@ -273,8 +273,113 @@ def _tiles(x, n):
     return x.reshape(-1, n)
 
 
+# Operators on items C++ passes by pointer (half, bfloat16, complex, vector types): Python
+# device functions taking them by value, or through pointers as cuda.coop's operators do.
+
+
+@cuda.jit(device=True)
+def larger(a, b):
+    return a if a > b else b
+
+
+@cuda.jit(device=True)
+def complex_add(a, b):
+    return a + b
+
+
+@cuda.jit(device=True)
+def real_greater(a, b):  # cuda.coop's form: the items through pointers
+    return a[0].real > b[0].real
+
+
+_MADE: dict = {}
+
+
+def _made(key, make):
+    if key not in _MADE:
+        _MADE[key] = make()
+    return _MADE[key]
+
+
+def half_reduce_kernel(dtype, block):
+    """block.reduce of float16 or bfloat16 items (from float32 inputs) with a Python max."""
+    item = cuda.bfloat16 if dtype == "bfloat16" else np.float16
+
+    def make():
+        @cuda.jit
+        def k(d_in, d_out):
+            items = coop.local.array(3, item)
+            tid = cuda.threadIdx.y * cuda.blockDim.x + cuda.threadIdx.x
+            base = (cuda.blockIdx.x * cuda.blockDim.x * cuda.blockDim.y + tid) * 3
+            for i in range(3):
+                items[i] = item(d_in[base + i])
+            total = coop.block.reduce(items, 3, larger)
+            if tid == 0:
+                d_out[cuda.blockIdx.x] = np.float32(total)
+        return k
+    return _made(("half", dtype), make)
+
+
+def vector_sum_kernel(dtype, block):
+    """block.reduce of vector items (``int32x2``, from pairs of inputs) with a Python sum."""
+    vec = getattr(cuda, dtype)
+
+    def make():
+        @cuda.jit(device=True)
+        def add(a, b):
+            return vec(a.x + b.x, a.y + b.y)
+
+        @cuda.jit
+        def k(d_in, d_out):
+            items = coop.local.array(3, vec)
+            tid = cuda.threadIdx.y * cuda.blockDim.x + cuda.threadIdx.x
+            base = (cuda.blockIdx.x * cuda.blockDim.x * cuda.blockDim.y + tid) * 6
+            for i in range(3):
+                items[i] = vec(d_in[base + 2 * i], d_in[base + 2 * i + 1])
+            total = coop.block.reduce(items, 3, add)
+            if tid == 0:
+                d_out[2 * cuda.blockIdx.x] = total.x
+                d_out[2 * cuda.blockIdx.x + 1] = total.y
+        return k
+    return _made(("vector", dtype), make)
+
+
+@cuda.jit
+def complex_scan_kernel(d_in, d_out):
+    items = coop.ThreadData(3)
+    base = cuda.blockIdx.x * cuda.blockDim.x * cuda.blockDim.y * 3
+    coop.block.load(d_in[base:], items, 3)
+    coop.block.inclusive_scan(items, items, 3, complex_add)
+    coop.block.store(d_out[base:], items, 3)
+
+
+@cuda.jit
+def complex_sort_kernel(d_in, d_out):
+    items = coop.ThreadData(3)
+    base = cuda.blockIdx.x * cuda.blockDim.x * cuda.blockDim.y * 3
+    coop.block.load(d_in[base:], items, 3)
+    coop.block.merge_sort_keys(items, 3, real_greater)
+    coop.block.store(d_out[base:], items, 3)
+
+
+def _ints(dtype, n, rng):
+    lo = 0 if np.dtype(dtype).kind == "u" else -100
+    return rng.integers(lo, 100, GRID * n).astype(dtype)
+
+
+def _complex(dtype, n, rng):
+    """Distinct real parts in each tile (a sort's order is then one), any imaginary parts."""
+    real = np.concatenate([rng.permutation(n) - n // 2 for _ in range(GRID)])
+    return (real + 1j * rng.integers(-100, 100, GRID * n)).astype(dtype)
+
+
+def _lanes(dtype):
+    return np.float32 if dtype in ("float16", "bfloat16") else np.dtype(dtype[:-2])
+
+
 #: name -> (kernel(dtype, block), block shapes, dtypes, items per thread, outputs(x),
-#: numpy's answers(x, items per block)); GRID blocks
+#: numpy's answers(x, items per block), inputs(dtype, items per block, rng)); GRID blocks.
+#: A dtype "bfloat16" or "int32x2" names the items; the arrays hold float32 or int32.
 COOP_CASES = {
     "thread_data_scan": (
         lambda dt, b: thread_data_scan_kernel, (96, (16, 6)), (np.int32, np.float64, np.int64),
@@ -293,13 +398,34 @@ COOP_CASES = {
         lambda dt, b: warp_thread_data_sort_kernel, (64, (32, 3)), (np.int32, np.float64,
                                                                    np.uint8),
         4, lambda x: [np.zeros_like(x)], lambda x, n: [np.sort(_tiles(x, 128), axis=1).ravel()]),
+    "half_reduce_python_op": (
+        half_reduce_kernel, (96, (32, 3)), ("float16", "bfloat16"), 3,
+        lambda x: [np.zeros(GRID, x.dtype)], lambda x, n: [_tiles(x, n).max(axis=1)],
+        lambda dt, n, rng: _ints(np.float32, n, rng)),
+    "vector_reduce_python_op": (
+        vector_sum_kernel, (96, (16, 6)), ("int32x2", "float32x2"), 3,
+        lambda x: [np.zeros(2 * GRID, x.dtype)],
+        lambda x, n: [_tiles(x, 2 * n).reshape(GRID, n, 2).sum(axis=1, dtype=x.dtype).ravel()],
+        lambda dt, n, rng: _ints(_lanes(dt), 2 * n, rng)),
+    "complex_scan_python_op": (
+        lambda dt, b: complex_scan_kernel, (96, (16, 6)), (np.complex64, np.complex128), 3,
+        lambda x: [np.zeros_like(x)],
+        lambda x, n: [np.cumsum(_tiles(x, n), axis=1, dtype=x.dtype).ravel()], _complex),
+    "complex_sort_through_pointers": (
+        lambda dt, b: complex_sort_kernel, (128, (32, 4)), (np.complex64, np.complex128), 3,
+        lambda x: [np.zeros_like(x)],
+        lambda x, n: [np.concatenate([t[np.argsort(-t.real)] for t in _tiles(x, n)])],
+        _complex),
 }
+
+
+def dtype_name(dtype) -> str:
+    return dtype if isinstance(dtype, str) else np.dtype(dtype).name
 
 
 def coop_inputs(name: str, dtype, block, rng):
     """(kernel, input, outputs, numpy's answers) of a COOP_CASES case."""
-    make, _, _, ipt, outs, want = COOP_CASES[name]
+    make, _, _, ipt, outs, want, *draw = COOP_CASES[name]
     n = int(np.prod(block)) * ipt
-    lo = 0 if np.dtype(dtype).kind == "u" else -100
-    x = rng.integers(lo, 100, GRID * n).astype(dtype)
+    x = (draw[0] if draw else _ints)(dtype, n, rng)
     return make(dtype, block), x, outs(x), want(x, n)

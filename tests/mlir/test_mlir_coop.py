@@ -1,6 +1,7 @@
 """cuda.coop's in-kernel forms on the numba-cuda-mlir backend (tests/mlir/kernels.py's
 COOP_CASES): ``coop.ThreadData``, ``prim[ts](...)``, ``coop.TempStorage(...)`` made in the
-kernel, two-phase objects called with it. Linked on a CPU for sm_90 (and sm_80), with their
+kernel, two-phase objects called with it, enum members; Python operators on half, bfloat16,
+complex and vector items (by value, or through pointers as cuda.coop's take them). Linked on a CPU for sm_90 (and sm_80), with their
 errors in cuda.coop's words; on a GPU checked against numpy for several dtypes and block
 shapes on fresh inputs."""
 import numpy as np
@@ -13,26 +14,28 @@ from numba_cuda_mlir.numba_cuda.core.errors import TypingError  # noqa: E402
 
 from coopgen import coop, linkcheck  # noqa: E402
 from coopgen.model.errors import CoopgenError  # noqa: E402
-from kernels import COOP_CASES, GRID, assert_matches, coop_inputs  # noqa: E402
+from kernels import COOP_CASES, GRID, assert_matches, coop_inputs, dtype_name  # noqa: E402
 
-LINKED = [(name, block) for name, case in COOP_CASES.items() for block in case[1]]
 RUN = [(name, block, dt) for name, case in COOP_CASES.items() for block in case[1]
        for dt in case[2]]
+#: every dtype on the first block shape, the last on the others
+LINKED = [(n, b, d) for n, b, d in RUN if b == COOP_CASES[n][1][0] or d == COOP_CASES[n][2][-1]]
 
 
 def _id(block) -> str:
     return "x".join(map(str, np.atleast_1d(block)))
 
 
-@pytest.mark.parametrize("name,block", LINKED, ids=[f"{n}-{_id(b)}" for n, b in LINKED])
-def test_links_for_sm90_without_local_memory(name, block):
-    dtype = COOP_CASES[name][2][-1]
+@pytest.mark.parametrize("name,block,dtype", LINKED,
+                         ids=[f"{n}-{_id(b)}-{dtype_name(d)}" for n, b, d in LINKED])
+def test_links_for_sm90_without_local_memory(name, block, dtype):
     kernel, x, outs, _ = coop_inputs(name, dtype, block, np.random.default_rng())
     r = linkcheck.link_as_launched(kernel, block, x, *outs, arch=(9, 0))
     assert r.cubin and r.registers > 0 and r.local_bytes == 0 and r.spill_stores == 0
 
 
-@pytest.mark.parametrize("name", ["thread_data_scan", "getitem_storage"])
+@pytest.mark.parametrize("name", ["thread_data_scan", "getitem_storage", "half_reduce_python_op",
+                                  "complex_sort_through_pointers"])
 def test_links_for_sm80(name):
     block = COOP_CASES[name][1][-1]
     kernel, x, outs, _ = coop_inputs(name, COOP_CASES[name][2][0], block,
@@ -121,11 +124,29 @@ def test_errors_at_compile_time_in_cuda_coops_words(kernel, words):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("name,block,dtype", RUN,
-                         ids=[f"{n}-{_id(b)}-{np.dtype(d).name}" for n, b, d in RUN])
+                         ids=[f"{n}-{_id(b)}-{dtype_name(d)}" for n, b, d in RUN])
 def test_gives_numpys_answer_on_a_gpu(name, block, dtype):
     if not cuda.is_available():
         pytest.skip("no CUDA GPU")
     kernel, x, outs, want = coop_inputs(name, dtype, block, np.random.default_rng())
     d_outs = [cuda.to_device(o) for o in outs]
     kernel[GRID, block](cuda.to_device(x), *d_outs)
-    assert_matches(d_outs, want, dtype)
+    assert_matches(d_outs, want, x.dtype)
+
+
+@cuda.jit(device=True)
+def neither(a, b):
+    return a.no_such_field > b
+
+
+def sort_complex_with_neither(d_in, d_out):
+    items = coop.ThreadData(3)
+    coop.block.load(d_in, items, 3)
+    coop.block.merge_sort_keys(items, 3, neither)
+
+
+def test_an_operator_fitting_neither_form_is_refused_naming_both():
+    x = np.zeros(3 * 128 * 3, np.complex128)
+    with pytest.raises(TypingError, match=r"(?s)compare_op=neither must work as a CompareOp "
+                                          r"\(complex128\*, complex128\*\).*no_such_field"):
+        _link(sort_complex_with_neither, x, x)
