@@ -60,6 +60,7 @@ def takes_constants(obj) -> bool:
 class CoopgenRewrite(CallRewrite, Rewrite):
     ir, error = IR, CoopgenTypeError
     arrays = {"local": local_array, "thread_data": thread_data_array}
+    device_function = staticmethod(device_function)
 
     def takes_constants(self, obj) -> bool:
         return takes_constants(obj)
@@ -109,11 +110,7 @@ class CoopgenRewrite(CallRewrite, Rewrite):
         consts = {}
         for var in list(expr.args) + [v for _, v in expr.kws]:
             value, from_launch = self.trace.value(var)
-            if isinstance(rejected := getattr(value, "_coopgen_rejected", None), str):
-                raise ValueError(rejected)
-            if isinstance(value, pytypes.FunctionType) and not _is_coopgen(value):
-                d = self.trace.definition(var)  # its global now names its device function
-                self._redefine(d, ir.Global(value.__name__, device_function(value), d.loc))
+            self.python_argument(var, value)
             if from_launch and is_host_constant(value):
                 consts[var.name] = self._constant(new, plain(value), var.loc)
         if consts:

@@ -7,14 +7,16 @@ kernel arguments are not possible here: the planner is given the launch's shape,
 arguments."""
 from numba_cuda_mlir import cuda
 from numba_cuda_mlir import extending as ext
+from numba_cuda_mlir.numba_cuda import types
 from numba_cuda_mlir.numba_cuda.core import ir
 from numba_cuda_mlir.numba_cuda.core.ir_utils import get_definition, guard
 
 from ..resolve.kernel_ir import UNKNOWN, CallRewrite, IrClasses, Trace, in_coopgen, is_call
 from ..resolve.kernel_ir import is_op
 from ..types.enums import CoopEnum
-from .arrays import ARRAYS
+from .arrays import ARRAYS, PrimitiveClassType
 from .bundle import uses_coopgen
+from .operators import device_function
 from .typing import CoopgenTypeError
 
 IR = IrClasses((ir.Const,), (ir.Global, ir.FreeVar), (ir.Arg,), (ir.Expr,), (ir.Assign,),
@@ -31,6 +33,7 @@ def _constant_shape(shape) -> bool:
 @ext.register_planner
 class KernelRewrite(CallRewrite, ext.WholeFunctionPlanner):
     ir, error, arrays = IR, CoopgenTypeError, ARRAYS
+    device_function = staticmethod(device_function)
     known_values = ("a constant or a global: numba-cuda-mlir's planners are given the launch's "
                     "block shape, not its arguments")
 
@@ -41,12 +44,13 @@ class KernelRewrite(CallRewrite, ext.WholeFunctionPlanner):
         self.func_ir, self.changed = self.state.func_ir, False
         if not uses_coopgen(self.func_ir):
             return False
+        self._no_objects_as_arguments()
         self.trace = Trace(IR, self.func_ir)
         for self.block in list(self.func_ir.blocks.values()):
             new = []
             for index, stmt in enumerate(self.block.body):
                 if is_call(IR, stmt) and not self.rewrite_call(new, stmt, index):
-                    self._sized_numba_array(new, stmt)
+                    self._call(new, stmt)
                 elif is_op(IR, getattr(stmt, "value", None), "getattr") and isinstance(
                         member := self.trace.value(stmt.target)[0], CoopEnum):
                     # an enum member (coop.BlockLoadAlgorithm.WARP_TRANSPOSE): a constant
@@ -55,9 +59,23 @@ class KernelRewrite(CallRewrite, ext.WholeFunctionPlanner):
             self.block.body = new
         return self.changed
 
-    def _sized_numba_array(self, new, stmt):
+    def _no_objects_as_arguments(self) -> None:
+        names = self.func_ir.arg_names
+        for name, ty in zip(names, getattr(self.state, "args", None) or ()):
+            if isinstance(ty, (types.Function, PrimitiveClassType)) and in_coopgen(
+                    key := getattr(ty.templates[0], "key", None)):
+                raise CoopgenTypeError(
+                    f"{key.name}: the two-phase object passed as the kernel argument {name!r} "
+                    f"cannot be a kernel argument on numba-cuda-mlir (its kernel parameters "
+                    f"are run-time values); use it as a global or a closure variable")
+
+    def _call(self, new, stmt):
         expr = stmt.value
-        space = _NUMBA_ARRAYS.get(id(self.trace.callee(expr.func)))
+        callee = self.trace.callee(expr.func)
+        if in_coopgen(callee):
+            for var in list(expr.args) + [v for _, v in expr.kws]:
+                self.python_argument(var, self.trace.value(var)[0])
+        space = _NUMBA_ARRAYS.get(id(callee))
         shape = expr.args[0] if expr.args else dict(expr.kws).get("shape")
         if space is None or shape is None:
             return

@@ -252,7 +252,10 @@ def lower_call(p, builder, target, args, kws, self_ptr=None, kept=None):
         elif passed[index][0] == "kept":  # already a data pointer
             operands.append(passed[index][1])
         else:
-            operands.append(_pass(builder, *passed[index], targets.get(index)))
+            ty, value = passed[index]
+            if value is None and isinstance(ty, types.Literal):  # a constant, passed at run time
+                ty, value = _constant(builder, ty.literal_value)
+            operands.append(_pass(builder, ty, value, targets.get(index)))
     fnty = ir.FunctionType.get(inputs=[o.type for o in operands], results=[])
     callee = get_or_insert_function(text.symbol, fnty, builder.mlir_gpu_module)
     func.call(result=[], callee=callee.name.value, operands_=operands)

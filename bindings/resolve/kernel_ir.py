@@ -7,6 +7,7 @@ from the launch's kernel arguments too where a backend gives them."""
 import collections
 import dataclasses
 import operator
+import types
 
 import numpy as np
 
@@ -152,6 +153,20 @@ class CallRewrite:
 
     def takes_constants(self, obj) -> bool:
         raise NotImplementedError
+
+    def device_function(self, fn):
+        """A plain Python function as the backend's device function."""
+        raise NotImplementedError
+
+    def python_argument(self, var, value) -> None:
+        """An argument of a coopgen call: cuda.coop's objects coopgen refuses are refused; a
+        plain Python function (an operator) is compiled as a device function."""
+        if isinstance(rejected := getattr(value, "_coopgen_rejected", None), str):
+            raise ValueError(rejected)
+        if isinstance(value, types.FunctionType) and not in_coopgen(value):
+            d = self.trace.definition(var)  # its global now names its device function
+            self._redefine(d, self.ir.Global(value.__name__, self.device_function(value),
+                                             d.loc))
 
     def rewrite_call(self, new, stmt, index) -> bool:
         """cuda.coop's forms of a call: True when the call is rewritten whole."""

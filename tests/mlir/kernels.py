@@ -362,6 +362,43 @@ def complex_sort_kernel(d_in, d_out):
     coop.block.store(d_out[base:], items, 3)
 
 
+def larger_plain(a, b):  # a plain Python function: compiled as a device function
+    return a if a > b else b
+
+
+@cuda.jit
+def warp_max_plain_function_kernel(d_in, d_out):
+    tid = cuda.threadIdx.y * cuda.blockDim.x + cuda.threadIdx.x
+    t = cuda.blockIdx.x * cuda.blockDim.x * cuda.blockDim.y + tid
+    largest = coop.warp.reduce(d_in[t], larger_plain)
+    if tid % 32 == 0:
+        d_out[t // 32] = largest
+
+
+SHIFT, TURN = 5, 3
+
+
+@cuda.jit
+def shuffle_by_enum_kernel(d_in, d_offset, d_rotate):
+    tid = cuda.threadIdx.y * cuda.blockDim.x + cuda.threadIdx.x
+    t = cuda.blockIdx.x * cuda.blockDim.x * cuda.blockDim.y + tid
+    shifted = coop.block.shuffle(d_in[t], block_shuffle_type=coop.block.BlockShuffleType.Offset,
+                                 distance=SHIFT)
+    rotated = coop.block.shuffle(d_in[t], block_shuffle_type=coop.block.BlockShuffleType.Rotate,
+                                 distance=TURN)
+    d_offset[t] = -1
+    if tid + SHIFT < cuda.blockDim.x * cuda.blockDim.y:  # the others get no item
+        d_offset[t] = shifted
+    d_rotate[t] = rotated
+
+
+def _shifted(x, n):
+    """Thread t's item is thread t + SHIFT's (CUB's Offset), -1 past the block's end."""
+    out = np.full((GRID, n), -1, x.dtype)
+    out[:, :-SHIFT] = _tiles(x, n)[:, SHIFT:]
+    return out.ravel()
+
+
 def _ints(dtype, n, rng):
     lo = 0 if np.dtype(dtype).kind == "u" else -100
     return rng.integers(lo, 100, GRID * n).astype(dtype)
@@ -398,6 +435,14 @@ COOP_CASES = {
         lambda dt, b: warp_thread_data_sort_kernel, (64, (32, 3)), (np.int32, np.float64,
                                                                    np.uint8),
         4, lambda x: [np.zeros_like(x)], lambda x, n: [np.sort(_tiles(x, 128), axis=1).ravel()]),
+    "warp_max_plain_function": (
+        lambda dt, b: warp_max_plain_function_kernel, (64, (32, 3)), (np.int32, np.float32,
+                                                                      np.int64),
+        1, lambda x: [np.zeros(x.size // 32, x.dtype)], lambda x, n: [_tiles(x, 32).max(axis=1)]),
+    "shuffle_by_enum": (
+        lambda dt, b: shuffle_by_enum_kernel, (64, (16, 6)), (np.int32, np.float64, np.int16), 1,
+        lambda x: [np.zeros_like(x), np.zeros_like(x)],
+        lambda x, n: [_shifted(x, n), np.roll(_tiles(x, n), -TURN, axis=1).ravel()]),
     "half_reduce_python_op": (
         half_reduce_kernel, (96, (32, 3)), ("float16", "bfloat16"), 3,
         lambda x: [np.zeros(GRID, x.dtype)], lambda x, n: [_tiles(x, n).max(axis=1)],

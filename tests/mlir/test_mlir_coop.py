@@ -150,3 +150,19 @@ def test_an_operator_fitting_neither_form_is_refused_naming_both():
     with pytest.raises(TypingError, match=r"(?s)compare_op=neither must work as a CompareOp "
                                           r"\(complex128\*, complex128\*\).*no_such_field"):
         _link(sort_complex_with_neither, x, x)
+
+
+SORT = coop.block.make_radix_sort_keys(np.int32, 128, 4)
+
+
+def sort_passed_as_an_argument(d_in, d_out, sort):
+    items = coop.local.array(4, d_in.dtype)
+    coop.block.load(d_in, items)
+    sort(items)
+
+
+def test_a_two_phase_object_as_a_kernel_argument_is_refused_by_name():
+    with pytest.raises(CoopgenError, match="block.radix_sort_keys: the two-phase object passed "
+                                           "as the kernel argument 'sort' cannot be a kernel "
+                                           "argument on numba-cuda-mlir"):
+        _link(sort_passed_as_an_argument, I32, I32, SORT)
