@@ -13,6 +13,7 @@ from . import local, shared  # noqa: F401
 from . import warp as _warp
 from ..codegen.storage import TempStorage as _TempStorage
 from ..model import backends as _backends
+from ..resolve.operators import StatefulFunction  # noqa: F401 (each backend compiles it)
 from ..types.enums import ALGORITHMS as _ALGORITHMS
 
 #: Positional order of cuda.coop's ``make_*`` factories, per scope: by function name, by name
@@ -125,7 +126,6 @@ for _sub in (block, warp, _types):
 # are in the namespaces (coop.block.BlockExchangeType).
 globals().update(_ALGORITHMS)
 gpu_dataclass = _backends.provided("gpu_dataclass")
-StatefulFunction = _backends.provided("StatefulFunction")
 
 
 def TempStorage(size_in_bytes=None, alignment=None, auto_sync=None, sharing="shared"):

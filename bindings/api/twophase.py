@@ -7,6 +7,7 @@ import types as pytypes
 
 from ..model import backends, registry
 from ..model.errors import CoopgenError
+from ..resolve.operators import StatefulFunction
 from ..resolve.shape import CallShape, is_int_constant, pick
 from ..resolve.templates import check_host_keywords
 from ..types import cpp
@@ -16,8 +17,7 @@ DEFAULT_HOST = {"block": ("dtype", "threads_per_block"), "warp": ("dtype", "thre
 
 
 def _stateful(value) -> bool:
-    cls = backends.provided("StatefulFunction")
-    return isinstance(cls, type) and isinstance(value, cls)
+    return isinstance(value, StatefulFunction)
 
 
 def host_arguments(p, args: tuple, kws: dict) -> tuple[dict, dict]:

@@ -8,11 +8,10 @@ from ..model import backends
 from ..types import desc
 from . import arrays, host_objects, launch_hook, numba_internals, rewrite, typing  # noqa: F401
 from .describe import host_dtype
-from .operators import StatefulFunction, device_function
+from .describe import device_function
 
 NAME = "numba-cuda"
-PROVIDES = {"StatefulFunction": StatefulFunction, "gpu_dataclass": host_objects.gpu_dataclass,
-            "device_function": device_function}
+PROVIDES = {"gpu_dataclass": host_objects.gpu_dataclass, "device_function": device_function}
 
 
 def _current_device_cc():

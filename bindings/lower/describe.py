@@ -1,5 +1,6 @@
 """numba-cuda's types <-> coopgen's descriptions (coopgen.types.desc), which are all the
 numba-free stages see of a call's arguments."""
+import functools
 import hashlib
 
 import numpy as np
@@ -11,13 +12,13 @@ from numba.cuda.typing.templates import builtin_registry
 from numba.cuda.typing.typeof import Purpose, typeof, typeof_impl
 from numba.cuda.vector_types import VectorType, vector_types
 
-from ..resolve.operators import FUNCTION_NAMES
+from ..resolve.operators import FUNCTION_NAMES, STATEFUL_CALLS
 from ..types import desc
 from .arrays import SizedArray, TempStorageType, ThreadDataArray, vector_type
 
-#: numba type (its name) of a stateful operator's state -> the device function (cuda.coop's
-#: StatefulFunction; coopgen.lower.operators fills it).
-STATEFUL_FUNCTIONS: dict = {}
+#: numba type (its name) of an extension type -> its ``__call__`` as a device function (None:
+#: it has none)
+_CLASS_CALLS: dict = {}
 
 
 def _size(ty) -> int:
@@ -74,11 +75,19 @@ def stateful_function(dtype):
     """The prefix callback an array of ``dtype`` stands for: a registered ``StatefulFunction``,
     else the ``__call__(self_ptr, block_aggregate)`` of the extension type ``dtype`` is
     (cuda.coop's documented ``BlockPrefixCallbackOp``)."""
+    if (call := STATEFUL_CALLS.get(dtype_of(dtype))) is not None:
+        return device_function(call)
     key = str(dtype)
-    if key not in STATEFUL_FUNCTIONS and udt_layout(dtype) is not None:
+    if key not in _CLASS_CALLS and udt_layout(dtype) is not None:
         cls = _class_typed_as(dtype)
-        STATEFUL_FUNCTIONS[key] = cuda.jit(device=True)(cls.__call__) if cls is not None else None
-    return STATEFUL_FUNCTIONS.get(key)
+        _CLASS_CALLS[key] = device_function(cls.__call__) if cls is not None else None
+    return _CLASS_CALLS.get(key)
+
+
+@functools.cache
+def device_function(fn):
+    """A plain Python function used as an operator, compiled as a device function (once)."""
+    return cuda.jit(device=True)(fn)
 
 
 def _own_call(cls) -> bool:

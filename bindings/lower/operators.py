@@ -8,31 +8,9 @@ from numba.cuda.cudadrv.linkable_code import LTOIR
 
 from ..resolve.operators import operator_forms
 from .bundle import current_arch
-from .describe import STATEFUL_FUNCTIONS, to_numba
+from .describe import to_numba
 from .errors import CoopgenTypeError
 from .numba_internals import half_shims
-
-
-class StatefulFunction:
-    """cuda.coop's stateful operator: ``op_class.__call__(state_ptr, value)`` gets a pointer to
-    the one-item ``numba_type`` array passed as the operator (``prefix_op=state``), updates
-    ``state_ptr[0]`` and returns its result. A later registration for one type replaces it."""
-
-    def __init__(self, op_class, numba_type, name=None):
-        call = getattr(op_class, "__call__", None)
-        if call is None or not hasattr(call, "__code__"):
-            raise TypeError(f"StatefulFunction: {op_class!r} has no Python __call__")
-        self.op_class = op_class
-        self.numba_type = numba_type
-        self.name = name or getattr(op_class, "__name__", "stateful_function")
-        self.function = cuda.jit(device=True)(call)
-        STATEFUL_FUNCTIONS[str(numba_type)] = self.function
-
-
-@functools.cache
-def device_function(fn):
-    """A plain Python function used as an operator, compiled as a device function (once)."""
-    return cuda.jit(device=True)(fn)
 
 
 @functools.cache

@@ -17,10 +17,9 @@ from ..resolve.kernel_ir import NOT_KNOWN, UNKNOWN, CallRewrite, IrClasses, Trac
 from ..resolve.kernel_ir import in_coopgen, is_call, is_host_constant, is_op, plain
 from . import host_objects
 from .arrays import local_array, shared_array, thread_data_array
-from .describe import cell_value
+from .describe import cell_value, device_function
 from .errors import CoopgenTypeError
 from .bundle import launch_config
-from .operators import device_function
 
 IR = IrClasses(ir.const_types, ir.global_types + ir.freevar_types, ir.arg_types, ir.expr_types,
                ir.assign_types, ir.Assign, ir.Const, ir.Global, ir.Expr,

@@ -7,7 +7,7 @@ from ..model import backends
 from ..types import desc
 from . import arrays, bundle, objects, rewrite, typing  # noqa: F401
 from .describe import host_dtype
-from .operators import device_function
+from .describe import device_function
 
 NAME = "numba-cuda-mlir"
 PROVIDES = {"device_function": device_function}

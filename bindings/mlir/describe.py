@@ -1,4 +1,5 @@
 """numba-cuda-mlir's types (its own copy of numba-cuda's) <-> coopgen's descriptions."""
+import functools
 import hashlib
 
 import numpy as np
@@ -8,7 +9,7 @@ from numba_cuda_mlir.numba_cuda.np import numpy_support
 from numba_cuda_mlir.numba_cuda.typing.typeof import Purpose, typeof
 from numba_cuda_mlir.type_defs.vector_types import VectorType
 
-from ..resolve.operators import FUNCTION_NAMES
+from ..resolve.operators import FUNCTION_NAMES, STATEFUL_CALLS
 from ..types import desc
 from .arrays import SizedArray, TempStorageType, ThreadDataArray
 
@@ -52,6 +53,12 @@ def function(disp, text: str = "") -> desc.Function:
                          text=text or fn.__name__, ref=disp)
 
 
+@functools.cache
+def device_function(fn):
+    """A plain Python function used as an operator, compiled as a device function (once)."""
+    return cuda.jit(device=True)(fn)
+
+
 def describe(ty):
     """The description of an argument type."""
     text = str(ty)
@@ -59,8 +66,10 @@ def describe(ty):
         return desc.Storage(ty.obj, ty.obj.symbol)
     if isinstance(ty, types.Array):
         sized = isinstance(ty, SizedArray)
+        call = STATEFUL_CALLS.get(dtype_of(ty.dtype))  # cuda.coop's StatefulFunction's state
         return desc.Array(dtype_of(ty.dtype), ty.ndim, ty.layout in ("C", "F"),
-                          ty.size if sized else None, ty.space if sized else None, None,
+                          ty.size if sized else None, ty.space if sized else None,
+                          function(device_function(call)) if call else None,
                           isinstance(ty, ThreadDataArray), text=text)
     if isinstance(ty, types.Literal):  # a string is no dtype
         return desc.Literal(ty.literal_value, None if isinstance(ty, types.StringLiteral)

@@ -13,12 +13,6 @@ from .describe import to_numba
 
 
 @functools.cache
-def device_function(fn):
-    """A plain Python function used as an operator, compiled as a device function (once)."""
-    return cuda.jit(device=True)(fn)
-
-
-@functools.cache
 def bit_field_digits(begin: int, bits: int):
     """A digit extractor of the key bits [begin, begin + bits), as a device function."""
     import numpy as np  # a closure cell of key_bits, part of its identity (its symbol)

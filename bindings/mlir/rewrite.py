@@ -16,7 +16,7 @@ from ..resolve.kernel_ir import is_op
 from ..types.enums import CoopEnum
 from .arrays import ARRAYS, PrimitiveClassType
 from .bundle import uses_coopgen
-from .operators import device_function
+from .describe import device_function
 from .typing import CoopgenTypeError
 
 IR = IrClasses((ir.Const,), (ir.Global, ir.FreeVar), (ir.Arg,), (ir.Expr,), (ir.Assign,),

@@ -15,8 +15,8 @@ def register(kind: str, obj, **info) -> None:
 
 
 def provided(name: str):
-    """A helper users import that its compiler implements (``coop.StatefulFunction``,
-    ``coop.gpu_dataclass``): the first installed backend's that has it."""
+    """A helper users import that its compiler implements (``coop.gpu_dataclass``): the first
+    installed backend's that has it."""
     for backend in installed:
         if name in backend.PROVIDES:
             return backend.PROVIDES[name]

@@ -13,7 +13,7 @@ import numpy as np
 from ..model.errors import CoopgenError
 from ..types.cpp import CPP_OF, by_pointer, is_struct
 from ..types.desc import (BOOL, INT32, UINT32, VOID, Array, Function, Literal, Pointer, Scalar,
-                          Struct, Tuple, item_type)
+                          Struct, Tuple, host_dtype, item_type)
 
 #: Built-in functor names per parameter kind -> C++ functor expression (cuda.coop's names too).
 _PLUS, _TIMES = "::cuda::std::plus<>{}", "::cuda::std::multiplies<>{}"
@@ -291,3 +291,23 @@ def operator_forms(op: Operator, argtypes: tuple, restype) -> list[tuple]:
     if out:
         args, restype = args + (Pointer(restype),), VOID
     return [(namespace["through_pointers"], args, restype), (py_func, args, restype)]
+
+
+#: The dtype (description) of a stateful operator's state -> its Python ``__call__`` (cuda.coop's
+#: StatefulFunction), which each backend compiles as its own device function.
+STATEFUL_CALLS: dict = {}
+
+
+class StatefulFunction:
+    """cuda.coop's stateful operator: ``op_class.__call__(state_ptr, value)`` gets a pointer to
+    the one-item ``numba_type`` array passed as the operator (``prefix_op=state``), updates
+    ``state_ptr[0]`` and returns its result. A later registration for one type replaces it."""
+
+    def __init__(self, op_class, numba_type, name=None):
+        call = getattr(op_class, "__call__", None)
+        if call is None or not hasattr(call, "__code__"):
+            raise TypeError(f"StatefulFunction: {op_class!r} has no Python __call__")
+        self.op_class = op_class
+        self.numba_type = numba_type
+        self.name = name or getattr(op_class, "__name__", "stateful_function")
+        STATEFUL_CALLS[host_dtype(numba_type) or str(numba_type)] = call

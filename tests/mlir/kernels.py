@@ -375,6 +375,32 @@ def warp_max_plain_function_kernel(d_in, d_out):
         d_out[t // 32] = largest
 
 
+class RunningTotal:
+    """cuda.coop's stateful prefix callback: the state is the total of the tiles so far."""
+
+    def __call__(state, block_aggregate):
+        old = state[0]
+        state[0] = old + block_aggregate
+        return old
+
+
+RUNNING_TOTAL = coop.StatefulFunction(RunningTotal, np.int64)  # an int64 state is its state
+TILES = 3
+
+
+@cuda.jit
+def running_total_scan_kernel(d_in, d_out):
+    """Each block scans TILES consecutive tiles, carrying the total in a prefix callback."""
+    state = coop.local.array(1, dtype=np.int64)
+    state[0] = 0
+    items = coop.local.array(3, d_in.dtype)
+    for t in range(TILES):
+        base = (cuda.blockIdx.x * TILES + t) * cuda.blockDim.x * cuda.blockDim.y * 3
+        coop.block.load(d_in[base:], items, 3)
+        coop.block.exclusive_sum(items, items, prefix_op=state)
+        coop.block.store(d_out[base:], items, 3)
+
+
 SHIFT, TURN = 5, 3
 
 
@@ -443,6 +469,12 @@ COOP_CASES = {
         lambda dt, b: shuffle_by_enum_kernel, (64, (16, 6)), (np.int32, np.float64, np.int16), 1,
         lambda x: [np.zeros_like(x), np.zeros_like(x)],
         lambda x, n: [_shifted(x, n), np.roll(_tiles(x, n), -TURN, axis=1).ravel()]),
+    "running_total_stateful_function": (
+        lambda dt, b: running_total_scan_kernel, (96, (32, 3)), (np.int32, np.int64), 3,
+        lambda x: [np.zeros_like(x)],
+        lambda x, n: [(np.cumsum(_tiles(x, TILES * n), axis=1, dtype=x.dtype)
+                       - _tiles(x, TILES * n)).ravel()],
+        lambda dt, n, rng: _ints(dt, TILES * n, rng)),
     "half_reduce_python_op": (
         half_reduce_kernel, (96, (32, 3)), ("float16", "bfloat16"), 3,
         lambda x: [np.zeros(GRID, x.dtype)], lambda x, n: [_tiles(x, n).max(axis=1)],
