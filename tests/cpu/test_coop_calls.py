@@ -145,3 +145,25 @@ def test_host_combinations_no_cub_overload_takes_are_value_errors():
         coop.block.exclusive_scan(np.int32, 128, "+", 4, 0, state)
     with pytest.raises(TypeError, match="unexpected argument 'initial_value'"):
         coop.block.exclusive_sum(np.int32, 128, initial_value=1)
+
+
+class RunningTotalOfUint16:
+    def __call__(state, block_aggregate):
+        old = state[0]
+        state[0] = old + block_aggregate
+        return old
+
+
+def test_a_stateful_function_is_found_by_its_states_dtype_however_named():
+    """Registered with numpy's uint16, its state is numba's uint16 array (one dtype, as
+    numba-cuda-mlir's would be)."""
+    coop.StatefulFunction(RunningTotalOfUint16, np.uint16)
+
+    def k(d_in, d_out):
+        state = coop.local.array(1, numba.uint16)
+        state[0] = 0
+        items = coop.local.array(4, numba.int32)
+        coop.block.load(d_in, items)
+        coop.block.exclusive_sum(items, items, prefix_op=state)
+        coop.block.store(d_out, items)
+    assert link(k).local_bytes == 0

@@ -104,3 +104,24 @@ def test_exclusive_slices_must_fit_the_declared_size():
     with block_shape(128), pytest.raises(Exception, match="size_in_bytes=44 is too small for "
                                                           "its uses"):
         link_cubin(two_sums_short_of_room, SIG)
+
+
+SORT = coopgen.coop.block.make_radix_sort_keys(np.int32, 128, 4)
+
+
+def sort_in_storage_sized_from_the_object(d_in, d_out):
+    # computed in the kernel from the object's size: the host computes it (kernel_ir), and
+    # nothing of it is left for numba to type (an object's .temp_storage_bytes has no type)
+    nbytes = SORT.temp_storage_bytes
+    ts = coopgen.coop.TempStorage(nbytes + 64, SORT.temp_storage_alignment)
+    items = local.array(4, np.int32)
+    block.load(d_in, items, temp_storage=ts)
+    SORT[ts](items)
+    block.store(d_out, items, temp_storage=ts)
+
+
+def test_in_kernel_storage_sized_by_an_expression_of_an_objects_size():
+    with block_shape(128):
+        res = link_cubin(sort_in_storage_sized_from_the_object, SIG)
+    assert SORT.temp_storage_bytes + 64 <= res.smem < SORT.temp_storage_bytes + 128
+    assert res.local_bytes == 0
