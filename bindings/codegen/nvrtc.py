@@ -198,7 +198,7 @@ def _use_pch(kind: str) -> bool:
     policy = _PCH_POLICIES.get(value.strip().lower())
     if policy is None:
         raise ValueError(f"COOPGEN_NVRTC_PCH={value!r}: use first (the default), second or 0")
-    if kind != "ltoir" or policy == "off" or nvrtc_version() < (12, 4):  # -pch: NVRTC 12.4+
+    if kind != "ltoir" or policy == "off" or nvrtc_version() < (12, 8):  # -pch: NVRTC 12.8+
         return False
     return policy == "first" or compile_count() > 0
 
