@@ -198,24 +198,21 @@ def _use_pch(kind: str) -> bool:
     policy = _PCH_POLICIES.get(value.strip().lower())
     if policy is None:
         raise ValueError(f"COOPGEN_NVRTC_PCH={value!r}: use first (the default), second or 0")
-    if kind != "ltoir" or policy == "off" or nvrtc_version() < (12, 4):  # -pch: NVRTC 12.4+
+    if kind != "ltoir" or policy == "off" or nvrtc_version() < (12, 8):  # -pch: NVRTC 12.8+
         return False
     return policy == "first" or compile_count() > 0
 
 
-_pch_dirs: dict[int, str] = {}
+_pch_dirs: dict[int, str] = {}  # by process: a forked worker must not read its parent's
 
 
 def _pch_options() -> list[str]:
-    """``-pch`` and a folder of this process's own for the header file it writes. NVRTC 12.x
-    writes it to the working directory and leaves it there (a ``coopgen_*.pch`` in the user's
-    project); 13.x uses a folder of its own and removes it. Keyed by process, as a forked
-    worker must not read a header its parent is writing."""
-    pid = os.getpid()
-    if pid not in _pch_dirs:
-        _pch_dirs[pid] = tempfile.mkdtemp(prefix="coopgen-pch-")
-        atexit.register(shutil.rmtree, _pch_dirs[pid], True)
-    return ["-pch", f"-pch-dir={_pch_dirs[pid]}"]
+    """-pch, with a folder of the process's own for the header file: NVRTC 12.x would write it
+    to the working directory and leave it there (13.x uses and removes a folder of its own)."""
+    if os.getpid() not in _pch_dirs:
+        _pch_dirs[os.getpid()] = tempfile.mkdtemp(prefix="coopgen-pch-")
+        atexit.register(shutil.rmtree, _pch_dirs[os.getpid()], True)
+    return ["-pch", f"-pch-dir={_pch_dirs[os.getpid()]}"]
 
 
 def _nvrtc_compile(source: str, opts: list[str], name: str, kind: str = "ltoir") -> bytes:

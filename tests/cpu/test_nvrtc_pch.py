@@ -22,12 +22,14 @@ def test_policy(monkeypatch, value, before_first, later):
         assert nvrtc._use_pch("ptx") is False  # size read-backs have their own includes
 
 
-def test_nvrtc_before_12_4_builds_none(monkeypatch):
-    """-pch arrived in NVRTC 12.4: an older one is never given it, whatever the policy."""
+def test_nvrtc_before_12_8_builds_none(monkeypatch):
+    """-pch arrived in NVRTC 12.8: 12.4 to 12.7 answer "unrecognized option -pch" and fail the
+    compile, so an older one is never given it, whatever the policy."""
     monkeypatch.setenv("COOPGEN_NVRTC_PCH", "first")
-    monkeypatch.setattr(nvrtc, "nvrtc_version", lambda: (12, 3))
-    assert nvrtc._use_pch("ltoir") is False
-    monkeypatch.setattr(nvrtc, "nvrtc_version", lambda: (12, 4))
+    for old in ((12, 3), (12, 4), (12, 6)):
+        monkeypatch.setattr(nvrtc, "nvrtc_version", lambda v=old: v)
+        assert nvrtc._use_pch("ltoir") is False
+    monkeypatch.setattr(nvrtc, "nvrtc_version", lambda: (12, 8))
     assert nvrtc._use_pch("ltoir") is True
 
 
@@ -43,8 +45,8 @@ def test_the_header_file_stays_out_of_the_working_directory(tmp_path, monkeypatc
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("COOPGEN_NVRTC_PCH", "first")
     monkeypatch.setenv("COOPGEN_CACHE_DIR", str(tmp_path / "cache"))
-    if nvrtc.nvrtc_version() < (12, 4):
-        pytest.skip("NVRTC before 12.4 has no -pch")
+    if nvrtc.nvrtc_version() < (12, 8):
+        pytest.skip("NVRTC before 12.8 has no -pch")
     source = "#include <cub/block/block_reduce.cuh>\n__device__ int coopgen_pch_probe_%d;\n"
     for n in range(2):  # the first compile writes the header, the second reads it
         assert nvrtc.compile_ltoir(source % n)
