@@ -60,8 +60,8 @@ class KernelRewrite(CallRewrite, ext.WholeFunctionPlanner):
         return self.changed
 
     def _no_objects_as_arguments(self) -> None:
-        names = self.func_ir.arg_names
-        for name, ty in zip(names, getattr(self.state, "args", None) or ()):
+        args = () if self.is_device_function else getattr(self.state, "args", None) or ()
+        for name, ty in zip(self.func_ir.arg_names, args):
             if isinstance(ty, (types.Function, PrimitiveClassType)) and in_coopgen(
                     key := getattr(ty.templates[0], "key", None)):
                 raise CoopgenTypeError(
