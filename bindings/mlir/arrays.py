@@ -120,7 +120,8 @@ def array_type(space: str, args, kws, cls=SizedArray) -> SizedArray:
     dims = tuple(_literal(n) for n in shape)
     if None in dims or min(dims) < 1:
         raise CoopgenError(f"{where}: shape={given['shape']} must be a positive compile-time "
-                           f"constant: an int or a tuple of ints")
+                           f"constant: an int or a tuple of ints (numba-cuda-mlir compiles a "
+                           f"kernel argument as a run-time value: use a constant or a global)")
     dtype = parse_dtype(given["dtype"])
     if dtype is None:
         raise CoopgenError(f"{where}: dtype={given['dtype']} is not a dtype")

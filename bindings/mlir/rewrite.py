@@ -34,8 +34,7 @@ def _constant_shape(shape) -> bool:
 class KernelRewrite(CallRewrite, ext.WholeFunctionPlanner):
     ir, error, arrays = IR, CoopgenTypeError, ARRAYS
     device_function = staticmethod(device_function)
-    known_values = ("a constant or a global: numba-cuda-mlir's planners are given the launch's "
-                    "block shape, not its arguments")
+    known_values = "a constant or a global: numba-cuda-mlir's planners see no kernel arguments"
 
     def takes_constants(self, obj) -> bool:
         return in_coopgen(obj) or id(obj) in _NUMBA_ARRAYS

@@ -104,6 +104,11 @@ def thread_data_never_passed(d_in, d_out):
     items[0] = 1
 
 
+def thread_data_sized_by_an_argument(d_in, d_out, items_per_thread):
+    items = coop.ThreadData(items_per_thread)
+    coop.block.load(d_in, items, items_per_thread)
+
+
 def thread_data_three_arguments(d_in, d_out):
     coop.block.load(d_in, coop.ThreadData(4, np.int32, 2))
 
@@ -111,15 +116,18 @@ def thread_data_three_arguments(d_in, d_out):
 @pytest.mark.parametrize("kernel,words", [
     (storage_given_twice, "cannot use both getitem temp_storage syntax and temp_storage keyword"),
     (storage_sized_at_run_time, r"TempStorage: argument 1 must be known when the kernel "
-                                r"compiles \(a constant or a global: numba-cuda-mlir"),
+                                r"compiles \(a constant or a global: numba-cuda-mlir's "
+                                r"planners see no kernel arguments\)"),
     (storage_too_small, r"holds 16 bytes, but the TempStorage of cub::BlockLoad<int, 128, 4, "
                         r"cub::BLOCK_LOAD_TRANSPOSE.*size_in_bytes is smaller than required"),
     (thread_data_never_passed, "never passed to a primitive, so its dtype cannot be inferred"),
     (thread_data_three_arguments, r"coop.ThreadData: takes \(items_per_thread, dtype=None\)"),
+    (thread_data_sized_by_an_argument, r"shape=int64 must be a positive compile-time constant.*"
+                                       r"numba-cuda-mlir compiles a kernel argument as a run-time"),
 ])
 def test_errors_at_compile_time_in_cuda_coops_words(kernel, words):
     with pytest.raises((TypingError, CoopgenError), match=words):
-        _link(kernel, I32, I32)
+        _link(kernel, I32, I32, *[4] * (kernel is thread_data_sized_by_an_argument))
 
 
 @pytest.mark.gpu
