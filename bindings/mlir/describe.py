@@ -1,4 +1,5 @@
 """numba-cuda-mlir's types (its own copy of numba-cuda's) <-> coopgen's descriptions."""
+import enum
 import functools
 import hashlib
 
@@ -33,9 +34,9 @@ def _alignment(fields, size: int) -> int:
 def dtype_of(dt):
     """A dtype -> Scalar / Struct (a record) / Other."""
     dt = types.unliteral(dt)
-    if isinstance(dt, (types.Number, types.Boolean, VectorType)):
-        return desc.Scalar("bool" if isinstance(dt, types.Boolean) else "bfloat16"
-                           if dt == types.bfloat16 else str(dt))
+    if isinstance(dt, (types.Number, types.Boolean, VectorType)):  # (bfloat16's str is its C name)
+        return desc.Scalar("bool" if isinstance(dt, types.Boolean) else
+                           "bfloat16" if dt == types.bfloat16 else str(dt))
     if isinstance(dt, types.Record):
         fields = tuple(_field(n, f) for n, f in dt.fields.items())
         return desc.Struct(str(dt.dtype.descr), dt.size, _alignment(fields, dt.size), fields,
@@ -95,8 +96,8 @@ def describe(ty):
 
 def constant_type(value):
     """The type of a Python value a call passes as a compile-time constant."""
-    if isinstance(value, (str, bool, int)) and not isinstance(value, np.integer):
-        return types.literal(value)
+    if isinstance(value, (str, bool, int)) and not isinstance(value, (np.integer, enum.Enum)):
+        return types.literal(value)  # (an enum member's literal: typeof, coopgen.mlir.arrays)
     if isinstance(value, tuple):
         return types.Tuple([constant_type(v) for v in value])
     return typeof(value, Purpose.constant)

@@ -167,11 +167,14 @@ def _pass(builder, ty, value, target):
 #: Arguments with no run-time value: compile-time constants, dtypes, operators, storage objects.
 _NO_VALUE = (TempStorageType, types.Literal, types.Function, types.DType, types.NumberClass,
              types.Omitted, types.NoneType, types.Dispatcher)
+_NUMBER_LITERAL = (types.IntegerLiteral, types.BooleanLiteral)
 
 
 def _arguments(builder, pos, kws, variables) -> list:
-    """(type, MLIR value) of the call's own arguments (positionals, keywords)."""
-    return [(t, None if isinstance(t, _NO_VALUE) else builder.load_var(v))
+    """(type, MLIR value) of the call's own arguments (positionals, keywords); a literal number
+    (a method's ``rld.RunLengthDecode(out, 0)``, typed as literals) as its constant."""
+    return [_constant(builder, t.literal_value) if isinstance(t, _NUMBER_LITERAL) else
+            (t, None if isinstance(t, _NO_VALUE) else builder.load_var(v))
             for t, v in zip((*pos, *kws.values()), variables)]
 
 
@@ -252,10 +255,7 @@ def lower_call(p, builder, target, args, kws, self_ptr=None, kept=None):
         elif passed[index][0] == "kept":  # already a data pointer
             operands.append(passed[index][1])
         else:
-            ty, value = passed[index]
-            if value is None and isinstance(ty, types.Literal):  # a constant, passed at run time
-                ty, value = _constant(builder, ty.literal_value)
-            operands.append(_pass(builder, ty, value, targets.get(index)))
+            operands.append(_pass(builder, *passed[index], targets.get(index)))
     fnty = ir.FunctionType.get(inputs=[o.type for o in operands], results=[])
     callee = get_or_insert_function(text.symbol, fnty, builder.mlir_gpu_module)
     func.call(result=[], callee=callee.name.value, operands_=operands)
