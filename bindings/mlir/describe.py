@@ -31,8 +31,9 @@ def _alignment(fields, size: int) -> int:
 def dtype_of(dt):
     """A dtype -> Scalar / Struct (a record) / Other."""
     dt = types.unliteral(dt)
-    if isinstance(dt, (types.Number, types.Boolean, VectorType)):
-        return desc.Scalar("bool" if isinstance(dt, types.Boolean) else str(dt))
+    if isinstance(dt, (types.Number, types.Boolean, VectorType)):  # (bfloat16's str is its C name)
+        return desc.Scalar("bool" if isinstance(dt, types.Boolean) else
+                           "bfloat16" if dt == types.bfloat16 else str(dt))
     if isinstance(dt, types.Record):
         fields = tuple(_field(n, f) for n, f in dt.fields.items())
         return desc.Struct(str(dt.dtype.descr), dt.size, _alignment(fields, dt.size), fields,

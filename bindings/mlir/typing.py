@@ -167,11 +167,14 @@ def _pass(builder, ty, value, target):
 #: Arguments with no run-time value: compile-time constants, dtypes, operators, storage objects.
 _NO_VALUE = (TempStorageType, types.Literal, types.Function, types.DType, types.NumberClass,
              types.Omitted, types.NoneType, types.Dispatcher)
+_NUMBER_LITERAL = (types.IntegerLiteral, types.BooleanLiteral)
 
 
 def _arguments(builder, pos, kws, variables) -> list:
-    """(type, MLIR value) of the call's own arguments (positionals, keywords)."""
-    return [(t, None if isinstance(t, _NO_VALUE) else builder.load_var(v))
+    """(type, MLIR value) of the call's own arguments (positionals, keywords); a literal number
+    (a method's ``rld.RunLengthDecode(out, 0)``, typed as literals) as its constant."""
+    return [_constant(builder, t.literal_value) if isinstance(t, _NUMBER_LITERAL) else
+            (t, None if isinstance(t, _NO_VALUE) else builder.load_var(v))
             for t, v in zip((*pos, *kws.values()), variables)]
 
 
