@@ -150,3 +150,49 @@ def test_a_device_function_not_inlined_needs_threads_per_block():
     with pytest.raises(TypingError, match="block.load: called in the device function .*"
                                           "without threads_per_block="):
         linkcheck.link_as_launched(k, 128, x, x, arch=(9, 0))
+
+
+def test_a_method_called_with_a_literal_number_links():
+    """``rld.RunLengthDecode(decoded, 0)``: numba-cuda-mlir types a method's arguments as
+    literals; the 0 goes to the shim as its constant."""
+    from numba_cuda_mlir import cuda
+
+    from coopgen import block, local
+
+    @cuda.jit
+    def k(d_values, d_lengths, d_out):
+        t = cuda.threadIdx.x
+        values = local.array(2, np.int32)
+        lengths = local.array(2, np.int32)
+        for i in range(2):
+            values[i] = d_values[t * 2 + i]
+            lengths[i] = d_lengths[t * 2 + i]
+        total = local.array(1, np.uint32)
+        rld = block.BlockRunLengthDecode(values, lengths, total, decoded_items_per_thread=4)
+        decoded = local.array(4, np.int32)
+        rld.RunLengthDecode(decoded, 0)
+        for i in range(4):
+            d_out[t * 4 + i] = decoded[i]
+
+    x = np.zeros(512, np.int32)
+    assert linkcheck.link_as_launched(k, 128, x, x, x, arch=(9, 0)).cubin
+
+
+def test_bfloat16_items_link():
+    """numba-cuda-mlir names bfloat16 by its C type (__nv_bfloat16); coopgen's tables by
+    bfloat16."""
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    from numba_cuda_mlir import cuda
+
+    from coopgen import block, local
+
+    @cuda.jit
+    def k(d_in, d_out):
+        items = local.array(4, d_in.dtype)
+        block.load(d_in, items)
+        total = block.sum(items)
+        if cuda.threadIdx.x == 0:
+            d_out[0] = total
+
+    x = np.zeros(512, ml_dtypes.bfloat16)
+    assert linkcheck.link_as_launched(k, 128, x, x, arch=(9, 0)).cubin
