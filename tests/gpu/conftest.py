@@ -31,9 +31,6 @@ NUMBA_CUDA_ONLY = {
         "the clear error past the device's opt-in limit comes from numba-cuda's launch hook",
     "test_half_complex_vector.py::*complex*": "complex items (MLIR complex values to the shims)",
     "test_half_complex_vector.py::test_sorts[[]*-merge-*[]]": "a Python operator on half items",
-    "test_half_complex_vector.py::test_coop_vector_load_store*":
-        "vector types on the host (make_load(cuda.float32x2, ...)): numba-cuda's backend reads "
-        "the dtype first and fails on numba-cuda-mlir's vector types",
     "compat/test_surface_calls.py::*[[]load_store_p*": "coopgen's enum members as constants",
     "compat/test_surface_calls.py::*[[]exchange_in_place-*": "coopgen's enum members as constants",
     "compat/test_coop_containers.py::*":

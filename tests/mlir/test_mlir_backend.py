@@ -196,3 +196,31 @@ def test_bfloat16_items_link():
 
     x = np.zeros(512, ml_dtypes.bfloat16)
     assert linkcheck.link_as_launched(k, 128, x, x, arch=(9, 0)).cubin
+
+
+def test_vector_items_in_a_shared_array_link():
+    """``coop.block.make_load(cuda.float32x2, ...)`` with both backends installed (numba-cuda's
+    dtype reader fails on numba-cuda-mlir's vector types), over a shared array of them (its
+    bytes: lanes x lane)."""
+    from numba_cuda_mlir import cuda
+
+    from coopgen import coop, local, shared
+
+    vec = cuda.float32x2
+    load = coop.block.make_load(vec, 64, 2, "striped")
+
+    @cuda.jit
+    def k(d_in, d_out):
+        tile = shared.array(128, vec)
+        items = local.array(2, vec)
+        t = cuda.threadIdx.x
+        for j in range(2):
+            tile[t + j * 64] = vec(d_in[2 * (t + j * 64)], d_in[2 * (t + j * 64) + 1])
+        cuda.syncthreads()
+        load(tile, items)
+        for j in range(2):
+            d_out[2 * (t * 2 + j)] = items[j].x
+            d_out[2 * (t * 2 + j) + 1] = items[j].y
+
+    x = np.zeros(256, np.float32)
+    assert linkcheck.link_as_launched(k, 64, x, x, arch=(9, 0)).cubin
