@@ -4,15 +4,18 @@ With COOPGEN_COMPILER=numba_cuda_mlir the kernels are numba-cuda-mlir's (coopgen
 backend); the tests that need what that backend lacks are skipped, each with its reason
 (NUMBA_CUDA_ONLY). With COOPGEN_GPU_TESTS_LINK_ON_CPU=1 no GPU is needed (see gpu_util.py)."""
 from fnmatch import fnmatch
+from pathlib import Path
 
 import pytest
 from gpu_util import LINK_ON_CPU, MLIR, cuda
 
-#: Tests (patterns of node ids below tests/gpu/) that only numba-cuda runs, and what the
-#: numba-cuda-mlir backend or its compiler lacks for them (docs/numba-cuda-mlir.md's table).
+HERE = Path(__file__).resolve().parent
+
 _STATIC_PAST_48_KB = ("CUB storage past 48 KB beside the kernel's own dynamic shared memory: "
                       "the mlir backend keeps it static")
 _SIZED_TEMP_STORAGE = "in-kernel coop.TempStorage(size, alignment) (the IR rewrite)"
+#: Tests ("path below tests/gpu/::name" patterns) that only numba-cuda runs, and what the
+#: numba-cuda-mlir backend or its compiler lacks for them (docs/numba-cuda-mlir.md's table).
 NUMBA_CUDA_ONLY = {
     "test_kernel_cache.py::*": "cache=True (numba-cuda-mlir caches no launch-specialised kernel)",
     "test_torch.py::*": "examples/fast_launch.py's Launcher drives numba-cuda's dispatcher",
@@ -40,18 +43,16 @@ NUMBA_CUDA_ONLY = {
 }
 
 
-def numba_cuda_only_reason(nodeid: str):
-    for pattern, reason in NUMBA_CUDA_ONLY.items():
-        if fnmatch(nodeid, "*tests/gpu/" + pattern):
-            return reason
-    return None
+def numba_cuda_only_reason(test: str):
+    """The reason ``test`` ("path below tests/gpu/::name") is numba-cuda's only, or None."""
+    return next((why for pattern, why in NUMBA_CUDA_ONLY.items() if fnmatch(test, pattern)), None)
 
 
 def pytest_collection_modifyitems(config, items):
     if not MLIR:
         return
     for item in items:
-        reason = numba_cuda_only_reason(item.nodeid)
+        reason = numba_cuda_only_reason(f"{item.path.relative_to(HERE).as_posix()}::{item.name}")
         if reason:
             item.add_marker(pytest.mark.skip(reason=f"numba-cuda only: {reason}"))
 
