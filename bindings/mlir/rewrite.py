@@ -1,13 +1,14 @@
 """A whole-function planner for calls numba-cuda-mlir's typing cannot see through: its own
 ``cuda.local.array``/``cuda.shared.array`` of a constant shape, in a function that calls
 coopgen, become coopgen's, whose type carries the shape (items per thread and bins are inferred
-from it). Sizes read from a launch's kernel arguments are not possible here: the planner is
-given the launch's shape, not its arguments."""
+from it); coopgen's enum members become their names. Sizes read from a launch's kernel
+arguments are not possible here: the planner is given the launch's shape, not its arguments."""
 from numba_cuda_mlir import cuda
 from numba_cuda_mlir import extending as ext
 from numba_cuda_mlir.numba_cuda.core import ir
 from numba_cuda_mlir.numba_cuda.core.ir_utils import get_definition, guard, mk_unique_var
 
+from ..types.enums import CoopEnum
 from .arrays import ARRAYS
 from .bundle import uses_coopgen
 
@@ -29,6 +30,16 @@ def _value(func_ir, var):
     return _UNKNOWN
 
 
+def _enum_member(func_ir, stmt):
+    """The coopgen enum member ``stmt`` assigns (``BlockLoadAlgorithm.DIRECT``), else None."""
+    value = stmt.value if isinstance(stmt, ir.Assign) else None
+    if isinstance(value, ir.Expr) and value.op == "getattr":
+        value = getattr(_value(func_ir, value.value), value.attr, None)
+    elif isinstance(value, (ir.Global, ir.FreeVar)):
+        value = value.value
+    return value if isinstance(value, CoopEnum) else None
+
+
 def _constant_shape(shape) -> bool:
     dims = shape if isinstance(shape, tuple) else (shape,)
     return bool(dims) and all(isinstance(n, int) and n > 0 for n in dims)
@@ -43,6 +54,9 @@ class SizedArrays(ext.WholeFunctionPlanner):
         changed = False
         for block in func_ir.blocks.values():
             for stmt in list(block.body):
+                member = _enum_member(func_ir, stmt)
+                if member is not None:  # numba-cuda-mlir would type it as a run-time int
+                    stmt.value, changed = ir.Const(member.name, stmt.loc), True
                 expr = stmt.value if isinstance(stmt, ir.Assign) else None
                 if not isinstance(expr, ir.Expr) or expr.op != "call":
                     continue

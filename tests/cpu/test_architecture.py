@@ -20,7 +20,7 @@ MAX_MODULE_LINES, MAX_FUNCTION_LINES = 500, 80
 #: issue 28: +9 (cub::detail's method keywords); issue 26: +210 (two backends side by side:
 #: their registry, per-backend hooks and linkcheck's dispatch).
 MAX_RUNTIME_LINES = 6335
-MAX_MLIR_LINES = 976
+MAX_MLIR_LINES = 990
 
 
 def modules() -> dict[str, Path]:

@@ -34,8 +34,6 @@ NUMBA_CUDA_ONLY = {
         "the clear error past the device's opt-in limit comes from numba-cuda's launch hook",
     "test_half_complex_vector.py::*complex*": "complex items (MLIR complex values to the shims)",
     "test_half_complex_vector.py::test_sorts[[]*-merge-*[]]": "a Python operator on half items",
-    "compat/test_surface_calls.py::*[[]load_store_p*": "coopgen's enum members as constants",
-    "compat/test_surface_calls.py::*[[]exchange_in_place-*": "coopgen's enum members as constants",
     "compat/test_coop_containers.py::*":
         "cuda.coop's kernels in compat/*_kernels.py are written with numba-cuda's types and "
         "extension API (numba.int32, numba.cuda.extending), coop.StatefulFunction, "

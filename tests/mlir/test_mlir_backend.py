@@ -6,6 +6,7 @@ import pytest
 pytest.importorskip("numba_cuda_mlir")
 
 from coopgen import linkcheck  # noqa: E402
+from coopgen.enums import BlockLoadAlgorithm, BlockStoreAlgorithm  # noqa: E402
 from kernels import CASES, inputs  # noqa: E402
 
 PARAMS = [(name, dt) for name, case in CASES.items() for dt in case[2]]
@@ -224,3 +225,28 @@ def test_vector_items_in_a_shared_array_link():
 
     x = np.zeros(256, np.float32)
     assert linkcheck.link_as_launched(k, 64, x, x, arch=(9, 0)).cubin
+
+
+STORE_ALGORITHM = BlockStoreAlgorithm.WARP_TRANSPOSE  # a global member, as kernels read it
+
+
+def test_enum_members_are_read_as_their_names():
+    """``BlockLoadAlgorithm.TRANSPOSE`` and friends: numba-cuda-mlir types a member as a
+    run-time int; coopgen's planner passes its name, so the call picks what it names."""
+    from numba_cuda_mlir import cuda
+
+    from coopgen import block, local
+    from coopgen.mlir import typing
+
+    @cuda.jit
+    def k(d_in, d_out):
+        items = local.array(4, d_in.dtype)
+        block.load(d_in, items, 4, BlockLoadAlgorithm.TRANSPOSE)
+        block.exchange(items, None, 4,
+                       block_exchange_type=block.BlockExchangeType.BlockedToStriped)
+        block.store(d_out, items, algorithm=STORE_ALGORITHM)
+
+    x = np.zeros(512, np.int32)
+    typing.RESOLVED.clear()
+    assert linkcheck.link_as_launched(k, 128, x, x, arch=(9, 0)).cubin
+    assert any(r.startswith("BlockExchange::BlockedToStriped(") for r in typing.RESOLVED)
