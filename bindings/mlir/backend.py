@@ -2,6 +2,7 @@
 lowering with numba-cuda-mlir's extension registries and adds it to the installed backends
 (coopgen.model.backends)."""
 from numba_cuda_mlir import extending as ext
+from numba_cuda_mlir.numba_cuda import types
 
 from ..model import backends
 from ..types import desc
@@ -28,6 +29,8 @@ def register(kind: str, obj, **info) -> None:
         ext.refresh_registries()
 
 
+# Its own types before numba-cuda's reader, which fails on them (cuda.float32x2)
+desc.HOST_DTYPES.insert(0, lambda v: host_dtype(v) if isinstance(v, types.Type) else None)
 desc.HOST_DTYPES.append(host_dtype)
 backends.installed.append(__import__(__name__, fromlist=["register"]))
 

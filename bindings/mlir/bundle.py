@@ -52,7 +52,10 @@ def _static_shared_bytes(module) -> int:
         if op.operation.name == "memref.global":
             mtype = ir.MemRefType(ir.TypeAttr(op.attributes["type"]).value)
             if "workgroup" in str(mtype.memory_space):
-                total += math.prod(mtype.shape) * max(1, mtype.element_type.width // 8)
+                item, lanes = mtype.element_type, 1
+                if isinstance(item, ir.VectorType):  # cuda.float32x2 and the like
+                    item, lanes = item.element_type, math.prod(item.shape)
+                total += math.prod(mtype.shape) * lanes * max(1, item.width // 8)
     return total
 
 

@@ -1,11 +1,16 @@
 """Helpers shared by the GPU tests: dtypes, shapes, random data, launch and compare.
 
-Set COOPGEN_GPU_TESTS_LINK_ON_CPU=1 and run ``pytest --noconftest tests/gpu`` on a machine
-without a GPU to compile and link (sm_90) every kernel specialisation the tests would launch,
-with the block shape of the launch; each test then stops (skipped) before comparing numbers.
+Set COOPGEN_GPU_TESTS_LINK_ON_CPU=1 and run ``pytest tests/gpu`` on a machine without a GPU
+to compile and link (sm_90) every kernel specialisation the tests would launch through
+``launch`` below, with the block shape of the launch; each test then stops (skipped) before
+comparing numbers.
+
+The kernels are compiled by numba-cuda, or by numba-cuda-mlir with
+COOPGEN_COMPILER=numba_cuda_mlir (as the examples read it): the modules take ``cuda`` from here.
 """
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 import zlib
@@ -13,10 +18,24 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from numba import cuda
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root: tools/
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))  # the repository root: tools/
+sys.path.insert(0, str(ROOT / "examples"))
+from _compiler import COMPILER, cuda  # noqa: E402, F401  (COOPGEN_COMPILER)
 from tools.fuzz import runner as fuzz_runner  # noqa: E402  (host<->device transfers)
+
+MLIR = COMPILER == "numba_cuda_mlir"
+#: The compiler's types as kernels name them (``numba.int32``): numba's, or numba-cuda-mlir's
+#: own copy of numba-cuda.
+numba = importlib.import_module("numba_cuda_mlir.numba_cuda" if MLIR else "numba")
+
+
+def for_compiler(code: str) -> str:
+    """User code written for numba-cuda (the README, docs/), with the compiler's ``cuda``:
+    only the import differs."""
+    return code.replace("from numba import cuda", f"from {COMPILER} import cuda")
+
 
 LINK_ON_CPU = os.environ.get("COOPGEN_GPU_TESTS_LINK_ON_CPU") == "1"
 
@@ -105,11 +124,8 @@ def launch(kernel, grid, block, *args):
     """``kernel[grid, block](*args)`` and wait for it. With LINK_ON_CPU, compile and link the
     specialisation for this block shape on the CPU instead, then skip the test."""
     if LINK_ON_CPU:
-        from coopgen.linkcheck import launch_config_on_cpu, link_cubin
-        from numba.cuda.typing.typeof import typeof  # knows ml_dtypes.bfloat16
-        sig = tuple(typeof(a) for a in args)
-        with launch_config_on_cpu(kernel, block, args):
-            link_cubin(kernel, sig)
+        from coopgen.linkcheck import link_as_launched  # the kernel's compiler's backend
+        link_as_launched(kernel, block, *args)
         pytest.skip("linked on the CPU")
     kernel[grid, block](*args)
     try:

@@ -4,7 +4,7 @@ import functools
 
 import numpy as np
 import pytest
-from numba import cuda
+from gpu_util import cuda  # numba-cuda's, or numba-cuda-mlir's (COOPGEN_COMPILER)
 
 from coopgen import block, local
 from gpu_util import (block_id, dtype_id, launch, nthreads, random, rng_for, to_device, to_host)

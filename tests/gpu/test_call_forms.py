@@ -2,7 +2,7 @@
 with keywords only some overloads have, and explicit temp storage of exactly the size CUB needs."""
 import numpy as np
 import pytest
-from numba import cuda
+from gpu_util import cuda  # numba-cuda's, or numba-cuda-mlir's (COOPGEN_COMPILER)
 
 from coopgen import block, local, shared
 from gpu_util import launch, random, rng_for, to_device, to_host

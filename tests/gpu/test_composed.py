@@ -2,7 +2,7 @@
 store, all sharing one inferred coopgen.TempStorage, with CUB's barriers between uses."""
 import numpy as np
 import pytest
-from numba import cuda
+from gpu_util import cuda  # numba-cuda's, or numba-cuda-mlir's (COOPGEN_COMPILER)
 
 import coopgen
 from coopgen import block, local, shared

@@ -1,7 +1,7 @@
 """Radix sort of record keys through a decomposer (fields named from Python)."""
 import numpy as np
 import pytest
-from numba import cuda
+from gpu_util import cuda  # numba-cuda's, or numba-cuda-mlir's (COOPGEN_COMPILER)
 
 from coopgen import block, local
 

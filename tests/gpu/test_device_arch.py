@@ -2,7 +2,7 @@
 right; the ahead-of-time compile of the same kernel for that arch is what the CPU suite links."""
 import numpy as np
 import pytest
-from numba import cuda
+from gpu_util import cuda  # numba-cuda's, or numba-cuda-mlir's (COOPGEN_COMPILER)
 
 from coopgen import block, local
 from coopgen.codegen import nvrtc

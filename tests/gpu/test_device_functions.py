@@ -3,8 +3,7 @@ cuda.coop: single-phase block and warp primitives (the function is inlined into 
 is compiled per block shape) and an object made in the kernel and used in a device function."""
 import numpy as np
 import pytest
-from numba import cuda
-import numba
+from gpu_util import cuda, numba  # numba-cuda's, or numba-cuda-mlir's (COOPGEN_COMPILER)
 
 from coopgen import block, coop
 

@@ -21,7 +21,9 @@ pytestmark = pytest.mark.gpu
 
 SEED = int(os.environ.get("COOPGEN_FUZZ_SEED") or
            datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%d"))
-CONFIGS = space.draw(int(os.environ.get("COOPGEN_FUZZ_CONFIGS", "120")), SEED)
+#: Under numba-cuda-mlir, as ``python -m tools.fuzz --backend mlir``: no half or complex items.
+DTYPES = [*space.ALL_DTYPES, "record"] if runner.compiler() == "numba_cuda_mlir" else None
+CONFIGS = space.draw(int(os.environ.get("COOPGEN_FUZZ_CONFIGS", "120")), SEED, dtypes=DTYPES)
 BATCHES = runner.batches_of(CONFIGS, 6)
 
 

@@ -4,6 +4,7 @@ import re
 from pathlib import Path
 
 import pytest
+from gpu_util import for_compiler
 
 pytestmark = pytest.mark.gpu
 
@@ -14,6 +15,7 @@ EXAMPLES = [pytest.param(code, id=f"{page.stem}-{i}") for page in PAGES
 
 @pytest.mark.parametrize("code", EXAMPLES)
 def test_example_runs(code, tmp_path):
+    code = for_compiler(code)
     path = tmp_path / "docs_example.py"  # numba needs the source in a file
     path.write_text(code)
     exec(compile(code, str(path), "exec"), {"__name__": "docs_example"})

@@ -34,7 +34,7 @@ def test_single_pass_max_scan():
 
 def test_single_pass_scan_alternating_sizes():
     # Launches of different lengths share one status buffer: each must find it cleared.
-    from numba import cuda
+    from gpu_util import cuda
     rng = rng_for("alternating")
     scan = sps.ExclusiveScan(np.int32)
     for n in (50 * sps.TILE, 3 * sps.TILE + 1, 70 * sps.TILE + 9, 2 * sps.TILE, 70 * sps.TILE):

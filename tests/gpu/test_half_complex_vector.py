@@ -6,7 +6,7 @@ import functools
 
 import numpy as np
 import pytest
-from numba import cuda
+from gpu_util import cuda  # numba-cuda's, or numba-cuda-mlir's (COOPGEN_COMPILER)
 
 from coopgen import block, coop, local, shared, warp
 from gpu_util import launch, rng_for, to_device, to_host

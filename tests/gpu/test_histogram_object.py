@@ -1,7 +1,7 @@
 """block.histogram(items, bins): an object keeping its bins; h.init() and h.composite(items)."""
 import numpy as np
 import pytest
-from numba import cuda
+from gpu_util import cuda  # numba-cuda's, or numba-cuda-mlir's (COOPGEN_COMPILER)
 
 from coopgen import block, local, shared
 

@@ -2,7 +2,7 @@
 configuration reports the total, as cuda.coop's does."""
 import numpy as np
 import pytest
-from numba import cuda
+from gpu_util import cuda  # numba-cuda's, or numba-cuda-mlir's (COOPGEN_COMPILER)
 
 import coopgen
 from coopgen import block, coop, local, shared

@@ -2,7 +2,7 @@
 kernels (256 threads x 16 int32) as correctness tests, and two-phase temp storage sizes."""
 import numpy as np
 import pytest
-from numba import cuda
+from gpu_util import cuda  # numba-cuda's, or numba-cuda-mlir's (COOPGEN_COMPILER)
 
 from coopgen import block, local
 from gpu_util import (exclusive, launch, random, rng_for, to_device, to_host)

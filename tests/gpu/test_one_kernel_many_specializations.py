@@ -5,7 +5,7 @@ must use the dynamic size of the specialization it launches, whatever was launch
 and without the user's own dynamic bytes."""
 import numpy as np
 import pytest
-from numba import cuda
+from gpu_util import cuda  # numba-cuda's, or numba-cuda-mlir's (COOPGEN_COMPILER)
 
 from coopgen import block, local
 

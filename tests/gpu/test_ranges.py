@@ -11,9 +11,9 @@ import pytest
 pytestmark = pytest.mark.gpu
 
 SCRIPT = textwrap.dedent('''
-    import json
+    import importlib, json, os
     import numpy as np
-    from numba import cuda
+    cuda = importlib.import_module(os.environ.get("COOPGEN_COMPILER", "numba") + ".cuda")
     from coopgen import local, warp
 
     IPT, BATCHES, BIG = 4, 4, 40  # BIG batches: 2 outputs per lane (ceil_div(40, 32))

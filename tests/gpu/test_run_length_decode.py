@@ -1,7 +1,7 @@
 """BlockRunLengthDecode: a parent object built in the kernel, decoded window by window."""
 import numpy as np
 import pytest
-from numba import cuda
+from gpu_util import cuda  # numba-cuda's, or numba-cuda-mlir's (COOPGEN_COMPILER)
 
 from coopgen import block, local
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from numba import cuda
+from gpu_util import cuda  # numba-cuda's, or numba-cuda-mlir's (COOPGEN_COMPILER)
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
 import sampling  # noqa: E402

@@ -1,7 +1,7 @@
 """Implicit temp storage: block primitives share one union; barriers make reuse safe."""
 import numpy as np
 import pytest
-from numba import cuda
+from gpu_util import cuda  # numba-cuda's, or numba-cuda-mlir's (COOPGEN_COMPILER)
 
 from coopgen import block, local
 from coopgen.codegen import nvrtc

@@ -2,7 +2,7 @@
 shuffle and warp reduce, with Python operators (record results go to an output argument)."""
 import numpy as np
 import pytest
-from numba import cuda
+from gpu_util import cuda  # numba-cuda's, or numba-cuda-mlir's (COOPGEN_COMPILER)
 
 from coopgen import block, local, warp
 

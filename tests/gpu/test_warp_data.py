@@ -4,7 +4,7 @@ import functools
 
 import numpy as np
 import pytest
-from numba import cuda
+from gpu_util import cuda  # numba-cuda's, or numba-cuda-mlir's (COOPGEN_COMPILER)
 
 from coopgen import local, warp
 from gpu_util import (dtype_id, dtype_max, launch, random, rng_for, stable_order, to_device,

@@ -4,7 +4,7 @@ import functools
 
 import numpy as np
 import pytest
-from numba import cuda
+from gpu_util import cuda  # numba-cuda's, or numba-cuda-mlir's (COOPGEN_COMPILER)
 
 from coopgen import local, warp
 from gpu_util import (ALL_DTYPES, assert_sums_equal, dtype_id, exclusive, launch, random,

@@ -6,6 +6,7 @@ import pytest
 pytest.importorskip("numba_cuda_mlir")
 
 from coopgen import linkcheck  # noqa: E402
+from coopgen.enums import BlockLoadAlgorithm, BlockStoreAlgorithm  # noqa: E402
 from kernels import CASES, inputs  # noqa: E402
 
 PARAMS = [(name, dt) for name, case in CASES.items() for dt in case[2]]
@@ -150,3 +151,102 @@ def test_a_device_function_not_inlined_needs_threads_per_block():
     with pytest.raises(TypingError, match="block.load: called in the device function .*"
                                           "without threads_per_block="):
         linkcheck.link_as_launched(k, 128, x, x, arch=(9, 0))
+
+
+def test_a_method_called_with_a_literal_number_links():
+    """``rld.RunLengthDecode(decoded, 0)``: numba-cuda-mlir types a method's arguments as
+    literals; the 0 goes to the shim as its constant."""
+    from numba_cuda_mlir import cuda
+
+    from coopgen import block, local
+
+    @cuda.jit
+    def k(d_values, d_lengths, d_out):
+        t = cuda.threadIdx.x
+        values = local.array(2, np.int32)
+        lengths = local.array(2, np.int32)
+        for i in range(2):
+            values[i] = d_values[t * 2 + i]
+            lengths[i] = d_lengths[t * 2 + i]
+        total = local.array(1, np.uint32)
+        rld = block.BlockRunLengthDecode(values, lengths, total, decoded_items_per_thread=4)
+        decoded = local.array(4, np.int32)
+        rld.RunLengthDecode(decoded, 0)
+        for i in range(4):
+            d_out[t * 4 + i] = decoded[i]
+
+    x = np.zeros(512, np.int32)
+    assert linkcheck.link_as_launched(k, 128, x, x, x, arch=(9, 0)).cubin
+
+
+def test_bfloat16_items_link():
+    """numba-cuda-mlir names bfloat16 by its C type (__nv_bfloat16); coopgen's tables by
+    bfloat16."""
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    from numba_cuda_mlir import cuda
+
+    from coopgen import block, local
+
+    @cuda.jit
+    def k(d_in, d_out):
+        items = local.array(4, d_in.dtype)
+        block.load(d_in, items)
+        total = block.sum(items)
+        if cuda.threadIdx.x == 0:
+            d_out[0] = total
+
+    x = np.zeros(512, ml_dtypes.bfloat16)
+    assert linkcheck.link_as_launched(k, 128, x, x, arch=(9, 0)).cubin
+
+
+def test_vector_items_in_a_shared_array_link():
+    """``coop.block.make_load(cuda.float32x2, ...)`` with both backends installed (numba-cuda's
+    dtype reader fails on numba-cuda-mlir's vector types), over a shared array of them (its
+    bytes: lanes x lane)."""
+    from numba_cuda_mlir import cuda
+
+    from coopgen import coop, local, shared
+
+    vec = cuda.float32x2
+    load = coop.block.make_load(vec, 64, 2, "striped")
+
+    @cuda.jit
+    def k(d_in, d_out):
+        tile = shared.array(128, vec)
+        items = local.array(2, vec)
+        t = cuda.threadIdx.x
+        for j in range(2):
+            tile[t + j * 64] = vec(d_in[2 * (t + j * 64)], d_in[2 * (t + j * 64) + 1])
+        cuda.syncthreads()
+        load(tile, items)
+        for j in range(2):
+            d_out[2 * (t * 2 + j)] = items[j].x
+            d_out[2 * (t * 2 + j) + 1] = items[j].y
+
+    x = np.zeros(256, np.float32)
+    assert linkcheck.link_as_launched(k, 64, x, x, arch=(9, 0)).cubin
+
+
+STORE_ALGORITHM = BlockStoreAlgorithm.WARP_TRANSPOSE  # a global member, as kernels read it
+
+
+def test_enum_members_are_read_as_their_names():
+    """``BlockLoadAlgorithm.TRANSPOSE`` and friends: numba-cuda-mlir types a member as a
+    run-time int; coopgen's planner passes its name, so the call picks what it names."""
+    from numba_cuda_mlir import cuda
+
+    from coopgen import block, local
+    from coopgen.mlir import typing
+
+    @cuda.jit
+    def k(d_in, d_out):
+        items = local.array(4, d_in.dtype)
+        block.load(d_in, items, 4, BlockLoadAlgorithm.TRANSPOSE)
+        block.exchange(items, None, 4,
+                       block_exchange_type=block.BlockExchangeType.BlockedToStriped)
+        block.store(d_out, items, algorithm=STORE_ALGORITHM)
+
+    x = np.zeros(512, np.int32)
+    typing.RESOLVED.clear()
+    assert linkcheck.link_as_launched(k, 128, x, x, arch=(9, 0)).cubin
+    assert any(r.startswith("BlockExchange::BlockedToStriped(") for r in typing.RESOLVED)

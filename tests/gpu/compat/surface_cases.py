@@ -10,13 +10,16 @@ a GPU; tests/cpu compiles and links each for sm_90.
 from __future__ import annotations
 
 import operator
+import sys
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable
 
 import numpy as np
 import pytest
-from numba import cuda
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "examples"))
+from _compiler import cuda  # noqa: E402  numba-cuda's, or numba-cuda-mlir's (COOPGEN_COMPILER)
 from coopgen import block, local, shared, warp
 from coopgen.model import registry
 from coopgen.enums import BlockLoadAlgorithm, BlockStoreAlgorithm

@@ -2,7 +2,7 @@
 (the kernels and answers are in surface_cases.py)."""
 import numpy as np
 import pytest
-from numba import cuda
+from gpu_util import cuda, launch, to_device, to_host
 
 from surface_cases import CASES, PARAMS
 
@@ -14,7 +14,6 @@ pytestmark = pytest.mark.gpu
 @pytest.mark.parametrize("name", list(CASES))
 def test_surface_call(name, dtype, blk, ipt):
     case = CASES[name](np.random.default_rng(), dtype, blk, ipt)
-    args = [cuda.to_device(a) if isinstance(a, np.ndarray) else a for a in case.args]
-    cuda.jit(case.kernel)[1, case.block](*args)
-    cuda.synchronize()
-    case.check([a.copy_to_host() if hasattr(a, "copy_to_host") else a for a in args])
+    args = [to_device(a) if isinstance(a, np.ndarray) else a for a in case.args]
+    launch(cuda.jit(case.kernel), 1, case.block, *args)
+    case.check([to_host(a) if hasattr(a, "copy_to_host") else a for a in args])
