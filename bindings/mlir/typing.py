@@ -8,7 +8,7 @@ import inspect
 import numba_cuda_mlir._mlir.ir as ir
 import numpy as np
 from numba_cuda_mlir import extending as ext
-from numba_cuda_mlir._mlir.dialects import arith, func, llvm
+from numba_cuda_mlir._mlir.dialects import arith, func, llvm, memref
 from numba_cuda_mlir._mlir.extras import types as T
 from numba_cuda_mlir.lowering_utilities import memref_data_pointer
 from numba_cuda_mlir.mlir_lowering import get_or_insert_function
@@ -145,6 +145,30 @@ def _alloca(builder, ty):
                        elem_type=builder.get_storage_type(ty))
 
 
+def _slot(builder, ty):
+    """(pointer, one-item memref or None) where a value passed or returned by pointer lives: a
+    complex value has no LLVM type in MLIR, so it goes through a memref."""
+    storage = builder.get_storage_type(ty)
+    if not isinstance(storage, ir.ComplexType):
+        return _alloca(builder, ty), None
+    m = memref.alloca(ir.MemRefType.get([1], storage), [], [])
+    return memref_data_pointer(m), m
+
+
+def _store(builder, ty, value, slot) -> None:
+    ptr, m = slot
+    if m is None:
+        llvm.store(builder.as_storage(ty, value), ptr)
+    else:
+        memref.store(builder.as_storage(ty, value), m, [arith.constant(T.index(), 0)])
+
+
+def _load(builder, ty, slot):
+    ptr, m = slot
+    return builder.from_storage(ty, llvm.load(res=builder.get_storage_type(ty), addr=ptr)
+                                if m is None else memref.load(m, [arith.constant(T.index(), 0)]))
+
+
 def _pass(builder, ty, value, target):
     """An argument as the shim takes it: data pointers for arrays, a copy's address for
     structs and by-pointer types, bytes for booleans, numbers cast to the bound C type."""
@@ -156,9 +180,9 @@ def _pass(builder, ty, value, target):
         value = builder.lower_cast(ty, target, value)
         ty = target
     if by_pointer(dtype_of(ty)):
-        slot = _alloca(builder, ty)
-        llvm.store(builder.as_storage(ty, value), slot)
-        return slot
+        slot = _slot(builder, ty)
+        _store(builder, ty, value, slot)
+        return slot[0]
     if isinstance(types.unliteral(ty), types.Boolean):
         return arith.extui(T.i8(), value)
     return value
@@ -245,8 +269,8 @@ def lower_call(p, builder, target, args, kws, self_ptr=None, kept=None):
             operands.append(self_ptr)
         elif source == "ret":
             ty = to_numba(r.returns[index][1])
-            slots.append((_alloca(builder, ty), ty))
-            operands.append(slots[-1][0])
+            slots.append((_slot(builder, ty), ty))
+            operands.append(slots[-1][0][0])
         elif source == "state":  # (function, state array), or the state array itself
             ty, value = passed[index]
             if isinstance(ty, types.BaseTuple):
@@ -259,8 +283,7 @@ def lower_call(p, builder, target, args, kws, self_ptr=None, kept=None):
     fnty = ir.FunctionType.get(inputs=[o.type for o in operands], results=[])
     callee = get_or_insert_function(text.symbol, fnty, builder.mlir_gpu_module)
     func.call(result=[], callee=callee.name.value, operands_=operands)
-    values = [builder.from_storage(ty, llvm.load(res=builder.get_storage_type(ty), addr=s))
-              for s, ty in slots]
+    values = [_load(builder, ty, s) for s, ty in slots]
     if p.constructor:  # the data pointers of the arrays it keeps go to the slot's tail
         for k, (_, _, index) in enumerate(bound):
             llvm.store(_pass(builder, *passed[index], None), _parent_slot(builder, self_ptr, k))

@@ -425,6 +425,21 @@ def _shifted(x, n):
     return out.ravel()
 
 
+@cuda.jit
+def complex_sums_kernel(d_in, d_block, d_warp):
+    """Complex values to and from the shims: a block's sum returned, a warp's of one item."""
+    items = coop.ThreadData(3)
+    tid = cuda.threadIdx.y * cuda.blockDim.x + cuda.threadIdx.x
+    first = cuda.blockIdx.x * cuda.blockDim.x * cuda.blockDim.y
+    coop.block.load(d_in[first * 3:], items, 3)
+    total = coop.block.sum(items, 3)
+    warp_total = coop.warp.sum(items[0])
+    if tid == 0:
+        d_block[cuda.blockIdx.x] = total
+    if tid % 32 == 0:
+        d_warp[(first + tid) // 32] = warp_total
+
+
 def _ints(dtype, n, rng):
     lo = 0 if np.dtype(dtype).kind == "u" else -100
     return rng.integers(lo, 100, GRID * n).astype(dtype)
@@ -488,6 +503,12 @@ COOP_CASES = {
         lambda dt, b: complex_scan_kernel, (96, (16, 6)), (np.complex64, np.complex128), 3,
         lambda x: [np.zeros_like(x)],
         lambda x, n: [np.cumsum(_tiles(x, n), axis=1, dtype=x.dtype).ravel()], _complex),
+    "complex_sums": (
+        lambda dt, b: complex_sums_kernel, (96, (32, 2)), (np.complex64, np.complex128), 3,
+        lambda x: [np.zeros(GRID, x.dtype), np.zeros(x.size // 96, x.dtype)],
+        lambda x, n: [_tiles(x, n).sum(axis=1, dtype=x.dtype),
+                      x.reshape(-1, 3)[:, 0].reshape(-1, 32).sum(axis=1, dtype=x.dtype)],
+        _complex),
     "complex_sort_through_pointers": (
         lambda dt, b: complex_sort_kernel, (128, (32, 4)), (np.complex64, np.complex128), 3,
         lambda x: [np.zeros_like(x)],
