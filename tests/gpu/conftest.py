@@ -13,7 +13,7 @@ HERE = Path(__file__).resolve().parent
 
 _STATIC_PAST_48_KB = ("CUB storage past 48 KB beside the kernel's own dynamic shared memory: "
                       "the mlir backend keeps it static")
-_SIZED_TEMP_STORAGE = "in-kernel coop.TempStorage(size, alignment) (the IR rewrite)"
+_LAUNCH_CONFIG = "asserts on numba-cuda's launch configuration (sharedmem, pre_launch_callbacks)"
 #: Tests ("path below tests/gpu/::name" patterns) that only numba-cuda runs, and what the
 #: numba-cuda-mlir backend or its compiler lacks for them (docs/numba-cuda-mlir.md's table).
 NUMBA_CUDA_ONLY = {
@@ -27,17 +27,14 @@ NUMBA_CUDA_ONLY = {
     "test_one_kernel_many_specializations.py::*-user-bytes-used[]]": _STATIC_PAST_48_KB,
     "test_large_shared.py::test_shared_array_above_48_kb*":
         "coopgen.shared.array past 48 KB (a static array under the mlir backend)",
-    "test_large_shared.py::test_the_launch_reports_its_dynamic_shared_memory": _SIZED_TEMP_STORAGE,
-    "test_large_shared.py::test_storages_below_the_limit_together_above_it": _SIZED_TEMP_STORAGE,
-    "test_large_shared.py::test_sized_storage_past_the_device_opt_in*": _SIZED_TEMP_STORAGE,
-    "test_large_shared.py::test_past_the_device_opt_in_is_a_clear_error":
+    "test_large_shared.py::test_the_launch_reports_its_dynamic_shared_memory": _LAUNCH_CONFIG,
+    "test_large_shared.py::test_storages_below_the_limit_together_above_it": _LAUNCH_CONFIG,
+    "test_large_shared.py::*past_the_device_opt_in*":
         "the clear error past the device's opt-in limit comes from numba-cuda's launch hook",
-    "test_half_complex_vector.py::*complex*": "complex items (MLIR complex values to the shims)",
-    "test_half_complex_vector.py::test_sorts[[]*-merge-*[]]": "a Python operator on half items",
     "compat/test_coop_containers.py::*":
-        "cuda.coop's kernels in compat/*_kernels.py are written with numba-cuda's types and "
-        "extension API (numba.int32, numba.cuda.extending), coop.StatefulFunction, "
-        "coop.gpu_dataclass, ThreadData, two-phase objects and sizes as kernel arguments",
+        "cuda.coop's kernels in compat/*_kernels.py are numba-cuda's: numba's types and "
+        "extension API (numba.int32, numba.cuda.extending registrations), coop.gpu_dataclass, "
+        "two-phase objects and sizes as kernel arguments",
 }
 
 
