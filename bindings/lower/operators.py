@@ -6,24 +6,14 @@ import functools
 from numba import cuda
 from numba.cuda.cudadrv.linkable_code import LTOIR
 
+from ..resolve.operators import bit_field_digits as _digits
 from ..resolve.operators import operator_forms
 from .bundle import current_arch
-from .describe import to_numba
+from .describe import device_function, to_numba
 from .errors import CoopgenTypeError
 from .numba_internals import half_shims
 
-
-@functools.cache
-def bit_field_digits(begin: int, bits: int):
-    """A digit extractor of the key bits [begin, begin + bits), as a device function."""
-    import numpy as np  # a closure cell of key_bits, part of its identity (its symbol)
-    mask = (1 << bits) - 1
-
-    @cuda.jit(device=True)
-    def key_bits(key):
-        return np.uint32((key >> np.uint32(begin)) & np.uint32(mask))
-
-    return key_bits
+bit_field_digits = functools.partial(_digits, device_function)
 
 
 def compile_operator(context, sym: str, op, argtypes, restype, prim: str = "") -> None:

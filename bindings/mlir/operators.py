@@ -8,21 +8,11 @@ from numba_cuda_mlir.numba_cuda.core.errors import TypingError
 from numba_cuda_mlir.numba_cuda.cudadrv.linkable_code import LTOIR
 
 from ..model.errors import CoopgenError
+from ..resolve.operators import bit_field_digits as _digits
 from ..resolve.operators import operator_forms
-from .describe import to_numba
+from .describe import device_function, to_numba
 
-
-@functools.cache
-def bit_field_digits(begin: int, bits: int):
-    """A digit extractor of the key bits [begin, begin + bits), as a device function."""
-    import numpy as np  # a closure cell of key_bits, part of its identity (its symbol)
-    mask = (1 << bits) - 1
-
-    @cuda.jit(device=True)
-    def key_bits(key):
-        return np.uint32((key >> np.uint32(begin)) & np.uint32(mask))
-
-    return key_bits
+bit_field_digits = functools.partial(_digits, device_function)
 
 
 @functools.cache

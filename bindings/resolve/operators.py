@@ -2,6 +2,7 @@
 backend compiles with :func:`operator_signatures`' C signature under :meth:`Operator.symbol`
 and the shim wraps in a functor of the shape CUB expects. A stateful operator is a
 ``(function, state_array)`` pair: the functor holds the state's pointer, passed first."""
+import functools
 import hashlib
 import importlib
 import operator
@@ -311,3 +312,16 @@ class StatefulFunction:
         self.numba_type = numba_type
         self.name = name or getattr(op_class, "__name__", "stateful_function")
         STATEFUL_CALLS[host_dtype(numba_type) or str(numba_type)] = call
+
+
+@functools.cache
+def bit_field_digits(device_function, begin: int, bits: int):
+    """A digit extractor of the key bits [begin, begin + bits), compiled by the backend's
+    ``device_function``."""
+    import numpy as np  # a closure cell of key_bits, part of its identity (its symbol)
+    mask = (1 << bits) - 1
+
+    def key_bits(key):
+        return np.uint32((key >> np.uint32(begin)) & np.uint32(mask))
+
+    return device_function(key_bits)
