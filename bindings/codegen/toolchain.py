@@ -12,6 +12,7 @@ import importlib
 import importlib.metadata
 import json
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -73,15 +74,25 @@ def cuda_version_of(path: str) -> tuple[str, int | None]:
             rel = Path(os.path.relpath(real, base)).as_posix()
             if real.startswith(base + os.sep) and any(str(f) == rel for f in dist.files or ()):
                 return dist.version, int(dist.version.split(".")[0])
-    for parent in Path(real).parents:  # a CUDA toolkit: its version.json or its dist-info
-        with contextlib.suppress(ValueError, KeyError, OSError):  # none, or not readable
-            version = json.loads((parent / "version.json").read_text())["cuda"]["version"]
-            return version, int(version.split(".")[0])
-        infos = sorted((parent / "dist-info").glob("nvidia_nvvm-*.dist-info"))
-        if infos:
-            version = infos[-1].name[len("nvidia_nvvm-"):-len(".dist-info")]
+    for parent in Path(real).parents:  # a CUDA toolkit: what it says of its version
+        if version := _toolkit_version(parent):
             return version, int(version.split(".")[0])
     return "?", None
+
+
+def _toolkit_version(root: Path) -> str | None:
+    """The CUDA version of a toolkit folder: its version.json, its nvvm package's dist-info, or
+    (in system installs that ship neither) the CUDA_VERSION its cuda.h defines."""
+    with contextlib.suppress(ValueError, KeyError, OSError):  # none, or not readable
+        return json.loads((root / "version.json").read_text())["cuda"]["version"]
+    if infos := sorted((root / "dist-info").glob("nvidia_nvvm-*.dist-info")):
+        return infos[-1].name[len("nvidia_nvvm-"):-len(".dist-info")]
+    for header in [root / "include" / "cuda.h", *root.glob("targets/*/include/cuda.h")]:
+        with contextlib.suppress(OSError):
+            if found := re.search(r"^#define CUDA_VERSION (\d+)$", header.read_text(), re.M):
+                number = int(found.group(1))
+                return f"{number // 1000}.{number % 1000 // 10}"
+    return None
 
 
 #: CUDA major by the debug metadata version of NVVM IR (``nvvmIRVersion``'s last two numbers),

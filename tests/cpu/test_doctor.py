@@ -155,3 +155,23 @@ def test_the_package_decides_over_an_ambiguous_ir_version(monkeypatch, fresh_too
     monkeypatch.setattr(toolchain, "nvvm_library_version", lambda path: ((2, 0), (2, 0, 3, 2)))
     monkeypatch.setattr(toolchain, "cuda_version_of", lambda path: ("12.9.86", 12))
     assert toolchain.parts()[2].major == 12
+
+
+@pytest.mark.parametrize("header, expected", [
+    ("include/cuda.h", ("13.0", 13)),
+    ("targets/x86_64-linux/include/cuda.h", ("12.9", 12)),
+])
+def test_a_system_toolkit_without_version_json_is_known_by_its_cuda_h(tmp_path, header,
+                                                                      expected):
+    """Toolkits installed from a distribution's packages ship no version.json and no dist-info:
+    the CUDA_VERSION of their cuda.h names the major of the libNVVM they hold."""
+    root = tmp_path / "cuda"
+    (root / "nvvm" / "lib64").mkdir(parents=True)
+    library = root / "nvvm" / "lib64" / "libnvvm.so.4"
+    library.write_bytes(b"")
+    (root / header).parent.mkdir(parents=True)
+    number = expected[1] * 1000 + int(expected[0].split(".")[1]) * 10
+    (root / header).write_text(f"#ifndef CUDA_H\n#define CUDA_VERSION {number}\n#endif\n")
+    assert toolchain.cuda_version_of(str(library)) == expected
+    (root / header).unlink()
+    assert toolchain.cuda_version_of(str(library)) == ("?", None)

@@ -47,6 +47,8 @@ def pytest_collection_modifyitems(config, items):
     if not MLIR:
         return
     for item in items:
+        if not item.path.is_relative_to(HERE):  # collected beside tests/gpu (tests/mlir)
+            continue
         reason = numba_cuda_only_reason(f"{item.path.relative_to(HERE).as_posix()}::{item.name}")
         if reason:
             item.add_marker(pytest.mark.skip(reason=f"numba-cuda only: {reason}"))
