@@ -12,7 +12,8 @@
 #   TOOLS="racecheck" CONFIGS=200 tools/sanitize.sh
 #
 # Environment: TOOLS, CONFIGS (per block shape), SEED, BLOCKS (space-separated shapes),
-# BATCH (calls per kernel). Exit status: 0 when every run is clean.
+# BATCH (calls per kernel), BACKEND (numba-cuda or mlir: the compiler the kernels are written
+# for). Exit status: 0 when every run is clean.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -21,6 +22,7 @@ CONFIGS=${CONFIGS:-48}
 SEED=${SEED:-20261123}
 BLOCKS=${BLOCKS:-"64,2 96 4,4,8"}
 BATCH=${BATCH:-8}
+BACKEND=${BACKEND:-numba-cuda}
 SANITIZER=${SANITIZER:-compute-sanitizer}
 
 status=0
@@ -29,7 +31,7 @@ for tool in $TOOLS; do
     log=$(mktemp)
     "$SANITIZER" --tool "$tool" --error-exitcode 99 \
       python3 -m tools.fuzz --configs "$CONFIGS" --seed "$SEED" --block "$block" \
-      --batch "$BATCH" --quiet >"$log" 2>&1
+      --batch "$BATCH" --backend "$BACKEND" --quiet >"$log" 2>&1
     rc=$?
     summary=$(grep -E "(ERROR|RACECHECK) SUMMARY" "$log" | tail -1 | sed 's/^=* *//')
     checked=$(grep -E "^[0-9]+ configurations in" "$log" | tail -1)

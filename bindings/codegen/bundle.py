@@ -7,7 +7,7 @@ import threading
 
 from ..model import registry
 from ..types.cpp import TYPE_HEADERS
-from . import nvrtc
+from . import nvrtc, placement
 from .placement import storage_definition
 from .shims import BLOCK_MEMBER, OPERATOR_HEADERS, WARP_MEMBER, Shim
 from .storage import definition
@@ -136,11 +136,20 @@ class ShimBundle:
                          f"sizeof({types[symbol]}) > 1 && ({cond});\n")
         return lines
 
+    #: Whether the backend must know the storage's dynamic requirement before linking: then
+    #: ltoir() sets ``requirement`` ((bytes, alignment, after the user's bytes), or None when
+    #: static); other backends read it from the linked cubin.
+    requirement_before_link, requirement = False, None
+
     def ltoir(self) -> bytes:
         """The translation unit's LTO-IR, compiled on first use (when a linker reads it)."""
         with self._lock:
             if self._ltoir is None:
-                self._ltoir = nvrtc.compile_ltoir(self.source(), arch=self.arch)
+                source = self.source()
+                ask = (placement.NEED_EXPRESSION,) if (
+                    self.requirement_before_link and placement.NEED_SYMBOL in source) else ()
+                self._ltoir, names = nvrtc.compile_naming(source, ask, arch=self.arch)
+                self.requirement = placement.named_requirement(names[0]) if names else None
             return self._ltoir
 
 

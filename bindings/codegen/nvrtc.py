@@ -215,10 +215,15 @@ def _pch_options() -> list[str]:
     return ["-pch", f"-pch-dir={_pch_dirs[os.getpid()]}"]
 
 
-def _nvrtc_compile(source: str, opts: list[str], name: str, kind: str = "ltoir") -> bytes:
+def _nvrtc_compile(source: str, opts: list[str], name: str, kind: str = "ltoir",
+                   name_expressions: tuple[str, ...] = ()) -> tuple[bytes, tuple[str, ...]]:
+    """(the output, the lowered (mangled) name of each of ``name_expressions``)."""
     err, prog = _nvrtc.nvrtcCreateProgram(source.encode(), name.encode(), 0, [], [])
     _check(err, "nvrtcCreateProgram")
     try:
+        for expression in name_expressions:
+            (err,) = _nvrtc.nvrtcAddNameExpression(prog, expression.encode())
+            _check(err, "nvrtcAddNameExpression", prog, source)
         (err,) = _nvrtc.nvrtcCompileProgram(prog, len(opts), [o.encode() for o in opts])
         with _lock:
             _counts["compile", kind] += 1
@@ -230,7 +235,12 @@ def _nvrtc_compile(source: str, opts: list[str], name: str, kind: str = "ltoir")
         buf = b" " * size
         (err,) = get(prog, buf)
         _check(err, get.__name__, prog, source)
-        return buf
+        lowered = []
+        for expression in name_expressions:
+            err, name = _nvrtc.nvrtcGetLoweredName(prog, expression.encode())
+            _check(err, "nvrtcGetLoweredName", prog, source)
+            lowered.append(name.decode())
+        return buf, tuple(lowered)
     finally:
         _nvrtc.nvrtcDestroyProgram(prog)
 
@@ -243,6 +253,14 @@ def compile_ptx(source: str, *, arch: str | None = None) -> str:
 def compile_ltoir(source: str, *, include_dirs: list[str] | None = None,
                   arch: str | None = None, kind: str = "ltoir") -> bytes:
     """One translation unit to LTO-IR (cached on disk); NvrtcError carries NVRTC's log."""
+    return compile_naming(source, (), include_dirs=include_dirs, arch=arch, kind=kind)[0]
+
+
+def compile_naming(source: str, name_expressions: tuple[str, ...], *,
+                   include_dirs: list[str] | None = None, arch: str | None = None,
+                   kind: str = "ltoir") -> tuple[bytes, tuple[str, ...]]:
+    """:func:`compile_ltoir`, and the mangled names NVRTC gives ``name_expressions`` (say, a
+    template instantiated on sizes only the compiler knows: LTO-IR may be compressed)."""
     toolchain.require_consistent()  # a mixed stack: one error here, not a linker's
     arch = arch or default_arch()
     if refused := unsupported_arch(arch):
@@ -259,17 +277,20 @@ def compile_ltoir(source: str, *, include_dirs: list[str] | None = None,
                # depth changes no generated code.
                "-D_CCCL_META_UNROLL_LIMIT=10", *registry.package().NVRTC_OPTIONS)
     opts = base_options(arch, include_dirs, options, kind)
-    key = _cache_key(source, opts, arch, include_dirs)
+    key = _cache_key(source + "\0".join(("", *name_expressions)), opts, arch, include_dirs)
     if dump := os.environ.get("COOPGEN_DUMP_SHIMS"):
         _cache.atomic_write(Path(dump) / f"{key}.cu", source.encode())
     path = cache_dir() / f"{key}.{kind}" if cache_dir() is not None else None
     data = _cache.read(path) if path is not None else None  # None: absent or damaged (warned)
-    if data:
+    names = _cache.read(path.with_suffix(".names")) if data and name_expressions else b""
+    if data and names is not None:
         with _lock:
             _counts["hit", kind] += 1
-        return data
-    data = _nvrtc_compile(source, opts + (_pch_options() if _use_pch(kind) else []),
-                          f"coopgen_{key[:12]}.cu", kind)
+        return data, tuple(names.decode().split("\n")) if name_expressions else ()
+    data, lowered = _nvrtc_compile(source, opts + (_pch_options() if _use_pch(kind) else []),
+                                   f"coopgen_{key[:12]}.cu", kind, tuple(name_expressions))
     if path is not None:
+        if name_expressions:  # first: a reader that finds the output finds its names
+            _cache.write(path.with_suffix(".names"), "\n".join(lowered).encode())
         _cache.write(path, data)  # framed with its length and checksum; evicts past the cap
-    return data
+    return data, lowered

@@ -84,11 +84,19 @@ def launch_bytes(user_bytes: int, need: tuple[int, int, bool]) -> int:
 _NEED = re.compile(rb"_Z\d+" + NEED_SYMBOL.encode() + rb"ILy(\d+)ELy(\d+)ELy(\d+)EE")
 
 
-def compiled_requirement(code: bytes) -> tuple[int, int, bool] | None:
-    """The same, read from the translation unit's LTO-IR (which names the need symbol only when
-    the storage is dynamic): for a backend that must report it before linking."""
-    found = _NEED.search(bytes(code))
-    return None if found is None else (int(found[1]), int(found[2]), bool(int(found[3])))
+#: A name expression (NVRTC names its instantiation while compiling) whose mangled name holds
+#: the requirement, 0 bytes when static: for a backend that must report it before linking
+#: (LTO-IR may be compressed, so its symbols cannot be read).
+NEED_EXPRESSION = (f"&{NEED_SYMBOL}<coopgen_storage_is_dynamic ? sizeof(coopgen_storage_t) : 0, "
+                   "alignof(coopgen_storage_t), coopgen_storage_after_user_bytes>")
+
+
+def named_requirement(lowered_name: str) -> tuple[int, int, bool] | None:
+    """The requirement NEED_EXPRESSION's lowered name gives, or None when static."""
+    found = _NEED.search(lowered_name.encode())
+    if found is None or int(found[1]) == 0:
+        return None
+    return int(found[1]), int(found[2]), bool(int(found[3]))
 
 
 def dynamic_requirement(cubin: bytes) -> tuple[int, int, bool] | None:

@@ -20,6 +20,8 @@ _launch_block: contextvars.ContextVar = contextvars.ContextVar("coopgen_mlir_blo
 
 
 class LinkedShimBundle(ShimBundle, LTOIR):
+    requirement_before_link = True
+
     def __init__(self, arch: str, name: str, builder):
         ShimBundle.__init__(self, arch, name)
         LTOIR.__init__(self, data=None, name=name)
@@ -29,7 +31,7 @@ class LinkedShimBundle(ShimBundle, LTOIR):
     @property
     def data(self) -> bytes:  # read by numba-cuda-mlir's linker once the function is lowered
         code = self.ltoir()
-        if (need := placement.compiled_requirement(code)) is not None:  # dynamic: the launch
+        if (need := self.requirement) is not None:  # dynamic: the launch
             ext.set_required_dynamic_shared_memory(  # adds it (at the base: after_user False)
                 SimpleNamespace(metadata=self._metadata), placement.launch_bytes(0, need))
         return code

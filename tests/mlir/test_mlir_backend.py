@@ -252,18 +252,23 @@ def test_enum_members_are_read_as_their_names():
     assert any(r.startswith("BlockExchange::BlockedToStriped(") for r in typing.RESOLVED)
 
 
-def test_a_kernel_calling_coopgen_is_compiled_to_ltoir_by_default():
+def test_compiled_by_default_to_ltoir_and_reporting_dynamic_storage_before_the_launch():
     """cuda.jit's default (lto unset): the shim bundle makes numba-cuda-mlir compile the kernel
     to LTO-IR and link everything in one LTO step, as coopgen's kernels need (inlined shims, one
-    register budget). Linked as PTX beside them, a 512-thread radix sort does not link."""
+    register budget); linked as PTX beside them, a 512-thread radix sort does not link. Storage
+    past 48 KB is reported while compiling (the launch reads it), from NVRTC's name for the
+    need symbol: the LTO-IR may be compressed; the linked cubin agrees."""
     from numba_cuda_mlir.compiler import _compile_and_optimize
+    from coopgen.codegen.placement import dynamic_requirement, launch_bytes
     from coopgen.mlir import linkcheck as mlir_linkcheck
     from numba_cuda_mlir.numba_cuda.typing.typeof import Purpose, typeof
-    kernel, threads, dtypes, _, _ = CASES["radix_descending_explicit"]
-    x, outs, _ = inputs("radix_descending_explicit", dtypes[0], np.random.default_rng())
+    kernel, threads, dtypes, _, _ = CASES["large_dynamic_shared"]
+    x, outs, _ = inputs("large_dynamic_shared", dtypes[0], np.random.default_rng())
     sig = tuple(typeof(a, Purpose.argument) for a in (x, *outs))
     with linkcheck.launch_config_on_cpu(kernel, threads, (x, *outs)), \
             mlir_linkcheck._device_cc((9, 0)):
         cres = _compile_and_optimize(kernel.py_func, sig, {"chip": "sm_90"})
     assert cres.metadata["link_plan"].compile_new_inputs_as_ltoir
-    assert "ltoir" in cres.metadata
+    need = dynamic_requirement(cres.metadata["cubin"])
+    assert need is not None and need[0] > 128 * 1024
+    assert cres.metadata["required_dynamic_shared_memory"] == launch_bytes(0, need)
