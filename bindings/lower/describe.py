@@ -1,7 +1,6 @@
 """numba-cuda's types <-> coopgen's descriptions (coopgen.types.desc), which are all the
 numba-free stages see of a call's arguments."""
 import functools
-import hashlib
 
 import numpy as np
 from numba import cuda
@@ -12,7 +11,7 @@ from numba.cuda.typing.templates import builtin_registry
 from numba.cuda.typing.typeof import Purpose, typeof, typeof_impl
 from numba.cuda.vector_types import VectorType, vector_types
 
-from ..resolve.operators import FUNCTION_NAMES, STATEFUL_CALLS
+from ..resolve.operators import FUNCTION_NAMES, STATEFUL_CALLS, describe_function
 from ..types import desc
 from .arrays import SizedArray, TempStorageType, ThreadDataArray, vector_type
 
@@ -124,35 +123,6 @@ def _class_typed_as(dtype):
     return named.pop() if len(named) == 1 else None
 
 
-def cell_value(cell):
-    """What a closure cell holds; None for an empty one."""
-    try:
-        return cell.cell_contents
-    except ValueError:
-        return None
-
-
-def function_identity(fn, depth: int = 0) -> tuple:
-    """What a Python function compiles to: its code and what its closure captured (device
-    functions by their own identity). Two closures made by one factory share their code; the
-    captured values tell them apart, so one kernel may use both."""
-    code = fn.__code__
-    captured = []
-    for value in map(cell_value, fn.__closure__ or ()):
-        inner = getattr(value, "py_func", None)
-        captured.append(function_identity(inner, depth + 1) if inner is not None and depth < 8
-                        else repr(value))
-    return (fn.__module__, fn.__qualname__, code.co_code, code.co_consts, tuple(captured))
-
-
-def function(disp, text: str = "") -> desc.Function:
-    """A numba dispatcher (a device function) as an operator."""
-    fn = disp.py_func
-    identity = hashlib.sha256(repr(function_identity(fn)).encode()).hexdigest()
-    return desc.Function(fn.__name__, fn.__code__.co_argcount, None, identity,
-                         text=text or str(fn.__name__), ref=disp)
-
-
 def describe(ty):
     """The description of a numba argument type."""
     text = str(ty)
@@ -162,7 +132,7 @@ def describe(ty):
         state, sized = stateful_function(ty.dtype), isinstance(ty, SizedArray)
         return desc.Array(dtype_of(ty.dtype), ty.ndim, ty.layout in ("C", "F"),
                           ty.size if sized else None, ty.space if sized else None,
-                          function(state) if state is not None else None,
+                          describe_function(state) if state is not None else None,
                           isinstance(ty, ThreadDataArray), text=text)
     if isinstance(ty, types.Literal):  # a string is no dtype
         return desc.Literal(ty.literal_value, None if isinstance(ty, types.StringLiteral)
@@ -172,7 +142,7 @@ def describe(ty):
     if isinstance(ty, (types.Omitted, types.NoneType)):
         return desc.Omitted(getattr(ty, "value", None))
     if (disp := getattr(ty, "dispatcher", None)) is not None:
-        return function(disp, text)
+        return describe_function(disp, text)
     try:
         named = FUNCTION_NAMES.get(getattr(ty, "typing_key", None))
     except TypeError:  # an unhashable key names no built-in

@@ -15,9 +15,10 @@ from numba.cuda.core.rewrites import Rewrite, register_rewrite
 from ..resolve.entry import Entry
 from ..resolve.kernel_ir import NOT_KNOWN, UNKNOWN, CallRewrite, IrClasses, Trace
 from ..resolve.kernel_ir import in_coopgen, is_call, is_host_constant, is_op, plain
+from ..resolve.operators import cell_value
 from . import host_objects
 from .arrays import local_array, shared_array, thread_data_array
-from .describe import cell_value, device_function
+from .describe import device_function
 from .errors import CoopgenTypeError
 from .bundle import launch_config
 

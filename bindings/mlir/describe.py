@@ -1,7 +1,6 @@
 """numba-cuda-mlir's types (its own copy of numba-cuda's) <-> coopgen's descriptions."""
 import enum
 import functools
-import hashlib
 
 import numpy as np
 from numba_cuda_mlir import cuda
@@ -10,7 +9,7 @@ from numba_cuda_mlir.numba_cuda.np import numpy_support
 from numba_cuda_mlir.numba_cuda.typing.typeof import Purpose, typeof
 from numba_cuda_mlir.type_defs.vector_types import VectorType
 
-from ..resolve.operators import FUNCTION_NAMES, STATEFUL_CALLS
+from ..resolve.operators import FUNCTION_NAMES, STATEFUL_CALLS, describe_function
 from ..types import desc
 from .arrays import SizedArray, TempStorageType, ThreadDataArray
 
@@ -44,16 +43,6 @@ def dtype_of(dt):
     return desc.Other(str(dt))
 
 
-def function(disp, text: str = "") -> desc.Function:
-    """A device function (a numba-cuda-mlir dispatcher) as an operator."""
-    fn = disp.py_func
-    code = fn.__code__
-    identity = hashlib.sha256(repr((fn.__module__, fn.__qualname__, code.co_code,
-                                    code.co_consts)).encode()).hexdigest()
-    return desc.Function(fn.__name__, code.co_argcount, None, identity,
-                         text=text or fn.__name__, ref=disp)
-
-
 @functools.cache
 def device_function(fn):
     """A plain Python function used as an operator, compiled as a device function (once)."""
@@ -70,7 +59,7 @@ def describe(ty):
         call = STATEFUL_CALLS.get(dtype_of(ty.dtype))  # cuda.coop's StatefulFunction's state
         return desc.Array(dtype_of(ty.dtype), ty.ndim, ty.layout in ("C", "F"),
                           ty.size if sized else None, ty.space if sized else None,
-                          function(device_function(call)) if call else None,
+                          describe_function(device_function(call)) if call else None,
                           isinstance(ty, ThreadDataArray), text=text)
     if isinstance(ty, types.Literal):  # a string is no dtype
         return desc.Literal(ty.literal_value, None if isinstance(ty, types.StringLiteral)
@@ -80,7 +69,7 @@ def describe(ty):
     if isinstance(ty, (types.Omitted, types.NoneType)):
         return desc.Omitted(getattr(ty, "value", None))
     if (disp := getattr(ty, "dispatcher", None)) is not None:
-        return function(disp, text)
+        return describe_function(disp, text)
     try:
         named = FUNCTION_NAMES.get(getattr(ty, "typing_key", None))
     except TypeError:  # an unhashable key names no built-in

@@ -133,8 +133,12 @@ def _constant(builder, value):
     ty = types.unliteral(constant_type(value))
     if isinstance(ty, (types.Integer, types.Float, types.Boolean)):
         mtype = builder.get_value_type(ty)
-        attr = ir.IntegerAttr.get(mtype, int(value)) if not isinstance(ty, types.Float) \
-            else ir.FloatAttr.get(mtype, float(np.asarray(value)))
+        if isinstance(ty, types.Float):
+            attr = ir.FloatAttr.get(mtype, float(np.asarray(value)))
+        else:  # MLIR takes the bits as signed: 2**64 - 1 (an identity of &) is -1
+            bits = ir.IntegerType(mtype).width
+            attr = ir.IntegerAttr.get(mtype, (int(value) + (1 << bits - 1)) % (1 << bits)
+                                      - (1 << bits - 1))
         return ty, arith.constant(result=mtype, value=attr)
     return ty, None
 

@@ -16,6 +16,36 @@ from ..types.cpp import CPP_OF, by_pointer, is_struct
 from ..types.desc import (BOOL, INT32, UINT32, VOID, Array, Function, Literal, Pointer, Scalar,
                           Struct, Tuple, host_dtype, item_type)
 
+def cell_value(cell):
+    """What a closure cell holds; None for an empty one."""
+    try:
+        return cell.cell_contents
+    except ValueError:
+        return None
+
+
+def function_identity(fn, depth: int = 0) -> tuple:
+    """What a Python function compiles to: its code and what its closure captured (device
+    functions by their own identity). Two closures made by one factory share their code; the
+    captured values tell them apart, so one kernel may use both."""
+    code = fn.__code__
+    captured = []
+    for value in map(cell_value, fn.__closure__ or ()):
+        inner = getattr(value, "py_func", None)
+        captured.append(function_identity(inner, depth + 1) if inner is not None and depth < 8
+                        else repr(value))
+    return (fn.__module__, fn.__qualname__, code.co_code, code.co_consts, tuple(captured))
+
+
+def describe_function(disp, text: str = "") -> Function:
+    """A device function (either compiler's dispatcher, ``py_func`` its Python function) as an
+    operator."""
+    fn = disp.py_func
+    identity = hashlib.sha256(repr(function_identity(fn)).encode()).hexdigest()
+    return Function(fn.__name__, fn.__code__.co_argcount, None, identity,
+                    text=text or str(fn.__name__), ref=disp)
+
+
 #: Built-in functor names per parameter kind -> C++ functor expression (cuda.coop's names too).
 _PLUS, _TIMES = "::cuda::std::plus<>{}", "::cuda::std::multiplies<>{}"
 _MIN, _MAX = "::cuda::minimum<>{}", "::cuda::maximum<>{}"

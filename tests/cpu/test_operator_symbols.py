@@ -5,8 +5,7 @@ NVRTC cache still hits)."""
 import numpy as np
 from numba import cuda
 
-from coopgen.lower.describe import function
-from coopgen.resolve.operators import Operator
+from coopgen.resolve.operators import Operator, describe_function
 from coopgen.types.desc import INT32
 
 
@@ -28,7 +27,7 @@ def combining(op, scale):
 
 
 def _symbol(disp):
-    return Operator("ScanOp", "scan_op", None, function(disp), None, 2).symbol((INT32, INT32))
+    return Operator("ScanOp", "scan_op", None, describe_function(disp), None, 2).symbol((INT32, INT32))
 
 
 def test_closures_of_one_factory_get_their_own_symbols():

@@ -272,3 +272,23 @@ def test_compiled_by_default_to_ltoir_and_reporting_dynamic_storage_before_the_l
     need = dynamic_requirement(cres.metadata["cubin"])
     assert need is not None and need[0] > 128 * 1024
     assert cres.metadata["required_dynamic_shared_memory"] == launch_bytes(0, need)
+
+
+def test_an_unsigned_constant_past_the_signed_range_is_passed_as_its_bits():
+    """An exclusive scan with '&' over uint64 starts from 2**64 - 1, which the call passes as a
+    constant: MLIR takes integer attributes as signed (it raised std::bad_cast)."""
+    from numba_cuda_mlir import cuda
+    from coopgen import block, local
+
+    @cuda.jit
+    def and_scan(d_in, d_out):
+        items = local.array(11, np.uint64)
+        base = (cuda.blockIdx.x * 32 + cuda.threadIdx.x) * 11
+        for i in range(11):
+            items[i] = d_in[base + i]
+        block.scan(items, items, scan_op="&", mode="exclusive", algorithm="raking")
+        for i in range(11):
+            d_out[base + i] = items[i]
+
+    x = np.random.default_rng().integers(0, 2**63, 32 * 11, dtype=np.uint64)
+    assert linkcheck.link_as_launched(and_scan, 32, x, x.copy()).cubin
