@@ -10,7 +10,7 @@ import numpy as np
 from numba_cuda_mlir import extending as ext
 from numba_cuda_mlir._mlir.dialects import arith, func, llvm, memref
 from numba_cuda_mlir._mlir.extras import types as T
-from numba_cuda_mlir.lowering_utilities import memref_data_pointer
+from numba_cuda_mlir.lowering_utilities import GEP_DYNAMIC_INDEX, memref_data_pointer
 from numba_cuda_mlir.mlir_lowering import get_or_insert_function
 from numba_cuda_mlir.numba_cuda import types
 from numba_cuda_mlir.numba_cuda.core.errors import TypingError
@@ -152,6 +152,10 @@ def _alloca(builder, ty):
 def _slot(builder, ty):
     """(pointer, one-item memref or None) where a value passed or returned by pointer lives: a
     complex value has no LLVM type in MLIR, so it goes through a memref."""
+    if isinstance(ty, types.Record):  # its value is a pointer to its bytes: room for them
+        size = arith.constant(result=T.i32(), value=ty.size)
+        return llvm.alloca(res=llvm.PointerType.get(), array_size=size, elem_type=T.i8(),
+                           alignment=ty.dtype.alignment), None
     storage = builder.get_storage_type(ty)
     if not isinstance(storage, ir.ComplexType):
         return _alloca(builder, ty), None
@@ -169,6 +173,8 @@ def _store(builder, ty, value, slot) -> None:
 
 def _load(builder, ty, slot):
     ptr, m = slot
+    if isinstance(ty, types.Record):
+        return ptr
     return builder.from_storage(ty, llvm.load(res=builder.get_storage_type(ty), addr=ptr)
                                 if m is None else memref.load(m, [arith.constant(T.index(), 0)]))
 
@@ -177,7 +183,7 @@ def _pass(builder, ty, value, target):
     """An argument as the shim takes it: data pointers for arrays, a copy's address for
     structs and by-pointer types, bytes for booleans, numbers cast to the bound C type."""
     if isinstance(ty, types.Array):
-        return memref_data_pointer(value)
+        return _data_pointer(value, ty)
     if isinstance(ty, types.Record):  # a record value is a pointer to its data
         return value
     if target is not None and ty != target:
@@ -190,6 +196,18 @@ def _pass(builder, ty, value, target):
     if isinstance(types.unliteral(ty), types.Boolean):
         return arith.extui(T.i8(), value)
     return value
+
+
+def _data_pointer(value, ty: types.Array):
+    """An array's data pointer. numba-cuda-mlir 0.6.0 keeps record arrays as byte memrefs whose
+    offset counts records (a slice's start), but adds it as bytes (its own ``a[5:][0]`` reads 5
+    bytes past ``a[0]``): coopgen steps over whole records."""
+    ptr = memref_data_pointer(value)
+    if not isinstance(ty.dtype, types.Record) or ty.dtype.size == 1:
+        return ptr
+    records = arith.index_cast(T.i64(), memref.extract_strided_metadata(value)[1])
+    extra = arith.muli(records, arith.constant(T.i64(), ty.dtype.size - 1))
+    return llvm.getelementptr(ptr.type, ptr, [extra], [GEP_DYNAMIC_INDEX], T.i8(), None)
 
 
 #: Arguments with no run-time value: compile-time constants, dtypes, operators, storage objects.
