@@ -354,6 +354,7 @@ def run_parallel(batches, workers: int, compile_only: bool = False, on_result=No
     for i in range(len(batches)):
         tasks.put(i)
     procs = {}
+    t0 = time.time()  # the limit counts the workers' start-up (imports) too
 
     def start():
         p = ctx.Process(target=_worker, args=(tasks, results, batches, compile_only))
@@ -363,7 +364,6 @@ def run_parallel(batches, workers: int, compile_only: bool = False, on_result=No
     for _ in range(min(workers, len(batches))):
         start()
     done: dict[int, list[Result]] = {}
-    t0 = time.time()
     while len(done) < len(batches):
         if time_limit is not None and time.time() - t0 > time_limit:
             for p, _, _ in procs.values():
