@@ -188,6 +188,6 @@ def host_dtype(value):
     else:
         try:
             dt = numpy_support.from_dtype(np.dtype(value))
-        except TypeError:
+        except (TypeError, ValueError):  # not a dtype (ValueError: np.dtype((np.int32, -1)))
             return None
     return dtype_of(dt)

@@ -163,5 +163,5 @@ def host_dtype(value) -> Dtype | None:
     import numpy as np
     try:
         return Scalar(np.dtype(value).name)
-    except TypeError:
+    except (TypeError, ValueError):  # not a dtype (ValueError: np.dtype((np.int32, -1)))
         return None

@@ -156,7 +156,10 @@ def test_decomposer_field_is_checked_in_typing():
      "warp.sum: logical_warp_threads=64 is not allowed; it takes an integer from 1 to 32"),
     (lambda: block.sum(np.dtype("datetime64[ns]"), 128), "is an unsupported dtype; supported"),
     (lambda: block.sum(np.int32, 128, bogus=1), "block.sum: unexpected argument 'bogus'"),
-], ids=["items_per_thread", "algorithm", "threads", "kind", "logical_warp", "dtype", "keyword"])
+    (lambda: block.sum((np.int32, -1), 128), "block.sum: dtype=(<class 'numpy.int32'>, -1) "
+                                             "is not a dtype"),
+], ids=["items_per_thread", "algorithm", "threads", "kind", "logical_warp", "dtype", "keyword",
+        "numpy refuses"])
 def test_two_phase_objects_check_their_keywords_on_the_host(make, message):
     """As in cuda.coop: a wrong two-phase argument is a ValueError (TypeError for an argument
     that does not exist) where the object is made."""
