@@ -292,3 +292,39 @@ def test_an_unsigned_constant_past_the_signed_range_is_passed_as_its_bits():
 
     x = np.random.default_rng().integers(0, 2**63, 32 * 11, dtype=np.uint64)
     assert linkcheck.link_as_launched(and_scan, 32, x, x.copy()).cubin
+
+
+def test_a_record_result_gets_room_for_its_bytes():
+    """A record is a pointer to its bytes in numba-cuda-mlir: the slot a primitive writes a
+    record result into must hold the record (8 bytes here), not a pointer to one (the value
+    read back was then the record's bytes taken as an address)."""
+    from numba_cuda_mlir import cuda
+    from numba_cuda_mlir.compiler import _compile_and_optimize
+    from numba_cuda_mlir.numba_cuda.typing.typeof import Purpose, typeof
+    from coopgen import block, local
+    from coopgen.mlir import linkcheck as mlir_linkcheck
+
+    rec = np.dtype([("a", np.int32), ("b", np.float32)], align=True)
+
+    @cuda.jit(device=True)
+    def add_rec(x, y, out):
+        out.a = x.a + y.a
+        out.b = x.b + y.b
+
+    @cuda.jit
+    def total_of(d_in, d_total):
+        items = local.array(2, rec)
+        block.load(d_in, items)
+        total = block.reduce(items, binary_op=add_rec)
+        if cuda.threadIdx.x == 0:
+            d_total[0] = total
+
+    x = np.zeros(64, rec)
+    sig = tuple(typeof(a, Purpose.argument) for a in (x, x[:1]))
+    with linkcheck.launch_config_on_cpu(total_of, 32, (x, x[:1])), \
+            mlir_linkcheck._device_cc((9, 0)):
+        cres = _compile_and_optimize(total_of.py_func, sig, {"chip": "sm_90"})
+    text = cres.metadata["mlir_module_str"]
+    slots = [line for line in text.splitlines() if "llvm.alloca" in line]
+    assert any("x i8" in line and "alignment = 4" in line for line in slots), slots
+    assert not any("x !llvm.ptr" in line for line in slots), slots
