@@ -24,9 +24,9 @@ def shim_source(kernel, threads, monkeypatch) -> str:
     from coopgen.linkcheck import link_cubin
 
     sources = []
-    real = nvrtc.compile_ltoir
-    monkeypatch.setattr(nvrtc, "compile_ltoir",
-                        lambda src, **kw: (sources.append(src), real(src, **kw))[1])
+    real = nvrtc.compile_naming
+    monkeypatch.setattr(nvrtc, "compile_naming",
+                        lambda src, *a, **kw: (sources.append(src), real(src, *a, **kw))[1])
     monkeypatch.setenv("COOPGEN_DISABLE_CACHE", "1")
     with coopgen.block_shape(threads):
         link_cubin(kernel, (I32, I32))
