@@ -143,22 +143,18 @@ def _constant(builder, value):
     return ty, None
 
 
-def _alloca(builder, ty):
-    one = arith.constant(result=T.i32(), value=1)
-    return llvm.alloca(res=llvm.PointerType.get(), array_size=one,
-                       elem_type=builder.get_storage_type(ty))
-
-
 def _slot(builder, ty):
     """(pointer, one-item memref or None) where a value passed or returned by pointer lives: a
-    complex value has no LLVM type in MLIR, so it goes through a memref."""
-    if isinstance(ty, types.Record):  # its value is a pointer to its bytes: room for them
+    record's value is a pointer to its bytes, so the slot holds the bytes; a complex value has
+    no LLVM type in MLIR, so it goes through a memref."""
+    if isinstance(ty, types.Record):
         size = arith.constant(result=T.i32(), value=ty.size)
         return llvm.alloca(res=llvm.PointerType.get(), array_size=size, elem_type=T.i8(),
                            alignment=ty.dtype.alignment), None
     storage = builder.get_storage_type(ty)
     if not isinstance(storage, ir.ComplexType):
-        return _alloca(builder, ty), None
+        one = arith.constant(result=T.i32(), value=1)
+        return llvm.alloca(res=llvm.PointerType.get(), array_size=one, elem_type=storage), None
     m = memref.alloca(ir.MemRefType.get([1], storage), [], [])
     return memref_data_pointer(m), m
 

@@ -16,6 +16,7 @@ from ..types.cpp import CPP_OF, by_pointer, is_struct
 from ..types.desc import (BOOL, INT32, UINT32, VOID, Array, Function, Literal, Pointer, Scalar,
                           Struct, Tuple, host_dtype, item_type)
 
+
 def cell_value(cell):
     """What a closure cell holds; None for an empty one."""
     try:

@@ -23,8 +23,8 @@ MAX_MODULE_LINES, MAX_FUNCTION_LINES = 500, 80
 #: (vector types with both backends installed), +83 (ThreadData, prim[ts], in-kernel
 #: TempStorage, enum members, plain Python and stateful operators, operators on half, bfloat16,
 #: complex and vector items, complex values to shims).
-MAX_RUNTIME_LINES = 6490
-MAX_MLIR_LINES = 1068
+MAX_RUNTIME_LINES = 6491
+MAX_MLIR_LINES = 1064
 
 
 def modules() -> dict[str, Path]:

@@ -7,7 +7,7 @@ pytest.importorskip("numba_cuda_mlir")
 
 from coopgen import linkcheck  # noqa: E402
 from coopgen.enums import BlockLoadAlgorithm, BlockStoreAlgorithm  # noqa: E402
-from kernels import CASES, inputs  # noqa: E402
+from kernels import CASES, assert_matches, inputs  # noqa: E402
 
 PARAMS = [(name, dt) for name, case in CASES.items() for dt in case[2]]
 IDS = [f"{name}-{np.dtype(dt).name}" for name, dt in PARAMS]
@@ -32,12 +32,7 @@ def test_gives_numpys_answer_on_a_gpu(name, dtype):
     x, outs, want = inputs(name, dtype, np.random.default_rng())
     d_outs = [cuda.to_device(o) for o in outs]
     kernel[3, threads](cuda.to_device(x), *d_outs)
-    for d, w in zip(d_outs, want):
-        got = d.copy_to_host()
-        if np.dtype(dtype).kind == "f":
-            np.testing.assert_allclose(got, w, rtol=1e-5)
-        else:
-            np.testing.assert_array_equal(got, w)
+    assert_matches(d_outs, want, dtype)
 
 
 @pytest.mark.gpu
