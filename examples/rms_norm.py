@@ -18,11 +18,21 @@ which makes the L1 serve every 32-byte sector twice).
    ``block.load`` per slice of the row. The kernel
    views each thread's words as elements (``words.view(dtype)``, still registers). Other rows
    load guarded, one element at a time, with zeros past the end;
-2. square each item **in float32** and ``block.sum`` the squares. CUB adds in the item type:
-   a ``block.sum`` of the halves themselves would round every partial sum to 11 (float16) or
-   8 (bfloat16) bits, so the items are converted first;
-3. thread 0 computes ``rstd = 1 / sqrt(sum / hidden + eps)`` and shares it;
+2. square each item **in float32** and add the squares: the thread's own in a loop, then
+   ``warp.sum`` (CUB's ``WarpReduce``) within each warp, whose lane 0 leaves the warp's sum in
+   shared memory; after the block's one barrier, each warp adds those sums with ``warp.sum``
+   again and broadcasts the total to its lanes with a shuffle. Every thread then has the row's
+   sum: the block reduction is one barrier where ``block.sum`` (sum in thread 0) and a
+   shared ``rstd`` take three, a shorter wait for a few rows. The items are converted
+   first because CUB adds in the item type: a sum of the halves themselves would round every
+   partial sum to 11 (float16) or 8 (bfloat16) bits;
+3. each thread computes ``rstd = rsqrt(sum / hidden + eps)`` with the GPU's approximate
+   division and reciprocal square root (2 ulp of float32 each; the tolerance below counts
+   them);
 4. ``y = x * rstd * w`` in float32, rounded once to the row's type, and ``block.store``.
+
+Full-row kernels declare launch bounds for an SM's 2,048 threads (``SM_THREADS``), which keeps
+them at 32 registers: four blocks of 512 threads an SM instead of three.
 
 Inputs are device arrays: numba's, or any DLPack producer (PyTorch, CuPy, JAX), seen without a
 copy. DLPack comes first because it names bfloat16; a ``__cuda_array_interface__`` typestr
@@ -35,12 +45,11 @@ bfloat16 host arrays come from ml_dtypes (``pip install "coopgen[bf16]"``).
 from __future__ import annotations
 
 import functools
-import math
 
 import numpy as np
-from _compiler import cuda  # numba-cuda's, or numba-cuda-mlir's (COOPGEN_COMPILER)
+from _compiler import cuda, libdevice  # numba-cuda's, or numba-cuda-mlir's (COOPGEN_COMPILER)
 
-from coopgen import block, local
+from coopgen import block, local, warp
 
 VECTOR = 8  # elements of a 2-byte type in one 16-byte access
 #: 16-byte vectors a thread holds while the row fits 1024 threads. tools/bench's sweep (RESULTS.md)
@@ -48,6 +57,12 @@ VECTOR = 8  # elements of a 2-byte type in one 16-byte access
 #: registers and fell to 0.81x copy bandwidth; 1 vector (1024 threads) to 0.89x.
 VECTORS = 2
 MAX_THREADS = 1024
+#: The threads an SM of compute capability 8.0 or 9.0 holds. Full-row kernels of at most
+#: ``VECTORS`` vectors a thread declare launch bounds asking for all of them (four blocks of 512
+#: threads, 16 of 128), so ptxas keeps them to 65,536 / 2,048 = 32 registers. Left to itself it
+#: takes 40, which fits three blocks of 448 or 512 threads: 0.84-0.88x the copy bandwidth at
+#: 7168- and 8192-wide rows against 0.95-0.98x at 32 (tools/bench/RESULTS.md); nothing spills.
+SM_THREADS = 2048
 DTYPES = ("float16", "bfloat16")
 
 
@@ -71,7 +86,7 @@ def plan(hidden: int, threads: int | None = None) -> tuple[int, int]:
 
 @functools.lru_cache(maxsize=None)
 def make_kernel(dtype: str, items: int, full: bool, convert_once: bool = False,
-                striped: bool = False, blocked: bool = False):
+                striped: bool = False, blocked: bool = False, threads: int | None = None):
     """The kernel for rows of ``dtype`` with ``items`` elements per thread. ``full``: every row
     is exactly threads * items long, and x, w and y come as uint32 words (two elements each);
     otherwise they come as elements and load guarded. ``convert_once``: keep each element's
@@ -82,13 +97,16 @@ def make_kernel(dtype: str, items: int, full: bool, convert_once: bool = False,
     lie side by side in the row (one ``block.load`` of all of them), so a warp's load of its
     first vectors touches every other 16 bytes, and the L1 serves each 32-byte sector twice;
     by default vector v of every thread comes from the row's v-th slice of threads * 16
-    bytes (one ``block.load`` per slice: a warp reads 512 contiguous bytes)."""
+    bytes (one ``block.load`` per slice: a warp reads 512 contiguous bytes). ``threads``: the
+    block size it will launch with, for its launch bounds (``SM_THREADS``)."""
     element = np.dtype(dtype)
     words = items // 2
     quads = items // 4
     vectors = words // 4  # 16-byte vectors a thread
-
-    @cuda.jit
+    # full rows only: the guarded element-by-element path would spill at 32 registers
+    bounds = {"launch_bounds": (threads, SM_THREADS // threads)} \
+        if threads and full and items <= VECTOR * VECTORS else {}
+    @cuda.jit(**bounds)
     def rms_norm_kernel(x, w, y, hidden, eps):
         if full and striped:
             base = cuda.blockIdx.x * (hidden >> 2)
@@ -127,19 +145,22 @@ def make_kernel(dtype: str, items: int, full: bool, convert_once: bool = False,
             weights = local.array(items, element)
             block.load(x[base:], vals, items, "direct", hidden, 0)
             block.load(w, weights, items, "direct", hidden, 0)
-        squares = local.array(items, np.float32)
         kept = local.array(items, np.float32)
+        total = np.float32(0)
         for i in range(items):
             v = np.float32(vals[i])
-            squares[i] = v * v
+            total += v * v
             if convert_once:
                 kept[i] = v
-        total = block.sum(squares)  # float32; valid in thread 0
-        rstd = cuda.shared.array(1, np.float32)
-        if cuda.threadIdx.x == 0:
-            rstd[0] = np.float32(1.0) / math.sqrt(total / np.float32(hidden) + eps)
+        warp_sums = cuda.shared.array(32, np.float32)
+        lane = cuda.threadIdx.x & 31
+        total = warp.sum(total)  # valid in lane 0
+        if lane == 0:
+            warp_sums[cuda.threadIdx.x >> 5] = total
         cuda.syncthreads()
-        r = rstd[0]
+        total = warp_sums[lane] if lane < cuda.blockDim.x >> 5 else np.float32(0)
+        total = cuda.shfl_sync(0xFFFFFFFF, warp.sum(total), 0)  # the row's, in every lane
+        r = libdevice.rsqrtf(libdevice.fast_fdividef(total, np.float32(hidden)) + eps)
         y_words = local.array(words, np.uint32)
         y_quads = local.array(quads, np.uint64)
         out = y_quads.view(element) if striped else y_words.view(element)
@@ -241,7 +262,7 @@ def prepare(x, w, eps: float = 1e-6, out=None, stream=0, threads: int | None = N
     threads, items = plan(hidden, threads)
     full = threads * items == hidden
     striped = striped and full and items % 4 == 0
-    kernel = make_kernel(_dtype_name(x), items, full, convert_once, striped, blocked)
+    kernel = make_kernel(_dtype_name(x), items, full, convert_once, striped, blocked, threads)
     flat = [a.reshape(a.size) for a in (x, w, out)]
     if full:  # as words: 16-byte accesses (the module docstring says why)
         flat = [a.view(np.uint64 if striped else np.uint32) for a in flat]
@@ -264,8 +285,9 @@ def unit_roundoff(dtype) -> float:
 def tolerance(dtype, hidden: int, roundings: int = 1):
     """(relative, absolute) worst-case error of the kernel against ``reference``: the float32
     sum of squares (any order: (hidden - 1) u32 relative, halved by the square root), the
-    division, the square root, the reciprocal and two products (a few u32), and the final
-    rounding to the row's type (u of the type; absolute: half its smallest subnormal).
+    approximate division and reciprocal square root (2 ulp each) and two products (8 u32
+    between them), and the final rounding to the row's type (u of the type; absolute: half
+    its smallest subnormal).
     ``roundings``: how many times an implementation rounds to the row's type (2 where x * rstd
     is rounded before the product with w, as PyTorch's composite ``rms_norm`` does)."""
     u32 = unit_roundoff(np.float32)

@@ -111,10 +111,12 @@ def _link(pieces, arch, output: str, **options):
         linker.close()
 
 
-def link_pieces(pieces, *, arch=(9, 0), optimize_unused_variables: bool = False) -> LinkResult:
+def link_pieces(pieces, *, arch=(9, 0), optimize_unused_variables: bool = False,
+                max_registers: int | None = None) -> LinkResult:
     # None, not False: older cuda.core appended the flag for False too
     cubin, log = _link(pieces, arch, "cubin", verbose=True,
-                       optimize_unused_variables=True if optimize_unused_variables else None)
+                       optimize_unused_variables=True if optimize_unused_variables else None,
+                       max_register_count=max_registers)
     return LinkResult(cubin, log, *parse_link_log(log))
 
 

@@ -13,7 +13,9 @@ __all__ = ["FunctionInfo", "LinkResult", "link_cubin", "link_ptx", "link_pieces"
 def compile_kernel_pieces(kernel, signature, *, arch=(9, 0)):
     """``numba.cuda.compile_all`` for a kernel (or its dispatcher): [kernel LTO-IR, *linking
     files]. numba compiles the device functions and ``@overload``s a kernel calls for the
-    current device; without a GPU, they are compiled for ``arch`` like the kernel."""
+    current device; without a GPU, they are compiled for ``arch`` like the kernel (and a
+    dispatcher's launch bounds and register limit apply, as on its launch)."""
+    jit_options = getattr(kernel, "targetoptions", {})
     from numba import cuda
     from numba.cuda import dispatcher
     saved = dispatcher.get_current_device
@@ -21,7 +23,8 @@ def compile_kernel_pieces(kernel, signature, *, arch=(9, 0)):
         dispatcher.get_current_device = lambda: SimpleNamespace(compute_capability=tuple(arch))
     try:
         return cuda.compile_all(getattr(kernel, "py_func", kernel), signature, device=False,
-                                abi="numba", cc=tuple(arch), output="ltoir")[0]
+                                abi="numba", cc=tuple(arch), output="ltoir",
+                                launch_bounds=jit_options.get("launch_bounds"))[0]
     finally:
         dispatcher.get_current_device = saved
 
@@ -39,7 +42,8 @@ def link_cubin(kernel, signature, *, arch=(9, 0),
     flag) is off as on numba's launch path, to report what a launch gets (libcu++'s static
     constexpr members then show up as ``gmem``)."""
     return link_pieces(compile_kernel_pieces(kernel, signature, arch=arch), arch=arch,
-                       optimize_unused_variables=optimize_unused_variables)
+                       optimize_unused_variables=optimize_unused_variables,
+                       max_registers=getattr(kernel, "targetoptions", {}).get("max_registers"))
 
 
 class _LaunchOnCpu:

@@ -24,6 +24,9 @@ def compile_kernel_pieces(kernel, signature, *, arch=(9, 0)):
     """[kernel LTO-IR, *link items] of ``kernel`` compiled for sm_<arch>."""
     from numba_cuda_mlir.compiler import _compile_and_optimize
     options = {"lto": True, "_compile_output": "ltoir", "chip": f"sm_{arch[0]}{arch[1]}"}
+    jit_options = getattr(kernel, "targetoptions", {})  # as the launch compiles it
+    options.update({k: jit_options[k] for k in ("launch_bounds", "max_registers")
+                    if jit_options.get(k) is not None})
     with _device_cc(arch):
         cres = _compile_and_optimize(getattr(kernel, "py_func", kernel), tuple(signature),
                                      options)
@@ -32,7 +35,8 @@ def compile_kernel_pieces(kernel, signature, *, arch=(9, 0)):
 
 def link_cubin(kernel, signature, *, arch=(9, 0), optimize_unused_variables: bool = False):
     return link_pieces(compile_kernel_pieces(kernel, signature, arch=arch), arch=arch,
-                       optimize_unused_variables=optimize_unused_variables)
+                       optimize_unused_variables=optimize_unused_variables,
+                       max_registers=getattr(kernel, "targetoptions", {}).get("max_registers"))
 
 
 def link_ptx(kernel, sig, *, arch=(9, 0), pieces=None) -> str:

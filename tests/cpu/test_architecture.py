@@ -22,9 +22,10 @@ MAX_MODULE_LINES, MAX_FUNCTION_LINES = 500, 80
 #: cuda.coop's forms and StatefulFunction shared by both backends, resolve.kernel_ir); mlir +6
 #: (vector types with both backends installed), +83 (ThreadData, prim[ts], in-kernel
 #: TempStorage, enum members, plain Python and stateful operators, operators on half, bfloat16,
-#: complex and vector items, complex values to shims).
-MAX_RUNTIME_LINES = 6491
-MAX_MLIR_LINES = 1064
+#: complex and vector items, complex values to shims); issue 27: +6 (the link check compiles
+#: and links a kernel with its own launch bounds and register limit; mlir +4, the same).
+MAX_RUNTIME_LINES = 6497
+MAX_MLIR_LINES = 1068
 
 
 def modules() -> dict[str, Path]:

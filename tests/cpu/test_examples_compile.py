@@ -56,7 +56,7 @@ def _rms_norm_kernel(dtype, hidden, threads=None, convert_once=False, striped=Fa
     word = np.uint64 if striped else np.uint32
     arr = typeof(np.empty(1, word if full else np.dtype(dtype)))
     sig = (arr, arr, arr, numba.typeof(np.int32(0)), numba.typeof(np.float32(0)))
-    kernel = rms_norm.make_kernel(dtype, items, full, convert_once, striped, blocked)
+    kernel = rms_norm.make_kernel(dtype, items, full, convert_once, striped, blocked, threads)
     return kernel, sig, threads, full
 
 
@@ -101,6 +101,25 @@ def test_rms_norm_moves_16_bytes_per_access(dtype, hidden, blocked):
     assert len(re.findall(r"ld\.global(?:\.nc)?\.v4\.u32", body)) == 2 * vectors
     assert len(re.findall(r"st\.global\.v4\.u32", body)) == vectors
     assert not re.search(r"(?:ld|st)\.global(?:\.nc)?\.v[24]\.[ub]16", body)
+
+
+@pytest.mark.parametrize("dtype", rms_norm.DTYPES)
+@pytest.mark.parametrize("hidden", [2048, 5120, 7168, 8192])
+def test_rms_norm_full_rows_fit_a_whole_sm_with_one_barrier(dtype, hidden):
+    # The launch bounds ask for SM_THREADS resident threads, so 65,536 / 2,048 = 32 registers
+    # (ptxas takes 40 without them) and nothing in local memory; the row's sum reaches every
+    # thread after a single barrier (block.sum and a shared rstd took three).
+    import re
+    from coopgen.linkcheck import link_ptx
+    kernel, sig, threads, full = _rms_norm_kernel(dtype, hidden)
+    res = _link(kernel, sig, threads)
+    blocks = rms_norm.SM_THREADS // threads
+    assert full and res.registers * threads * blocks <= 65536 and res.local_bytes == 0
+    with block_shape(threads), warnings.catch_warnings():
+        warnings.simplefilter("ignore", numba.NumbaExperimentalFeatureWarning)
+        ptx = link_ptx(kernel, sig)
+    body = ptx[ptx.index(".entry"):]
+    assert len(re.findall(r"\bbar(?:rier)?\.sync", body)) == 1
 
 
 @pytest.mark.parametrize("dtype", rms_norm.DTYPES)

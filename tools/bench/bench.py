@@ -20,13 +20,15 @@ coopgen and numba caches; "warm" has coopgen's LTO-IR cache filled by an earlier
 still compiles the kernel); "cached" is ``@cuda.jit(cache=True)`` loaded from disk by a second
 process. The first row is a numba kernel without coopgen: numba's own start-up, the floor of
 every column. The last column is two more new kernels (merge sort, then warp scan) launched
-in the cold process, a second apart: what further kernels cost.
+in the cold process, a second apart: what further kernels cost. COOPGEN_BENCH_REPEATS=N
+measures each state N times instead of 3.
 
 RMSNorm: rmsnorm.py says what it times and how.
 
 The kernels are written for numba-cuda; with COOPGEN_COMPILER=numba_cuda_mlir the same kernels
 are compiled by numba-cuda-mlir (coopgen's mlir backend), and the results are written as
-<what>-numba_cuda_mlir.
+<what>-numba_cuda_mlir; the cases numba-cuda-mlir cannot compile (``Case.not_on_mlir``) are
+listed, not run.
 
 Every run writes its raw numbers and its tables to <dir>/<what>.json and <dir>/<what>.md, and
 when matplotlib imports, draws its charts (draw.py) into <img>: <dir> is tools/bench/results and
@@ -48,7 +50,7 @@ sys.path.insert(0, HERE)
 from cases import CASES, COMPILE_CASES, INPUT_DTYPE, NATIVE_CU, compiler
 
 BATCHES, PER_BATCH, WARMUP, ROUNDS = 25, 10, 3, 3
-COMPILE_REPEATS = 3
+COMPILE_REPEATS = int(os.environ.get("COOPGEN_BENCH_REPEATS", 3))
 
 
 # --- native build ---------------------------------------------------------------------------
@@ -159,7 +161,15 @@ def runtime_rows(names) -> list[dict]:
     return rows
 
 
-def print_runtime(rows) -> str:
+def runnable(names) -> tuple[list[str], dict]:
+    """(the cases this compiler runs, {case: why not} for those it cannot compile)."""
+    if os.environ.get("COOPGEN_COMPILER", "numba") == "numba":
+        return list(names), {}
+    skipped = {n: CASES[n].not_on_mlir for n in names if CASES[n].not_on_mlir}
+    return [n for n in names if n not in skipped], skipped
+
+
+def print_runtime(rows, skipped=None) -> str:
     lines = ["| case | n | coopgen ms | nvcc+CUB ms | coopgen GB/s | native GB/s | "
              "ratio (native/coopgen) | regs coopgen/native | outputs equal |",
              "|---|---|---|---|---|---|---|---|---|"]
@@ -168,6 +178,9 @@ def print_runtime(rows) -> str:
                      f"{r['coopgen_ms']:.4f} | {r['native_ms']:.4f} | {r['coopgen_GBps']:.0f} | "
                      f"{r['native_GBps']:.0f} | **{r['ratio']:.3f}** | "
                      f"{r['coopgen_regs']}/{r['native_regs']} | {r['same_output']} |")
+    for name, why in (skipped or {}).items():
+        lines.append(f"| {name} | not run: numba-cuda-mlir cannot compile it ({why}) "
+                     f"| | | | | | | |")
     text = "\n".join(lines)
     print(text)
     return text
@@ -292,6 +305,8 @@ def environment(modules=()) -> dict:
     info = {"date": time.strftime("%Y-%m-%d"), "python": platform.python_version(),
             "numpy": np.__version__, "numba-cuda": numba_cuda.__version__,
             "nvrtc": ".".join(map(str, nvrtc.nvrtc_version())), "cccl": registry.package().CCCL}
+    if os.environ.get("COOPGEN_COMPILER", "numba") != "numba":
+        modules = (os.environ["COOPGEN_COMPILER"], *modules)
     for name in modules:
         info[name] = importlib.import_module(name).__version__
     try:
@@ -353,8 +368,10 @@ def main(argv):
     results, md = {"environment": environment(modules)}, []
     print(json.dumps(results["environment"]))
     if what in ("all", "runtime"):
-        results["runtime"] = runtime_rows(names or list(CASES))
-        md.append(print_runtime(results["runtime"]))
+        names, skipped = runnable(names or list(CASES))
+        results["runtime"] = runtime_rows(names)
+        results["runtime_not_run"] = skipped
+        md.append(print_runtime(results["runtime"], skipped))
     if what in ("all", "compile"):
         results["compile"] = compile_rows(names or list(COMPILE_CASES))
         md.append(print_compile(results["compile"]))

@@ -44,6 +44,9 @@ class Case:
     native_dynamic_smem: Callable | None = None
     #: kernel arguments after (input, output): cuda.coop code sizes its arrays from them
     extra_args: tuple = ()
+    #: why numba-cuda-mlir cannot compile the kernel (docs/numba-cuda-mlir.md lists it); empty
+    #: where it can
+    not_on_mlir: str = ""
 
     @property
     def tile(self) -> int:
@@ -300,7 +303,8 @@ CASES = {c.name: c for c in [
          native_dynamic_smem=_sort_storage_bytes(np.int64, 1024)),
     Case("coop_scan", "scan in cuda.coop's spelling, items per thread a kernel argument",
          np.int32, 1 << 28, _coop_scan, "block_scan_i32", lambda n: n,
-         lambda x: _exclusive(x, TILE), _ints(np.int32), extra_args=(ITEMS,)),
+         lambda x: _exclusive(x, TILE), _ints(np.int32), extra_args=(ITEMS,),
+         not_on_mlir="its array sizes come from a kernel argument"),
     Case("coop_sort", "radix sort in cuda.coop's two-phase spelling (make_*, storage first)",
          np.int32, 1 << 26, _coop_radix_sort, "block_radix_sort_i32", lambda n: n,
          lambda x: np.sort(_tiles(x), axis=1).ravel(), _ints(np.int32, -(1 << 30), 1 << 30)),

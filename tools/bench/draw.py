@@ -56,6 +56,7 @@ def _caption(env: dict) -> str:
     parts = [env.get("gpu", "GPU ?").split(",")[0], env.get("date", "date ?")]
     parts += [f"{name} {env[key]}" for name, key in (("PyTorch", "torch"),
                                                      ("Triton", "triton"),
+                                                     ("numba-cuda-mlir", "numba_cuda_mlir"),
                                                      ("numba-cuda", "numba-cuda"),
                                                      ("CCCL", "cccl")) if key in env]
     return ", ".join(parts)
@@ -154,18 +155,29 @@ def newest_with(results: list[dict], section: str) -> dict | None:
     return max(reversed(having), key=lambda r: r["environment"].get("date", ""), default=None)
 
 
+def compiler_of(result: dict) -> str:
+    """The compiler a run's kernels were written for: "" for numba-cuda, "numba_cuda_mlir" for
+    numba-cuda-mlir (bench.py records its version only then)."""
+    return "numba_cuda_mlir" if "numba_cuda_mlir" in result.get("environment", {}) else ""
+
+
 def draw(paths=None, img_dir: str = IMG_DIR) -> list[str]:
-    """Every chart whose section one of the JSON files holds; returns the files written."""
+    """Every chart whose section one of the JSON files holds, one set per compiler (a
+    numba-cuda-mlir chart's name ends in -numba_cuda_mlir); returns the files written."""
     paths = sorted(glob.glob(os.path.join(RESULTS_DIR, "*.json"))) if not paths else paths
     results = []
     for p in paths:
         with open(p) as f:
             results.append(json.load(f))
     written = []
-    for section, (name, drawer) in CHARTS.items():
-        result = newest_with(results, section)
-        if result is not None:
-            written.append(drawer(result, os.path.join(img_dir, name)))
+    for compiler in sorted({compiler_of(r) for r in results}):
+        runs = [r for r in results if compiler_of(r) == compiler]
+        for section, (name, drawer) in CHARTS.items():
+            result = newest_with(runs, section)
+            if result is not None:
+                stem, ext = os.path.splitext(name)
+                name_here = f"{stem}-{compiler}{ext}" if compiler else name
+                written.append(drawer(result, os.path.join(img_dir, name_here)))
     return written
 
 

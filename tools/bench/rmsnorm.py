@@ -216,9 +216,9 @@ def _kept(make, sets: int):
 
 
 def _registers(dtype: str, items: int, full: bool = True, convert_once: bool = False,
-               striped: bool = False, blocked: bool = False) -> int:
+               striped: bool = False, blocked: bool = False, threads: int | None = None) -> int:
     """Registers per thread of the example's kernel as launched (its last specialisation)."""
-    kernel = example.make_kernel(dtype, items, full, convert_once, striped, blocked)
+    kernel = example.make_kernel(dtype, items, full, convert_once, striped, blocked, threads)
     regs = kernel.get_regs_per_thread()
     return list(regs.values())[-1] if isinstance(regs, dict) else regs
 
@@ -349,7 +349,7 @@ def shape_row(dtype: str, rows: int, hidden: int, sweep: bool = False) -> dict:
         row["peers"][name] = dict(r, GBps=moved / r["ms"] / 1e6,
                                   e2e_us=end_to_end_us(calls[name], sets),
                                   graph_us=graph_us(calls[name], sets))
-    row["regs"] = _registers(dtype, items, threads * items == hidden)
+    row["regs"] = _registers(dtype, items, threads * items == hidden, threads=threads)
     row["numba_launch_host_us"] = _enqueue_us(
         lambda i: example.rms_norm(xs[i], w, EPS, out=ys["coopgen"][i]), sets)
     row["sweep"] = _sweep(dtype, rows, hidden, xs, w, ys, want, sets) if sweep else []
@@ -381,7 +381,7 @@ def _sweep(dtype, rows, hidden, xs, w, ys, want, sets) -> list[dict]:
                      dtype, rows, hidden, 1)
         r = _rounds({t: call}, sets)[t]
         items_t = example.plan(hidden, t)[1]
-        regs = _registers(dtype, items_t, t * items_t == hidden, once, striped)
+        regs = _registers(dtype, items_t, t * items_t == hidden, once, striped, threads=t)
         out.append(dict(r, threads=t, items=items_t, regs=regs, convert_once=once,
                         striped=striped, GBps=bytes_moved(rows, hidden) / r["ms"] / 1e6))
     return out
