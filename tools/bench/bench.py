@@ -47,7 +47,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-from cases import CASES, COMPILE_CASES, INPUT_DTYPE, NATIVE_CU, compiler
+from cases import CASES, COMPILE_CASES, INPUT_DTYPE, NATIVE_CU, compiler, compiler_name
 
 BATCHES, PER_BATCH, WARMUP, ROUNDS = 25, 10, 3, 3
 COMPILE_REPEATS = int(os.environ.get("COOPGEN_BENCH_REPEATS", 3))
@@ -163,7 +163,7 @@ def runtime_rows(names) -> list[dict]:
 
 def runnable(names) -> tuple[list[str], dict]:
     """(the cases this compiler runs, {case: why not} for those it cannot compile)."""
-    if os.environ.get("COOPGEN_COMPILER", "numba") == "numba":
+    if compiler_name() == "numba":
         return list(names), {}
     skipped = {n: CASES[n].not_on_mlir for n in names if CASES[n].not_on_mlir}
     return [n for n in names if n not in skipped], skipped
@@ -305,8 +305,8 @@ def environment(modules=()) -> dict:
     info = {"date": time.strftime("%Y-%m-%d"), "python": platform.python_version(),
             "numpy": np.__version__, "numba-cuda": numba_cuda.__version__,
             "nvrtc": ".".join(map(str, nvrtc.nvrtc_version())), "cccl": registry.package().CCCL}
-    if os.environ.get("COOPGEN_COMPILER", "numba") != "numba":
-        modules = (os.environ["COOPGEN_COMPILER"], *modules)
+    if compiler_name() != "numba":
+        modules = (compiler_name(), *modules)
     for name in modules:
         info[name] = importlib.import_module(name).__version__
     try:
@@ -331,8 +331,8 @@ def write_results(what: str, results: dict, md: list[str]) -> None:
     """<what>.json and <what>.md, then the charts when matplotlib imports."""
     results_dir, img_dir = output_dirs()
     os.makedirs(results_dir, exist_ok=True)
-    if os.environ.get("COOPGEN_COMPILER", "numba") != "numba":
-        what = f"{what}-{os.environ['COOPGEN_COMPILER']}"
+    if compiler_name() != "numba":
+        what = f"{what}-{compiler_name()}"
     path = os.path.join(results_dir, f"{what}.json")
     with open(path, "w") as f:
         json.dump(results, f, indent=1, default=str)

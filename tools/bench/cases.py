@@ -17,10 +17,15 @@ from dataclasses import dataclass
 import numpy as np
 
 
+def compiler_name() -> str:
+    """The compiler the kernels are written for: "numba" (numba-cuda) or, with
+    COOPGEN_COMPILER=numba_cuda_mlir (as the examples read it), "numba_cuda_mlir"."""
+    return os.environ.get("COOPGEN_COMPILER", "numba")
+
+
 def compiler():
-    """The ``cuda`` of the compiler the kernels are written for: numba-cuda's, or
-    numba-cuda-mlir's with COOPGEN_COMPILER=numba_cuda_mlir (as the examples read it)."""
-    return importlib.import_module(f"{os.environ.get('COOPGEN_COMPILER', 'numba')}.cuda")
+    """The ``cuda`` of that compiler."""
+    return importlib.import_module(f"{compiler_name()}.cuda")
 
 THREADS, ITEMS = 256, 16
 TILE = THREADS * ITEMS
