@@ -10,6 +10,7 @@ import types as _pytypes
 
 from . import block as _block
 from . import local, shared  # noqa: F401
+from . import groups as _groups
 from . import warp as _warp
 from ..codegen.storage import TempStorage as _TempStorage
 from ..model import backends as _backends
@@ -116,6 +117,10 @@ from .primitives import Primitive as Invocable  # noqa: E402
 
 block = _namespace("block", _block)
 warp = _namespace("warp", _warp)
+# cuda.coop's group-first API: coop.this_block(), coop.sum(group, x), ... (coopgen.api.groups)
+_group_api = _groups.build(lambda name: getattr({"block": block, "warp": warp}[
+    name.split(".")[0]], name.split(".")[1]))
+globals().update(_group_api)
 # cuda.coop's submodules, importable as such: ``from coopgen.coop.block import
 # BlockAdjacentDifferenceType``, ``from coopgen.coop._types import Invocable``
 _types = _pytypes.ModuleType("coopgen.coop._types", "cuda.coop's base class of two-phase objects")
@@ -165,4 +170,5 @@ class NoAlgorithm:
 
 
 __all__ = ["block", "warp", "local", "shared", "TempStorage", "ThreadData", "Decomposer",
-           "Invocable", "NoAlgorithm", "gpu_dataclass", "StatefulFunction", *sorted(_ALGORITHMS)]
+           "Invocable", "NoAlgorithm", "gpu_dataclass", "StatefulFunction", *sorted(_ALGORITHMS),
+           *sorted(_group_api)]

@@ -176,6 +176,12 @@ class CallRewrite:
                 self.takes_constants(self.trace.callee(fdef.value)):
             self._temp_storage_subscript(new, expr, fdef)
         callee = self.trace.callee(expr.func)
+        if getattr(callee, "_coopgen_group_call", False):
+            self._group_call(new, stmt, callee)
+            return True
+        if getattr(callee, "_coopgen_group_query", False):
+            self._group_query(new, stmt, callee)
+            return True
         if getattr(callee, "_coopgen_thread_data", False):
             self._thread_data(new, stmt, index)
             return True
@@ -310,3 +316,165 @@ class CallRewrite:
                 f"Pass dtype=, e.g. coop.ThreadData(4, dtype=d_in.dtype)")
         raise self.error(f"coop.ThreadData: {target.name!r} is never passed to a "
                          f"primitive, so its dtype cannot be inferred; pass dtype=")
+
+    # -- cuda.coop's group-first calls (coopgen.resolve.groups) -----------------------------
+
+    #: one device function per backend and helper (made once: each is a numba dispatcher)
+    _helpers: dict = {}
+
+    def _helper(self, new, fn, loc):
+        key = (type(self), fn)
+        if key not in CallRewrite._helpers:
+            CallRewrite._helpers[key] = self.device_function(fn)
+        return self._define(new, self.ir.Global(fn.__name__, CallRewrite._helpers[key], loc),
+                            loc)
+
+    def group_of(self, var):
+        """The group a variable holds: made by ``coop.this_block()`` and the like, or by a
+        group's ``group_by(n)``, from constants (on the host, now)."""
+        known = self.func_ir.__dict__.setdefault("_coopgen_groups", {})
+        if var.name in known:
+            return known[var.name]
+        d = self.trace.definition(var)
+        if isinstance(d, self.ir.const + self.ir.glob):
+            value = d.value
+        elif is_op(self.ir, d, "call"):
+            fdef = self.trace.definition(d.func)
+            if is_op(self.ir, fdef, "getattr") and (
+                    parent := self.group_of(fdef.value)) is not None:
+                func = getattr(parent, fdef.attr, None)
+            else:
+                func = self.trace.callee(d.func)
+            if not getattr(func, "_coopgen_group_factory", False) and not (
+                    getattr(func, "__self__", None) is not None
+                    and getattr(func.__self__, "_coopgen_group", False)):
+                return None
+            values = [self.trace.value(a)[0] for a in d.args]
+            kws = {k: self.trace.value(v)[0] for k, v in d.kws}
+            if UNKNOWN in values or UNKNOWN in kws.values():
+                raise self.error(f"{getattr(func, '__qualname__', func)}: its arguments must "
+                                 f"be known when the kernel compiles ({self.known_values})")
+            try:
+                value = func(*map(plain, values), **{k: plain(v) for k, v in kws.items()})
+            except CoopgenError as e:
+                raise self.error(str(e)) from None
+        else:
+            return None
+        if not getattr(value, "_coopgen_group", False):
+            return None
+        known[var.name] = value
+        return value
+
+    def _is_thread_array(self, var) -> bool:
+        """Whether ``var`` is a per-thread array made in this function (a ThreadData, a local
+        array, a group call's result), not a scalar."""
+        return self._array_shape(var) is not None
+
+    def _array_shape(self, var):
+        d = self.trace.definition(var)
+        if isinstance(d, self.ir.expr) and d.op == "cast":
+            d = self.trace.definition(d.value)
+        if not is_op(self.ir, d, "call"):
+            return None
+        callee = self._called(d.func)
+        array = getattr(callee, "__qualname__", "") in ("local.array", "local.thread_data") \
+            or getattr(callee, "_coopgen_thread_data", False) \
+            or callee is self.arrays.get("local") or callee is self.arrays.get("thread_data") \
+            or getattr(callee, "__name__", "") == "array" and "local" in getattr(
+                callee, "__qualname__", getattr(callee, "__module__", ""))
+        if not array:
+            return None
+        shape = d.args[0] if d.args else dict(d.kws).get("shape", dict(d.kws).get(
+            "items_per_thread"))
+        value = self.trace.value(shape)[0] if shape is not None else UNKNOWN
+        return value if value is not UNKNOWN else None
+
+    def _like(self, new, var, loc):
+        """A new per-thread array of ``var``'s shape and dtype."""
+        shape = self._array_shape(var)
+        if shape is None:
+            raise self.error(f"a new array like {var.name!r} needs its size: make it with "
+                             f"coop.ThreadData(n) or a local array of a constant size")
+        dtype = self._define(new, self.ir.Expr.getattr(var, "dtype", loc), loc)
+        size = self._define(new, self.ir.Const(shape, loc), loc)
+        func = self._array_function(new, self.arrays["local"], loc)
+        return self._define(new, self.ir.Expr.call(func, [size, dtype], (), loc), loc)
+
+    def _group_call(self, new, stmt, call):
+        from .groups import Constant
+
+        expr, loc = stmt.value, stmt.loc
+        if not expr.args or (group := self.group_of(expr.args[0])) is None:
+            raise self.error(f"coop.{call.name}: the first argument must be a group "
+                             f"(coop.this_block(), coop.this_warp(), "
+                             f"coop.this_warp().group_by(n)) made in this kernel")
+        try:
+            plan = call.plan(group, list(expr.args[1:]), dict(expr.kws),
+                             lambda v: self.trace.value(v)[0], self._is_thread_array)
+        except CoopgenError as e:
+            raise self.error(str(e)) from None
+        kws = {k: self._define(new, self.ir.Const(v.value, loc), loc)
+               if isinstance(v, Constant) else v for k, v in plan.kws}
+        if plan.offset is not None:  # source[offset:]
+            none = self._define(new, self.ir.Const(None, loc), loc)
+            slice_fn = self._define(new, self.ir.Global("slice", slice, loc), loc)
+            index = self._define(new, self.ir.Expr.call(slice_fn, [plan.offset, none], (), loc),
+                                 loc)
+            kws[plan.offset_of] = self._define(
+                new, self.ir.Expr.getitem(kws[plan.offset_of], index, loc), loc)
+        if plan.wrap:  # one item as a one-item array of the other argument's dtype
+            name, like = plan.wrap
+            dtype = self._define(new, self.ir.Expr.getattr(kws[like], "dtype", loc), loc)
+            one = self._define(new, self.ir.Const(1, loc), loc)
+            func = self._array_function(new, self.arrays["local"], loc)
+            array = self._define(new, self.ir.Expr.call(func, [one, dtype], (), loc), loc)
+            self._define(new, self.ir.Expr.call(self._helper(new, _put_first, loc),
+                                                [array, kws[name]], (), loc), loc)
+            kws[name] = array
+        result = None
+        if plan.result == "new":
+            result = kws[plan.output] = self._like(new, kws[plan.like], loc)
+        elif plan.result == "copy":
+            copies = []
+            for name in plan.inputs:
+                copy = self._like(new, kws[name], loc)
+                self._define(new, self.ir.Expr.call(self._helper(new, _copy_items, loc),
+                                                    [kws[name], copy], (), loc), loc)
+                kws[name] = copy
+                copies.append(copy)
+            result = copies[0] if len(copies) == 1 else self._define(
+                new, self.ir.Expr.build_tuple(copies, loc), loc)
+        target = self._define(new, self.ir.Global(plan.target.name.replace(".", "_"),
+                                                  plan.target, loc), loc)
+        self._drop_callee(expr.func)
+        call_expr = self.ir.Expr.call(target, [], tuple(kws.items()), loc)
+        if result is None:
+            self._replace_value(stmt, call_expr)
+        else:
+            self._define(new, call_expr, loc)
+            self._replace_value(stmt, result)
+        self._drop_group(expr.args[0])
+
+    def _drop_group(self, var):
+        """A group's variable, once its calls are rewritten, types as nothing (a constant)."""
+        d = self.trace.definition(var)
+        if is_op(self.ir, d, "call"):
+            fdef = self.trace.definition(d.func)
+            self._redefine(d, self.ir.Const(None, d.loc))
+            if is_op(self.ir, fdef, "getattr"):  # group.group_by(n)
+                self._redefine(fdef, self.ir.Const(None, fdef.loc))
+                self._drop_group(fdef.value)
+            else:
+                self._drop_callee(d.func)
+
+    def _group_query(self, new, stmt, query):
+        raise self.error(f"{query!r}: not supported in kernels")
+
+
+def _copy_items(src, dst):
+    for i in range(src.shape[0]):
+        dst[i] = src[i]
+
+
+def _put_first(array, value):
+    array[0] = value
