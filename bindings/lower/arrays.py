@@ -82,6 +82,10 @@ ARRAY_PARAMETERS = ("shape", "dtype", "alignment")
 POSITIONAL = "coopgen_pos_"  # names of positional parameters in a folded pysig
 
 
+#: value types a group call's result array may take from a value (coopgen.resolve.group_calls)
+SCALARS = (types.Number, types.Boolean, types.Record)
+
+
 def positional_signature(ret, args, kws, recvr=None, lead=()):
     """numba's signature of a call with its keywords folded after the positionals (the first
     of which are named ``lead``)."""
@@ -116,6 +120,8 @@ def _array_type(space: str, args, kws, array_type=SizedArray) -> SizedArray:
             f"arguments when a launch compiles the kernel)")
     shape = tuple(n.literal_value for n in shape)
     dtype = parse_dtype(given["dtype"]) or vector_type(getattr(given["dtype"], "typing_key", None))
+    if dtype is None and array_type is ThreadDataArray and isinstance(given["dtype"], SCALARS):
+        dtype = given["dtype"]  # the rewrite's array of a value's type (a group call's result)
     if dtype is None:
         raise CoopgenTypeError(f"{where}: dtype={given['dtype']} is not a dtype (a numpy/numba "
                                f"type or an array's .dtype)")

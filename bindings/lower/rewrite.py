@@ -13,7 +13,8 @@ from numba.cuda.core.ir_utils import get_definition, guard
 from numba.cuda.core.rewrites import Rewrite, register_rewrite
 
 from ..resolve.entry import Entry
-from ..resolve.kernel_ir import NOT_KNOWN, UNKNOWN, CallRewrite, IrClasses, Trace
+from ..resolve.group_calls import GroupCallRewrite
+from ..resolve.kernel_ir import NOT_KNOWN, UNKNOWN, IrClasses, Trace
 from ..resolve.kernel_ir import in_coopgen, is_call, is_host_constant, is_op, plain
 from ..resolve.operators import cell_value
 from . import host_objects
@@ -57,10 +58,11 @@ def takes_constants(obj) -> bool:
 
 
 @register_rewrite("before-inference")
-class CoopgenRewrite(CallRewrite, Rewrite):
+class CoopgenRewrite(GroupCallRewrite, Rewrite):
     ir, error = IR, CoopgenTypeError
-    arrays = {"local": local_array, "thread_data": thread_data_array}
+    arrays = {"local": local_array, "thread_data": thread_data_array, "shared": shared_array}
     device_function = staticmethod(device_function)
+    cuda_module = _cuda  # what the group helpers' device functions read as ``cuda``
 
     def takes_constants(self, obj) -> bool:
         return takes_constants(obj)

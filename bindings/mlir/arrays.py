@@ -104,6 +104,10 @@ ext.register_model(TempStorageType)(OpaqueModel)
 ext.typeof_impl.register(TempStorage)(lambda val, c: TempStorageType(val))
 
 
+#: value types a group call's result array may take from a value (coopgen.resolve.group_calls)
+SCALARS = (types.Number, types.Boolean, types.Record)
+
+
 def _literal(ty):
     return ty.literal_value if isinstance(ty, types.IntegerLiteral) else None
 
@@ -123,6 +127,8 @@ def array_type(space: str, args, kws, cls=SizedArray) -> SizedArray:
                            f"constant: an int or a tuple of ints (numba-cuda-mlir compiles a "
                            f"kernel argument as a run-time value: use a constant or a global)")
     dtype = parse_dtype(given["dtype"])
+    if dtype is None and cls is ThreadDataArray and isinstance(given["dtype"], SCALARS):
+        dtype = given["dtype"]  # the rewrite's array of a value's type (a group call's result)
     if dtype is None:
         raise CoopgenError(f"{where}: dtype={given['dtype']} is not a dtype")
     align = _literal(given.get("alignment"))

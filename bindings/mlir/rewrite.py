@@ -11,7 +11,8 @@ from numba_cuda_mlir.numba_cuda import types
 from numba_cuda_mlir.numba_cuda.core import ir
 from numba_cuda_mlir.numba_cuda.core.ir_utils import get_definition, guard
 
-from ..resolve.kernel_ir import UNKNOWN, CallRewrite, IrClasses, Trace, in_coopgen, is_call
+from ..resolve.group_calls import GroupCallRewrite
+from ..resolve.kernel_ir import UNKNOWN, IrClasses, Trace, in_coopgen, is_call
 from ..resolve.kernel_ir import is_op
 from ..types.enums import CoopEnum
 from .arrays import ARRAYS, PrimitiveClassType
@@ -31,9 +32,10 @@ def _constant_shape(shape) -> bool:
 
 
 @ext.register_planner
-class KernelRewrite(CallRewrite, ext.WholeFunctionPlanner):
+class KernelRewrite(GroupCallRewrite, ext.WholeFunctionPlanner):
     ir, error, arrays = IR, CoopgenTypeError, ARRAYS
     device_function = staticmethod(device_function)
+    cuda_module = cuda  # what the group helpers' device functions read as ``cuda``
     known_values = "a constant or a global: numba-cuda-mlir's planners see no kernel arguments"
 
     def takes_constants(self, obj) -> bool:

@@ -103,6 +103,7 @@ class Route:
     width: str | None = "threads_in_warp"
     choose: tuple | None = None
     scalar_result: str = "return"  # a scalar first argument: the target returns the result
+    broadcast: bool = False  # takes broadcast= (default True): the result in every member
 
     def names(self) -> dict:
         return dict(self.params)
@@ -127,6 +128,8 @@ class GroupPlan:
     offset: object = None  # the caller's ``offset`` variable: ``offset_of`` moves by it
     offset_of: str | None = None
     wrap: tuple = ()  # (target argument, like): a scalar passed as a one-item array
+    broadcast: str | None = None  # the family whose members all get the result
+    width: int = 32  # a warp's lanes (a logical warp's)
 
 
 @dataclass(frozen=True)
@@ -185,6 +188,12 @@ class GroupCall:
             raise CoopgenError(f"coop.{self.name}: missing required argument {missing[0]!r}")
         target, route = self._chosen(route, given, value_of)
         out_kws, offset = dict(route.fixed), None
+        broadcast = given.pop("broadcast", Constant(True))
+        broadcast = broadcast.value if isinstance(broadcast, Constant) else value_of(broadcast)
+        broadcast = bool(route.broadcast) and broadcast
+        if broadcast not in (True, False):
+            raise CoopgenError(f"coop.{self.name}: broadcast={broadcast!r} must be True or "
+                               f"False, known when the kernel compiles")
         given.update({k: Constant(v) for k, v in route.defaults.items() if k not in given})
         for k, v in given.items():
             if names.get(k) is None:
@@ -209,9 +218,11 @@ class GroupCall:
         wrap = ()
         if route.wrap and route.wrap[0] in given and not is_array(given[route.wrap[0]]):
             wrap = (names[route.wrap[0]], names[route.wrap[1]])
-        return GroupPlan(self._entries(target), (), tuple(out_kws.items()), result,
+        target = target if target.startswith("helper:") else self._entries(target)
+        return GroupPlan(target, (), tuple(out_kws.items()), result,
                          route.output, tuple(names[i] for i in route.inputs), route.first,
-                         offset, route.first if offset is not None else None, wrap)
+                         offset, route.first if offset is not None else None, wrap,
+                         group.family if broadcast else None, group.threads_in_warp or 32)
 
     def _chosen(self, route: Route, given: dict, value_of):
         if route.choose is None:

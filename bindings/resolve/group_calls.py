@@ -1,0 +1,233 @@
+"""The IR rewrite of cuda.coop's group-first calls (coopgen.resolve.groups), shared by the
+backends: ``coop.sum(block, x)`` becomes the call of the entry point its route names, with the
+arrays, copies, broadcasts and query helpers (coopgen.resolve.group_helpers) the route asks
+for. Groups are host values: a variable holding one is read where ``this_block()`` and the
+like made it, and its calls are rewritten away, so no group reaches typing."""
+from ..model.errors import CoopgenError
+from . import group_helpers
+from .groups import Constant
+from .kernel_ir import UNKNOWN, CallRewrite, is_op, plain
+
+
+class GroupCallRewrite(CallRewrite):
+    """A backend's rewrite, with group calls; it names its compiler's ``cuda`` module
+    (``cuda_module``) for the helpers."""
+    cuda_module = None
+
+    def rewrite_call(self, new, stmt, index) -> bool:
+        callee = self.trace.callee(stmt.value.func)
+        if getattr(callee, "_coopgen_group_call", False):
+            self._group_call(new, stmt, callee)
+            return True
+        fdef = self.trace.definition(stmt.value.func)
+        method_of = self.group_of(fdef.value) if is_op(self.ir, fdef, "getattr") else None
+        if getattr(callee, "_coopgen_group_factory", False) or (
+                method_of is not None and fdef.attr == "group_by"):
+            # made now, on the host; the variable types as nothing and its uses are rewritten
+            func = stmt.value.func
+            self._groups()[stmt.target.name] = self._made_group(stmt.value)
+            self._replace_value(stmt, self.ir.Const(None, stmt.loc))
+            if method_of is not None:
+                self._redefine(fdef, self.ir.Const(None, fdef.loc))
+            else:
+                self._drop_callee(func)
+            return True
+        if method_of is not None:
+            self._group_query(new, stmt, method_of, fdef)
+            return True
+        return super().rewrite_call(new, stmt, index)
+
+    def _groups(self) -> dict:
+        """The function's groups, by the variables that hold them."""
+        return self.func_ir.__dict__.setdefault("_coopgen_groups", {})
+
+    #: per backend class, its helpers (made once: each is a device function)
+    _helpers: dict = {}
+
+    def _helper(self, new, name: str, loc):
+        helpers = GroupCallRewrite._helpers.get(type(self))
+        if helpers is None:
+            helpers = GroupCallRewrite._helpers[type(self)] = group_helpers.for_backend(
+                self.cuda_module, self.device_function)
+        return self._define(new, self.ir.Global(name, helpers[name], loc), loc)
+
+    def _call_helper(self, new, name: str, args, loc):
+        return self._define(new, self.ir.Expr.call(self._helper(new, name, loc), list(args),
+                                                    (), loc), loc)
+
+    def group_of(self, var):
+        """The group a variable holds (through copies of it), or None."""
+        known, name = self._groups(), var.name
+        while name not in known:
+            defs = self.func_ir._definitions.get(name, ())
+            if len(defs) != 1:
+                return None
+            d = defs[0]
+            if is_op(self.ir, d, "call"):
+                group = self._made_group(d)
+                if group is not None:
+                    known[name] = group
+                return group
+            if not (hasattr(d, "name") and not isinstance(d, self.ir.expr + self.ir.const
+                                                           + self.ir.glob + self.ir.arg)):
+                return None
+            name = d.name  # a copy of another variable
+        return known[name]
+
+    def _made_group(self, d):
+        """The group a call expression makes (``this_block()``, ``g.group_by(16)``), now."""
+        fdef = self.trace.definition(d.func)
+        parent = self.group_of(fdef.value) if is_op(self.ir, fdef, "getattr") else None
+        if parent is not None:
+            func = getattr(parent, fdef.attr, None)
+            if func is None:
+                return None
+        else:
+            func = self.trace.callee(d.func)
+            if not getattr(func, "_coopgen_group_factory", False):
+                return None
+        values = [self.trace.value(a)[0] for a in d.args]
+        kws = {k: self.trace.value(v)[0] for k, v in d.kws}
+        if UNKNOWN in values or UNKNOWN in kws.values():
+            raise self.error(f"{getattr(func, '__qualname__', func)}: its arguments must be "
+                             f"known when the kernel compiles ({self.known_values})")
+        try:
+            return func(*map(plain, values), **{k: plain(v) for k, v in kws.items()})
+        except CoopgenError as e:
+            raise self.error(str(e)) from None
+
+    def _is_thread_array(self, var) -> bool:
+        """Whether ``var`` is a per-thread array made in this function (a ThreadData, a local
+        array, a group call's result), not a scalar."""
+        return self._array_shape(var) is not None
+
+    def _array_shape(self, var):
+        d = self.trace.definition(var)
+        if isinstance(d, self.ir.expr) and d.op == "cast":
+            d = self.trace.definition(d.value)
+        if is_op(self.ir, d, "static_getitem"):  # one of a pair call's results
+            items = self.trace.definition(d.value)
+            if is_op(self.ir, items, "exhaust_iter"):
+                items = self.trace.definition(items.value)
+            if is_op(self.ir, items, "build_tuple") and isinstance(d.index, int):
+                return self._array_shape(items.items[d.index])
+        if not is_op(self.ir, d, "call"):
+            return None
+        callee = self._called(d.func)
+        array = getattr(callee, "__qualname__", "") in ("local.array", "local.thread_data") \
+            or getattr(callee, "_coopgen_thread_data", False) \
+            or callee is self.arrays.get("local") or callee is self.arrays.get("thread_data") \
+            or getattr(callee, "__name__", "") == "array" and "local" in getattr(
+                callee, "__qualname__", getattr(callee, "__module__", ""))
+        if not array:
+            return None
+        shape = d.args[0] if d.args else dict(d.kws).get("shape", dict(d.kws).get(
+            "items_per_thread"))
+        value = self.trace.value(shape)[0] if shape is not None else UNKNOWN
+        return value if value is not UNKNOWN else None
+
+    def _like(self, new, var, loc):
+        """A new per-thread array of ``var``'s shape and dtype."""
+        shape = self._array_shape(var)
+        if shape is None:
+            raise self.error(f"a new array like {var.name!r} needs its size: make it with "
+                             f"coop.ThreadData(n) or a local array of a constant size")
+        dtype = self._define(new, self.ir.Expr.getattr(var, "dtype", loc), loc)
+        size = self._define(new, self.ir.Const(shape, loc), loc)
+        func = self._array_function(new, self.arrays["local"], loc)
+        return self._define(new, self.ir.Expr.call(func, [size, dtype], (), loc), loc)
+
+    def _group_call(self, new, stmt, call):
+        expr, loc = stmt.value, stmt.loc
+        if not expr.args or (group := self.group_of(expr.args[0])) is None:
+            raise self.error(f"coop.{call.name}: the first argument must be a group "
+                             f"(coop.this_block(), coop.this_warp(), "
+                             f"coop.this_warp().group_by(n)) made in this kernel")
+        try:
+            plan = call.plan(group, list(expr.args[1:]), dict(expr.kws),
+                             lambda v: self.trace.value(v)[0], self._is_thread_array)
+        except CoopgenError as e:
+            raise self.error(str(e)) from None
+        kws = {k: self._define(new, self.ir.Const(v.value, loc), loc)
+               if isinstance(v, Constant) else v for k, v in plan.kws}
+        if plan.offset is not None:  # source[offset:]
+            none = self._define(new, self.ir.Const(None, loc), loc)
+            slice_fn = self._define(new, self.ir.Global("slice", slice, loc), loc)
+            index = self._define(new, self.ir.Expr.call(slice_fn, [plan.offset, none], (), loc),
+                                 loc)
+            kws[plan.offset_of] = self._define(
+                new, self.ir.Expr.getitem(kws[plan.offset_of], index, loc), loc)
+        if plan.wrap:  # one item as a one-item array of the other argument's dtype
+            name, like = plan.wrap
+            dtype = self._define(new, self.ir.Expr.getattr(kws[like], "dtype", loc), loc)
+            one = self._define(new, self.ir.Const(1, loc), loc)
+            func = self._array_function(new, self.arrays["local"], loc)
+            array = self._define(new, self.ir.Expr.call(func, [one, dtype], (), loc), loc)
+            self._call_helper(new, "put_first", [array, kws[name]], loc)
+            kws[name] = array
+        result = None
+        if plan.result == "new":
+            result = kws[plan.output] = self._like(new, kws[plan.like], loc)
+        elif plan.result == "copy":
+            copies = []
+            for name in plan.inputs:
+                copy = self._like(new, kws[name], loc)
+                self._call_helper(new, "copy_items", [kws[name], copy], loc)
+                kws[name] = copy
+                copies.append(copy)
+            result = copies[0] if len(copies) == 1 else self._define(
+                new, self.ir.Expr.build_tuple(copies, loc), loc)
+        self._drop_callee(expr.func)
+        if isinstance(plan.target, str):  # a helper of the first argument (a thread's sum)
+            call_expr = self.ir.Expr.call(self._helper(new, plan.target[7:], loc),
+                                          [kws[plan.like]], (), loc)
+        else:
+            target = self._define(new, self.ir.Global(plan.target.name.replace(".", "_"),
+                                                      plan.target, loc), loc)
+            call_expr = self.ir.Expr.call(target, [], tuple(kws.items()), loc)
+        if plan.broadcast in ("block", "warp"):
+            result = self._broadcast(new, plan, self._define(new, call_expr, loc), loc)
+        elif result is not None:
+            self._define(new, call_expr, loc)
+        self._replace_value(stmt, call_expr if result is None else result)
+
+    def _broadcast(self, new, plan, value, loc):
+        """A reduction's result (valid in the group's first member) in every member."""
+        if plan.broadcast == "warp":
+            width = self._define(new, self.ir.Const(plan.width, loc), loc)
+            return self._call_helper(new, "warp_broadcast", [value, width], loc)
+        one = self._define(new, self.ir.Const(1, loc), loc)
+        typed = self._define(new, self.ir.Expr.call(self._array_function(
+            new, self.arrays["thread_data"], loc), [one, value], (), loc), loc)
+        dtype = self._define(new, self.ir.Expr.getattr(typed, "dtype", loc), loc)
+        slot = self._define(new, self.ir.Expr.call(self._array_function(
+            new, self.arrays["shared"], loc), [one, dtype], (), loc), loc)
+        return self._call_helper(new, "block_broadcast", [slot, value], loc)
+
+    def _group_query(self, new, stmt, group, fdef):
+        """``group.rank(level)``, ``count(level)``, ``rank_as(dtype, level)``, ``sync()``."""
+        expr, loc, name = stmt.value, stmt.loc, fdef.attr
+        base = name[:-3] if name.endswith("_as") else name
+        args = [self.trace.value(a)[0] for a in expr.args]
+        kws = {k: self.trace.value(v)[0] for k, v in expr.kws}
+        dtype = None
+        if name.endswith("_as"):
+            dtype = args.pop(0) if args else kws.pop("dtype", None)
+        level = args[0] if args else kws.get("level", None if base == "sync" else "thread")
+        helper = group_helpers.query(group.kind, group.width, base, level) \
+            if UNKNOWN not in (level, dtype) else None
+        if helper is None:
+            raise self.error(f"coop.{group.describe()}.{name}: not available for this group"
+                             + (f" at level={level!r}" if level is not None else "")
+                             + " in kernels (rank/count at the thread, warp or block level, "
+                               "sync)")
+        helper_name, constants = helper
+        consts = [self._define(new, self.ir.Const(c, loc), loc) for c in constants]
+        value = self.ir.Expr.call(self._helper(new, helper_name, loc), consts, (), loc)
+        if dtype is not None:
+            cast = self._define(new, self.ir.Global(getattr(dtype, "__name__", "dtype"), dtype,
+                                                    loc), loc)
+            value = self.ir.Expr.call(cast, [self._define(new, value, loc)], (), loc)
+        self._replace_value(stmt, value)
+        self._redefine(fdef, self.ir.Const(None, loc))
+

@@ -1,0 +1,178 @@
+"""Small device functions the group-first rewrite calls around a primitive: copies, a one-item
+array, a result broadcast to the group, a histogram's striped read, and the groups' rank/count
+queries. They read the kernel's compiler's ``cuda`` module as the global ``cuda``: each backend
+gets its own copy of them (``for_backend``), compiled by its own ``device_function``."""
+import types
+
+WARP = 32
+
+
+def copy_items(src, dst):
+    for i in range(src.shape[0]):
+        dst[i] = src[i]
+
+
+def put_first(array, value):
+    array[0] = value
+
+
+def zero_items(array):
+    for i in range(array.shape[0]):
+        array[i] = 0
+
+
+def block_rank():
+    return cuda.threadIdx.x + cuda.blockDim.x * (  # noqa: F821 (each backend's cuda)
+        cuda.threadIdx.y + cuda.blockDim.y * cuda.threadIdx.z)  # noqa: F821
+
+
+def block_count():
+    return cuda.blockDim.x * cuda.blockDim.y * cuda.blockDim.z  # noqa: F821
+
+
+def lane():
+    return block_rank() % WARP
+
+
+def warp_rank():
+    return block_rank() // WARP
+
+
+def warp_count():
+    return (block_count() + WARP - 1) // WARP
+
+
+def grid_rank():
+    block = cuda.blockIdx.x + cuda.gridDim.x * (  # noqa: F821
+        cuda.blockIdx.y + cuda.gridDim.y * cuda.blockIdx.z)  # noqa: F821
+    return block * block_count() + block_rank()
+
+
+def grid_count():
+    return cuda.gridDim.x * cuda.gridDim.y * cuda.gridDim.z * block_count()  # noqa: F821
+
+
+def grid_block_rank():
+    return cuda.blockIdx.x + cuda.gridDim.x * (  # noqa: F821
+        cuda.blockIdx.y + cuda.gridDim.y * cuda.blockIdx.z)  # noqa: F821
+
+
+def grid_block_count():
+    return cuda.gridDim.x * cuda.gridDim.y * cuda.gridDim.z  # noqa: F821
+
+
+def block_broadcast(shared, value):
+    """Thread 0's ``value`` in every thread of the block (a block reduction's result)."""
+    if block_rank() == 0:
+        shared[0] = value
+    cuda.syncthreads()  # noqa: F821
+    out = shared[0]
+    cuda.syncthreads()  # noqa: F821 (the slot may be written again by a later call)
+    return out
+
+
+def warp_broadcast(value, width):
+    """Lane 0's ``value`` of each logical warp of ``width`` lanes in all its lanes."""
+    return cuda.shfl_sync(0xFFFFFFFF, value, (lane() // width) * width)  # noqa: F821
+
+
+def thread_sum(items):
+    total = items[0]
+    for i in range(1, items.shape[0]):
+        total += items[i]
+    return total
+
+
+def striped_read(shared, out):
+    """The block's ``shared`` counters, striped: thread t gets t, t + threads, ... (zero past
+    the end)."""
+    cuda.syncthreads()  # noqa: F821
+    rank, count = block_rank(), block_count()
+    for i in range(out.shape[0]):
+        b = rank + i * count
+        out[i] = shared[b] if b < shared.shape[0] else 0
+    cuda.syncthreads()  # noqa: F821
+
+
+def block_sync():
+    cuda.syncthreads()  # noqa: F821
+
+
+def warp_sync():
+    cuda.syncwarp()  # noqa: F821
+
+
+def zero():
+    return 0
+
+
+def one():
+    return 1
+
+
+def rank_modulo(n):
+    return block_rank() % n
+
+
+def warp_rank_modulo(n):
+    return warp_rank() % n
+
+
+def lane_modulo(n):
+    return lane() % n
+
+
+def constant(n):
+    return n
+
+
+def warp_size():
+    return WARP
+
+
+def query(kind: str, width, name: str, level: str):
+    """(helper, its constant arguments) of ``group.rank(level)``/``count``/``sync()``, or
+    None where the group has no such query."""
+    if kind == "threads_within_warp":
+        table = {("rank", "thread"): ("lane_modulo", (width,)),
+                 ("count", "thread"): ("constant", (width,)),
+                 ("rank", "warp"): ("zero", ()), ("count", "warp"): ("one", ()),
+                 ("sync", None): ("warp_sync", ())}
+    elif kind == "warps_within_block":
+        table = {("rank", "thread"): ("rank_modulo", (WARP * width,)),
+                 ("count", "thread"): ("constant", (WARP * width,)),
+                 ("rank", "warp"): ("warp_rank_modulo", (width,)),
+                 ("count", "warp"): ("constant", (width,)),
+                 ("sync", None): ("block_sync", ())}
+    else:
+        table = {(q, lv): (h, ()) for (k, q, lv), h in QUERIES.items() if k == kind}
+    return table.get((name, level))
+
+
+#: (group kind, query, level) -> the helper's name
+QUERIES = {
+    ("thread", "rank", "thread"): "zero", ("thread", "count", "thread"): "one",
+    ("warp", "rank", "thread"): "lane", ("warp", "count", "thread"): "warp_size",
+    ("warp", "rank", "warp"): "zero", ("warp", "count", "warp"): "one",
+    ("block", "rank", "thread"): "block_rank", ("block", "count", "thread"): "block_count",
+    ("block", "rank", "warp"): "warp_rank", ("block", "count", "warp"): "warp_count",
+    ("block", "rank", "block"): "zero", ("block", "count", "block"): "one",
+    ("grid", "rank", "thread"): "grid_rank", ("grid", "count", "thread"): "grid_count",
+    ("grid", "rank", "block"): "grid_block_rank", ("grid", "count", "block"): "grid_block_count",
+    ("block", "sync", None): "block_sync", ("warp", "sync", None): "warp_sync",
+    ("thread", "sync", None): "warp_sync",
+}
+
+
+def for_backend(cuda_module, device_function) -> dict:
+    """{name: device function} compiled by ``device_function``, reading ``cuda_module`` as
+    ``cuda`` and each other by name."""
+    space = {"cuda": cuda_module, "WARP": WARP}
+    out = {}
+    for name, fn in list(globals().items()):
+        if isinstance(fn, types.FunctionType) and fn.__module__ == __name__ and \
+                name not in ("for_backend", "query"):
+            out[name] = device_function(types.FunctionType(fn.__code__, space, name,
+                                                           fn.__defaults__))
+    space.update(out)
+    return out
