@@ -118,8 +118,18 @@ from .primitives import Primitive as Invocable  # noqa: E402
 block = _namespace("block", _block)
 warp = _namespace("warp", _warp)
 # cuda.coop's group-first API: coop.this_block(), coop.sum(group, x), ... (coopgen.api.groups)
-_group_api = _groups.build(lambda name: getattr({"block": block, "warp": warp}[
-    name.split(".")[0]], name.split(".")[1]))
+def _group_target(name: str):
+    """A group call's target: a Pythonic function with cuda.coop's semantics
+    (``block.sum``), or a faithful method (``block.BlockHistogram.Histogram``)."""
+    scope, *path = name.split(".")
+    obj = {"block": block, "warp": warp}[scope] if len(path) == 1 else \
+        {"block": _block, "warp": _warp}[scope]
+    for attr in path:
+        obj = getattr(obj, attr)
+    return obj
+
+
+_group_api = _groups.build(_group_target)
 globals().update(_group_api)
 # cuda.coop's submodules, importable as such: ``from coopgen.coop.block import
 # BlockAdjacentDifferenceType``, ``from coopgen.coop._types import Invocable``

@@ -7,7 +7,8 @@ results that cuda.coop returns are new per-thread arrays and the inputs stay as 
 scalar in gives a scalar out. Beyond NVIDIA's profile, block calls take arrays where NVIDIA's take
 scalars (``coop.sum(block, items)``), and every dtype coopgen binds goes through.
 """
-from ..resolve.groups import Group, GroupCall, Route
+from ..resolve.groups import (Group, GroupCall, Route, decoded_window, full_tile,
+                              histogram_shape, radix_rank_bits, sort_order)
 
 #: NVIDIA's algorithm spellings -> coopgen's (the rest are the same lower-case enum names).
 LOAD_ALGORITHMS = {a: a for a in ("direct", "striped", "vectorize", "transpose",
@@ -54,10 +55,42 @@ def _radix(name: str, pairs: bool) -> Route:
 
 def _merge(scope: str, pairs: bool) -> Route:
     name = f"{scope}.merge_sort_{'pairs' if pairs else 'keys'}"
-    extra = (("compare_op", "compare_op"),)
+    extra = (("descending", None), ("compare_op", "compare_op"))
     if scope == "block":
         extra += (("valid_items", "valid_items"), ("oob_default", "oob_default"))
-    return _sort(name, pairs, *extra)
+    route = _sort(name, pairs, *extra)
+    return Route(name, route.params, route.positional, "copy", inputs=route.inputs,
+                 hook=sort_order)
+
+
+def _topk(name: str, pairs: bool) -> Route:
+    keys = (("keys", "keys"),) + ((("values", "values"),) if pairs else ())
+    return Route(f"block.block_topk.{name}", keys + (
+        ("k", "k"), ("valid_items", "num_valid"), ("begin_bit", "begin_bit"),
+        ("end_bit", "end_bit"), ("is_full_tile", "is_full_tile"), _STORAGE),
+        positional=len(keys) + 1, result="copy", inputs=tuple(n for n, _ in keys),
+        hook=full_tile)
+
+
+_DISCONTINUITY = (("values", "items"), ("mode", None), ("flag_op", "flag_op"),
+                  ("tile_predecessor_item", "tile_predecessor_item"),
+                  ("tile_successor_item", "tile_successor_item"), _STORAGE)
+
+
+def _flags(mode: str) -> Route:
+    """discontinuity's flags (int32): heads, tails, or both (a pair)."""
+    return Route("block.discontinuity", _DISCONTINUITY, result="new", output_dtype="int32",
+                 output=("head_flags", "tail_flags") if mode == "heads_and_tails"
+                 else "head_flags", defaults={"flag_op": "!="},
+                 fixed={"block_discontinuity_type": mode.upper()})
+
+
+_EXCHANGE_MODES = {"striped_to_blocked": "StripedToBlocked",
+                   "blocked_to_striped": "BlockedToStriped"}
+_BLOCK_EXCHANGE_MODES = dict(_EXCHANGE_MODES, **{
+    m: "".join(w.capitalize() for w in m.split("_")) for m in (
+        "warp_striped_to_blocked", "blocked_to_warp_striped", "scatter_to_blocked",
+        "scatter_to_striped", "scatter_to_striped_guarded", "scatter_to_striped_flagged")})
 
 
 ROUTES = {
@@ -123,6 +156,70 @@ ROUTES = {
                                      _STORAGE),
                       positional=2, result="none", wrap=("value", "destination")),
     },
+    "exchange": {
+        "block": Route("block.exchange", (("value", "items"), ("mode", "block_exchange_type"),
+                                          ("ranks", "ranks"), ("valid_flags", "valid_flags"),
+                                          ("warp_time_slicing", "warp_time_slicing"), _STORAGE),
+                       result="new", output="output_items", defaults={"mode": "StripedToBlocked"},
+                       values={"mode": _BLOCK_EXCHANGE_MODES}),
+        "warp": Route("warp.exchange", (("value", "items"), ("mode", "warp_exchange_type"),
+                                        ("ranks", "ranks"), ("temp_storage", None)),
+                      result="new", output="output_items", defaults={"mode": "StripedToBlocked"},
+                      values={"mode": dict(_EXCHANGE_MODES, scatter_to_striped="ScatterToStriped")}),
+    },
+    "shuffle": {
+        "block": Route("block.shuffle", (("value", "items"), ("mode", "block_shuffle_type"),
+                                         ("distance", "distance"), _STORAGE),
+                       result="new", output="output_items", defaults={"mode": "Down"},
+                       values={"mode": {"down": "Down", "up": "Up", "offset": "Offset",
+                                        "rotate": "Rotate"}}),
+    },
+    "adjacent_difference": {
+        "block": Route("block.adjacent_difference", (
+            ("values", "items"), ("direction", "block_adjacent_difference_type"),
+            ("difference_op", "difference_op"), ("valid_items", "valid_items"),
+            ("tile_predecessor_item", "tile_predecessor_item"),
+            ("tile_successor_item", "tile_successor_item"), _STORAGE),
+            result="new", output="output_items",
+            defaults={"direction": "SubtractLeft", "difference_op": "-"},
+            values={"direction": {"left": "SubtractLeft", "right": "SubtractRight"}}),
+    },
+    "discontinuity": {"block": Route("block.discontinuity", _DISCONTINUITY, choose=(
+        "mode", {None: _flags("heads"), **{m: _flags(m) for m in ("heads", "tails",
+                                                                    "heads_and_tails")}}))},
+    "radix_rank": {
+        "block": Route("block.radix_rank", (("keys", "items"), ("begin_bit", "begin_bit"),
+                                            ("end_bit", "end_bit"), ("radix_bits", None),
+                                            ("descending", "descending"), _STORAGE,
+                                            ("exclusive_digit_prefix", "exclusive_digit_prefix")),
+                       result="new", output="ranks", output_dtype="int32", hook=radix_rank_bits),
+    },
+    "histogram": {
+        "block": Route("block.BlockHistogram.Histogram", (
+            ("samples", "items"), ("bins", None), ("bins_per_thread", None),
+            ("counter_dtype", None), ("algorithm", "algorithm")),
+            defaults={"algorithm": "atomic"}, hook=histogram_shape, special="histogram"),
+    },
+    "run_length_decode": {
+        "block": Route("block.run_length", (
+            ("run_values", "run_values"), ("run_lengths", "run_lengths"),
+            ("decoded_items_per_thread", "decoded_items_per_thread"),
+            ("decoded_window_offset", "decoded_window_offset"), _STORAGE),
+            positional=2, hook=decoded_window, special="run_length"),
+    },
+    "reduce_batched": {
+        "warp": Route("warp.WarpReduceBatched.ReduceToStriped", (
+            ("value", "inputs"), ("binary_op", "reduction_op"), ("output_layout", None)),
+            result="new", output="outputs", output_size="batched", width="logical_warp_threads",
+            defaults={"binary_op": "+"},
+            choose=("output_layout", {None: "warp.WarpReduceBatched.ReduceToStriped",
+                                      "striped": "warp.WarpReduceBatched.ReduceToStriped",
+                                      "blocked": "warp.WarpReduceBatched.ReduceToBlocked"})),
+    },
+    "topk_max_keys": {"block": _topk("max_keys", False)},
+    "topk_min_keys": {"block": _topk("min_keys", False)},
+    "topk_max_pairs": {"block": _topk("max_pairs", True)},
+    "topk_min_pairs": {"block": _topk("min_pairs", True)},
     "radix_sort_keys": {"block": _radix("radix_sort_keys", False)},
     "radix_sort_pairs": {"block": _radix("radix_sort_pairs", True)},
     "merge_sort_keys": {"block": _merge("block", False), "warp": _merge("warp", False)},

@@ -68,8 +68,8 @@ class GroupCallRewrite(CallRewrite):
                 if group is not None:
                     known[name] = group
                 return group
-            if not (hasattr(d, "name") and not isinstance(d, self.ir.expr + self.ir.const
-                                                           + self.ir.glob + self.ir.arg)):
+            if isinstance(d, self.ir.expr + self.ir.const + self.ir.glob + self.ir.arg) or \
+                    not isinstance(getattr(d, "name", None), str):
                 return None
             name = d.name  # a copy of another variable
         return known[name]
@@ -137,6 +137,61 @@ class GroupCallRewrite(CallRewrite):
         func = self._array_function(new, self.arrays["local"], loc)
         return self._define(new, self.ir.Expr.call(func, [size, dtype], (), loc), loc)
 
+    def _new_output(self, new, plan, like, loc):
+        """A result array: ``like``'s shape (a batched reduction's: one slot per ``width``
+        items) and dtype (or the route's)."""
+        if plan.output_dtype is None and plan.output_size is None:
+            return self._like(new, like, loc)
+        shape = self._array_shape(like)
+        if shape is None:
+            raise self.error(f"a result array like {like.name!r} needs its size: make it "
+                             f"with coop.ThreadData(n) or a local array of a constant size")
+        if plan.output_size == "batched":
+            shape = -(-shape // plan.width)
+        dtype = self._dtype(new, plan.output_dtype, loc) if plan.output_dtype else \
+            self._define(new, self.ir.Expr.getattr(like, "dtype", loc), loc)
+        return self._array(new, "local", shape, dtype, loc)
+
+    def _dtype(self, new, dtype, loc):
+        import numpy as np
+        return self._define(new, self.ir.Global(dtype, getattr(np, dtype), loc), loc)
+
+    def _array(self, new, space, shape, dtype, loc):
+        size = self._define(new, self.ir.Const(shape, loc), loc)
+        func = self._array_function(new, self.arrays[space], loc)
+        return self._define(new, self.ir.Expr.call(func, [size, dtype], (), loc), loc)
+
+    def _call_entry(self, new, entry, kws: dict, loc):
+        target = self._define(new, self.ir.Global(entry.name.replace(".", "_"), entry, loc),
+                              loc)
+        return self._define(new, self.ir.Expr.call(target, [], tuple(kws.items()), loc), loc)
+
+    def _histogram(self, new, plan, kws, loc):
+        """cuda.coop's histogram: CUB's counts in a shared array of ``bins``, read back
+        striped into ``bins_per_thread`` counters a thread."""
+        extra = dict(plan.extra_constants)
+        counters = self._dtype(new, extra["counter_dtype"], loc)
+        shared = self._array(new, "shared", extra["bins"], counters, loc)
+        self._call_entry(new, plan.target, dict(kws, histogram=shared), loc)
+        out = self._array(new, "local", extra["bins_per_thread"], self._dtype(
+            new, extra["counter_dtype"], loc), loc)
+        self._call_helper(new, "striped_read", [shared, out], loc)
+        return out
+
+    def _run_length(self, new, plan, kws, loc):
+        """cuda.coop's run_length_decode: CUB's decoder made on the runs, then one window of
+        ``decoded_items_per_thread`` items a thread decoded from ``decoded_window_offset``."""
+        size = self._array(new, "local", 1, self._dtype(new, "uint32", loc), loc)
+        offset = kws.pop("decoded_window_offset", None)
+        decoder = self._call_entry(new, plan.target, dict(kws, total_decoded_size=size), loc)
+        method = self._define(new, self.ir.Expr.getattr(decoder, "decode", loc), loc)
+        dtype = self._define(new, self.ir.Expr.getattr(kws["run_values"], "dtype", loc), loc)
+        out = self._array(new, "local", dict(plan.extra_constants)["decoded_items_per_thread"],
+                          dtype, loc)
+        offset = offset if offset is not None else self._define(new, self.ir.Const(0, loc), loc)
+        self._define(new, self.ir.Expr.call(method, [out, offset], (), loc), loc)
+        return out
+
     def _group_call(self, new, stmt, call):
         expr, loc = stmt.value, stmt.loc
         if not expr.args or (group := self.group_of(expr.args[0])) is None:
@@ -165,9 +220,18 @@ class GroupCallRewrite(CallRewrite):
             array = self._define(new, self.ir.Expr.call(func, [one, dtype], (), loc), loc)
             self._call_helper(new, "put_first", [array, kws[name]], loc)
             kws[name] = array
+        for key, var in plan.extra:  # "_tile:num_valid": the tile's item count
+            kws[key.split(":")[1]] = self._call_helper(new, "tile_size", [var], loc)
+        if plan.special is not None:
+            self._drop_callee(expr.func)
+            self._replace_value(stmt, getattr(self, f"_{plan.special}")(new, plan, kws, loc))
+            return
         result = None
         if plan.result == "new":
-            result = kws[plan.output] = self._like(new, kws[plan.like], loc)
+            outs = [self._new_output(new, plan, kws[plan.like], loc) for _ in plan.outputs]
+            kws.update(zip(plan.outputs, outs))
+            result = outs[0] if len(outs) == 1 else self._define(
+                new, self.ir.Expr.build_tuple(outs, loc), loc)
         elif plan.result == "copy":
             copies = []
             for name in plan.inputs:

@@ -61,6 +61,10 @@ def grid_block_count():
     return cuda.gridDim.x * cuda.gridDim.y * cuda.gridDim.z  # noqa: F821
 
 
+def tile_size(items):
+    return block_count() * items.shape[0]
+
+
 def block_broadcast(shared, value):
     """Thread 0's ``value`` in every thread of the block (a block reduction's result)."""
     if block_rank() == 0:

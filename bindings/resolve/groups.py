@@ -18,6 +18,7 @@ import dataclasses
 from dataclasses import dataclass, field
 
 from ..model.errors import CoopgenError
+from .kernel_ir import UNKNOWN
 
 #: Group kinds (cuda.coop's names) -> the family whose routes serve them.
 FAMILY = {"block": "block", "warp": "warp", "threads_within_warp": "warp",
@@ -104,6 +105,10 @@ class Route:
     choose: tuple | None = None
     scalar_result: str = "return"  # a scalar first argument: the target returns the result
     broadcast: bool = False  # takes broadcast= (default True): the result in every member
+    output_dtype: str | None = None  # new outputs' dtype (else the first argument's)
+    output_size: str | None = None  # "batched": ceil(items / warp width) (else the input's)
+    hook: object = None  # hook(given, value_of, group) -> given: defaults computed from others
+    special: str | None = None  # a composed call the rewrite knows: "histogram", "run_length"
 
     def names(self) -> dict:
         return dict(self.params)
@@ -130,6 +135,12 @@ class GroupPlan:
     wrap: tuple = ()  # (target argument, like): a scalar passed as a one-item array
     broadcast: str | None = None  # the family whose members all get the result
     width: int = 32  # a warp's lanes (a logical warp's)
+    outputs: tuple = ()  # the target arguments that get new arrays ("new")
+    output_dtype: str | None = None
+    output_size: str | None = None
+    special: str | None = None
+    extra: tuple = ()  # (name, variable) the rewrite computes a target argument from
+    extra_constants: tuple = ()  # (name, host value) a special call reads
 
 
 @dataclass(frozen=True)
@@ -187,7 +198,12 @@ class GroupCall:
         if missing := [n for n in positional if n not in given]:
             raise CoopgenError(f"coop.{self.name}: missing required argument {missing[0]!r}")
         target, route = self._chosen(route, given, value_of)
-        out_kws, offset = dict(route.fixed), None
+        if route.hook is not None:
+            given = route.hook(self.name, given, value_of, group)
+        extra = tuple((k, given.pop(k)) for k in [k for k in given if k.startswith("_")])
+        constants = tuple((k[1:], given.pop(k).value)
+                          for k in [k for k in given if k.startswith("=")])
+        out_kws, offset = {k: Constant(v) for k, v in route.fixed.items()}, None
         broadcast = given.pop("broadcast", Constant(True))
         broadcast = broadcast.value if isinstance(broadcast, Constant) else value_of(broadcast)
         broadcast = bool(route.broadcast) and broadcast
@@ -219,10 +235,13 @@ class GroupCall:
         if route.wrap and route.wrap[0] in given and not is_array(given[route.wrap[0]]):
             wrap = (names[route.wrap[0]], names[route.wrap[1]])
         target = target if target.startswith("helper:") else self._entries(target)
+        outputs = route.output if isinstance(route.output, tuple) else (route.output,)
         return GroupPlan(target, (), tuple(out_kws.items()), result,
-                         route.output, tuple(names[i] for i in route.inputs), route.first,
+                         outputs[0], tuple(names[i] for i in route.inputs), route.first,
                          offset, route.first if offset is not None else None, wrap,
-                         group.family if broadcast else None, group.threads_in_warp or 32)
+                         group.family if broadcast else None, group.threads_in_warp or 32,
+                         outputs, route.output_dtype, route.output_size, route.special, extra,
+                         constants)
 
     def _chosen(self, route: Route, given: dict, value_of):
         if route.choose is None:
@@ -239,3 +258,90 @@ class GroupCall:
 
 def replace(route: Route, **changes) -> Route:
     return dataclasses.replace(route, **changes)
+
+
+def constant(name: str, given: dict, key: str, value_of, default=None):
+    """A parameter's host value (``default`` when not given); an error when not known."""
+    if key not in given:
+        return default
+    v = given[key]
+    value = v.value if isinstance(v, Constant) else value_of(v)
+    if value is UNKNOWN:
+        raise CoopgenError(f"coop.{name}: {key} must be known when the kernel compiles (a "
+                           f"constant)")
+    return value
+
+
+def radix_rank_bits(name, given, value_of, group):
+    """cuda.coop ranks ``radix_bits`` bits (4 unless given) from ``begin_bit``: CUB's digit
+    is the bits [begin_bit, end_bit)."""
+    begin = constant(name, given, "begin_bit", value_of, 0)
+    bits = constant(name, given, "radix_bits", value_of)
+    end = constant(name, given, "end_bit", value_of)
+    if end is None:
+        end = begin + (4 if bits is None else bits)
+    elif bits is not None and end - begin != bits:
+        raise CoopgenError(f"coop.{name}: radix_bits={bits} does not match the bit range "
+                           f"[begin_bit={begin}, end_bit={end})")
+    if not 1 <= end - begin <= 8:
+        raise CoopgenError(f"coop.{name}: ranks 1 to 8 bits at a time; got [begin_bit={begin}, "
+                           f"end_bit={end})")
+    given = {k: v for k, v in given.items() if k != "radix_bits"}
+    given.update(begin_bit=Constant(begin), end_bit=Constant(end))
+    return given
+
+
+def sort_order(name, given, value_of, group):
+    """``descending=`` as the comparator merge sorts take (unless one is given)."""
+    descending = constant(name, given, "descending", value_of, False)
+    given = {k: v for k, v in given.items() if k != "descending"}
+    if "compare_op" not in given or constant(name, given, "compare_op", value_of) is None:
+        given["compare_op"] = Constant(">" if descending else "<")
+    elif descending:
+        raise CoopgenError(f"coop.{name}: pass descending= or compare_op=, not both")
+    if ("valid_items" in given) != ("oob_default" in given):
+        raise CoopgenError(f"coop.{name}: valid_items and oob_default go together (the "
+                           f"out-of-range keys sort last as oob_default)")
+    return given
+
+
+def full_tile(name, given, value_of, group):
+    """top-k of a full tile unless ``valid_items`` is given (CUB's IsFullTile)."""
+    given = dict(given)
+    full = "valid_items" not in given or constant(name, given, "valid_items", value_of) is None
+    given["is_full_tile"] = Constant(full)
+    if full:
+        given["_tile:num_valid"] = given["keys"]  # the rewrite passes the tile's size
+    return given
+
+
+def histogram_shape(name, given, value_of, group):
+    """cuda.coop's histogram: ``bins`` (required), ``bins_per_thread`` (1) and
+    ``counter_dtype`` (int32), known when the kernel compiles."""
+    import numpy as np
+    bins = constant(name, given, "bins", value_of)
+    if isinstance(bins, bool) or not isinstance(bins, int) or bins < 1:
+        raise CoopgenError(f"coop.{name}: bins={bins!r} must be a positive integer constant "
+                           f"(it is required)")
+    per_thread = constant(name, given, "bins_per_thread", value_of, 1)
+    dtype = constant(name, given, "counter_dtype", value_of, None) or "int32"
+    try:
+        dtype = np.dtype(dtype).name
+    except TypeError:
+        raise CoopgenError(f"coop.{name}: counter_dtype={dtype!r} is not a dtype") from None
+    if np.dtype(dtype).kind not in "iu":
+        raise CoopgenError(f"coop.{name}: counter_dtype={dtype} must be an integer type")
+    out = {k: v for k, v in given.items() if k not in ("bins", "bins_per_thread",
+                                                       "counter_dtype")}
+    out.update({"=bins": Constant(bins), "=bins_per_thread": Constant(per_thread),
+                "=counter_dtype": Constant(dtype)})
+    return out
+
+
+def decoded_window(name, given, value_of, group):
+    """run_length_decode's ``decoded_items_per_thread``: required, a constant."""
+    n = constant(name, given, "decoded_items_per_thread", value_of)
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise CoopgenError(f"coop.{name}: decoded_items_per_thread={n!r} must be a positive "
+                           f"integer constant (it is required)")
+    return dict(given, **{"=decoded_items_per_thread": Constant(n)})
