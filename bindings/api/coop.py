@@ -11,6 +11,7 @@ import types as _pytypes
 from . import block as _block
 from . import local, shared  # noqa: F401
 from . import groups as _groups
+from .. import versions as _version
 from . import warp as _warp
 from ..codegen.storage import TempStorage as _TempStorage
 from ..model import backends as _backends
@@ -131,6 +132,33 @@ def _group_target(name: str):
 
 _group_api = _groups.build(_group_target)
 globals().update(_group_api)
+ThreadGroup = _groups.Group
+
+
+class ThreadHierarchy:
+    """cuda.coop's description of the launch hierarchy: in coopgen the block shape comes from
+    each launch (a kernel is specialised per block shape), so on the host nothing is static."""
+    block_dim = grid_dim = cluster_dim = None
+    implicit = True
+    is_static = False
+    block_thread_count = None
+
+    @classmethod
+    def current(cls) -> "ThreadHierarchy":
+        return cls()
+
+
+Hierarchy = ThreadHierarchy
+ThreadDataLike = TempStorageLike = object  # typing names of cuda.coop's stubs
+__version__ = _version.VERSION
+
+
+def register(backend: str = "numba_cuda_mlir") -> None:
+    """cuda.coop's backend activation: coopgen's backends register on import, so this only
+    checks the name (numba-cuda-mlir, or numba-cuda: coopgen serves both)."""
+    if backend.replace("-", "_") not in ("numba_cuda_mlir", "numba_cuda"):
+        raise ValueError(f"coop.register: unknown backend {backend!r}; allowed: "
+                         f"'numba-cuda-mlir', 'numba_cuda_mlir', 'numba-cuda'")
 # cuda.coop's submodules, importable as such: ``from coopgen.coop.block import
 # BlockAdjacentDifferenceType``, ``from coopgen.coop._types import Invocable``
 _types = _pytypes.ModuleType("coopgen.coop._types", "cuda.coop's base class of two-phase objects")
@@ -181,4 +209,16 @@ class NoAlgorithm:
 
 __all__ = ["block", "warp", "local", "shared", "TempStorage", "ThreadData", "Decomposer",
            "Invocable", "NoAlgorithm", "gpu_dataclass", "StatefulFunction", *sorted(_ALGORITHMS),
-           *sorted(_group_api)]
+           *sorted(_group_api), "ThreadGroup", "ThreadHierarchy", "Hierarchy", "register"]
+
+# cuda.coop's qualified namespace (``import cuda.coop.numba_mlir as coop``): the group-first
+# calls and containers, cuda.coop's single-phase namespaces as ``_block``/``_warp``, and the
+# memory namespaces. The same for both numba compilers in coopgen.
+numba_mlir = _pytypes.ModuleType("coopgen.coop.numba_mlir", __doc__)
+numba_mlir.__dict__.update({k: globals()[k] for k in __all__ if k not in ("block", "warp")})
+numba_mlir.__dict__.update(_block=block, _warp=warp, ThreadDataLike=ThreadDataLike,
+                           TempStorageLike=TempStorageLike, __version__=__version__)
+numba_mlir.__all__ = sorted(k for k in vars(numba_mlir) if not k.startswith("__"))
+for _name, _sub in (("_block", block), ("_warp", warp)):
+    _sys.modules[f"coopgen.coop.numba_mlir.{_name}"] = _sub
+_sys.modules[numba_mlir.__name__] = numba_mlir

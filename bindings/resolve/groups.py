@@ -63,6 +63,26 @@ class Group:
     def family(self) -> str:
         return FAMILY[self.kind]
 
+    # cuda.coop's host-side description of a group (its ThreadGroup's properties)
+    @property
+    def static_size(self) -> int | None:
+        """The group's thread count where it does not depend on the launch."""
+        return {"thread": 1, "warp": 32, "threads_within_warp": self.width,
+                "warps_within_block": 32 * (self.width or 0) or None}.get(self.kind)
+
+    @property
+    def group_thread_count(self) -> int:
+        if self.static_size is None:
+            raise CoopgenError(f"coop.{self.describe()}: its size comes from the launch")
+        return self.static_size
+
+    is_current = property(lambda self: True)
+    is_static = property(lambda self: self.static_size is not None)
+    parent = property(lambda self: {"threads_within_warp": Group("warp"),
+                                    "warps_within_block": Group("block")}.get(self.kind))
+    source = property(lambda self: self.describe())
+    block_dim = None
+
     @property
     def threads_in_warp(self) -> int | None:
         """The logical warp width a warp primitive takes (None: the physical warp)."""
