@@ -101,30 +101,60 @@ class GroupCallRewrite(CallRewrite):
         array, a group call's result), not a scalar."""
         return self._array_shape(var) is not None
 
-    def _array_shape(self, var):
-        d = self.trace.definition(var)
-        if isinstance(d, self.ir.expr) and d.op == "cast":
-            d = self.trace.definition(d.value)
-        if is_op(self.ir, d, "static_getitem"):  # one of a pair call's results
+    def _array_shape(self, var, seen=()):
+        """The item count of the per-thread array ``var`` holds (the same on every path that
+        defines it), or None: not such an array, or not known."""
+        if var.name in seen:
+            return None
+        shapes = {self._shape_of(d, seen + (var.name,))
+                  for d in self.func_ir._definitions.get(var.name, ())}
+        return shapes.pop() if len(shapes) == 1 else None
+
+    def _shape_of(self, d, seen):
+        ir = self.ir
+        if isinstance(d, ir.expr) and d.op == "cast":
+            return self._array_shape(d.value, seen)
+        if not isinstance(d, ir.expr + ir.const + ir.glob + ir.arg) and isinstance(
+                getattr(d, "name", None), str):
+            return self._array_shape(d, seen)  # a copy of another variable
+        if is_op(ir, d, "static_getitem"):  # one of a pair call's results
             items = self.trace.definition(d.value)
-            if is_op(self.ir, items, "exhaust_iter"):
+            if is_op(ir, items, "exhaust_iter"):
                 items = self.trace.definition(items.value)
-            if is_op(self.ir, items, "build_tuple") and isinstance(d.index, int):
-                return self._array_shape(items.items[d.index])
-        if not is_op(self.ir, d, "call"):
+            if is_op(ir, items, "build_tuple") and isinstance(d.index, int):
+                return self._array_shape(items.items[d.index], seen)
+            if is_op(ir, items, "call") and getattr(self._called(items.func),
+                                                    "_coopgen_group_call", False):
+                return self._group_result_shape(items, seen)
+        if not is_op(ir, d, "call"):
             return None
         callee = self._called(d.func)
+        if getattr(callee, "_coopgen_group_call", False):
+            return self._group_result_shape(d, seen)
         array = getattr(callee, "__qualname__", "") in ("local.array", "local.thread_data") \
             or getattr(callee, "_coopgen_thread_data", False) \
-            or callee is self.arrays.get("local") or callee is self.arrays.get("thread_data") \
-            or getattr(callee, "__name__", "") == "array" and "local" in getattr(
-                callee, "__qualname__", getattr(callee, "__module__", ""))
+            or callee is self.arrays.get("local") or callee is self.arrays.get("thread_data")
         if not array:
             return None
         shape = d.args[0] if d.args else dict(d.kws).get("shape", dict(d.kws).get(
             "items_per_thread"))
         value = self.trace.value(shape)[0] if shape is not None else UNKNOWN
         return value if value is not UNKNOWN else None
+
+    def _group_result_shape(self, d, seen):
+        """A group call not rewritten yet: its result arrays are its first array's size
+        (histogram's, run_length_decode's and reduce_batched's have sizes of their own)."""
+        call, kws = self._called(d.func), dict(d.kws)
+        own = {"histogram": "bins_per_thread", "run_length_decode": "decoded_items_per_thread"}
+        if call.name in own:
+            size = kws.get(own[call.name])
+            value = self.trace.value(size)[0] if size is not None else 1
+            return None if value is UNKNOWN else value
+        shape = self._array_shape(d.args[1], seen) if len(d.args) > 1 else None
+        if call.name == "reduce_batched" and shape is not None:
+            group = self.group_of(d.args[0])
+            return -(-shape // (group.threads_in_warp or 32)) if group is not None else None
+        return shape
 
     def _like(self, new, var, loc):
         """A new per-thread array of ``var``'s shape and dtype."""

@@ -1,0 +1,25 @@
+"""Every group call of cuda.coop's group-first API links for sm_90 under each numba compiler
+installed: one kernel per case of tests/gpu/group_cases.py (a 1-D and a 3-D block)."""
+import importlib
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "gpu"))
+from group_cases import CASES  # noqa: E402
+
+COMPILERS = [c for c in ("numba", "numba_cuda_mlir") if importlib.util.find_spec(c)]
+
+
+@pytest.mark.parametrize("compiler", COMPILERS)
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+def test_group_call_links(case, compiler):
+    from coopgen.linkcheck import link_as_launched
+    cuda = importlib.import_module(compiler).cuda
+    dtype, block = case.dtypes[0], case.blocks[-1]
+    threads = int(np.prod(block))
+    args = case.inputs(dtype, threads, np.random.default_rng(0))
+    res = link_as_launched(case.make(cuda, **case.params), block, *args)
+    assert res.kernel.local_bytes == 0 and res.kernel.spill_stores == 0
