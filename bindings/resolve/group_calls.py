@@ -222,6 +222,32 @@ class GroupCallRewrite(CallRewrite):
         self._define(new, self.ir.Expr.call(method, [out, offset], (), loc), loc)
         return out
 
+    def _check_bits(self, call, plan):
+        """A constant bit range lies within keys whose dtype is a constant (CUB would read
+        past the key: a silently wrong order)."""
+        import numpy as np
+        kws = dict(plan.kws)
+        bits = {k: (v.value if isinstance(v, Constant) else self.trace.value(v)[0])
+                for k, v in kws.items() if k in ("begin_bit", "end_bit")}
+        keys = kws.get("keys", kws.get("items"))
+        if not bits or keys is None or isinstance(keys, Constant):
+            return
+        d = self.trace.definition(keys)
+        dtype = self.trace.value(d.args[1])[0] if is_op(self.ir, d, "call") and \
+            len(d.args) > 1 else UNKNOWN
+        try:
+            width = 8 * np.dtype(dtype).itemsize
+        except TypeError:
+            return
+        begin, end = bits.get("begin_bit", 0), bits.get("end_bit", width)
+        if UNKNOWN in (begin, end) or begin is None or end is None:
+            return
+        if not 0 <= begin < end <= width:
+            raise self.error(f"coop.{call.name}: the bit range [begin_bit={begin}, "
+                             f"end_bit={end}) is not within the {width}-bit "
+                             f"{np.dtype(dtype).name} keys (0 <= begin_bit < end_bit <= "
+                             f"{width})")
+
     def _group_call(self, new, stmt, call):
         expr, loc = stmt.value, stmt.loc
         if not expr.args or (group := self.group_of(expr.args[0])) is None:
@@ -233,6 +259,7 @@ class GroupCallRewrite(CallRewrite):
                              lambda v: self.trace.value(v)[0], self._is_thread_array)
         except CoopgenError as e:
             raise self.error(str(e)) from None
+        self._check_bits(call, plan)
         kws = {k: self._define(new, self.ir.Const(v.value, loc), loc)
                if isinstance(v, Constant) else v for k, v in plan.kws}
         if plan.offset is not None:  # source[offset:]

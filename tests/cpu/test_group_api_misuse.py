@@ -1,0 +1,96 @@
+"""Misuse of cuda.coop's group-first API is a compile-time error naming the call, the argument,
+what was given and what is allowed."""
+import numpy as np
+import pytest
+from numba import cuda
+
+from coopgen import coop
+from coopgen.linkcheck import link_as_launched
+
+
+def warp_group_to_block_call(d_in, d_out):
+    items = coop.ThreadData(4, dtype=d_in.dtype)
+    coop.radix_sort_keys(coop.this_warp(), items)
+
+
+def bits_past_the_key(d_in, d_out):
+    block = coop.this_block()
+    items = coop.ThreadData(4, dtype=np.int32)
+    coop.load(block, d_in, items)
+    coop.store(block, d_out, coop.radix_sort_keys(block, items, begin_bit=0, end_bit=40))
+
+
+def unknown_algorithm(d_in, d_out):
+    block = coop.this_block()
+    items = coop.ThreadData(4, dtype=d_in.dtype)
+    coop.load(block, d_in, items, algorithm="warp_shuffle")
+
+
+def unknown_operator(d_in, d_out):
+    block = coop.this_block()
+    items = coop.ThreadData(4, dtype=d_in.dtype)
+    coop.load(block, d_in, items)
+    d_out[0] = coop.reduce(block, items, binary_op="avg")
+
+
+def lengths_differ(d_in, d_out):
+    block = coop.this_block()
+    keys = coop.ThreadData(4, dtype=d_in.dtype)
+    values = coop.ThreadData(3, dtype=d_in.dtype)
+    coop.load(block, d_in, keys)
+    coop.radix_sort_pairs(block, keys, values)
+
+
+def logical_warp_of_12(d_in, d_out):
+    coop.sum(coop.this_warp().group_by(12), d_in[0])
+
+
+def misspelt_keyword(d_in, d_out):
+    d_out[0] = coop.sum(coop.this_block(), d_in[0], valid_itemz=3)
+
+
+def no_group(d_in, d_out):
+    d_out[0] = coop.sum(d_in, d_out)
+
+
+def unknown_mode(d_in, d_out):
+    block = coop.this_block()
+    items = coop.ThreadData(4, dtype=d_in.dtype)
+    coop.load(block, d_in, items)
+    coop.exchange(block, items, mode="diagonal")
+
+
+def histogram_without_bins(d_in, d_out):
+    block = coop.this_block()
+    items = coop.ThreadData(4, dtype=d_in.dtype)
+    coop.load(block, d_in, items)
+    coop.histogram(block, items)
+
+
+def too_many_positionals(d_in, d_out):
+    d_out[0] = coop.sum(coop.this_block(), d_in[0], 3)
+
+
+CASES = [
+    (warp_group_to_block_call, r"coop.radix_sort_keys: the group this_warp\(\) does not fit "
+                               r"this call; it takes coop.this_block\(\)"),
+    (bits_past_the_key, r"coop.radix_sort_keys: the bit range \[begin_bit=0, end_bit=40\) is "
+                        r"not within the 32-bit int32 keys"),
+    (unknown_algorithm, r"unknown algorithm='warp_shuffle'; allowed: 'direct', 'striped'"),
+    (unknown_operator, r"unknown reduction_op='avg'; built-ins: '\+'"),
+    (lengths_differ, r"array 'values' has 3 items but array 'keys' has 4"),
+    (logical_warp_of_12, r"group_by: count=12 threads; allowed: 1, 2, 4, 8, 16, 32"),
+    (misspelt_keyword, r"coop.sum: unknown keyword 'valid_itemz' for this_block\(\); allowed: "
+                       r"value, broadcast, valid_items"),
+    (no_group, r"coop.sum: the first argument must be a group"),
+    (unknown_mode, r"coop.exchange: unknown mode='diagonal'; allowed: 'striped_to_blocked'"),
+    (histogram_without_bins, r"coop.histogram: bins=None must be a positive integer constant"),
+    (too_many_positionals, r"coop.sum: takes 2 positional arguments \(group, value\), got 3"),
+]
+
+
+@pytest.mark.parametrize("kernel, message", CASES, ids=[c[0].__name__ for c in CASES])
+def test_misuse_is_a_clear_compile_time_error(kernel, message):
+    x = np.zeros(512, np.int32)
+    with pytest.raises(Exception, match=message):
+        link_as_launched(cuda.jit(kernel), 128, x, x)
