@@ -243,7 +243,7 @@ def format_table(table: dict[str, collections.Counter]) -> str:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("tests", type=Path,
                         help="cuda.coop's tests/coop folder, or a copy of cuda-coop's tests")
     parser.add_argument("--compiler", choices=COMPILERS,

@@ -216,9 +216,13 @@ __all__ = ["block", "warp", "local", "shared", "TempStorage", "ThreadData", "Dec
 # memory namespaces. The same for both numba compilers in coopgen.
 numba_mlir = _pytypes.ModuleType("coopgen.coop.numba_mlir", __doc__)
 numba_mlir.__dict__.update({k: globals()[k] for k in __all__ if k not in ("block", "warp")})
-numba_mlir.__dict__.update(_block=block, _warp=warp, ThreadDataLike=ThreadDataLike,
-                           TempStorageLike=TempStorageLike, __version__=__version__)
+for _name, _scope in (("_block", block), ("_warp", warp)):  # with the algorithm enums
+    _sub = _pytypes.ModuleType(f"coopgen.coop.numba_mlir.{_name}", _scope.__doc__)
+    _sub.__dict__.update({k: v for k, v in vars(_scope).items() if not k.startswith("__")},
+                         **_ALGORITHMS)
+    _sys.modules[_sub.__name__] = _sub
+    setattr(numba_mlir, _name, _sub)
+numba_mlir.__dict__.update(ThreadDataLike=ThreadDataLike, TempStorageLike=TempStorageLike,
+                           __version__=__version__)
 numba_mlir.__all__ = sorted(k for k in vars(numba_mlir) if not k.startswith("__"))
-for _name, _sub in (("_block", block), ("_warp", warp)):
-    _sys.modules[f"coopgen.coop.numba_mlir.{_name}"] = _sub
 _sys.modules[numba_mlir.__name__] = numba_mlir
