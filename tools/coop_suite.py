@@ -106,7 +106,43 @@ MODULES = {
 HIDDEN = "numba-cuda-mlir"
 
 
+#: numba-cuda-mlir's own machinery (MLIR data models, lowering registry, MLIR bindings), which
+#: the suite's support module imports to register a user type for numba-cuda-mlir beside
+#: numba-cuda: here modules whose registrations do nothing (numba-cuda's are the ones used).
+INERT = ("numba_cuda_mlir.models", "numba_cuda_mlir._mlir", "numba_cuda_mlir._mlir.ir",
+         "numba_cuda_mlir._mlir.dialects", "numba_cuda_mlir._mlir.dialects.llvm",
+         "numba_cuda_mlir.lowering_utilities")
+
+
+class _Inert:
+    """Any attribute; called or used as a decorator, it gives back what it decorates."""
+
+    def __init__(self, name):
+        self.__name__ = name
+
+    def __getattr__(self, name):
+        return _Inert(f"{self.__name__}.{name}")
+
+    def __call__(self, *args, **kws):
+        if len(args) == 1 and callable(args[0]) and not kws:
+            return args[0]
+        return _Inert(self.__name__)
+
+
+def inert_module(fullname):
+    import types as _types
+    from numba.cuda.extending import models
+    module = _types.ModuleType(fullname)
+    module.__getattr__ = lambda name: _Inert(f"{fullname}.{name}")
+    if fullname == "numba_cuda_mlir.models":
+        module.StructModel = models.StructModel
+        module.register_model = lambda *a, **k: (lambda cls: cls)
+    return module
+
+
 def target(fullname):
+    if fullname in INERT:
+        return fullname
     for name, other in MODULES.items():
         if fullname == name or fullname.startswith(name + "."):
             return other + fullname[len(name):]
@@ -123,7 +159,12 @@ class _StandIn(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         return importlib.util.spec_from_loader(fullname, self)
 
     def create_module(self, spec):
-        return importlib.import_module(target(spec.name))
+        if spec.name in INERT:
+            return inert_module(spec.name)
+        module = importlib.import_module(target(spec.name))
+        if spec.name == "numba_cuda_mlir.extending" and not hasattr(module, "lowering_registry"):
+            module.lowering_registry = _Inert("numba_cuda_mlir.extending.lowering_registry")
+        return module
 
     def exec_module(self, module):
         pass

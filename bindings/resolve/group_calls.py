@@ -314,9 +314,11 @@ class GroupCallRewrite(CallRewrite):
 
     def _broadcast(self, new, plan, value, loc):
         """A reduction's result (valid in the group's first member) in every member."""
-        if plan.broadcast == "warp":
+        if plan.broadcast == "warp":  # CUB's shuffle moves any type (numba's: 32/64-bit)
+            lane = self._define(new, self.ir.Const(0, loc), loc)
             width = self._define(new, self.ir.Const(plan.width, loc), loc)
-            return self._call_helper(new, "warp_broadcast", [value, width], loc)
+            return self._call_entry(new, plan.warp_broadcast, {
+                "input": value, "src_lane": lane, "threads_in_warp": width}, loc)
         one = self._define(new, self.ir.Const(1, loc), loc)
         typed = self._define(new, self.ir.Expr.call(self._array_function(
             new, self.arrays["thread_data"], loc), [one, value], (), loc), loc)

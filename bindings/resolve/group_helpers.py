@@ -75,11 +75,6 @@ def block_broadcast(shared, value):
     return out
 
 
-def warp_broadcast(value, width):
-    """Lane 0's ``value`` of each logical warp of ``width`` lanes in all its lanes."""
-    return cuda.shfl_sync(0xFFFFFFFF, value, (lane() // width) * width)  # noqa: F821
-
-
 def thread_sum(items):
     total = items[0]
     for i in range(1, items.shape[0]):

@@ -161,6 +161,7 @@ class GroupPlan:
     special: str | None = None
     extra: tuple = ()  # (name, variable) the rewrite computes a target argument from
     extra_constants: tuple = ()  # (name, host value) a special call reads
+    warp_broadcast: object = None  # the entry that broadcasts a warp's lane 0
 
 
 @dataclass(frozen=True)
@@ -261,7 +262,7 @@ class GroupCall:
                          offset, route.first if offset is not None else None, wrap,
                          group.family if broadcast else None, group.threads_in_warp or 32,
                          outputs, route.output_dtype, route.output_size, route.special, extra,
-                         constants)
+                         constants, self._entries("warp.broadcast") if broadcast else None)
 
     def _chosen(self, route: Route, given: dict, value_of):
         if route.choose is None:
