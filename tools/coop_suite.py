@@ -291,6 +291,9 @@ def main(argv=None) -> int:
                         help="the compiler of the new suite's kernels (default: numba_cuda_mlir, "
                              "as they are written); the old suite's are numba-cuda's")
     parser.add_argument("--table", type=Path, help="also write the per-file table here")
+    parser.add_argument("--link-on-cpu", action="store_true",
+                        help="the new suite without a GPU: each launch links its kernel for "
+                             "sm_90 on the CPU, then the test is skipped (compile errors fail)")
     args, pytest_args = parser.parse_known_args(argv)
     try:
         suite = find_suite(args.tests)
@@ -302,8 +305,11 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory(prefix="coop-suite-") as tmp:
         junit = Path(tmp) / "junit.xml"
         alias = alias_folder(Path(tmp) / "alias", compiler)
+        env = suite_environment(suite, alias, compiler)
+        if args.link_on_cpu:
+            env["COOPGEN_SUITE_LINK_ON_CPU"] = "1"
         run = subprocess.Popen(pytest_command(suite, junit, alias, pytest_args), cwd=suite.cwd,
-                               env=suite_environment(suite, alias, compiler))
+                               env=env)
         try:
             status = run.wait()
         except KeyboardInterrupt:  # pytest has it too: it still writes what it ran

@@ -33,11 +33,37 @@ SEED_ENV = "COOPGEN_SUITE_SEED"
 BACKEND_MODULES = {"numba_mlir": "cuda.coop.numba_mlir", "cutlass": "cuda.coop.cutlass"}
 
 
+#: With "1", a launch links the kernel on the CPU (sm_90) as the launch would compile it, then
+#: skips the test: the compile errors of a suite, without a GPU (tools.coop_suite --link-on-cpu).
+LINK_ON_CPU_ENV = "COOPGEN_SUITE_LINK_ON_CPU"
+
+
 def pytest_configure(config):
     for marker in MARKERS:
         config.addinivalue_line("markers", marker)
     if os.environ.get(COMPILER_ENV) == "numba_cuda":
         importlib.import_module("numba_cuda_mlir")
+    if os.environ.get(LINK_ON_CPU_ENV) == "1":
+        _link_launches_on_cpu()
+
+
+def _link_launches_on_cpu() -> None:
+    """``kernel[grid, block](*args)`` of either compiler links on the CPU, then skips."""
+    from coopgen.linkcheck import link_as_launched
+
+    cuda = importlib.import_module("numba_cuda_mlir").cuda
+    dispatcher = type(cuda.jit(lambda: None))
+    cuda.is_available = lambda: True  # the modules that skip without a GPU collect
+
+    def getitem(kernel, config):
+        block = config[1] if isinstance(config, tuple) and len(config) > 1 else 1
+
+        def launch(*args):
+            link_as_launched(kernel, block, *args)
+            pytest.skip("linked on the CPU")
+        return launch
+
+    dispatcher.__getitem__ = getitem
 
 
 def package_root() -> Path:
@@ -48,7 +74,8 @@ def package_root() -> Path:
 def backend_prerequisite():
     """``check(backend, available, reason)``: skip the test when a prerequisite is missing."""
     def check(backend: str, available: bool, reason: str) -> None:
-        if not available:
+        # linking on the CPU needs no GPU (its launches skip after the link)
+        if not available and os.environ.get(LINK_ON_CPU_ENV) != "1":
             pytest.skip(f"{backend}: {reason}")
     return check
 

@@ -223,6 +223,6 @@ for _name, _scope in (("_block", block), ("_warp", warp)):  # with the algorithm
     _sys.modules[_sub.__name__] = _sub
     setattr(numba_mlir, _name, _sub)
 numba_mlir.__dict__.update(ThreadDataLike=ThreadDataLike, TempStorageLike=TempStorageLike,
-                           __version__=__version__)
+                           __version__=__version__, __file__=__file__)
 numba_mlir.__all__ = sorted(k for k in vars(numba_mlir) if not k.startswith("__"))
 _sys.modules[numba_mlir.__name__] = numba_mlir

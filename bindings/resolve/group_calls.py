@@ -283,7 +283,7 @@ class GroupCallRewrite(CallRewrite):
             self._drop_callee(expr.func)
             self._replace_value(stmt, getattr(self, f"_{plan.special}")(new, plan, kws, loc))
             return
-        result = None
+        result = kws[plan.outputs[0]] if plan.result == "output" else None
         if plan.result == "new":
             outs = [self._new_output(new, plan, kws[plan.like], loc) for _ in plan.outputs]
             kws.update(zip(plan.outputs, outs))

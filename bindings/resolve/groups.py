@@ -104,7 +104,8 @@ class Route:
     - ``params``: the group call's own parameters after the group, positional first
       (``positional`` of them), each mapped to the target's name (None: accepted, not passed on;
       the rewrite handles it, as ``offset``).
-    - ``result``: "return" (the target's result), "none", "new" (a new per-thread array passed
+    - ``result``: "return" (the target's result), "none", "output" (the array given as the
+      first of ``output``), "new" (a new per-thread array passed
       as the target's ``output`` and returned), "copy" (the target works in place on copies of
       ``inputs``, returned: one array, or a tuple).
     - ``values``: per parameter, the group call's constant spellings -> the target's.
@@ -329,7 +330,8 @@ def sort_order(name, given, value_of, group):
 def full_tile(name, given, value_of, group):
     """top-k of a full tile unless ``valid_items`` is given (CUB's IsFullTile)."""
     given = dict(given)
-    full = "valid_items" not in given or constant(name, given, "valid_items", value_of) is None
+    full = "valid_items" not in given or (isinstance(given["valid_items"], Constant)
+                                          and given["valid_items"].value is None)
     given["is_full_tile"] = Constant(full)
     if full:
         given["_tile:num_valid"] = given["keys"]  # the rewrite passes the tile's size

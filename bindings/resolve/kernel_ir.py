@@ -268,8 +268,10 @@ class CallRewrite:
         kws, args = dict(expr.kws), list(expr.args)
         shape = args[0] if args else kws.pop("items_per_thread", None)
         dtype = args[1] if len(args) > 1 else kws.pop("dtype", None)
+        align = kws.pop("alignment", kws.pop("alignas", None))
         if shape is None or len(args) > 2 or kws:
-            raise self.error("coop.ThreadData: takes (items_per_thread, dtype=None)")
+            raise self.error("coop.ThreadData: takes (items_per_thread, dtype=None, *, "
+                             "alignment=None)")
         array = self.arrays["local"]
         if dtype is None or isinstance(d := self.trace.definition(dtype), self.ir.const) \
                 and d.value is None:
@@ -278,7 +280,8 @@ class CallRewrite:
             array = self.arrays["thread_data"]  # its uses are checked to agree with that dtype
         func = self._array_function(new, array, stmt.loc)
         self._drop_callee(expr.func)
-        self._replace_value(stmt, self.ir.Expr.call(func, [shape, dtype], (), stmt.loc))
+        self._replace_value(stmt, self.ir.Expr.call(
+            func, [shape, dtype] + ([align] if align is not None else []), (), stmt.loc))
 
     def _called(self, func):
         """What a call calls, seen through cuda.coop's ``prim[temp_storage]`` subscript (which
@@ -288,22 +291,45 @@ class CallRewrite:
                                  else func)
 
     def _first_use_source(self, target, index):
-        """The array, defined before ThreadData ``target``, whose dtype it takes: another
-        array (or a slice or element of one) of the first coopgen call using ``target``."""
+        """The array, defined before ThreadData ``target``, whose dtype it takes, from its
+        first use: the array an item written into it comes from (``items[i] = d_in[j]``), or
+        another array (or a slice or element of one) of the first coopgen call using it."""
         ir, blocks = self.ir, self.func_ir.blocks
-        before = {s.target.name for s in self.block.body[:index] if isinstance(s, ir.assign)}
-        for stmt in (s for label in sorted(blocks) for s in blocks[label].body if is_call(ir, s)):
-            used = list(stmt.value.args) + [v for _, v in stmt.value.kws]
-            if not self.takes_constants(self._called(stmt.value.func)) or \
+        here = next(label for label, b in blocks.items() if b is self.block)
+        before = {s.target.name for label, b in blocks.items() if label < here
+                  for s in b.body if isinstance(s, ir.assign)}
+        before |= {s.target.name for s in self.block.body[:index] if isinstance(s, ir.assign)}
+
+        def source(root):
+            d = self.trace.definition(root)
+            while is_op(ir, d, "getitem", "static_getitem"):  # d_in of d_in[base:]
+                root, d = d.value, self.trace.definition(d.value)
+            if root.name != target.name and (isinstance(d, ir.arg) or is_op(
+                    ir, d, "call") and root.name in before and not getattr(
+                    self._called(d.func), "_coopgen_group_factory", False)):
+                return root
+            return None
+
+        for stmt in (s for label in sorted(blocks) for s in blocks[label].body):
+            if type(stmt).__name__ in ("SetItem", "StaticSetItem") and \
+                    stmt.target.name == target.name:
+                d = self.trace.definition(stmt.value)
+                if is_op(ir, d, "getitem", "static_getitem") and (root := source(d.value)):
+                    return root
+                continue
+            if not is_call(ir, stmt):
+                continue
+            callee = self._called(stmt.value.func)
+            args = list(stmt.value.args)
+            used = args + [v for _, v in stmt.value.kws]
+            if not self.takes_constants(callee) or \
                     not any(v.name == target.name for v in used):
                 continue
+            if getattr(callee, "_coopgen_group_call", False):  # its arrays are positional
+                used = args[1:]
             for root in used:
-                d = self.trace.definition(root)
-                while is_op(ir, d, "getitem", "static_getitem"):  # d_in of d_in[base:]
-                    root, d = d.value, self.trace.definition(d.value)
-                if root.name != target.name and (isinstance(d, ir.arg) or is_op(
-                        ir, d, "call") and root.name in before):
-                    return root
+                if (found := source(root)) is not None:
+                    return found
             raise self.error(
                 f"coop.ThreadData: cannot infer the dtype of {target.name!r} from its first "
                 f"use (line {stmt.loc.line}): no other array there is defined before it. "
