@@ -204,7 +204,9 @@ ROUTES = {
         "block": Route("block.run_length", (
             ("run_values", "run_values"), ("run_lengths", "run_lengths"),
             ("decoded_items_per_thread", "decoded_items_per_thread"),
-            ("decoded_window_offset", "decoded_window_offset"), _STORAGE),
+            ("decoded_window_offset", "decoded_window_offset"),
+            ("relative_offsets", "relative_offsets"), ("total_decoded_size", "total_decoded_size"),
+            ("decoded_offset_dtype", "decoded_offset"), _STORAGE),
             positional=2, hook=decoded_window, special="run_length"),
     },
     "reduce_batched": {

@@ -211,15 +211,20 @@ class GroupCallRewrite(CallRewrite):
     def _run_length(self, new, plan, kws, loc):
         """cuda.coop's run_length_decode: CUB's decoder made on the runs, then one window of
         ``decoded_items_per_thread`` items a thread decoded from ``decoded_window_offset``."""
-        size = self._array(new, "local", 1, self._dtype(new, "uint32", loc), loc)
         offset = kws.pop("decoded_window_offset", None)
-        decoder = self._call_entry(new, plan.target, dict(kws, total_decoded_size=size), loc)
+        relative = kws.pop("relative_offsets", None)
+        if "total_decoded_size" not in kws:  # the decoder's output, unless the caller's
+            kws["total_decoded_size"] = self._array(new, "local", 1, self._dtype(
+                new, "uint32", loc), loc)
+        decoder = self._call_entry(new, plan.target, kws, loc)
         method = self._define(new, self.ir.Expr.getattr(decoder, "decode", loc), loc)
         dtype = self._define(new, self.ir.Expr.getattr(kws["run_values"], "dtype", loc), loc)
         out = self._array(new, "local", dict(plan.extra_constants)["decoded_items_per_thread"],
                           dtype, loc)
+        self._call_helper(new, "zero_items", [out], loc)  # cuda.coop's window past the end
         offset = offset if offset is not None else self._define(new, self.ir.Const(0, loc), loc)
-        self._define(new, self.ir.Expr.call(method, [out, offset], (), loc), loc)
+        args = [out, offset] + ([relative] if relative is not None else [])
+        self._define(new, self.ir.Expr.call(method, args, (), loc), loc)
         return out
 
     def _check_bits(self, call, plan):
