@@ -8,7 +8,7 @@ scalar in gives a scalar out. Beyond NVIDIA's profile, block calls take arrays w
 scalars (``coop.sum(block, items)``), and every dtype coopgen binds goes through.
 """
 from ..resolve.groups import (Group, GroupCall, Route, decoded_window, full_tile,
-                              histogram_shape, radix_rank_bits, sort_order)
+                              histogram_shape, radix_rank_bits, sort_order, store_keeps_items)
 
 #: NVIDIA's algorithm spellings -> coopgen's (the rest are the same lower-case enum names).
 LOAD_ALGORITHMS = {a: a for a in ("direct", "striped", "vectorize", "transpose",
@@ -142,19 +142,21 @@ ROUTES = {
                                     ("algorithm", "algorithm"),
                                     ("valid_items", "num_valid_items"),
                                     ("oob_default", "oob_default"), ("offset", None), _STORAGE),
-                      positional=2, result="output", output="dst"),
+                      positional=2, result="output", output="dst", warp_tile="dst"),
     },
     "store": {
         "block": Route("block.store", (("destination", "dst"), ("value", "src"),
                                        ("algorithm", "algorithm"),
                                        ("valid_items", "num_valid_items"), ("offset", None),
                                        _STORAGE),
-                       positional=2, result="none", wrap=("value", "destination")),
+                       positional=2, result="none", wrap=("value", "destination"),
+                       hook=store_keeps_items),
         "warp": Route("warp.store", (("destination", "dst"), ("value", "src"),
                                      ("algorithm", "algorithm"),
                                      ("valid_items", "num_valid_items"), ("offset", None),
                                      _STORAGE),
-                      positional=2, result="none", wrap=("value", "destination")),
+                      positional=2, result="none", wrap=("value", "destination"),
+                      hook=store_keeps_items, warp_tile="src"),
     },
     "exchange": {
         "block": Route("block.exchange", (("value", "items"), ("mode", "block_exchange_type"),

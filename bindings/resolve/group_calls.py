@@ -3,6 +3,8 @@ backends: ``coop.sum(block, x)`` becomes the call of the entry point its route n
 arrays, copies, broadcasts and query helpers (coopgen.resolve.group_helpers) the route asks
 for. Groups are host values: a variable holding one is read where ``this_block()`` and the
 like made it, and its calls are rewritten away, so no group reaches typing."""
+import operator
+
 from ..model.errors import CoopgenError
 from . import group_helpers
 from .groups import Constant
@@ -267,13 +269,21 @@ class GroupCallRewrite(CallRewrite):
         self._check_bits(call, plan)
         kws = {k: self._define(new, self.ir.Const(v.value, loc), loc)
                if isinstance(v, Constant) else v for k, v in plan.kws}
-        if plan.offset is not None:  # source[offset:]
+        offset = plan.offset
+        if plan.warp_tile is not None and plan.warp_tile in kws:  # each warp's own tile
+            items = self._array_shape(kws[plan.warp_tile])
+            if items is not None:
+                consts = [self._define(new, self.ir.Const(c, loc), loc)
+                          for c in (plan.width, plan.width * items)]
+                tile = self._call_helper(new, "warp_tile_start", consts, loc)
+                offset = tile if offset is None else self._define(
+                    new, self.ir.Expr.binop(operator.add, offset, tile, loc), loc)
+        if offset is not None:  # source[offset:]
             none = self._define(new, self.ir.Const(None, loc), loc)
             slice_fn = self._define(new, self.ir.Global("slice", slice, loc), loc)
-            index = self._define(new, self.ir.Expr.call(slice_fn, [plan.offset, none], (), loc),
-                                 loc)
-            kws[plan.offset_of] = self._define(
-                new, self.ir.Expr.getitem(kws[plan.offset_of], index, loc), loc)
+            index = self._define(new, self.ir.Expr.call(slice_fn, [offset, none], (), loc), loc)
+            moved = plan.offset_of or plan.like
+            kws[moved] = self._define(new, self.ir.Expr.getitem(kws[moved], index, loc), loc)
         if plan.wrap:  # one item as a one-item array of the other argument's dtype
             name, like = plan.wrap
             dtype = self._define(new, self.ir.Expr.getattr(kws[like], "dtype", loc), loc)
@@ -283,7 +293,13 @@ class GroupCallRewrite(CallRewrite):
             self._call_helper(new, "put_first", [array, kws[name]], loc)
             kws[name] = array
         for key, var in plan.extra:  # "_tile:num_valid": the tile's item count
-            kws[key.split(":")[1]] = self._call_helper(new, "tile_size", [var], loc)
+            kind, name = key[1:].split(":")
+            if kind == "tile":
+                kws[name] = self._call_helper(new, "tile_size", [var], loc)
+            elif self._is_thread_array(kws[name]):  # "_copy:src": a copy of that array
+                copy = self._like(new, kws[name], loc)
+                self._call_helper(new, "copy_items", [kws[name], copy], loc)
+                kws[name] = copy
         if plan.special is not None:
             self._drop_callee(expr.func)
             self._replace_value(stmt, getattr(self, f"_{plan.special}")(new, plan, kws, loc))

