@@ -24,8 +24,6 @@ from .kernel_ir import UNKNOWN
 FAMILY = {"block": "block", "warp": "warp", "threads_within_warp": "warp",
           "thread": "thread", "cluster": "cluster", "grid": "grid",
           "warps_within_block": "warps_within_block"}
-#: Logical warp widths CUB's warp primitives take (a power of two up to 32).
-WARP_WIDTHS = (1, 2, 4, 8, 16, 32)
 
 
 @dataclass(frozen=True)
@@ -44,10 +42,11 @@ class Group:
             raise CoopgenError(f"coop.{self.describe()}.group_by: count={count!r} must be an "
                                f"integer constant")
         if self.kind == "warp":
-            if count not in WARP_WIDTHS:
+            if not 1 <= count <= 32:
                 raise CoopgenError(f"coop.this_warp().group_by: count={count} threads; "
-                                   f"allowed: {', '.join(map(str, WARP_WIDTHS))} (CUB's "
-                                   f"logical warps are powers of two up to 32)")
+                                   f"allowed: 1 to 32 (a logical warp within the physical "
+                                   f"warp; exchanges, loads, stores and sorts take powers of "
+                                   f"two only, as CUB does)")
             return Group("threads_within_warp", count)
         if self.kind == "block":
             if count < 1:

@@ -75,6 +75,19 @@ def test_half_precision_and_complex_configurations_link_for_sm90():
     assert {c.label() for c in configs} <= set(calls.RESOLVED)
 
 
+def test_group_first_calls_of_the_differential_suite_link_for_sm90():
+    """The fuzz's group-first surface (cuda.coop's coop.sum(coop.this_block(), x), ...): every
+    overload that has one, drawn so, links."""
+    configs = space.draw(2 * len(space.GROUP_CALLS), seed=27, block=(64,), surface="group")
+    assert {c.surface for c in configs} == {"group"}
+    drawn = {(c.cls, c.method.name) for c in configs}
+    assert drawn == {(c, m) for c, m, _ in space.GROUP_CALLS}
+    results = [r for b in runner.batches_of(configs, 12) for r in runner.run_batch(
+        b, compile_only=True)]
+    bad = [r.line() for r in results if r.status != "compiled"]
+    assert not bad, "\n".join(bad)
+
+
 def test_warp_storage_slices_of_two_logical_warp_sizes_do_not_overlap(monkeypatch):
     """Found by the differential suite (WarpMergeSort next to other warp primitives): slice k
     of one TempStorage type overlapped slice j of another type used by another logical warp,

@@ -41,8 +41,8 @@ def lengths_differ(d_in, d_out):
     coop.radix_sort_pairs(block, keys, values)
 
 
-def logical_warp_of_12(d_in, d_out):
-    coop.sum(coop.this_warp().group_by(12), d_in[0])
+def logical_warp_of_40(d_in, d_out):
+    coop.sum(coop.this_warp().group_by(40), d_in[0])
 
 
 def misspelt_keyword(d_in, d_out):
@@ -79,7 +79,7 @@ CASES = [
     (unknown_algorithm, r"unknown algorithm='warp_shuffle'; allowed: 'direct', 'striped'"),
     (unknown_operator, r"unknown reduction_op='avg'; built-ins: '\+'"),
     (lengths_differ, r"array 'values' has 3 items but array 'keys' has 4"),
-    (logical_warp_of_12, r"group_by: count=12 threads; allowed: 1, 2, 4, 8, 16, 32"),
+    (logical_warp_of_40, r"group_by: count=40 threads; allowed: 1 to 32"),
     (misspelt_keyword, r"coop.sum: unknown keyword 'valid_itemz' for this_block\(\); allowed: "
                        r"value, broadcast, valid_items"),
     (no_group, r"coop.sum: the first argument must be a group"),

@@ -32,6 +32,9 @@ def main(argv=None) -> int:
     ap.add_argument("--workers", type=int, default=1, help="processes (one CUDA context each)")
     ap.add_argument("--batch", type=int, default=8, help="configurations per kernel")
     ap.add_argument("--only", default=None, help="overloads whose 'Class::Signature' contains this")
+    ap.add_argument("--surface", default=None,
+                    help="call every configuration through this surface: 'group' (cuda.coop's "
+                         "group-first calls), 'faithful', or a Pythonic name")
     ap.add_argument("--dtypes", default=None,
                     help="draw items of these dtypes only, e.g. float16,bfloat16,complex64,complex128")
     ap.add_argument("--block", default=None,
@@ -62,7 +65,7 @@ def main(argv=None) -> int:
         dtypes = a.dtypes.split(",") if a.dtypes else None
         if dtypes is None and a.backend == "mlir":  # half and complex items: not on it yet
             dtypes = [*space.ALL_DTYPES, "record"]
-        configs = space.draw(a.configs, seed, a.only, block, dtypes)
+        configs = space.draw(a.configs, seed, a.only, block, dtypes, a.surface)
     batches = runner.batches_of(configs, a.batch)
     print(f"seed {seed}: {len(configs)} configurations in {len(batches)} kernels, "
           f"{a.workers} worker(s){', compile only' if a.compile_only else ''}", flush=True)

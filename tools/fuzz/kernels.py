@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .space import surface_fixed
+from .space import group_call, surface_fixed
 
 #: C++ type names in CUB's signatures -> the config's dtype they take.
 MAIN_TYPES = {"T", "KeyT", "InputT", "InputType", "ItemT", "DefaultT", "OutputT", "OutputType",
@@ -29,7 +29,7 @@ PER_THREAD_SCALARS = ("input", "head_flag", "tail_flag")
 PRELUDE = '''\
 import numpy as np
 from numba import cuda
-from coopgen import TempStorage, block, warp, local, shared
+from coopgen import TempStorage, block, coop, warp, local, shared
 
 TS_EXCLUSIVE = TempStorage("exclusive")  # temp_storage= of calls drawn with storage "exclusive"
 TS_SHARED = TempStorage("shared")  # ... and "shared" (the kernel syncs before each use)
@@ -254,6 +254,8 @@ def emit(cfg, j: int) -> tuple[list[str], list[str], str]:
         else:
             raise AssertionError(f"fuzz kernels do not bind role {p.role} ({cfg.label()})")
         kwargs.append(f"{p.name}={v}")
+    if cfg.surface == "group":
+        return args, lines + _group_call(cfg, j, kwargs, ret) + after, defs
     callee, extra = _callee(cfg)
     template = extra + [f"{k}={v!r}" for k, v in cfg.tkw]
     if cfg.constructor:  # template keywords go to the constructor
@@ -281,6 +283,44 @@ def emit(cfg, j: int) -> tuple[list[str], list[str], str]:
     else:
         lines.append(call)
     return args, lines + after, defs
+
+
+def _group_call(cfg, j: int, kwargs: list, ret: list) -> list:
+    """The configuration's call in cuda.coop's group-first form (space.GROUP_CALLS): the
+    block, or its logical warp, as the group; the result copied where CUB writes it."""
+    call, result, op_keyword = group_call(cfg.cls, cfg.method)
+    name, _, mode = call.partition(":")
+    given = dict(k.split("=", 1) for k in kwargs)
+    first = cfg.method.params[0].name
+    group = "coop.this_block()" if cfg.spec.scope == "block" else (
+        f"coop.this_warp().group_by({cfg.warp})")
+    extra = []
+    if op_keyword:
+        extra.append(f"{op_keyword}={given[cfg.method.params[-1].name]}")
+    extra += [f"{k}={given[k]}" for k in ("begin_bit", "end_bit") if k in given]
+    if name in ("sum", "reduce"):
+        extra.append("broadcast=False")  # CUB's: the result in the group's first thread
+    if mode == "descending":
+        extra.append("descending=True")
+    elif mode:
+        extra.append(f"mode={mode!r}")
+    extra += [f"algorithm={v!r}" for k, v in cfg.tkw if k == "algorithm"]
+    if cfg.storage != "implicit":
+        extra.append(f"temp_storage=TS_{cfg.storage.upper()}")
+    lines = ["cuda.syncthreads()  # the storage may be in use by the previous call"] \
+        if cfg.storage == "shared" else []
+    lines.append(f"res = coop.{name}({group}, {given[first]}{''.join(', ' + e for e in extra)})")
+    kind, _, target = result.partition(":")
+    if kind == "return":
+        return lines + [f"c{j}_{n}[q] = res" for n in ret]
+    if target in cfg.omit:  # an output CUB would return: the slot takes the result
+        return lines + [f"c{j}_{target}[q] = res"]
+    out = f"c{j}_{target}_v"
+    p = next(p for p in cfg.method.params if p.name == target)
+    if p.role == "output_scalar":
+        return lines + [f"{out}[0] = res"]
+    items = next(s for s in slots(cfg) if s.param == target).items
+    return lines + [f"for i in range({items}):", f"    {out}[i] = res[i]"]
 
 
 def kernel_source(configs) -> str:

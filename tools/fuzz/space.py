@@ -122,7 +122,7 @@ def overloads():
 def surfaces(cls, method) -> list[str]:
     """Every way to call ``method``: the faithful class, and each Pythonic function (with its
     selector value when it picks among methods) whose overloads include this one."""
-    out = ["faithful"]
+    out = ["faithful"] + (["group"] if group_call(cls.name, method) else [])
     for row in registry.package().PYTHONIC:
         if row.cls != cls.name or row.object:
             continue
@@ -135,9 +135,48 @@ def surfaces(cls, method) -> list[str]:
     return out
 
 
+#: cuda.coop's group-first calls the fuzz draws (surface "group:<call>"): (class, method,
+#: the overload's parameter names) -> (call, how its result comes back: "return" a value,
+#: "into:<param>" a new array or value copied into that output, "inplace:<param>" a new array
+#: copied back over that in/out array). Each takes the overload's first parameter as its
+#: payload and its operator, if any, by the keyword named here.
+GROUP_CALLS = {
+    ("BlockReduce", "Sum", ("inputs",)): ("sum", "return", None),
+    ("BlockReduce", "Sum", ("input",)): ("sum", "return", None),
+    ("BlockReduce", "Reduce", ("inputs", "reduction_op")): ("reduce", "return", "binary_op"),
+    ("BlockReduce", "Reduce", ("input", "reduction_op")): ("reduce", "return", "binary_op"),
+    ("WarpReduce", "Sum", ("input",)): ("sum", "return", None),
+    ("WarpReduce", "Reduce", ("input", "reduction_op")): ("reduce", "return", "binary_op"),
+    ("BlockScan", "ExclusiveSum", ("input", "output")): ("exclusive_sum", "into:output", None),
+    ("BlockScan", "InclusiveSum", ("input", "output")): ("inclusive_sum", "into:output", None),
+    ("WarpScan", "ExclusiveSum", ("input", "exclusive_output")):
+        ("exclusive_sum", "into:exclusive_output", None),
+    ("WarpScan", "InclusiveSum", ("input", "inclusive_output")):
+        ("inclusive_sum", "into:inclusive_output", None),
+    ("BlockRadixSort", "Sort", ("keys", "begin_bit", "end_bit")):
+        ("radix_sort_keys", "inplace:keys", None),
+    ("BlockRadixSort", "SortDescending", ("keys", "begin_bit", "end_bit")):
+        ("radix_sort_keys:descending", "inplace:keys", None),
+    ("BlockMergeSort", "Sort", ("keys", "compare_op")):
+        ("merge_sort_keys", "inplace:keys", "compare_op"),
+    ("BlockExchange", "StripedToBlocked", ("input_items", "output_items")):
+        ("exchange:striped_to_blocked", "into:output_items", None),
+    ("BlockExchange", "BlockedToStriped", ("input_items", "output_items")):
+        ("exchange:blocked_to_striped", "into:output_items", None),
+    ("WarpExchange", "StripedToBlocked", ("input_items", "output_items")):
+        ("exchange:striped_to_blocked", "into:output_items", None),
+    ("WarpExchange", "BlockedToStriped", ("input_items", "output_items")):
+        ("exchange:blocked_to_striped", "into:output_items", None),
+}
+
+
+def group_call(cls_name: str, method) -> tuple | None:
+    return GROUP_CALLS.get((cls_name, method.name, tuple(p.name for p in method.params)))
+
+
 def surface_fixed(cls, surface: str) -> dict:
     """Arguments a Pythonic function always passes itself (warp.max's operator)."""
-    if surface == "faithful":
+    if surface in ("faithful", "group"):
         return {}
     import coopgen
     fn = getattr(getattr(coopgen, cls.scope), surface.partition(":")[0], None)
@@ -297,7 +336,8 @@ def dtype_pool(fam, dtypes=None) -> tuple:
     return pool if dtypes is None else tuple(d for d in pool if d in dtypes)
 
 
-def draw_one(rng, cls, method, seed: int, forced_block=None, dtypes=None) -> Config | None:
+def draw_one(rng, cls, method, seed: int, forced_block=None, dtypes=None,
+             surface: str | None = None) -> Config | None:
     """A random valid configuration of ``method`` (items of one of ``dtypes`` when given), or
     None when 100 tries found none."""
     fam = families.family_of(cls.name, method.name)
@@ -327,9 +367,9 @@ def draw_one(rng, cls, method, seed: int, forced_block=None, dtypes=None) -> Con
         if cls.scope == "block" and cls.temp_storage != "none" and not ctor and \
                 rng.random() < 0.3:
             storage = _pick(rng, ("exclusive", "shared"))
-        surface = "faithful" if ctor else _pick(rng, surfaces(cls, method))
-        op = surface_fixed(cls, surface).get("reduction_op", op)  # warp.max passes "max"
-        cfg = Config(cls.name, method.signature, surface, dtype, value_dtype, block, ipt,
+        drawn = surface or ("faithful" if ctor else _pick(rng, surfaces(cls, method)))
+        op = surface_fixed(cls, drawn).get("reduction_op", op)  # warp.max passes "max"
+        cfg = Config(cls.name, method.signature, drawn, dtype, value_dtype, block, ipt,
                      _template_keywords(rng, cls, fam, method), op, omit, warp, seed, storage, ctor)
         size = families.np_dtype(dtype).itemsize + (
             np.dtype(value_dtype).itemsize if value_dtype else 0)
@@ -340,7 +380,8 @@ def draw_one(rng, cls, method, seed: int, forced_block=None, dtypes=None) -> Con
     return None
 
 
-def draw(n: int, seed: int, only: str | None = None, block=None, dtypes=None) -> list[Config]:
+def draw(n: int, seed: int, only: str | None = None, block=None, dtypes=None,
+         surface: str | None = None) -> list[Config]:
     """``n`` distinct configurations, spread evenly over the overloads that have a reference
     (and match ``only``, a substring of "Class::Signature", when given), all with block shape
     ``block`` when given, items of one of ``dtypes`` (names) when given."""
@@ -352,7 +393,8 @@ def draw(n: int, seed: int, only: str | None = None, block=None, dtypes=None) ->
             raise SystemExit(f"unknown dtypes {sorted(set(dtypes) - known)}; known: "
                              f"{', '.join(sorted(known))}")
     targets = [(c, m) for c, m, fam, _ in overloads() if fam is not None and
-               (only is None or only in f"{c.name}::{m.signature}") and dtype_pool(fam, dtypes)]
+               (only is None or only in f"{c.name}::{m.signature}") and dtype_pool(fam, dtypes)
+               and (surface is None or surface in surfaces(c, m))]
     if not targets:
         raise SystemExit(f"no overload with a reference matches {only!r}"
                          + (f" with dtypes {', '.join(dtypes)}" if dtypes else ""))
@@ -364,7 +406,7 @@ def draw(n: int, seed: int, only: str | None = None, block=None, dtypes=None) ->
         if not order:  # every overload once per round, in a fresh random order
             order = [targets[i] for i in rng.permutation(len(targets))]
         cls, m = order.pop()
-        cfg = draw_one(rng, cls, m, int(rng.integers(2**31)), block, dtypes)
+        cfg = draw_one(rng, cls, m, int(rng.integers(2**31)), block, dtypes, surface)
         if cfg is None:
             continue
         key = cfg.to_json().rsplit(',"seed"', 1)[0]  # the same call with other data: a duplicate
