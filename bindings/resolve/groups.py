@@ -26,6 +26,10 @@ FAMILY = {"block": "block", "warp": "warp", "threads_within_warp": "warp",
           "warps_within_block": "warps_within_block"}
 
 
+#: cuda.coop's meaning of Python's number types as dtypes.
+PYTHON_NUMBERS = {int: "int32", float: "float32", bool: "bool"}
+
+
 @dataclass(frozen=True)
 class Group:
     """One CUDA thread group, known when the kernel compiles. ``width``: the threads of a
@@ -351,8 +355,8 @@ def histogram_shape(name, given, value_of, group):
                            f"(it is required)")
     per_thread = constant(name, given, "bins_per_thread", value_of, 1)
     dtype = constant(name, given, "counter_dtype", value_of, None) or "int32"
-    try:
-        dtype = np.dtype(dtype).name
+    try:  # Python's int and float are 32-bit here, as in cuda.coop; numba types by name
+        dtype = np.dtype(PYTHON_NUMBERS.get(dtype, getattr(dtype, "name", dtype))).name
     except TypeError:
         raise CoopgenError(f"coop.{name}: counter_dtype={dtype!r} is not a dtype") from None
     if np.dtype(dtype).kind not in "iu":

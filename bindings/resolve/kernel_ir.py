@@ -273,6 +273,10 @@ class CallRewrite:
             raise self.error("coop.ThreadData: takes (items_per_thread, dtype=None, *, "
                              "alignment=None)")
         array = self.arrays["local"]
+        given = self.trace.value(dtype)[0] if dtype is not None else None
+        if given in (int, float):  # cuda.coop: Python's int and float are 32-bit
+            dtype = self._define(new, self.ir.Global(
+                "dtype", np.int32 if given is int else np.float32, stmt.loc), stmt.loc)
         if dtype is None or isinstance(d := self.trace.definition(dtype), self.ir.const) \
                 and d.value is None:
             root = self._first_use_source(stmt.target, index)
