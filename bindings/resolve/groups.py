@@ -270,7 +270,7 @@ class GroupCall:
                          group.family if broadcast else None, group.threads_in_warp or 32,
                          outputs, route.output_dtype, route.output_size, route.special, extra,
                          constants, self._entries("warp.broadcast") if broadcast else None,
-                         names.get(route.warp_tile) if route.warp_tile else None)
+                         route.warp_tile)
 
     def _chosen(self, route: Route, given: dict, value_of):
         if route.choose is None:
