@@ -171,6 +171,10 @@ GROUP_CALLS = {
 
 
 def group_call(cls_name: str, method) -> tuple | None:
+    """The group call of ``method``, where one takes its scalars or per-thread arrays (not a
+    warp's range input)."""
+    if any(p.role == "range_input" for p in method.params):
+        return None
     return GROUP_CALLS.get((cls_name, method.name, tuple(p.name for p in method.params)))
 
 
