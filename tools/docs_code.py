@@ -15,8 +15,10 @@ fence:
 
     <!-- not run: the reason -->
 
-Blocks in another language (``bash``, ``toml``, ``text``) are not Python and are not run; a
-fence without a language, or with one not in LANGUAGES, is an error the CPU suite reports.
+Blocks in another language (``bash``, ``toml``, ``text``) are not run; of ``bash`` blocks the
+CPU suite checks what they name (coopgen's subcommands, the repository's scripts and modules
+and their options, paths, extras). A fence without a language, or with one not in LANGUAGES, is
+an error the CPU suite reports.
 """
 from __future__ import annotations
 

@@ -76,6 +76,57 @@ def test_start_here_pages_open_with_code_that_runs():
         assert first.runs, f"{target}: its first Python block is marked not run"
 
 
+def _shell_lines():
+    for b in docs_code.all_blocks():
+        if b.language == "bash":
+            for line in b.code.replace("\\\n", " ").splitlines():  # continued lines joined
+                yield f"{b.page}:{b.line}", line.split("  #", 1)[0].strip()
+
+
+def _sources(line: str) -> list[Path]:
+    """The repository files whose options a shell line uses: coopgen's CLI, a script, a module."""
+    found = [ROOT / "generator" / "cli.py"] if re.match(r"(\S+=\S+ )*coopgen ", line) else []
+    found += [ROOT / m for m in re.findall(r"(?:^|\s)((?:tools|examples)/[\w/.-]+\.py)", line)]
+    for module in re.findall(r"-m (tools(?:\.\w+)+)", line):
+        path = ROOT / module.replace(".", "/")
+        found += sorted(path.glob("*.py")) if path.is_dir() else [path.with_suffix(".py")]
+    return found
+
+
+def test_shell_blocks_name_what_exists():
+    """Shell blocks are not run, but what they name is checked against the repository: coopgen's
+    subcommands, the scripts and modules and the options given to them, paths, and extras."""
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10
+        import tomli as tomllib
+    extras = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+                 ["optional-dependencies"])
+    cli = (ROOT / "generator" / "cli.py").read_text()
+    commands = set(re.findall(r'add_parser\("([\w-]+)"', cli))
+    bad, checked = [], 0
+    for where, line in _shell_lines():
+        for sub in re.findall(r"(?:^|\s)coopgen ([a-z][\w-]*)", line):
+            checked += 1
+            if sub not in commands:
+                bad.append(f"{where}: coopgen has no subcommand {sub!r}: {line}")
+        for path in re.findall(r"(?:^|\s)((?:tools|examples|tests|\.ci)/[\w/.-]*\w)", line):
+            checked += 1
+            if not (ROOT / path).exists():
+                bad.append(f"{where}: no {path} in the repository: {line}")
+        for extra in re.findall(r"(?:coopgen|\.)\[([\w,-]+)\]", line):
+            checked += 1
+            bad += [f"{where}: no extra {e!r} in pyproject.toml" for e in extra.split(",")
+                    if e not in extras]
+        sources = _sources(line)
+        text = "".join(p.read_text() for p in sources if p.is_file())
+        for option in re.findall(r"(?:^|\s)(--[a-z][\w-]*)", line) if sources else ():
+            checked += 1
+            if f'"{option}"' not in text:
+                bad.append(f"{where}: {option} is not an option of {sources[0].name}: {line}")
+    assert checked >= 30 and not bad, "\n".join(bad)
+
+
 class _Launches(ast.NodeTransformer):
     """``kernel[grid, block](args)`` -> ``_launch(kernel, block, args)``."""
 

@@ -3,10 +3,10 @@ written, its checks against numpy included (tools/docs_code.py says how blocks a
 tests/cpu/test_docs_site.py links their kernels without a GPU). Blocks written for numba-cuda
 run under COOPGEN_COMPILER's compiler; blocks written for another compiler, or needing PyTorch,
 are skipped where it is not installed."""
+import sys
+
 import pytest
 from gpu_util import ROOT, for_compiler
-
-import sys
 
 sys.path.insert(0, str(ROOT))  # the repository root: tools/
 from tools import docs_code  # noqa: E402
