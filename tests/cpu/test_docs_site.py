@@ -127,6 +127,20 @@ def test_shell_blocks_name_what_exists():
     assert checked >= 30 and not bad, "\n".join(bad)
 
 
+def test_journeys_start_with_code_and_end_with_limits():
+    """The pages of the nav's "Start here" section open with code (before their first section)
+    and close with a "Limits" section."""
+    nav = (ROOT / "mkdocs.yml").read_text()
+    journeys = re.findall(r": (\S+\.md)$", nav.split("  - Start here:\n", 1)[1].split("\n  - ", 1)[0],
+                          re.M)
+    assert len(journeys) >= 5, journeys
+    for page in journeys:
+        text = (ROOT / "docs" / page).read_text(encoding="utf-8")
+        first_section = text.find("\n## ")
+        assert -1 < text.find("\n```") < first_section, f"{page}: no code before its first section"
+        assert re.findall(r"^## (.+)$", text, re.M)[-1] == "Limits", f"{page}: no closing Limits"
+
+
 class _Launches(ast.NodeTransformer):
     """``kernel[grid, block](args)`` -> ``_launch(kernel, block, args)``."""
 
