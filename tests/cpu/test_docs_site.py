@@ -172,23 +172,22 @@ def _launch(kernel, block, *args):
     assert result.cubin
 
 
-@pytest.mark.parametrize("code,compiler", [pytest.param(b.code, b.compiler, id=ident)
-                                           for ident, b in docs_code.runnable()])
-def test_example_compiles(code, compiler, tmp_path, monkeypatch):
-    if docs_code.Block("", 0, "python", code, None).needs_torch:
+@pytest.mark.parametrize("block", [pytest.param(b, id=ident) for ident, b in docs_code.runnable()])
+def test_example_compiles(block, tmp_path, monkeypatch):
+    if block.needs_torch:
         pytest.skip("needs PyTorch and a GPU: tests/gpu/test_docs_examples.py runs it")
-    if compiler == "numba_cuda_mlir":
+    if block.compiler == "numba_cuda_mlir":
         pytest.importorskip("numba_cuda_mlir", reason="numba-cuda-mlir is not installed")
-    elif compiler == "cute":
+    elif block.compiler == "cute":
         pytest.fail("a CuTe DSL block: tests/cpu/test_docs_site.py has no CPU check for them yet")
-    if CUDA_MODULES[compiler]:
-        cuda = importlib.import_module(CUDA_MODULES[compiler])
+    if CUDA_MODULES[block.compiler]:
+        cuda = importlib.import_module(CUDA_MODULES[block.compiler])
         # Host arrays stand in for device arrays: same types, no GPU.
         monkeypatch.setattr(cuda, "to_device", lambda a, *_, **__: np.asarray(a))
         monkeypatch.setattr(cuda, "device_array_like", lambda a, *_, **__: np.empty_like(a))
         monkeypatch.setattr(cuda, "device_array",
                             lambda shape, dtype=np.float64, *_, **__: np.empty(shape, dtype))
-    tree = _up_to_last_launch(ast.fix_missing_locations(_Launches().visit(ast.parse(code))))
+    tree = _up_to_last_launch(ast.fix_missing_locations(_Launches().visit(ast.parse(block.code))))
     path = tmp_path / "example.py"  # numba reads kernels' source from a file
-    path.write_text(code)
+    path.write_text(block.code)
     exec(compile(tree, str(path), "exec"), {"__name__": "docs_example", "_launch": _launch})
