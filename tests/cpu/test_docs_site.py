@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from coopgen.generator import headers
+from coopgen.generator.headers import tomllib  # tomli on Python 3.10
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # the repository root: tools/
@@ -96,10 +97,6 @@ def _sources(line: str) -> list[Path]:
 def test_shell_blocks_name_what_exists():
     """Shell blocks are not run, but what they name is checked against the repository: coopgen's
     subcommands, the scripts and modules and the options given to them, paths, and extras."""
-    try:
-        import tomllib
-    except ImportError:  # Python 3.10
-        import tomli as tomllib
     extras = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
                  ["optional-dependencies"])
     cli = (ROOT / "generator" / "cli.py").read_text()
