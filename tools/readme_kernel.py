@@ -42,9 +42,10 @@ def readme_kernel_source() -> tuple[str, str]:
     assert len(kernels) == 1, "README.md's numba-cuda block defines one kernel"
     kept = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))] + kernels
     lines = code.splitlines()
-    pieces = ["\n".join(lines[min([n.lineno] + [d.lineno for d in
-                                                getattr(n, "decorator_list", ())]) - 1:n.end_lineno])
-              for n in kept]  # a kernel with its decorator
+
+    def first_line(node):  # a kernel's decorator is part of it
+        return min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", ())])
+    pieces = ["\n".join(lines[first_line(n) - 1:n.end_lineno]) for n in kept]
     return "\n".join(pieces) + "\n", kernels[0].name
 
 

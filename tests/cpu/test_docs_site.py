@@ -128,8 +128,8 @@ def test_journeys_start_with_code_and_end_with_limits():
     """The pages of the nav's "Start here" section open with code (before their first section)
     and close with a "Limits" section."""
     nav = (ROOT / "mkdocs.yml").read_text()
-    journeys = re.findall(r": (\S+\.md)$", nav.split("  - Start here:\n", 1)[1].split("\n  - ", 1)[0],
-                          re.M)
+    section = nav.split("  - Start here:\n", 1)[1].split("\n  - ", 1)[0]
+    journeys = re.findall(r": (\S+\.md)$", section, re.M)
     assert len(journeys) >= 5, journeys
     for page in journeys:
         text = (ROOT / "docs" / page).read_text(encoding="utf-8")
