@@ -1,4 +1,5 @@
-"""The README's kernel (a load, a sum, a radix sort, a store) under whatever toolchain is installed.
+"""The README's numba-cuda kernel (a load, a sum, a radix sort, a store), read from README.md,
+under whatever toolchain is installed.
 
     python tools/readme_kernel.py --arch 80 --arch 90    # LTO-link for each arch, no GPU needed
     python tools/readme_kernel.py --run                  # launch on the GPU, check against numpy
@@ -11,8 +12,14 @@ is 1 on any mismatch.
 from __future__ import annotations
 
 import argparse
+import ast
+import atexit
+import os
+import re
 import sys
+import tempfile
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -20,15 +27,26 @@ ITEMS = 16
 cuda = None  # the backend's ``cuda`` module (main() imports it)
 
 
-def sort_tiles(d_in, d_out, d_sums):
-    items = local.array(16, d_in.dtype)
-    base = cuda.blockIdx.x * cuda.blockDim.x * 16
-    block.load(d_in[base:], items, algorithm="warp_transpose")
-    total = block.sum(items)  # valid in thread 0, as in CUB
-    block.radix_sort_keys(items)
-    block.store(d_out[base:], items, algorithm="warp_transpose")
-    if cuda.threadIdx.x == 0:
-        d_sums[cuda.blockIdx.x] = total
+sort_tiles = None  # the README's kernel, compiled by the backend's compiler (_compiler)
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def readme_kernel_source() -> tuple[str, str]:
+    """The imports and the one ``@cuda.jit`` kernel of README.md's numba-cuda block, and the
+    kernel's name: what its launch and checks need stays in the README."""
+    text = README.read_text(encoding="utf-8")
+    code = next(m.group(1) for m in re.finditer(r"^```python\n(.*?)^```", text, re.S | re.M)
+                if "from numba import cuda" in m.group(1))
+    tree = ast.parse(code)
+    kernels = [n for n in tree.body if isinstance(n, ast.FunctionDef)]
+    assert len(kernels) == 1, "README.md's numba-cuda block defines one kernel"
+    kept = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))] + kernels
+    lines = code.splitlines()
+
+    def first_line(node):  # a kernel's decorator is part of it
+        return min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", ())])
+    pieces = ["\n".join(lines[first_line(n) - 1:n.end_lineno]) for n in kept]
+    return "\n".join(pieces) + "\n", kernels[0].name
 
 
 def _inputs(dtype, threads, tiles, rng):
@@ -40,11 +58,15 @@ def _compiler(backend: str):
     """``from numba import cuda`` or ``from numba_cuda_mlir import cuda``: the README's kernel
     is the same code under either compiler."""
     global cuda, sort_tiles
+    source, name = readme_kernel_source()
     if backend == "mlir":
-        from numba_cuda_mlir import cuda
-    else:
-        from numba import cuda
-    sort_tiles = cuda.jit(sort_tiles)
+        source = source.replace("from numba import cuda", "from numba_cuda_mlir import cuda")
+    with tempfile.NamedTemporaryFile("w", suffix="_readme_kernel.py", delete=False) as f:
+        f.write(source)  # the compilers read a kernel's source from its file
+    atexit.register(os.unlink, f.name)
+    namespace = {"__name__": "readme_kernel_source"}
+    exec(compile(source, f.name, "exec"), namespace)
+    cuda, sort_tiles = namespace["cuda"], namespace[name]
 
 
 def link(archs) -> None:
@@ -77,7 +99,7 @@ def run() -> int:
 
 
 import coopgen  # noqa: E402
-from coopgen import block, linkcheck, local  # noqa: E402
+from coopgen import linkcheck  # noqa: E402
 from coopgen.codegen import toolchain  # noqa: E402
 
 

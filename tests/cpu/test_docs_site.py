@@ -1,7 +1,9 @@
-"""The documentation site: it builds with warnings as errors, and every Python example on the
-hand-written pages compiles and links for sm_90 without a GPU (tests/gpu/test_docs_examples.py
-runs them on a GPU, checks included)."""
+"""The documentation: the site builds with warnings as errors, every fenced block of README.md and
+of the hand-written pages names its language, and every Python block runs its host code and
+compiles and links each kernel it launches, for sm_90 without a GPU (tools/docs_code.py says
+how blocks are read; tests/gpu/test_docs_examples.py runs them on a GPU, checks included)."""
 import ast
+import importlib
 import re
 import shutil
 import subprocess
@@ -10,21 +12,19 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from numba import cuda
 
-import coopgen
 from coopgen.generator import headers
-from coopgen.linkcheck import link_cubin
+from coopgen.generator.headers import tomllib  # tomli on Python 3.10
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))  # the repository root: tools/
+from tools import docs_code  # noqa: E402
+
 PAGES = sorted((ROOT / "docs").glob("*.md"))  # hand-written; docs/api/ is generated
-
-
-def python_examples():
-    for page in PAGES:
-        blocks = re.findall(r"```python\n(.*?)```", page.read_text(encoding="utf-8"), re.S)
-        for i, code in enumerate(blocks):
-            yield pytest.param(code, id=f"{page.stem}-{i}")
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+#: The module a compiler's ``cuda`` is; None: a block's kernels cannot be linked here yet.
+CUDA_MODULES = {"numba": "numba.cuda", "numba_cuda_mlir": "numba_cuda_mlir.cuda", "host": None,
+                "cute": None}
 
 
 def test_pages_and_nav_agree():
@@ -42,6 +42,100 @@ def test_site_builds_strict(tmp_path):
                           str(tmp_path / "site")], cwd=ROOT, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr[-4000:]
     assert (tmp_path / "site" / "api" / "3.0.1" / "block_scan" / "index.html").is_file()
+    assert (tmp_path / "site" / "changelog" / "index.html").is_file()
+
+
+def test_every_fence_names_its_language():
+    assert docs_code.problems() == []
+
+
+def test_the_checks_see_every_python_block():
+    # Only Python blocks a note marks as not run escape, and the notes stay few.
+    python = [b for b in docs_code.all_blocks() if b.language == "python"]
+    skipped = [b for b in python if not b.runs]
+    assert len(python) >= 25 and len(skipped) <= 3, [(b.page, b.line) for b in skipped]
+    assert all(b.not_run.strip() for b in skipped)
+
+
+def test_readme_is_a_front_door():
+    assert len(README.splitlines()) <= 150
+    # one kernel per compiler, each of which the CPU suite links (below) and the GPU suite runs
+    readme = [b for b in docs_code.blocks(ROOT / "README.md") if b.runs]
+    assert {"numba", "numba_cuda_mlir"} <= {b.compiler for b in readme}
+    assert "<!-- cute kernel -->" in README or "cute" in {b.compiler for b in readme}
+
+
+def test_start_here_pages_open_with_code_that_runs():
+    """Each page the README's "start here" table sends a reader to exists, and its first
+    example is a block the CPU suite links and the GPU suite runs."""
+    table = README.split("## Start here", 1)[1].split("\n## ", 1)[0]
+    table = re.sub(r"<!--.*?-->", "", table, flags=re.S)  # rows not switched on yet
+    targets = re.findall(r"\]\((docs/[\w.-]+\.md)\)", table)
+    assert len(targets) >= 4, table
+    for target in targets:
+        first = next(b for b in docs_code.blocks(ROOT / target) if b.language == "python")
+        assert first.runs, f"{target}: its first Python block is marked not run"
+
+
+def _shell_lines():
+    for b in docs_code.all_blocks():
+        if b.language == "bash":
+            for line in b.code.replace("\\\n", " ").splitlines():  # continued lines joined
+                yield f"{b.page}:{b.line}", line.split("  #", 1)[0].strip()
+
+
+def _sources(line: str) -> list[Path]:
+    """The repository files whose options a shell line uses: coopgen's CLI, a script, a module."""
+    found = [ROOT / "generator" / "cli.py"] if re.match(r"(\S+=\S+ )*coopgen ", line) else []
+    found += [ROOT / m for m in re.findall(r"(?:^|\s)((?:tools|examples)/[\w/.-]+\.py)", line)]
+    for module in re.findall(r"-m (tools(?:\.\w+)+)", line):
+        path = ROOT / module.replace(".", "/")
+        found += sorted(path.glob("*.py")) if path.is_dir() else [path.with_suffix(".py")]
+    return found
+
+
+def test_shell_blocks_name_what_exists():
+    """Shell blocks are not run, but what they name is checked against the repository: coopgen's
+    subcommands, the scripts and modules and the options given to them, paths, and extras."""
+    extras = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+                 ["optional-dependencies"])
+    cli = (ROOT / "generator" / "cli.py").read_text()
+    commands = set(re.findall(r'add_parser\("([\w-]+)"', cli))
+    bad, checked = [], 0
+    for where, line in _shell_lines():
+        for sub in re.findall(r"(?:^|\s)coopgen ([a-z][\w-]*)", line):
+            checked += 1
+            if sub not in commands:
+                bad.append(f"{where}: coopgen has no subcommand {sub!r}: {line}")
+        for path in re.findall(r"(?:^|\s)((?:tools|examples|tests|\.ci)/[\w/.-]*\w)", line):
+            checked += 1
+            if not (ROOT / path).exists():
+                bad.append(f"{where}: no {path} in the repository: {line}")
+        for extra in re.findall(r"(?:coopgen|\.)\[([\w,-]+)\]", line):
+            checked += 1
+            bad += [f"{where}: no extra {e!r} in pyproject.toml" for e in extra.split(",")
+                    if e not in extras]
+        sources = _sources(line)
+        text = "".join(p.read_text() for p in sources if p.is_file())
+        for option in re.findall(r"(?:^|\s)(--[a-z][\w-]*)", line) if sources else ():
+            checked += 1
+            if f'"{option}"' not in text:
+                bad.append(f"{where}: {option} is not an option of {sources[0].name}: {line}")
+    assert checked >= 30 and not bad, "\n".join(bad)
+
+
+def test_journeys_start_with_code_and_end_with_limits():
+    """The pages of the nav's "Start here" section open with code (before their first section)
+    and close with a "Limits" section."""
+    nav = (ROOT / "mkdocs.yml").read_text()
+    section = nav.split("  - Start here:\n", 1)[1].split("\n  - ", 1)[0]
+    journeys = re.findall(r": (\S+\.md)$", section, re.M)
+    assert len(journeys) >= 5, journeys
+    for page in journeys:
+        text = (ROOT / "docs" / page).read_text(encoding="utf-8")
+        first_section = text.find("\n## ")
+        assert -1 < text.find("\n```") < first_section, f"{page}: no code before its first section"
+        assert re.findall(r"^## (.+)$", text, re.M)[-1] == "Limits", f"{page}: no closing Limits"
 
 
 class _Launches(ast.NodeTransformer):
@@ -68,22 +162,29 @@ def _up_to_last_launch(tree: ast.Module) -> ast.Module:
 
 
 def _launch(kernel, block, *args):
-    """Compile and link the kernel for sm_90 as this launch would (block shape and argument
-    types), with no GPU."""
-    from numba import typeof
+    """Compile and link the kernel for sm_90 as this launch would (block shape, argument types
+    and values), with no GPU: by the backend of the kernel's compiler."""
+    from coopgen.linkcheck import link_as_launched
+    result = link_as_launched(kernel, block, *args, arch=(9, 0))
+    assert result.cubin
 
-    with coopgen.block_shape(block):
-        link_cubin(kernel, tuple(typeof(a) for a in args))
 
-
-@pytest.mark.parametrize("code", python_examples())
-def test_example_compiles(code, tmp_path, monkeypatch, capsys):
-    # Host arrays stand in for device arrays: same numba types, no GPU.
-    monkeypatch.setattr(cuda, "to_device", lambda a, *_, **__: np.asarray(a))
-    monkeypatch.setattr(cuda, "device_array_like", lambda a, *_, **__: np.empty_like(a))
-    monkeypatch.setattr(cuda, "device_array",
-                        lambda shape, dtype=np.float64, *_, **__: np.empty(shape, dtype))
-    tree = _up_to_last_launch(ast.fix_missing_locations(_Launches().visit(ast.parse(code))))
+@pytest.mark.parametrize("block", [pytest.param(b, id=ident) for ident, b in docs_code.runnable()])
+def test_example_compiles(block, tmp_path, monkeypatch):
+    if block.needs_torch:
+        pytest.skip("needs PyTorch and a GPU: tests/gpu/test_docs_examples.py runs it")
+    if block.compiler == "numba_cuda_mlir":
+        pytest.importorskip("numba_cuda_mlir", reason="numba-cuda-mlir is not installed")
+    elif block.compiler == "cute":
+        pytest.fail("a CuTe DSL block: tests/cpu/test_docs_site.py has no CPU check for them yet")
+    if CUDA_MODULES[block.compiler]:
+        cuda = importlib.import_module(CUDA_MODULES[block.compiler])
+        # Host arrays stand in for device arrays: same types, no GPU.
+        monkeypatch.setattr(cuda, "to_device", lambda a, *_, **__: np.asarray(a))
+        monkeypatch.setattr(cuda, "device_array_like", lambda a, *_, **__: np.empty_like(a))
+        monkeypatch.setattr(cuda, "device_array",
+                            lambda shape, dtype=np.float64, *_, **__: np.empty(shape, dtype))
+    tree = _up_to_last_launch(ast.fix_missing_locations(_Launches().visit(ast.parse(block.code))))
     path = tmp_path / "example.py"  # numba reads kernels' source from a file
-    path.write_text(code)
+    path.write_text(block.code)
     exec(compile(tree, str(path), "exec"), {"__name__": "docs_example", "_launch": _launch})

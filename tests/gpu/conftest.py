@@ -23,6 +23,8 @@ NUMBA_CUDA_ONLY = {
     "test_device_arch.py::*": "reads the shims' arch from numba-cuda's kernel library",
     "test_docs_examples.py::test_example_runs[[]inference-1[]]":
         "cuda.compile_all (numba-cuda-mlir 0.6.0: not implemented)",
+    "test_docs_examples.py::test_example_runs[[]pytorch-*":
+        "examples/fast_launch.py's Launcher drives numba-cuda's dispatcher",
     "test_large_shared.py::test_the_launch_dynamic_memory_stays_the_users*": _STATIC_PAST_48_KB,
     "test_one_kernel_many_specializations.py::*-user-bytes-used[]]": _STATIC_PAST_48_KB,
     "test_large_shared.py::test_shared_array_above_48_kb*":
