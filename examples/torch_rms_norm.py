@@ -28,8 +28,9 @@ from coopgen.autotune import Config, autotune, pow2
 #: kernel's variant: vectors in slices of the row ("sliced"), striped 8-byte words, or each
 #: thread's vectors side by side ("blocked"); convert_once keeps each element's float32 value
 CONFIGS = [Config(vectors=v, variant=variant, convert_once=False)
-           for v in (1, 2, 3, 4) for variant in ("sliced", "striped", "blocked")] + \
-    [Config(vectors=2, variant="sliced", convert_once=True)]
+           for v in (1, 2, 3, 4) for variant in ("sliced", "striped")] + \
+    [Config(vectors=2, variant="blocked", convert_once=False),
+     Config(vectors=2, variant="sliced", convert_once=True)]
 DTYPES = {torch.float16: "float16", torch.bfloat16: "bfloat16"}
 
 
@@ -48,9 +49,9 @@ def launcher_for(dtype: str, hidden: int, config: Config):
     threads, items = example.plan(hidden, threads_for(hidden, config.vectors))
     full = threads * items == hidden
     striped = config.variant == "striped" and full and items % 4 == 0
-    if config.variant == "striped" and not striped:
-        raise ValueError(f"rms_norm: the striped variant needs full rows of a multiple of 4 "
-                         f"items a thread ({hidden} = {threads} x {items})")
+    if config.variant != "sliced" and not full:  # items are whole vectors: striped fits
+        raise ValueError(f"rms_norm: the {config.variant} variant needs full rows "
+                         f"({hidden} is not {threads} x {items})")
     kernel = example.make_kernel(dtype, items, full, config.convert_once, striped,
                                  config.variant == "blocked", threads)
     # x, w and y as words (full rows: 16-byte accesses) or flat rows of elements: views the

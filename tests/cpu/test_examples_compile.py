@@ -234,3 +234,17 @@ def test_sampling_reference_is_the_documented_rule():
             above = row > row[i]
             want = row[i] > 0 and above.sum() < k and (p >= 1 or row[above].sum() < p)
             assert got[i] == want, (row, k, p, i)
+
+
+@pytest.mark.parametrize("dtype,hidden,threads", [("float16", 4096, 256),
+                                                  ("bfloat16", 32000, 1024),
+                                                  ("float32", 1000, 128)])
+def test_softmax_links_in_registers(dtype, hidden, threads):
+    from numba.cuda.typing.typeof import typeof  # knows ml_dtypes' bfloat16
+    import ml_dtypes  # noqa: F401
+    import softmax
+    arr = typeof(np.empty(1, np.dtype(dtype)))
+    kernel = softmax.make_kernel(dtype, softmax.items_for(hidden, threads))
+    assert _link(kernel, (arr, arr, numba.typeof(np.int32(0))), threads).local_bytes == 0
+    with pytest.raises(ValueError, match="rows of 40000 at 1024 threads need 40 elements"):
+        softmax.items_for(40000, 1024)
