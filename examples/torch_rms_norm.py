@@ -57,7 +57,9 @@ def launcher_for(dtype: str, hidden: int, config: Config):
     # x, w and y as words (full rows: 16-byte accesses) or flat rows of elements: views the
     # kernel asks for
     view = (np.uint64 if striped else np.uint32) if full else "flat"
-    return ct.launcher(kernel, views={0: view, 1: view, 2: view}), threads
+    # hidden and eps: Python numbers passed as the kernel's int32 and float32
+    return ct.launcher(kernel, views={0: view, 1: view, 2: view},
+                       scalars={3: np.int32, 4: np.float32}), threads
 
 
 def _key(x, w, eps, out):
@@ -70,7 +72,7 @@ def _run(x, w, eps, out, *, config):
     hidden = x.shape[-1]
     launch, threads = launcher_for(DTYPES[x.dtype], hidden, config)
     launch.launch((x.numel() // hidden, 1, 1), (threads, 1, 1),
-                  (x, w, out, np.int32(hidden), np.float32(eps)))
+                  (x, w, out, hidden, eps))
     return out
 
 

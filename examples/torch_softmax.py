@@ -25,7 +25,8 @@ DTYPES = {torch.float16: "float16", torch.bfloat16: "bfloat16", torch.float32: "
 @functools.lru_cache(maxsize=None)
 def launcher_for(dtype: str, hidden: int, threads: int):
     kernel = example.make_kernel(dtype, example.items_for(hidden, threads))
-    return ct.launcher(kernel, views={0: "flat", 1: "flat"})  # the rows, flat
+    return ct.launcher(kernel, views={0: "flat", 1: "flat"},  # the rows, flat
+                       scalars={2: np.int32})
 
 
 def _key(x, out):
@@ -38,7 +39,7 @@ def _run(x, out, *, config):
     hidden = x.shape[-1]
     launch = launcher_for(DTYPES[x.dtype], hidden, config.threads)
     launch.launch((x.numel() // hidden, 1, 1), (config.threads, 1, 1),
-                  (x, out, np.int32(hidden)))
+                  (x, out, hidden))
     return out
 
 

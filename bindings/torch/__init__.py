@@ -14,9 +14,10 @@ from .launcher import Launcher
 from .ops import Like, custom_op, like
 
 
-def launcher(kernel, views: dict | None = None) -> Launcher:
-    """A :class:`Launcher` of ``kernel`` (a ``@cuda.jit`` function of either compiler)."""
-    return Launcher(kernel, views)
+def launcher(kernel, views: dict | None = None, scalars: dict | None = None) -> Launcher:
+    """A :class:`Launcher` of ``kernel`` (a ``@cuda.jit`` function of either compiler); its
+    docstring says what ``views`` and ``scalars`` declare."""
+    return Launcher(kernel, views, scalars)
 
 
 __all__ = ["Launcher", "launcher", "custom_op", "like", "Like", "current_stream"]

@@ -48,13 +48,20 @@ def check(err: int, what: str) -> None:
 
 
 def current_stream(device: int) -> int:
-    """PyTorch's current stream on ``device`` as a raw handle (0, the legacy default stream,
-    when PyTorch is not imported)."""
+    """PyTorch's current stream on ``device`` (-1: the current device) as a raw handle (0, the
+    legacy default stream, when PyTorch is not imported)."""
     torch = sys.modules.get("torch")
     if torch is None:
         return 0
-    return torch._C._cuda_getCurrentRawStream(max(device, 0) if device >= 0 else
+    return torch._C._cuda_getCurrentRawStream(device if device >= 0 else
                                               torch.cuda.current_device())
+
+
+def stream_getter():
+    """``device -> PyTorch's current raw stream there`` (the function Inductor's launchers
+    call), or ``device -> 0`` where PyTorch is not imported."""
+    torch = sys.modules.get("torch")
+    return (lambda device: 0) if torch is None else torch._C._cuda_getCurrentRawStream
 
 
 def stream_handle(stream) -> int:
@@ -143,58 +150,94 @@ def compiler_of(kernel):
 
 
 class Specialization:
-    """One signature's compiled function and its packed parameter buffer."""
+    """One signature's compiled function and its launch: a function made for the signature
+    that reads each argument's fields, packs them into one buffer (8 bytes a parameter) and
+    calls ``cuLaunchKernel``, in straight-line code (a loop over writers costs twice as much
+    host time). ``sources``: per argument, ("tensor", itemsize, ndim), ("view", itemsize,
+    source itemsize), ("fields", writer) or ("scalar",)."""
 
-    def __init__(self, function: int, sharedmem: int, device: int, writers, codes):
+    def __init__(self, function: int, sharedmem: int, device: int, abi: str, sources, codes):
         self.function, self.sharedmem, self.device = function, sharedmem, device
-        self.writers = writers
         self.struct = struct.Struct("<" + "".join(c + "x" * (8 - struct.calcsize(c))
                                                   for c in codes))
         self.buffer = ctypes.create_string_buffer(max(self.struct.size, 8))
         base = ctypes.addressof(self.buffer)
         self.params = (ctypes.c_void_p * len(codes))(*(base + 8 * i for i in range(len(codes))))
+        self.launch = self._generate(abi, sources)
 
-    def launch(self, grid, block, stream, args) -> None:
-        values = []
-        for write, a in zip(self.writers, args):
-            values += write(a)
-        try:
-            self.struct.pack_into(self.buffer, 0, *values)
-        except struct.error as e:  # a number out of its parameter's range
-            raise ValueError(f"coopgen.torch: an argument does not fit its parameter: "
-                             f"{e}") from None
-        check(driver().cuLaunchKernel(self.function, *grid, *block, self.sharedmem, stream,
-                                      self.params, None), "cuLaunchKernel")
+    def _generate(self, abi: str, sources):
+        lines, values, scope = [], [], {}
+        for i, (kind, *info) in enumerate(sources):
+            a = f"a{i}"
+            if kind == "tensor":
+                size, ndim = info
+                lines.append(f"p{i} = {a}.data_ptr(); s{i} = {a}.shape; t{i} = {a}.stride()")
+                shape = [f"s{i}[{d}]" for d in range(ndim)]
+                strides = [f"t{i}[{d}]" + (f" * {size}" if abi == "numba" else "")
+                           for d in range(ndim)]
+                values += (["0", "0", f"{a}.numel()", str(size), f"p{i}"] if abi == "numba"
+                           else [f"p{i}", f"p{i}", "0"]) + shape + strides
+            elif kind == "view":
+                size, source = info
+                lines += [f"n{i}, r{i} = divmod({a}.numel() * {source}, {size})",
+                          f"if r{i}: not_whole({i}, {a}.numel() * {source}, {size})",
+                          f"p{i} = {a}.data_ptr()"]
+                values += ["0", "0", f"n{i}", str(size), f"p{i}", f"n{i}", str(size)] \
+                    if abi == "numba" else [f"p{i}", f"p{i}", "0", f"n{i}", "1"]
+            elif kind == "fields":
+                scope[f"w{i}"] = info[0]
+                values.append(f"*w{i}({a})")
+            else:
+                values.append(a)
+        unpack = [f"({''.join(f'a{i}, ' for i in range(len(sources)))}) = args"]
+        code = "\n    ".join(["def launch(grid, block, stream, args):"] + unpack + lines + [
+            f"values = ({''.join(v + ', ' for v in values)})",
+            "try:", "    pack_into(buffer, 0, *values)",
+            "except struct_error as e:", "    not_fit(e)",
+            "err = launch_kernel(function, grid[0], grid[1], grid[2], block[0], block[1], "
+            "block[2], sharedmem, stream, params, None)",
+            "if err:", "    check(err, 'cuLaunchKernel')"])
+        scope.update(pack_into=self.struct.pack_into, buffer=self.buffer, check=check,
+                     struct_error=(struct.error, OverflowError), not_fit=_not_fit,
+                     not_whole=_not_whole, launch_kernel=driver().cuLaunchKernel,
+                     function=self.function, sharedmem=self.sharedmem, params=self.params)
+        exec(compile(code, "<coopgen.torch launch>", "exec"), scope)  # noqa: S102
+        return scope["launch"]
+
+    def guarded(self, block, requested: int, checks, names: dict, stream_of):
+        """``run(grid, block, stream, sharedmem, args) -> bool``: this launch if the arguments
+        pass ``checks`` (expressions of a0, a1, ... and ``names``), else False; a launcher
+        tries its last signature's first, before building a key."""
+        unpack = "".join(f"a{i}, " for i in range(len(checks)))
+        code = "\n    ".join([
+            "def run(grid, block_, stream, requested_, args):",
+            f"if len(args) != {len(checks)} or requested_ != requested or block_ != block:",
+            "    return False",
+            f"({unpack}) = args",
+            f"if not ({' and '.join(checks) or 'True'}):", "    return False",
+            "launch(grid, block, stream_of(device) if stream is None else stream, args)",
+            "return True"])
+        scope = dict(names, block=block, requested=requested, launch=self.launch,
+                     stream_of=stream_of, device=self.device)
+        exec(compile(code, "<coopgen.torch guarded launch>", "exec"), scope)  # noqa: S102
+        return scope["run"]
 
 
-def tensor_writer(abi, itemsize: int):
-    params = arrays.ABI[abi]
-    return lambda a: params(a.data_ptr(), a.shape, a.stride(), itemsize)
+def _not_fit(e):
+    raise ValueError(f"coopgen.torch: an argument does not fit its parameter: {e}") from None
 
 
-def tensor_view_writer(abi, itemsize: int, source_size: int, name: str):
-    """A C-contiguous tensor (its key says so) seen flat in ``itemsize``-byte elements."""
-    params = arrays.ABI[abi]
-
-    def write(a):
-        n, rest = divmod(a.numel() * source_size, itemsize)
-        if rest:
-            raise ValueError(f"coopgen.torch: {name} holds {a.numel() * source_size} bytes, "
-                             f"not whole {itemsize}-byte elements")
-        return params(a.data_ptr(), (n,), (1,), itemsize)
-    return write
+def _not_whole(i: int, nbytes: int, size: int):
+    raise ValueError(f"coopgen.torch: argument {i} holds {nbytes} bytes, not whole {size}-byte "
+                     f"elements")
 
 
 def fields_writer(abi, itemsize: int, view=None, name=""):
+    """The parameters of an array that is not a tensor (its ``Fields``)."""
     params = arrays.ABI[abi]
 
-    def write(a):
-        f = a if isinstance(a, arrays.Fields) else arrays.tensor_fields(a)
+    def write(f):
         if view is not None:
             f = arrays.words(f, view, name)
         return params(f.ptr, f.shape, f.strides, itemsize)
     return write
-
-
-def scalar_writer(a):
-    return (a,)

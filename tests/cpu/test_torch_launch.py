@@ -81,16 +81,17 @@ def launches(monkeypatch):
     monkeypatch.setattr(launch.Specialization, "__init__", init)
     monkeypatch.setattr(launch, "driver", lambda: Driver())
     monkeypatch.setattr(launch, "current_stream", lambda device: 77)
+    monkeypatch.setattr(launch, "stream_getter", lambda: lambda device: 77)
     return made
 
 
-def _launcher(abi="numba", views=None):
-    launcher = ct.Launcher.__new__(ct.Launcher)
-    launcher.kernel, launcher.compiler = None, _Recorded(abi)
-    launcher.views = {i: v if v == "flat" else arrays.dtype_name(v)
-                      for i, v in (views or {}).items()}
-    launcher.specializations, launcher._kinds = {}, {}
-    return launcher
+def _launcher(abi="numba", views=None, scalars=None):
+    original = launch.compiler_of
+    launch.compiler_of = lambda kernel: _Recorded(abi)
+    try:
+        return ct.launcher(None, views, scalars)
+    finally:
+        launch.compiler_of = original
 
 
 def _numba_fields(host):
@@ -117,8 +118,13 @@ def test_specialization_per_signature_and_numba_layout(launches, monkeypatch):
     host_t = np.empty((3, 5), np.float32).T
     assert list(t_values[:4]) + list(t_values[5:9]) == _numba_fields(host_t)
     assert t_values[9:] == (8, 0.25)
-    kinds = [str(t) for *_, args in launcher.compiler.first for t in args[:1]]
-    assert len(kinds) == 3
+    # back to the first signature (the last one's guard fails; the key finds it), and a
+    # Parameter (another type, the same key)
+    launcher[2, 64](torch.nn.Parameter(x), 9, 0.5)
+    assert launches[-1][4][4] == x.data_ptr() and launches[-1][4][9:] == (9, 0.5)
+    launcher[2, 64](x, 10, 0.5)
+    assert launches[-1][4][9:] == (10, 0.5)
+    assert len(launcher.specializations) == 3 and len(launcher.compiler.first) == 3
 
 
 def test_memref_layout_and_views(launches, monkeypatch):
@@ -144,6 +150,17 @@ def test_numbers_out_of_range_and_unknown_arguments(launches, monkeypatch):
     launcher[1, 32](x, 5)
     with pytest.raises(ValueError, match="does not fit its parameter"):
         launcher[1, 32](x, 1 << 70)  # a Python int is typed int64
+    declared = _launcher(scalars={1: np.int32, 2: np.float32})
+    declared[1, 32](x, 5, 0.5)
+    declared[1, 32](x, 6, 0.25)
+    assert launches[-1][4][-2:] == (6, 0.25)
+    assert [type(t) for t in declared.compiler.first[0][2][1:]] == [np.int32, np.float32]
+    (spec,) = declared.specializations.values()
+    assert spec.struct.format.endswith("ixxxxfxxxx")
+    with pytest.raises(ValueError, match="does not fit its parameter"):
+        declared[1, 32](x, 1 << 31, 0.5)
+    with pytest.raises(ValueError, match="does not fit its parameter"):
+        declared[1, 32](x, 1, 1e300)
     with pytest.raises(TypeError, match="argument 1 must be a tensor, a device array"):
         launcher[1, 32](x, "eps")
     with pytest.raises(TypeError, match=r"launch\[grid, block\]"):

@@ -291,7 +291,7 @@ def test_host_time_per_call_beside_eager_and_triton():
              "launcher": 0.0,
              "eager": _host_us(lambda: torch.nn.functional.rms_norm(x, (4096,), w, 1e-6))}
     launch, threads = trn.launcher_for("bfloat16", 4096, trn._run.best[trn._key(x, w, 0, 0)])
-    args = (x, w, out, np.int32(4096), np.float32(1e-6))
+    args = (x, w, out, 4096, 1e-6)
     times["launcher"] = _host_us(lambda: launch.launch((8, 1, 1), (threads, 1, 1), args))
     try:
         sys.path.insert(0, str(ROOT / "tools" / "bench"))
