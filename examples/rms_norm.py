@@ -3,7 +3,8 @@ bfloat16 rows with float32 accumulation: one read of x and one write of y, the r
 registers.
 
 One thread block per row; each thread holds ``items`` elements of the row, two 16-byte vectors
-(a 4096-wide row: 256 threads of 16 elements; ``plan`` says how many otherwise). Vector v of
+(a 4096-wide row: 256 threads of 16 elements; ``plan`` says how many otherwise, and
+``examples/torch_rms_norm.py`` times the candidates and keeps the fastest, ``coopgen.autotune``). Vector v of
 every thread comes from the row's v-th slice of ``threads`` vectors, so a warp's load reads 512
 contiguous bytes (``make_kernel``'s ``blocked`` variant puts a thread's vectors side by side,
 which makes the L1 serve every 32-byte sector twice).

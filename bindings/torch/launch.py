@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ctypes
 import importlib
+import operator
 import struct
 import sys
 
@@ -74,10 +75,14 @@ def stream_handle(stream) -> int:
 
 
 def dim3(d) -> tuple:
-    d = (d,) if isinstance(d, int) else tuple(d)
-    if not 1 <= len(d) <= 3 or any(not isinstance(n, int) or n < 1 for n in d):
+    """A grid or block as 3 Python ints (numpy's integers accepted)."""
+    try:
+        dims = (operator.index(d),) if not isinstance(d, tuple) else tuple(map(operator.index, d))
+    except TypeError:
+        dims = ()
+    if not 1 <= len(dims) <= 3 or any(n < 1 for n in dims):
         raise ValueError(f"coopgen.torch: a grid or block is 1 to 3 positive ints, not {d!r}")
-    return d + (1,) * (3 - len(d))
+    return dims + (1,) * (3 - len(dims))
 
 
 class NumbaCuda:
