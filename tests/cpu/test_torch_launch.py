@@ -316,3 +316,37 @@ def test_autotune_errors_and_config():
         tuner()
     with pytest.raises(ValueError, match="non-empty list of Config"):
         autotune.Autotuner(never, [], key=lambda: 1)
+
+
+def _entry_params(ptx: str) -> list[str]:
+    """The ``.param`` types of the PTX's kernel entry, in order."""
+    import re
+    entry = re.search(r"\.entry\s+\S+\((.*?)\)", ptx, re.S).group(1)
+    return re.findall(r"\.param\s+\.(\w+)", entry)
+
+
+def _abi_kernel(x, y, n, a):
+    if n > 0:
+        y[0, 0] = x[0, 1] * a
+
+
+@pytest.mark.parametrize("compiler", ("numba", "numba_cuda_mlir"))
+def test_the_packed_parameters_are_the_compilers_abi(compiler):
+    # what the launcher packs for a C-contiguous and an any-layout 2-D array, an int32 and a
+    # float64 is what each compiler's kernel entry declares: 8-byte array fields, then the
+    # numbers at their own sizes
+    pytest.importorskip(compiler)
+    if compiler == "numba":
+        from numba import cuda, types
+        ptx, _ = cuda.compile_ptx(_abi_kernel, (types.float32[:, ::1], types.float32[:, :],
+                                                types.int32, types.float64), cc=(9, 0))
+    else:
+        from numba_cuda_mlir import cuda
+        from numba_cuda_mlir.numba_cuda import types
+
+        from coopgen.mlir.linkcheck import link_ptx
+        ptx = link_ptx(cuda.jit(_abi_kernel), (types.float32[:, ::1], types.float32[:, :],
+                                               types.int32, types.float64))
+    launcher = ct.launcher(cuda.jit(_abi_kernel))
+    fields = len(arrays.ABI[launcher.compiler.abi](0, (2, 3), (3, 1), 4))
+    assert _entry_params(ptx) == ["u64"] * 2 * fields + ["u32", "f64"]
