@@ -25,12 +25,16 @@ import rms_norm as example
 from coopgen.autotune import Config, autotune, pow2
 
 #: candidates: 16-byte vectors a thread holds (the block size follows from hidden), and the
-#: kernel's variant: vectors in slices of the row ("sliced"), striped 8-byte words, or each
-#: thread's vectors side by side ("blocked"); convert_once keeps each element's float32 value
+#: kernel's variant: vectors in slices of the row ("sliced"; rows of whole vectors narrower
+#: than the block's vectors skip those past the end), striped 8-byte words or each thread's
+#: vectors side by side ("striped", "blocked": rows exactly the block's vectors), or elements
+#: one at a time, guarded ("elements": any width); convert_once keeps each float32 value
 CONFIGS = [Config(vectors=v, variant=variant, convert_once=False)
            for v in (1, 2, 3, 4) for variant in ("sliced", "striped")] + \
     [Config(vectors=2, variant="blocked", convert_once=False),
-     Config(vectors=2, variant="sliced", convert_once=True)]
+     Config(vectors=2, variant="sliced", convert_once=True),
+     Config(vectors=1, variant="elements", convert_once=False),
+     Config(vectors=2, variant="elements", convert_once=False)]
 DTYPES = {torch.float16: "float16", torch.bfloat16: "bfloat16"}
 
 
@@ -47,16 +51,19 @@ def threads_for(hidden: int, vectors: int) -> int:
 def launcher_for(dtype: str, hidden: int, config: Config):
     """(launcher, threads) of the example's kernel for rows of ``hidden`` under ``config``."""
     threads, items = example.plan(hidden, threads_for(hidden, config.vectors))
-    full = threads * items == hidden
-    striped = config.variant == "striped" and full and items % 4 == 0
-    if config.variant != "sliced" and not full:  # items are whole vectors: striped fits
-        raise ValueError(f"rms_norm: the {config.variant} variant needs full rows "
-                         f"({hidden} is not {threads} x {items})")
-    kernel = example.make_kernel(dtype, items, full, config.convert_once, striped,
-                                 config.variant == "blocked", threads)
-    # x, w and y as words (full rows: 16-byte accesses) or flat rows of elements: views the
-    # kernel asks for
-    view = (np.uint64 if striped else np.uint32) if full else "flat"
+    full = threads * items == hidden  # items are whole vectors: striped fits them
+    whole = hidden % example.VECTOR == 0  # rows of whole 16-byte vectors
+    words = {"sliced": whole, "elements": False}.get(config.variant, full)
+    elements = config.variant == "elements"
+    if elements and full or not elements and not words:
+        raise ValueError(f"rms_norm: the {config.variant} variant is not one for rows of "
+                         f"{hidden} at {threads} x {items}")
+    striped = config.variant == "striped"
+    kernel = example.make_kernel(dtype, items, words, config.convert_once, striped,
+                                 config.variant == "blocked", threads, tail=words and not full)
+    # x, w and y as words (16-byte accesses) or flat rows of elements: views the kernel asks
+    # for
+    view = (np.uint64 if striped else np.uint32) if words else "flat"
     # hidden and eps: Python numbers passed as the kernel's int32 and float32
     return ct.launcher(kernel, views={0: view, 1: view, 2: view},
                        scalars={3: np.int32, 4: np.float32}), threads

@@ -69,6 +69,18 @@ def test_rms_norm_links(dtype, hidden, threads):
     assert res.local_bytes == 0
 
 
+@pytest.mark.parametrize("dtype,items,threads", [("bfloat16", 16, 320), ("float16", 16, 1024),
+                                                  ("float16", 8, 640)])
+def test_rms_norm_rows_of_whole_vectors_past_the_end_keep_32_registers(dtype, items, threads):
+    # rows of 5000 (320 threads x 16 items hold 5120) move as 16-byte vectors, those past the
+    # row's end skipped: the launch bounds' 32 registers, no local memory
+    words = numba.typeof(np.empty(1, np.uint32))
+    sig = (words, words, words, numba.typeof(np.int32(0)), numba.typeof(np.float32(0)))
+    res = _link(rms_norm.make_kernel(dtype, items, True, threads=threads, tail=True), sig,
+                threads)
+    assert res.local_bytes == 0 and res.registers <= 32
+
+
 @pytest.mark.parametrize("hidden", [4096, 1000])
 def test_rms_norm_converting_once_keeps_values_in_registers(hidden):
     # Keeping the float32 values is the bench sweep's variant: registers, never local memory.

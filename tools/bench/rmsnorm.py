@@ -214,11 +214,11 @@ def _kept(make, sets: int):
     return call
 
 
-def _registers(dtype: str, items: int, full: bool = True, convert_once: bool = False,
-               striped: bool = False, blocked: bool = False, threads: int | None = None) -> int:
-    """Registers per thread of the example's kernel as launched (its last specialisation)."""
-    kernel = example.make_kernel(dtype, items, full, convert_once, striped, blocked, threads)
-    regs = kernel.get_regs_per_thread()
+def _registers(dtype: str, hidden: int, config) -> int:
+    """Registers per thread of the example's kernel under ``config`` as launched (its last
+    specialisation)."""
+    import torch_rms_norm
+    regs = torch_rms_norm.launcher_for(dtype, hidden, config)[0].kernel.get_regs_per_thread()
     return list(regs.values())[-1] if isinstance(regs, dict) else regs
 
 
@@ -329,20 +329,14 @@ def _calls(dtype: str, hidden: int, xs, w, ys, sets: int) -> dict:
 
 
 def config_shape(dtype: str, hidden: int, config) -> dict:
-    """What the example's kernel is under ``config``: threads, items and its variant."""
+    """What the example's kernel is under ``config``: threads, items, its variant, registers."""
     import torch_rms_norm
     threads = torch_rms_norm.launcher_for(dtype, hidden, config)[1]
-    items = example.plan(hidden, threads)[1]
-    full = threads * items == hidden
-    return {"threads": threads, "items": items, "full": full, "config": repr(config),
-            "convert_once": config.convert_once,
-            "striped": full and config.variant == "striped",
-            "blocked": full and config.variant == "blocked"}
-
-
-def _registers_of(dtype: str, shape: dict) -> int:
-    return _registers(dtype, shape["items"], shape["full"], shape["convert_once"],
-                      shape["striped"], shape["blocked"], shape["threads"])
+    return {"threads": threads, "items": example.plan(hidden, threads)[1],
+            "config": repr(config), "convert_once": config.convert_once,
+            "striped": config.variant == "striped", "blocked": config.variant == "blocked",
+            "elements": config.variant == "elements",
+            "regs": _registers(dtype, hidden, config)}
 
 
 def shape_row(dtype: str, rows: int, hidden: int, sweep: bool = False) -> dict:
@@ -380,7 +374,7 @@ def shape_row(dtype: str, rows: int, hidden: int, sweep: bool = False) -> dict:
         row["peers"][name] = dict(r, GBps=moved / r["ms"] / 1e6,
                                   e2e_us=end_to_end_us(calls[name], sets),
                                   graph_us=graph_us(calls[name], sets))
-    row["regs"] = _registers_of(dtype, tuned)
+    row["regs"] = tuned["regs"]
     row["numba_launch_host_us"] = _enqueue_us(
         lambda i: example.rms_norm(xs[i], w, EPS, out=ys["coopgen"][i]), sets)
     row["sweep"] = _sweep(dtype, rows, hidden, xs, w, ys, want, sets) if sweep else []
@@ -402,7 +396,7 @@ def _sweep(dtype, rows, hidden, xs, w, ys, want, sets) -> list[dict]:
         if config == tuned:
             continue
         try:
-            shape = config_shape(dtype, hidden, config)
+            torch_rms_norm.launcher_for(dtype, hidden, config)
         except ValueError:  # not a candidate for this width
             continue
 
@@ -413,7 +407,7 @@ def _sweep(dtype, rows, hidden, xs, w, ys, want, sets) -> list[dict]:
             torch.cuda.synchronize()
             _checked(f"coopgen {config!r}", got, want, dtype, rows, hidden, 1)
         r = _rounds({"c": call}, sets)["c"]
-        out.append(dict(r, **shape, regs=_registers_of(dtype, shape),
+        out.append(dict(r, **config_shape(dtype, hidden, config),
                         GBps=bytes_moved(rows, hidden) / r["ms"] / 1e6))
     return out
 
@@ -495,7 +489,7 @@ def sweep_lines(rows) -> list[str]:
                                                            s.get("striped", False))):
             mark = " (tuned)" if s is own else " (convert once)" if s.get("convert_once") \
                 else " (striped)" if s.get("striped") else " (blocked)" if s.get("blocked") \
-                else ""
+                else " (elements)" if s.get("elements") else ""
             lines.append(f"| {r['rows']} x {r['hidden']} | {r['dtype']} | {s['threads']} x "
                          f"{s['items']}{mark} | {s.get('regs')} | {s['GBps']:.0f} | "
                          f"{s['GBps'] / copy:.3f} | {s['host_us']:.1f} |")
