@@ -190,26 +190,36 @@ def device_name() -> str:
 
 def gpu_timer(call, repeats: int = 5, min_seconds: float = 2e-4) -> float:
     """Seconds per call on the GPU: events around a batch of calls on the current stream
-    (enough calls for ``min_seconds``), the median of ``repeats`` batches."""
+    (enough calls for ``min_seconds``), the median of ``repeats`` batches. Where PyTorch is
+    imported, the GPU first sleeps (``torch.cuda._sleep``) while the host enqueues the batch,
+    so a launch-bound call is timed on the GPU, not at the host's pace."""
+    import time
+
     from .torch.launch import current_stream
     lib, check = _cuda()
     stream = current_stream(-1)
+    torch = sys.modules.get("torch")
+    sleep = getattr(getattr(torch, "cuda", None), "_sleep", None)
     start, stop = ctypes.c_void_p(), ctypes.c_void_p()
     check(lib.cuEventCreate(ctypes.byref(start), 0), "cuEventCreate")
     check(lib.cuEventCreate(ctypes.byref(stop), 0), "cuEventCreate")
-    ms = ctypes.c_float()
+    ms, host = ctypes.c_float(), [0.0]
 
     def batch(n: int) -> float:
+        if sleep is not None and host[0]:
+            sleep(int(4e9 * host[0] * n) + 100_000)  # cycles: twice the host's time at 2 GHz
         lib.cuEventRecord(start, ctypes.c_void_p(stream))
+        t0 = time.perf_counter()
         for _ in range(n):
             call()
+        host[0] = host[0] or (time.perf_counter() - t0) / n
         lib.cuEventRecord(stop, ctypes.c_void_p(stream))
         check(lib.cuEventSynchronize(stop), "cuEventSynchronize")
         lib.cuEventElapsedTime(ctypes.byref(ms), start, stop)
         return ms.value * 1e-3 / n
 
     try:
-        n = max(1, min(1000, int(min_seconds / max(batch(1), 1e-7))))
+        n = max(1, min(1000, int(min_seconds / max(batch(4), 1e-7))))
         return statistics.median(batch(n) for _ in range(repeats))
     finally:
         lib.cuEventDestroy_v2(start)
