@@ -2,8 +2,9 @@
 kernel's own compiler (numba-cuda or numba-cuda-mlir, through its ordinary launch), then raw
 ``cuLaunchKernel`` calls on PyTorch's current stream with the arguments packed in one buffer.
 
-Every call builds the signature's key from the arguments (a tensor's dtype, rank, contiguity and
-device; a number's type; the block shape and dynamic shared bytes) and looks it up: an argument
+Every call first tries the last signature's launch, whose guard checks the arguments (types; a
+tensor's dtype, rank, contiguity and device; the block shape and dynamic shared bytes); when
+they differ, it builds the signature's key from the same fields and looks it up: an argument
 that differs from every signature seen selects a new specialization (a non-contiguous tensor
 compiles the kernel for arrays of any layout, 'A', and passes its strides), or raises a clear
 error (a CPU tensor, tensors of two devices, a number out of its type's range). Bytes are seen
@@ -22,7 +23,6 @@ from . import arrays
 SCALAR_CODES = {"int8": "b", "int16": "h", "int32": "i", "int64": "q", "uint8": "B",
                 "uint16": "H", "uint32": "I", "uint64": "Q", "float16": "e", "float32": "f",
                 "float64": "d", "bool": "?"}
-SCALARS = (int, float, bool)
 _driver = None
 
 
@@ -88,7 +88,6 @@ def dim3(d) -> tuple:
 class NumbaCuda:
     """numba-cuda: its launch compiles and loads; a pre-launch callback keeps the kernel."""
     abi = "numba"
-    package = "numba"
 
     def __init__(self):
         self.cuda = importlib.import_module("numba.cuda")
@@ -108,7 +107,6 @@ class NumbaCudaMlir:
     """numba-cuda-mlir: its launch compiles (per launch configuration where the kernel asks
     for one, as coopgen's kernels do); the compile result gives the cubin's function."""
     abi = "memref"
-    package = "numba_cuda_mlir"
     DYNAMIC_LIMIT = 48 * 1024  # bytes a launch gets without raising the function's attribute
 
     def __init__(self):

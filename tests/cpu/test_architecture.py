@@ -29,7 +29,7 @@ MAX_MLIR_LINES = 1068
 #: issue 36: the PyTorch surface and the autotuner, optional modules beside the staged runtime
 #: (nothing of the runtime imports them), with their own budget.
 PYTORCH_SURFACE = ("torch", "autotune")
-MAX_PYTORCH_SURFACE_LINES = 880
+MAX_PYTORCH_SURFACE_LINES = 891
 
 
 def modules() -> dict[str, Path]:
