@@ -3,7 +3,8 @@ bfloat16 rows with float32 accumulation: one read of x and one write of y, the r
 registers.
 
 One thread block per row; each thread holds ``items`` elements of the row, two 16-byte vectors
-(a 4096-wide row: 256 threads of 16 elements; ``plan`` says how many otherwise). Vector v of
+(a 4096-wide row: 256 threads of 16 elements; ``plan`` says how many otherwise, and
+``examples/torch_rms_norm.py`` times the candidates and keeps the fastest, ``coopgen.autotune``). Vector v of
 every thread comes from the row's v-th slice of ``threads`` vectors, so a warp's load reads 512
 contiguous bytes (``make_kernel``'s ``blocked`` variant puts a thread's vectors side by side,
 which makes the L1 serve every 32-byte sector twice).
@@ -86,7 +87,8 @@ def plan(hidden: int, threads: int | None = None) -> tuple[int, int]:
 
 @functools.lru_cache(maxsize=None)
 def make_kernel(dtype: str, items: int, full: bool, convert_once: bool = False,
-                striped: bool = False, blocked: bool = False, threads: int | None = None):
+                striped: bool = False, blocked: bool = False, threads: int | None = None,
+                tail: bool = False):
     """The kernel for rows of ``dtype`` with ``items`` elements per thread. ``full``: every row
     is exactly threads * items long, and x, w and y come as uint32 words (two elements each);
     otherwise they come as elements and load guarded. ``convert_once``: keep each element's
@@ -98,7 +100,10 @@ def make_kernel(dtype: str, items: int, full: bool, convert_once: bool = False,
     first vectors touches every other 16 bytes, and the L1 serves each 32-byte sector twice;
     by default vector v of every thread comes from the row's v-th slice of threads * 16
     bytes (one ``block.load`` per slice: a warp reads 512 contiguous bytes). ``threads``: the
-    block size it will launch with, for its launch bounds (``SM_THREADS``)."""
+    block size it will launch with, for its launch bounds (``SM_THREADS``). ``tail`` (with
+    ``full``, not ``striped`` or ``blocked``): rows of whole 16-byte vectors (a multiple of 8
+    elements) narrower than threads * items: the rows still come as words in 16-byte vectors,
+    and a thread loads and stores only its vectors that lie in the row (zeros past it)."""
     element = np.dtype(dtype)
     words = items // 2
     quads = items // 4
@@ -127,13 +132,19 @@ def make_kernel(dtype: str, items: int, full: bool, convert_once: bool = False,
         elif full:
             base = cuda.blockIdx.x * (hidden >> 1)
             span = cuda.blockDim.x * 4  # words of one slice: a vector for every thread
+            mine = 4 * cuda.threadIdx.x  # the first word of this thread's vector in a slice
             x_words = local.array(words, np.uint32)
             w_words = local.array(words, np.uint32)
             x_part = local.array(4, np.uint32)
             w_part = local.array(4, np.uint32)
             for v in range(vectors):
-                block.load(x[base + v * span:], x_part, algorithm="vectorize")
-                block.load(w[v * span:], w_part, algorithm="vectorize")
+                if not tail or v * span + mine < hidden >> 1:
+                    block.load(x[base + v * span:], x_part, algorithm="vectorize")
+                    block.load(w[v * span:], w_part, algorithm="vectorize")
+                else:  # past the row's end
+                    for j in range(4):
+                        x_part[j] = np.uint32(0)
+                        w_part[j] = np.uint32(0)
                 for j in range(4):
                     x_words[4 * v + j] = x_part[j]
                     w_words[4 * v + j] = w_part[j]
@@ -176,7 +187,8 @@ def make_kernel(dtype: str, items: int, full: bool, convert_once: bool = False,
             for v in range(vectors):
                 for j in range(4):
                     y_part[j] = y_words[4 * v + j]
-                block.store(y[base + v * span:], y_part, algorithm="vectorize")
+                if not tail or v * span + mine < hidden >> 1:
+                    block.store(y[base + v * span:], y_part, algorithm="vectorize")
         else:
             block.store(y[base:], out, items, "direct", hidden)
 

@@ -1,15 +1,15 @@
-"""``examples/rms_norm.py`` as a PyTorch layer: a few µs of host time per call, PyTorch's current
-stream (so ``torch.cuda.graph`` captures it), and a ``torch.library`` custom op with a fake
-implementation, so ``torch.compile(fullgraph=True)`` compiles a model that calls it without a
-graph break.
+"""``examples/rms_norm.py`` as a PyTorch layer, through ``coopgen.torch`` and ``coopgen.autotune``:
+a few µs of host time per call, PyTorch's current stream (``torch.cuda.graph`` captures it), and
+a ``torch.library`` custom op, so ``torch.compile(fullgraph=True)`` compiles a model that calls
+it without a graph break.
 
     import torch_rms_norm
     y = torch_rms_norm.rms_norm(x, w, 1e-6)          # x (..., hidden) float16 / bfloat16
     y = torch.ops.coopgen.rms_norm(x, w, 1e-6)       # the custom op (after ``register()``)
 
-The first call of each (dtype, hidden, block size) goes through the example's own checks and
-numba's launch; ``fast_launch.Launcher`` keeps what numba chose, and later calls pass raw
-pointers to the driver (``fast_launch`` says how).
+The block size, the 16-byte vectors a thread holds and the kernel's variant are not chosen by a
+rule: the first call of each (dtype, hidden, bucket of rows) times the candidates ``CONFIGS``
+on the GPU and keeps the fastest (``coopgen.autotune``; cached on disk for later processes).
 
     python examples/torch_rms_norm.py    # checks it, in eager, a CUDA graph and torch.compile
 """
@@ -17,74 +17,107 @@ from __future__ import annotations
 
 import functools
 
+import numpy as np
 import torch
-from numba import cuda
 
+import coopgen.torch as ct
 import rms_norm as example
-from fast_launch import Launcher, torch_stream
+from coopgen.autotune import Config, autotune, pow2
 
-#: (x dtype, w dtype, hidden, threads, convert_once, striped, blocked) -> its Launcher.
-_launchers: dict = {}
+#: candidates: 16-byte vectors a thread holds (the block size follows from hidden), and the
+#: kernel's variant: vectors in slices of the row ("sliced"; rows of whole vectors narrower
+#: than the block's vectors skip those past the end), striped 8-byte words or each thread's
+#: vectors side by side ("striped", "blocked": rows exactly the block's vectors), or elements
+#: one at a time, guarded ("elements": any width); convert_once keeps each float32 value
+CONFIGS = [Config(vectors=v, variant=variant, convert_once=False)
+           for v in (1, 2, 3, 4) for variant in ("sliced", "striped")] + \
+    [Config(vectors=2, variant="blocked", convert_once=False),
+     Config(vectors=2, variant="sliced", convert_once=True),
+     Config(vectors=1, variant="elements", convert_once=False),
+     Config(vectors=2, variant="elements", convert_once=False)]
+DTYPES = {torch.float16: "float16", torch.bfloat16: "bfloat16"}
+
+
+def threads_for(hidden: int, vectors: int) -> int:
+    """The block size where each thread holds ``vectors`` 16-byte vectors of the row."""
+    threads = 32 * -(-hidden // (example.VECTOR * vectors * 32))
+    if threads > example.MAX_THREADS:
+        raise ValueError(f"rms_norm: {vectors} vectors a thread need {threads} threads for "
+                         f"rows of {hidden}, more than {example.MAX_THREADS}")
+    return threads
+
+
+@functools.lru_cache(maxsize=None)
+def launcher_for(dtype: str, hidden: int, config: Config):
+    """(launcher, threads) of the example's kernel for rows of ``hidden`` under ``config``."""
+    threads, items = example.plan(hidden, threads_for(hidden, config.vectors))
+    full = threads * items == hidden  # items are whole vectors: striped fits them
+    whole = hidden % example.VECTOR == 0  # rows of whole 16-byte vectors
+    words = {"sliced": whole, "elements": False}.get(config.variant, full)
+    elements = config.variant == "elements"
+    if elements and full or not elements and not words:
+        raise ValueError(f"rms_norm: the {config.variant} variant is not one for rows of "
+                         f"{hidden} at {threads} x {items}")
+    striped = config.variant == "striped"
+    kernel = example.make_kernel(dtype, items, words, config.convert_once, striped,
+                                 config.variant == "blocked", threads, tail=words and not full)
+    # x, w and y as words (16-byte accesses) or flat rows of elements: views the kernel asks
+    # for
+    view = (np.uint64 if striped else np.uint32) if words else "flat"
+    # hidden and eps: Python numbers passed as the kernel's int32 and float32
+    return ct.launcher(kernel, views={0: view, 1: view, 2: view},
+                       scalars={3: np.int32, 4: np.float32}), threads
+
+
+def _key(x, w, eps, out):
+    hidden = x.shape[-1]
+    return x.dtype, hidden, pow2(x.numel() // hidden)
+
+
+@autotune(CONFIGS, _key, name="examples.rms_norm", version="1")
+def _run(x, w, eps, out, *, config):
+    hidden = x.shape[-1]
+    launch, threads = launcher_for(DTYPES[x.dtype], hidden, config)
+    launch.launch((x.numel() // hidden, 1, 1), (threads, 1, 1),
+                  (x, w, out, hidden, eps))
+    return out
 
 
 def rms_norm(x: torch.Tensor, w: torch.Tensor, eps: float = 1e-6,
-             out: torch.Tensor | None = None, threads: int | None = None,
-             convert_once: bool = False, striped: bool = False,
-             blocked: bool = False) -> torch.Tensor:
+             out: torch.Tensor | None = None, config: Config | None = None) -> torch.Tensor:
     """RMSNorm over the last axis of ``x`` (C-contiguous, float16 or bfloat16 on the GPU) with
-    weight ``w`` (hidden,) of the same type, on PyTorch's current stream. Returns ``out``
-    (made when not given). ``threads``, ``convert_once``, ``striped``, ``blocked``: the example's
-    variants (``rms_norm.make_kernel``)."""
+    weight ``w`` (hidden,) of the same type, on PyTorch's current stream. Returns ``out`` (made
+    when not given). ``config``: one of ``CONFIGS`` instead of the autotuned choice."""
     hidden = x.shape[-1]
+    if x.dtype not in DTYPES or w.dtype != x.dtype or w.shape != (hidden,):
+        raise ValueError(f"rms_norm: x must be float16 or bfloat16 and w ({hidden},) of its "
+                         f"type, not {x.dtype} and {w.dtype} {tuple(w.shape)}")
     if out is None:
         out = torch.empty_like(x, memory_format=torch.contiguous_format)
     elif out.shape != x.shape or out.dtype != x.dtype:
         raise ValueError(f"rms_norm: out must be {x.dtype} of shape {tuple(x.shape)}, not "
                          f"{out.dtype} of shape {tuple(out.shape)}")
-    rows = x.numel() // hidden if hidden else 0
-    if rows == 0:
-        return out
-    variant = (threads, convert_once, striped, blocked)
-    launcher = _launchers.get((x.dtype, w.dtype, hidden, *variant))
-    if launcher is None:
-        _first(x, w, eps, out, variant)
-    elif w.shape != (hidden,):
-        raise ValueError(f"rms_norm: w has shape {tuple(w.shape)}, must be ({hidden},)")
-    else:
-        launcher(rows, x, w, out, hidden, eps)
+    if x.numel():
+        if config is None:
+            _run(x, w, eps, out)
+        else:
+            _run.fn(x, w, eps, out, config=config)
     return out
 
 
-def _first(x, w, eps, out, variant) -> None:
-    """The example's checks and numba's launch; keeps the Launcher for the next calls."""
-    if not (x.is_contiguous() and out.is_contiguous()):
-        raise ValueError("rms_norm: x and out must be C-contiguous")
-    hidden = x.shape[-1]
-    stream = torch_stream(x)
-    numba_stream = cuda.external_stream(stream) if stream else 0
-    _, (kernel, rows, block, args) = example.prepare(
-        x.view(-1, hidden), w, eps, out.view(-1, hidden), numba_stream, *variant)
-    launcher = Launcher(kernel, block)
-    launcher.first(rows, numba_stream, args)
-    _launchers[(x.dtype, w.dtype, hidden, *variant)] = launcher
+def _op(x: torch.Tensor, w: torch.Tensor, eps: float) -> torch.Tensor:
+    return rms_norm(x.contiguous(), w.contiguous(), eps)
 
 
-@functools.cache
+def _checks(x, w, eps):
+    torch._check(w.shape == (x.shape[-1],), lambda: "rms_norm: w must be (hidden,)")
+    torch._check(x.dtype == w.dtype, lambda: "rms_norm: x and w must be of one type")
+
+
 def register():
     """``torch.ops.coopgen.rms_norm(x, w, eps)``: a custom op for CUDA tensors whose fake
     implementation gives torch.compile the output's shape and type."""
-
-    @torch.library.custom_op("coopgen::rms_norm", mutates_args=(), device_types="cuda")
-    def rms_norm_op(x: torch.Tensor, w: torch.Tensor, eps: float) -> torch.Tensor:
-        return rms_norm(x.contiguous(), w.contiguous(), eps)
-
-    @rms_norm_op.register_fake
-    def _(x, w, eps):
-        torch._check(w.shape == (x.shape[-1],), lambda: "rms_norm: w must be (hidden,)")
-        torch._check(x.dtype == w.dtype, lambda: "rms_norm: x and w must be of one type")
-        return torch.empty(x.shape, dtype=x.dtype, device=x.device)
-
-    return rms_norm_op
+    return ct.custom_op("coopgen::rms_norm", _op, outputs=ct.like("x"), checks=_checks)
 
 
 def reference(x: torch.Tensor, w: torch.Tensor, eps: float) -> torch.Tensor:
@@ -105,7 +138,7 @@ def check(shape=(3, 77, 4096), dtype=torch.bfloat16, eps: float = 1e-6) -> None:
     gen = torch.Generator(device="cuda").manual_seed(sum(shape))
     x = torch.randn(shape, device="cuda", generator=gen).to(dtype)
     w = (torch.rand(shape[-1], device="cuda", generator=gen) + 0.5).to(dtype)
-    for _ in range(2):  # numba's launch, then the Launcher's
+    for _ in range(2):  # tuned and compiled, then the launcher's raw launch
         assert worst_error(rms_norm(x, w, eps), reference(x, w, eps), shape[-1]) <= 1
     graph, stream = torch.cuda.CUDAGraph(), torch.cuda.Stream()
     stream.wait_stream(torch.cuda.current_stream())

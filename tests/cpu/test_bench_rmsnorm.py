@@ -29,9 +29,11 @@ def test_bytes_sets_and_sweep():
     # 4 L2s of 50 MB over 32 MB copies of x: 7 copies; one 256 MB x is already past them
     assert rmsnorm.sets_for(4096, 4096, 50 << 20) == 7
     assert rmsnorm.sets_for(16384, 8192, 50 << 20) == 1
-    assert rmsnorm.sweep_threads(4096) == [128, 512]  # plan: 256 x 16; 1024 x 4 is not 16 B
-    assert rmsnorm.sweep_threads(8192) == [256, 1024]  # plan: 512 x 16
-    assert rmsnorm.sweep_threads(3072) == [96, 128, 384]  # 4, 3 and 1 vectors a thread
+    assert min(rmsnorm.SWEEP_ALL_ROWS) == 1 and max(rmsnorm.SWEEP_ALL_ROWS) == 32768
+    hiddens = rmsnorm.SWEEP_HIDDENS
+    assert min(hiddens) == 1024 and max(hiddens) == 16384
+    # widths that are neither powers of two nor sums of two of them (LLaMA's 11008, 13824...)
+    assert [h for h in hiddens if bin(h).count("1") > 2] == [3584, 5000, 7168, 11008, 13824, 14336]
 
 
 def _fixture():
@@ -54,7 +56,7 @@ def test_table_ratios():
                                     "Triton 0.0."
     assert rmsnorm.print_rmsnorm(rows, env).startswith(rmsnorm.run_line(env) + "\n\n| rows")
     sweep = rmsnorm.sweep_lines(rows)
-    assert "| 4096 x 4096 | float16 | 256 x 16 (plan) | 30 | 2900 | 0.967 | 8.0 |" in sweep
+    assert "| 4096 x 4096 | float16 | 256 x 16 (tuned) | 30 | 2900 | 0.967 | 8.0 |" in sweep
     assert len(sweep) == 2 + 2 * len(rows)
 
 
@@ -114,3 +116,29 @@ def test_committed_charts_show_the_committed_results():
         texts = _texts((ROOT / "docs" / "img" / "rmsnorm.svg").read_text())
         assert any(t.startswith("RMSNorm forward:") and bench["environment"]["date"] in t
                    for t in texts)
+
+
+def test_summary_and_the_table_command(capsys):
+    rows = _fixture()["rmsnorm"]
+    s = rmsnorm.summary(rows)
+    ratios = [r["peers"]["coopgen"]["GBps"] / r["peers"][rmsnorm.fastest_peer(r)]["GBps"]
+              for r in rows]
+    assert s["shapes"] == len(rows) and s["worst"][1] == min(ratios)
+    assert min(ratios) <= s["geomean"] <= max(ratios)
+    assert s["host_us_median"]["coopgen"] == 8.0
+    assert rmsnorm.summary_lines(s)[0].startswith(f"coopgen / fastest peer over {len(rows)} "
+                                                  f"shapes: geometric mean {s['geomean']:.3f}")
+    assert rmsnorm.main(["--table", str(FIXTURE)]) == 0
+    out = capsys.readouterr().out
+    assert "| 4096 x 4096 | float16 |" in out and "median host µs per call: coopgen 8.0" in out
+
+
+def test_a_quack_column_where_quack_ran():
+    rows = json.loads(json.dumps(_fixture()["rmsnorm"]))
+    for r in rows:
+        r["peers"]["quack"] = dict(r["peers"]["triton"], GBps=r["peers"]["triton"]["GBps"] + 1)
+    lines = rmsnorm.table_lines(rows)
+    assert " QuACK GB/s (x copy) |" in lines[0] and "coopgen / eager / compile / Triton / " \
+        "QuACK |" in lines[0]
+    assert all("(QuACK)" in line for line in lines[2:])
+    assert rmsnorm.peers_of(_fixture()["rmsnorm"]) == ["coopgen", "torch", "compile", "triton"]

@@ -69,6 +69,18 @@ def test_rms_norm_links(dtype, hidden, threads):
     assert res.local_bytes == 0
 
 
+@pytest.mark.parametrize("dtype,items,threads", [("bfloat16", 16, 320), ("float16", 16, 1024),
+                                                  ("float16", 8, 640)])
+def test_rms_norm_rows_of_whole_vectors_past_the_end_keep_32_registers(dtype, items, threads):
+    # rows of 5000 (320 threads x 16 items hold 5120) move as 16-byte vectors, those past the
+    # row's end skipped: the launch bounds' 32 registers, no local memory
+    words = numba.typeof(np.empty(1, np.uint32))
+    sig = (words, words, words, numba.typeof(np.int32(0)), numba.typeof(np.float32(0)))
+    res = _link(rms_norm.make_kernel(dtype, items, True, threads=threads, tail=True), sig,
+                threads)
+    assert res.local_bytes == 0 and res.registers <= 32
+
+
 @pytest.mark.parametrize("hidden", [4096, 1000])
 def test_rms_norm_converting_once_keeps_values_in_registers(hidden):
     # Keeping the float32 values is the bench sweep's variant: registers, never local memory.
@@ -234,3 +246,17 @@ def test_sampling_reference_is_the_documented_rule():
             above = row > row[i]
             want = row[i] > 0 and above.sum() < k and (p >= 1 or row[above].sum() < p)
             assert got[i] == want, (row, k, p, i)
+
+
+@pytest.mark.parametrize("dtype,hidden,threads", [("float16", 4096, 256),
+                                                  ("bfloat16", 32000, 1024),
+                                                  ("float32", 1000, 128)])
+def test_softmax_links_in_registers(dtype, hidden, threads):
+    from numba.cuda.typing.typeof import typeof  # knows ml_dtypes' bfloat16
+    import ml_dtypes  # noqa: F401
+    import softmax
+    arr = typeof(np.empty(1, np.dtype(dtype)))
+    kernel = softmax.make_kernel(dtype, softmax.items_for(hidden, threads))
+    assert _link(kernel, (arr, arr, numba.typeof(np.int32(0))), threads).local_bytes == 0
+    with pytest.raises(ValueError, match="rows of 40000 at 1024 threads need 40 elements"):
+        softmax.items_for(40000, 1024)

@@ -1,9 +1,15 @@
-"""examples/fast_launch.py and examples/torch_rms_norm.py without a GPU: the argument slots a
-Launcher fills (numba's layout of an array argument), the views of tensors and
-``__cuda_array_interface__`` objects, and the custom op traced by torch.export with its fake
-implementation (one graph, no break). Skipped where PyTorch is absent; tests/gpu runs them."""
-import ctypes
+"""coopgen.torch and coopgen.autotune without a GPU: what a launcher keys its specializations on
+(dtype, rank, contiguity, device, scalar types), the parameters it packs for each compiler's ABI
+(numba-cuda's array fields, numba-cuda-mlir's memrefs) against numpy's view of the same memory,
+its errors, the custom op's fake implementation traced by torch.export, and the autotuner's
+choice and its cache reused by a second process. The first launch of a signature is recorded
+here with its argument types as numba types them (tests/gpu/test_torch.py launches for real).
+Skipped where PyTorch is absent."""
+import json
+import struct
+import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import numba
@@ -11,9 +17,12 @@ import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
-import fast_launch  # noqa: E402
-import torch_rms_norm  # noqa: E402
+import coopgen.torch as ct  # noqa: E402
+from coopgen import autotune  # noqa: E402
+from coopgen.torch import arrays, launch  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "examples"))
 
 
 class _Interface:
@@ -24,58 +33,188 @@ class _Interface:
                                          "typestr": typestr, "strides": strides, "version": 3}
 
 
-@pytest.mark.parametrize("dtype", (torch.float16, torch.bfloat16, torch.float32))
-@pytest.mark.parametrize("shape", [(3, 4096), (2, 5, 1024), (7, 12)])
-def test_array_slot_matches_numpy_view(shape, dtype):
-    # The slot must hold what numba passes for the same memory seen as a flat uint32 array:
-    # meminfo, parent, size, itemsize, data, shape, strides (bytes).
-    t = torch.empty(shape, dtype=dtype)
-    slot = fast_launch._ArraySlot(numba.types.uint32[::1], 4)
-    slot.set(t, 0)
-    words = np.empty(shape, np.dtype(str(dtype).removeprefix("torch.").replace("bfloat16",
-                                                                               "float16")))
-    words = words.view(np.uint32).reshape(-1)
-    got = [v.value or 0 for v in slot.values]
-    assert got == [0, 0, words.size, 4, t.data_ptr(), *words.shape, *words.strides]
-    two_d = fast_launch._ArraySlot(numba.types.uint16[:, ::1], 2)
-    two_d.set(t.view(-1, shape[-1]), 0)
-    rows = np.empty((t.numel() // shape[-1], shape[-1] * t.element_size() // 2), np.uint16)
-    assert [v.value or 0 for v in two_d.values] == [0, 0, rows.size, 2, t.data_ptr(),
-                                                     *rows.shape, *rows.strides]
+class _Recorded:
+    """A compiler whose first launch records the arguments and types them as numba does (a
+    host array of the same dtype, shape and strides); launches are recorded, not run."""
+
+    def __init__(self, abi):
+        self.abi, self.first = abi, []
+        self.cuda = self
+
+    def from_cuda_array_interface(self, desc, owner=None, sync=True):
+        return desc
+
+    def first_launch(self, kernel, grid, block, stream, sharedmem, args):
+        self.first.append((grid, block, args))
+        types = []
+        for a in args:
+            if isinstance(a, dict):
+                dtype = np.dtype(a["typestr"])
+                host = np.empty(a["shape"], dtype)
+                if a["strides"] is not None:
+                    host = np.lib.stride_tricks.as_strided(host, a["shape"], a["strides"])
+                types.append(numba.typeof(host))
+            else:
+                types.append(numba.typeof(a))
+        return 0x1234, sharedmem + 16, tuple(types)
 
 
-def test_array_fields_of_interfaces():
+@pytest.fixture
+def launches(monkeypatch):
+    """The launches made: (grid, block, shared bytes, stream, the packed parameter values)."""
+    made = []
+
+    class Driver:
+        def cuLaunchKernel(self, function, gx, gy, gz, bx, by, bz, shared, stream, params, _):
+            spec = next(s for s in made_specs if s.params is params)
+            made.append(((gx, gy, gz), (bx, by, bz), shared, stream,
+                         spec.struct.unpack_from(spec.buffer)))
+            return 0
+
+    made_specs = []
+    original = launch.Specialization.__init__
+
+    def init(self, *a, **k):
+        original(self, *a, **k)
+        made_specs.append(self)
+
+    monkeypatch.setattr(launch.Specialization, "__init__", init)
+    monkeypatch.setattr(launch, "driver", lambda: Driver())
+    monkeypatch.setattr(launch, "current_stream", lambda device: 77)
+    monkeypatch.setattr(launch, "stream_getter", lambda: lambda device: 77)
+    return made
+
+
+def _launcher(abi="numba", views=None, scalars=None):
+    original = launch.compiler_of
+    launch.compiler_of = lambda kernel: _Recorded(abi)
+    try:
+        return ct.launcher(None, views, scalars)
+    finally:
+        launch.compiler_of = original
+
+
+def _numba_fields(host):
+    return [0, 0, host.size, host.itemsize, *host.shape, *host.strides]
+
+
+def test_specialization_per_signature_and_numba_layout(launches, monkeypatch):
+    monkeypatch.setattr(ct.Launcher, "_device", staticmethod(lambda args: 0))
+    launcher = _launcher()
+    x = torch.empty(3, 5)
+    for _ in range(2):
+        launcher[(2, 1), 64](x, 7, 0.5)
+    launcher[2, 64](x.double(), 7, 0.5)  # another dtype: its own specialization
+    launcher[2, 64](x.t(), 7, np.float32(0.5))  # not contiguous: layout 'A', its strides
+    assert len(launcher.specializations) == 3 and len(launcher.compiler.first) == 3
+    # the first launch of each signature is the compiler's; the others are raw launches
+    assert [(g, b, s, st) for g, b, s, st, _ in launches] == [((2, 1, 1), (64, 1, 1), 16, 77)]
+    values = launches[0][4]
+    host = np.empty((3, 5), np.float32)
+    assert list(values[:4]) + list(values[5:9]) == _numba_fields(host)
+    assert values[4] == x.data_ptr() and values[9:] == (7, 0.5)
+    launcher[2, 64](x.t(), 8, np.float32(0.25))
+    t_values = launches[-1][4]
+    host_t = np.empty((3, 5), np.float32).T
+    assert list(t_values[:4]) + list(t_values[5:9]) == _numba_fields(host_t)
+    assert t_values[9:] == (8, 0.25)
+    # back to the first signature (the last one's guard fails; the key finds it), and a
+    # Parameter (another type, the same key)
+    launcher[2, 64](torch.nn.Parameter(x), 9, 0.5)
+    assert launches[-1][4][4] == x.data_ptr() and launches[-1][4][9:] == (9, 0.5)
+    launcher[2, 64](x, 10, 0.5)
+    assert launches[-1][4][9:] == (10, 0.5)
+    assert len(launcher.specializations) == 3 and len(launcher.compiler.first) == 3
+
+
+def test_memref_layout_and_views(launches, monkeypatch):
+    monkeypatch.setattr(ct.Launcher, "_device", staticmethod(lambda args: 0))
+    launcher = _launcher("memref", views={0: np.uint32, 1: "flat"})
+    x, y = torch.empty(4, 6, dtype=torch.float16), torch.empty(2, 3, 4)
+    launcher[1, 32](x, y, np.int32(24))
+    launcher[1, 32](x, y, np.int32(24))
+    values = launches[-1][4]
+    # x: 24 halves seen as 12 words; y: flat; memref = (ptr, ptr, offset, shape, strides)
+    assert values == (x.data_ptr(), x.data_ptr(), 0, 12, 1, y.data_ptr(), y.data_ptr(), 0,
+                      24, 1, 24)
+    with pytest.raises(ValueError, match="argument 0 holds 10 bytes, not whole 4-byte"):
+        launcher[1, 32](torch.empty(5, dtype=torch.float16), y, np.int32(5))
+    with pytest.raises(ValueError, match="seen as a flat array of float32, so it must be C-"):
+        launcher[1, 32](x, y.transpose(0, 1), np.int32(24))
+
+
+def test_numbers_out_of_range_and_unknown_arguments(launches, monkeypatch):
+    monkeypatch.setattr(ct.Launcher, "_device", staticmethod(lambda args: 0))
+    launcher = _launcher()
+    x = torch.empty(8)
+    launcher[1, 32](x, 5)
+    with pytest.raises(ValueError, match="does not fit its parameter"):
+        launcher[1, 32](x, 1 << 70)  # a Python int is typed int64
+    declared = _launcher(scalars={1: np.int32, 2: np.float32})
+    declared[1, 32](x, 5, 0.5)
+    declared[1, 32](x, 6, 0.25)
+    assert launches[-1][4][-2:] == (6, 0.25)
+    assert [type(t) for t in declared.compiler.first[0][2][1:]] == [np.int32, np.float32]
+    (spec,) = declared.specializations.values()
+    assert spec.struct.format.endswith("ixxxxfxxxx")
+    with pytest.raises(ValueError, match="does not fit its parameter"):
+        declared[1, 32](x, 1 << 31, 0.5)
+    with pytest.raises(ValueError, match="does not fit its parameter"):
+        declared[1, 32](x, 1, 1e300)
+    with pytest.raises(TypeError, match="argument 1 must be a tensor, a device array"):
+        launcher[1, 32](x, "eps")
+    with pytest.raises(TypeError, match=r"launch\[grid, block\]"):
+        launcher[1]
+
+
+def test_devices_are_checked_before_compiling():
+    from numba import cuda
+
+    @cuda.jit
+    def kernel(x, y):
+        pass
+
+    launcher = ct.launcher(kernel)
+    with pytest.raises(ValueError, match="argument 0, argument 1 are in host memory"):
+        launcher[1, 32](torch.empty(4), torch.empty(4))
+    with pytest.raises(TypeError, match="is no kernel of numba-cuda or numba-cuda-mlir"):
+        ct.launcher(lambda x: x)
+    with pytest.raises(ValueError, match="a grid or block is 1 to 3 positive ints"):
+        launcher[0, 32]
+
+
+def test_fields_of_interfaces():
     rng = np.random.default_rng()
     rows, hidden = (int(n) for n in rng.integers(1, 300, 2))
-    ptr, shape = fast_launch.array_fields(_Interface((rows, 2 * hidden), "<f2"), 1, 4)
-    assert (ptr, shape) == (0x7F0000001000, (rows * hidden,))
-    strided = _Interface((rows, 8), "<f2", strides=(32, 2))
-    with pytest.raises(ValueError, match="argument 0 must be C-contiguous"):
-        fast_launch.array_fields(strided, 2, 2, "argument 0")
-    with pytest.raises(ValueError, match="last axis holds 6 bytes, not whole 4-byte"):
-        fast_launch.array_fields(_Interface((rows, 3), "<f2"), 2, 4)
-    with pytest.raises(ValueError, match="x has 2 axes; the kernel takes 3"):
-        fast_launch.array_fields(torch.empty(rows, 4), 3, 4, "x")
-    with pytest.raises(ValueError, match="must be a device array .* not list"):
-        fast_launch.array_fields([1, 2], 1, 4)
-    with pytest.raises(ValueError, match="x must be C-contiguous"):
-        fast_launch.array_fields(torch.empty(8, 4).t(), 2, 4, "x")
+    f = arrays.fields(_Interface((rows, hidden), "<f2"), "x")
+    assert (f.ptr, f.shape, f.strides, f.dtype) == (0x7F0000001000, (rows, hidden),
+                                                    (hidden, 1), "float16")
+    assert f.key() == ("array", "float16", 2, True, arrays.UNKNOWN_DEVICE, False)
+    strided = arrays.fields(_Interface((rows, 8), "<f2", strides=(32, 2)), "x")
+    assert strided.strides == (16, 1) and not strided.key()[3]
+    assert arrays.words(f, "uint32", "x").shape == ((rows * hidden) // 2,) \
+        if hidden % 2 == 0 else True
+    with pytest.raises(ValueError, match="strides \\(3, 2\\) are not whole 2-byte"):
+        arrays.fields(_Interface((2, 2), "<f2", strides=(3, 2)), "x")
+    with pytest.raises(TypeError, match="names no element type \\(bfloat16 has no typestr"):
+        arrays.fields(_Interface((2,), "<V2"), "x")
+    with pytest.raises(TypeError, match="must be a tensor, a device array"):
+        arrays.fields([1, 2], "argument 0")
 
 
-def test_scalar_slots_and_layout_errors():
-    slot = fast_launch._ScalarSlot(numba.types.float32)
-    slot.set(1e-6, 4)
-    assert slot.value.value == pytest.approx(np.float32(1e-6)) and \
-        isinstance(slot.value, ctypes.c_float)
-    with pytest.raises(ValueError, match="must be C-contiguous \\(layout 'C'\\)"):
-        fast_launch._ArraySlot(numba.types.float32[:, :], 4)
+def test_import_coopgen_leaves_torch_alone():
+    code = "import sys; sys.modules['torch'] = None; import coopgen; " \
+           "assert 'coopgen.torch' not in sys.modules and 'coopgen.autotune' not in sys.modules"
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
 
 
 @pytest.mark.parametrize("dtype", (torch.float16, torch.bfloat16))
 def test_custom_op_exports_as_one_graph(dtype):
     # torch.export traces with fake tensors: it fails on a graph break, and it runs only the
     # fake implementation, which must give the output's shape and type.
+    import torch_rms_norm
     op = torch_rms_norm.register()
+    assert torch_rms_norm.register() is op  # registered once
 
     class Block(torch.nn.Module):
         def __init__(self, hidden):
@@ -96,3 +235,118 @@ def test_custom_op_exports_as_one_graph(dtype):
     assert out.meta["val"].dtype == dtype
     with pytest.raises(Exception, match="w must be \\(hidden,\\)"):
         torch.export.export(Block(int(hidden) + 1), (torch.zeros(2, int(hidden), dtype=dtype),))
+
+
+def test_output_specs():
+    def pair(x: torch.Tensor, n: int) -> tuple[torch.Tensor, torch.Tensor]:
+        return x.clone(), x.sum(-1)
+
+    op = ct.custom_op("coopgen_test::pair", pair, outputs=(
+        ct.like("x"), ct.like(0, dtype=torch.float32, shape=lambda x, n: x.shape[:-1])))
+    program = torch.export.export(_Call(op), (torch.zeros(4, 6, dtype=torch.float16),))
+    out = [n for n in program.graph.nodes if n.op == "output"][0].args[0]
+    assert [(tuple(o.meta["val"].shape), o.meta["val"].dtype) for o in out] == \
+        [((4, 6), torch.float16), ((4,), torch.float32)]
+
+
+class _Call(torch.nn.Module):
+    def __init__(self, op):
+        super().__init__()
+        self.op = op
+
+    def forward(self, x):
+        return self.op(x, 3)
+
+
+# --- coopgen.autotune --------------------------------------------------------------------
+
+_TUNED = """
+import json, sys
+from coopgen.autotune import Config, autotune, pow2
+calls = []
+def timer(call):
+    if {forbid_timer}:
+        raise AssertionError("timed again: the cache was not used")
+    call()
+    return {{1: 3.0, 2: 1.0, 4: 2.0}}[calls[-1]]
+@autotune([Config(vectors=v) for v in (1, 2, 4)], key=lambda n: pow2(n), name="t",
+          timer=timer, device="fake-gpu")
+def run(n, *, config):
+    calls.append(config.vectors)
+    if config.vectors == 4 and n > 100:
+        raise ValueError("too wide")
+    return config.vectors
+print(json.dumps([run(3), run(4), run(300), calls]))
+"""
+
+
+def _tuned(tmp_path, forbid_timer: bool):
+    env = {**__import__("os").environ, autotune.CACHE_ENV: str(tmp_path)}
+    out = subprocess.run([sys.executable, "-c", _TUNED.format(forbid_timer=forbid_timer)],
+                         check=True, capture_output=True, text=True, cwd=ROOT, env=env)
+    return json.loads(out.stdout.splitlines()[-1])
+
+
+def test_autotune_keeps_the_fastest_and_a_second_process_reuses_it(tmp_path):
+    first = _tuned(tmp_path, forbid_timer=False)
+    # key 4 (n = 3 and 4): 1, 2, 4 tried (each called twice: compile, then timed), 2 fastest;
+    # key 512: 4 fails and is skipped
+    assert first[:3] == [2, 2, 2]
+    assert first[3] == [1, 1, 2, 2, 4, 4, 2, 2, 1, 1, 2, 2, 4, 2]
+    (cache,) = tmp_path.glob("t-v1-fake-gpu.json")
+    assert json.loads(cache.read_text()) == {'["4"]': {"vectors": 2}, '["512"]': {"vectors": 2}}
+    second = _tuned(tmp_path, forbid_timer=True)
+    assert second == [2, 2, 2, [2, 2, 2]]
+
+
+def test_autotune_errors_and_config():
+    c = autotune.Config(threads=128, items=8)
+    assert (c.threads, c.items, c) == (128, 8, autotune.Config(items=8, threads=128))
+    assert repr(c) == "Config(items=8, threads=128)"
+    with pytest.raises(AttributeError, match="has no parameter 'vectors'"):
+        c.vectors
+    assert [autotune.pow2(n) for n in (0, 1, 2, 3, 4, 5, 1000)] == [1, 1, 2, 4, 4, 8, 1024]
+
+    def never(*, config):
+        raise RuntimeError(f"no {config.threads}")
+
+    tuner = autotune.Autotuner(never, [c], key=lambda: 1, timer=lambda call: 1.0,
+                               device="fake", name="never")
+    with pytest.raises(RuntimeError, match="no config of never ran for key .*no 128"):
+        tuner()
+    with pytest.raises(ValueError, match="non-empty list of Config"):
+        autotune.Autotuner(never, [], key=lambda: 1)
+
+
+def _entry_params(ptx: str) -> list[str]:
+    """The ``.param`` types of the PTX's kernel entry, in order."""
+    import re
+    entry = re.search(r"\.entry\s+\S+\((.*?)\)", ptx, re.S).group(1)
+    return re.findall(r"\.param\s+\.(\w+)", entry)
+
+
+def _abi_kernel(x, y, n, a):
+    if n > 0:
+        y[0, 0] = x[0, 1] * a
+
+
+@pytest.mark.parametrize("compiler", ("numba", "numba_cuda_mlir"))
+def test_the_packed_parameters_are_the_compilers_abi(compiler):
+    # what the launcher packs for a C-contiguous and an any-layout 2-D array, an int32 and a
+    # float64 is what each compiler's kernel entry declares: 8-byte array fields, then the
+    # numbers at their own sizes
+    pytest.importorskip(compiler)
+    if compiler == "numba":
+        from numba import cuda, types
+        ptx, _ = cuda.compile_ptx(_abi_kernel, (types.float32[:, ::1], types.float32[:, :],
+                                                types.int32, types.float64), cc=(9, 0))
+    else:
+        from numba_cuda_mlir import cuda
+        from numba_cuda_mlir.numba_cuda import types
+
+        from coopgen.mlir.linkcheck import link_ptx
+        ptx = link_ptx(cuda.jit(_abi_kernel), (types.float32[:, ::1], types.float32[:, :],
+                                               types.int32, types.float64))
+    launcher = ct.launcher(cuda.jit(_abi_kernel))
+    fields = len(arrays.ABI[launcher.compiler.abi](0, (2, 3), (3, 1), 4))
+    assert _entry_params(ptx) == ["u64"] * 2 * fields + ["u32", "f64"]

@@ -18,7 +18,6 @@ _LAUNCH_CONFIG = "asserts on numba-cuda's launch configuration (sharedmem, pre_l
 #: numba-cuda-mlir backend or its compiler lacks for them (docs/numba-cuda-mlir.md's table).
 NUMBA_CUDA_ONLY = {
     "test_kernel_cache.py::*": "cache=True (numba-cuda-mlir caches no launch-specialised kernel)",
-    "test_torch.py::*": "examples/fast_launch.py's Launcher drives numba-cuda's dispatcher",
     "test_sampling.py::*": "examples/sampling.py is written with numba-cuda's cuda",
     "test_device_arch.py::*": "reads the shims' arch from numba-cuda's kernel library",
     "test_docs_examples.py::test_example_runs[[]inference-1[]]":

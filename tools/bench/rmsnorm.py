@@ -1,13 +1,16 @@
-"""RMSNorm forward (``examples/rms_norm.py``) against PyTorch eager, ``torch.compile`` and a
-Triton kernel, at LLM shapes, with the GPU's copy bandwidth for scale.
+"""RMSNorm forward (``examples/rms_norm.py``) against PyTorch eager, ``torch.compile``, a
+Triton kernel and QuACK (where ``quack-kernels`` is installed), at LLM shapes, with the GPU's
+copy bandwidth for scale.
 
-    python tools/bench/bench.py rmsnorm       # needs a GPU, PyTorch and Triton
+    python tools/bench/bench.py rmsnorm       # the 72 shapes below; a GPU, PyTorch and Triton
+    python tools/bench/rmsnorm.py --sweep --json sweep.json   # the wide sweep (``main``)
 
 For float16 and bfloat16 and every rows x hidden of ``ROWS`` x ``HIDDENS`` (decode batches of 1
 to 256 rows up to 32,768-row prefills), one run times:
 
-- ``coopgen``: ``examples/torch_rms_norm.rms_norm(x, w, eps, out=y)``: the example's kernel
-  launched from PyTorch tensors by ``examples/fast_launch.py`` on PyTorch's current stream;
+- ``coopgen``: ``examples/torch_rms_norm.rms_norm(x, w, eps, out=y)``: the example's kernel,
+  its block size and variant chosen by ``coopgen.autotune`` on the shape's first call (before
+  the timing), launched from PyTorch tensors by ``coopgen.torch`` on PyTorch's current stream;
 - ``torch``: ``torch.nn.functional.rms_norm(x, (hidden,), w, eps)``, eager;
 - ``compile``: ``torch.compile`` of that same function (default mode), compiled once per dtype
   and hidden with the row count dynamic (``maybe_mark_dynamic``; hidden stays static, so
@@ -16,6 +19,7 @@ to 256 rows up to 32,768-row prefills), one run times:
 - ``triton``: ``triton_rms_norm`` below, written as Triton's tutorials write their row kernels:
   one program per row, BLOCK = the next power of two of hidden, float32 accumulation, and the
   layer-norm tutorial's warp count;
+- ``quack``: ``quack.rmsnorm(x, w, eps=eps)`` (QuACK's CuTe DSL kernel), where installed;
 - ``copy``: ``y.copy_(x)``, the same bytes read and written: the copy bandwidth.
 
 Every output is checked against a float64 reference on the GPU before timing, within the
@@ -38,15 +42,20 @@ host's); ``graph µs``, the GPU time per call of ``PER_BATCH`` calls captured in
 of GPU time against tens of µs of host time, so the end-to-end and graph columns are the
 figures that count there.
 
-``sweep`` (``COOPGEN_RMSNORM_SWEEP=2048,32768``: at those row counts): coopgen again with the other block sizes that keep 16-byte vectors, and with each
-element's float32 value kept instead of converted twice (``convert_once``), and with rows moved
-as striped 8-byte words instead of blocked 16-byte vectors (``striped``), to show how the
-example's choice (``rms_norm.plan``) compares.
+``sweep`` (``COOPGEN_RMSNORM_SWEEP=2048,32768``: at those row counts): coopgen again with each
+of the autotuner's candidates (``torch_rms_norm.CONFIGS``), to show how its choice compares.
+
+``main`` (``--sweep``): rows 1 to 32,768 and hidden sizes 1,024 to 16,384, widths that are not
+powers of two or sums of them among them (``SWEEP_HIDDENS``), every peer, with the autotuner's
+cache in a fresh folder (every shape is tuned during the run: no shape was seen before it);
+``--dtypes``, ``--hiddens`` and ``--rows`` run a slice, and ``--json`` merges each shape into
+the file as it finishes, so slices run one after another add up to the whole sweep.
 """
 from __future__ import annotations
 
 import functools
 import json
+import math
 import os
 import statistics
 import sys
@@ -65,12 +74,15 @@ ROWS = (1, 32, 256, 2048, 8192, 32768)
 HIDDENS = (2048, 3072, 4096, 5120, 7168, 8192)
 DTYPES = example.DTYPES
 EPS = 1e-6
-PEERS = ("coopgen", "torch", "compile", "triton")  # the bars; "copy" is the line
+PEERS = ("coopgen", "torch", "compile", "triton", "quack")  # the bars; "copy" is the line
 LABELS = {"coopgen": "coopgen", "torch": "PyTorch eager", "compile": "torch.compile",
-          "triton": "Triton", "copy": "copy_"}
+          "triton": "Triton", "quack": "QuACK", "copy": "copy_"}
 TARGET = 0.98  # coopgen's GB/s over the fastest peer's, on every shape
-ROUNDINGS = {"coopgen": 1, "torch": 2, "compile": 2, "triton": 1}
-SWEEP_VECTORS = (1, 2, 3, 4)  # 16-byte vectors a thread holds in the sweep
+ROUNDINGS = {"coopgen": 1, "torch": 2, "compile": 2, "triton": 1, "quack": 2}
+#: the wide sweep (``main``): decode batches to prefills, and LLM widths, powers of two or not
+SWEEP_ALL_ROWS = (1, 4, 16, 64, 256, 1024, 4096, 16384, 32768)
+SWEEP_HIDDENS = (1024, 1536, 2048, 2560, 3072, 3584, 4096, 5000, 5120, 6144, 7168, 8192,
+                 11008, 12288, 13824, 14336, 16384)
 #: the row counts whose shapes also time the other block sizes and layouts ...
 SWEEP_ROWS = tuple(int(n) for n in os.environ.get("COOPGEN_RMSNORM_SWEEP", "").split(",") if n)
 SWEEP_DTYPE = "float16"  # ... in this dtype (the other moves the same bytes the same way)
@@ -87,19 +99,6 @@ def cases() -> list[tuple[str, int, int]]:
 def bytes_moved(rows: int, hidden: int, itemsize: int = 2) -> int:
     """x read, w read and y written."""
     return (2 * rows * hidden + hidden) * itemsize
-
-
-def sweep_threads(hidden: int) -> list[int]:
-    """Block sizes whose threads each hold ``SWEEP_VECTORS`` whole 16-byte vectors and cover a
-    row exactly (whole warps, at most 1024 threads), other than the example's own choice."""
-    chosen, _ = example.plan(hidden)
-    found = []
-    for vectors in SWEEP_VECTORS:
-        threads, rest = divmod(hidden, example.VECTOR * vectors)
-        if not rest and threads % 32 == 0 and 32 <= threads <= example.MAX_THREADS \
-                and threads != chosen:
-            found.append(threads)
-    return sorted(found)
 
 
 def l2_bytes() -> int:
@@ -215,11 +214,11 @@ def _kept(make, sets: int):
     return call
 
 
-def _registers(dtype: str, items: int, full: bool = True, convert_once: bool = False,
-               striped: bool = False, blocked: bool = False, threads: int | None = None) -> int:
-    """Registers per thread of the example's kernel as launched (its last specialisation)."""
-    kernel = example.make_kernel(dtype, items, full, convert_once, striped, blocked, threads)
-    regs = kernel.get_regs_per_thread()
+def _registers(dtype: str, hidden: int, config) -> int:
+    """Registers per thread of the example's kernel under ``config`` as launched (its last
+    specialisation)."""
+    import torch_rms_norm
+    regs = torch_rms_norm.launcher_for(dtype, hidden, config)[0].kernel.get_regs_per_thread()
     return list(regs.values())[-1] if isinstance(regs, dict) else regs
 
 
@@ -300,6 +299,16 @@ def graph_us(call, sets: int) -> float:
     return statistics.median(times)
 
 
+def quack_installed() -> bool:
+    import importlib.util
+    return importlib.util.find_spec("quack") is not None
+
+
+def quack_rms_norm(x, w, eps):
+    import quack
+    return quack.rmsnorm(x, w, eps=eps)
+
+
 def _calls(dtype: str, hidden: int, xs, w, ys, sets: int) -> dict:
     import torch_rms_norm
 
@@ -307,13 +316,27 @@ def _calls(dtype: str, hidden: int, xs, w, ys, sets: int) -> dict:
     import torch
     for x in xs:
         torch._dynamo.maybe_mark_dynamic(x, 0)
-    return {
+    calls = {
         "coopgen": lambda i: torch_rms_norm.rms_norm(xs[i], w, EPS, out=ys["coopgen"][i]),
         "torch": _kept(lambda i: _eager(xs[i], w), sets),
         "compile": _kept(lambda i: compiled(xs[i], w), sets),
         "triton": lambda i: triton_rms_norm(xs[i], w, EPS, ys["triton"][i]),
         "copy": lambda i: ys["copy"][i].copy_(xs[i]),
     }
+    if quack_installed():
+        calls["quack"] = _kept(lambda i: quack_rms_norm(xs[i], w, EPS), sets)
+    return calls
+
+
+def config_shape(dtype: str, hidden: int, config) -> dict:
+    """What the example's kernel is under ``config``: threads, items, its variant, registers."""
+    import torch_rms_norm
+    threads = torch_rms_norm.launcher_for(dtype, hidden, config)[1]
+    return {"threads": threads, "items": example.plan(hidden, threads)[1],
+            "config": repr(config), "convert_once": config.convert_once,
+            "striped": config.variant == "striped", "blocked": config.variant == "blocked",
+            "elements": config.variant == "elements",
+            "regs": _registers(dtype, hidden, config)}
 
 
 def shape_row(dtype: str, rows: int, hidden: int, sweep: bool = False) -> dict:
@@ -331,8 +354,8 @@ def shape_row(dtype: str, rows: int, hidden: int, sweep: bool = False) -> dict:
     x64, w64 = xs[0].double(), w.double()
     want = x64 * torch.rsqrt((x64 * x64).mean(-1, keepdim=True) + EPS) * w64
     errors = {}
-    for name in PEERS:
-        for _ in range(2):  # coopgen: numba's launch, then the Launcher's
+    for name in (p for p in PEERS if p in calls):
+        for _ in range(2):  # coopgen: tuned (first call of its key) and compiled, then raw
             got = calls[name](0)
             torch.cuda.synchronize()
             errors[name] = _checked(name, got, want, dtype, rows, hidden, ROUNDINGS[name])
@@ -340,16 +363,18 @@ def shape_row(dtype: str, rows: int, hidden: int, sweep: bool = False) -> dict:
     if not torch.equal(ys["copy"][0], xs[0]):
         raise AssertionError(f"rmsnorm copy_ {dtype} {rows}x{hidden}: y differs from x")
     timed = _rounds(calls, sets)
-    threads, items = example.plan(hidden)
+    import torch_rms_norm
+    tuned = config_shape(dtype, hidden, torch_rms_norm._run.config_for(xs[0], w, EPS, None))
     row = {"dtype": dtype, "rows": rows, "hidden": hidden, "bytes": bytes_moved(rows, hidden),
-           "copy_bytes": 4 * rows * hidden, "sets": sets, "threads": threads, "items": items,
-           "max_error": errors, "peers": {}}
+           "copy_bytes": 4 * rows * hidden, "sets": sets, "threads": tuned["threads"],
+           "items": tuned["items"], "config": tuned["config"], "max_error": errors,
+           "peers": {}}
     for name, r in timed.items():
         moved = row["copy_bytes"] if name == "copy" else row["bytes"]
         row["peers"][name] = dict(r, GBps=moved / r["ms"] / 1e6,
                                   e2e_us=end_to_end_us(calls[name], sets),
                                   graph_us=graph_us(calls[name], sets))
-    row["regs"] = _registers(dtype, items, threads * items == hidden, threads=threads)
+    row["regs"] = tuned["regs"]
     row["numba_launch_host_us"] = _enqueue_us(
         lambda i: example.rms_norm(xs[i], w, EPS, out=ys["coopgen"][i]), sets)
     row["sweep"] = _sweep(dtype, rows, hidden, xs, w, ys, want, sets) if sweep else []
@@ -362,28 +387,28 @@ def shape_row(dtype: str, rows: int, hidden: int, sweep: bool = False) -> dict:
 
 
 def _sweep(dtype, rows, hidden, xs, w, ys, want, sets) -> list[dict]:
-    """coopgen at the other block sizes that keep whole 16-byte vectors."""
+    """coopgen under each of the autotuner's other candidates."""
     import torch
     import torch_rms_norm
     out = []
-    planned, items = example.plan(hidden)
-    variants = [(t, False, False) for t in sweep_threads(hidden)] + [(planned, True, False)]
-    if planned * items == hidden and items % 4 == 0:
-        variants.append((planned, False, True))
-    for t, once, striped in variants:
-        def call(i, t=t, once=once, striped=striped):
-            return torch_rms_norm.rms_norm(xs[i], w, EPS, out=ys["coopgen"][i], threads=t,
-                                           convert_once=once, striped=striped)
+    tuned = torch_rms_norm._run.config_for(xs[0], w, EPS, None)
+    for config in torch_rms_norm.CONFIGS:
+        if config == tuned:
+            continue
+        try:
+            torch_rms_norm.launcher_for(dtype, hidden, config)
+        except ValueError:  # not a candidate for this width
+            continue
+
+        def call(i, config=config):
+            return torch_rms_norm.rms_norm(xs[i], w, EPS, out=ys["coopgen"][i], config=config)
         for _ in range(2):
             got = call(0)
             torch.cuda.synchronize()
-            _checked(f"coopgen threads={t} convert_once={once} striped={striped}", got, want,
-                     dtype, rows, hidden, 1)
-        r = _rounds({t: call}, sets)[t]
-        items_t = example.plan(hidden, t)[1]
-        regs = _registers(dtype, items_t, t * items_t == hidden, once, striped, threads=t)
-        out.append(dict(r, threads=t, items=items_t, regs=regs, convert_once=once,
-                        striped=striped, GBps=bytes_moved(rows, hidden) / r["ms"] / 1e6))
+            _checked(f"coopgen {config!r}", got, want, dtype, rows, hidden, 1)
+        r = _rounds({"c": call}, sets)["c"]
+        out.append(dict(r, **config_shape(dtype, hidden, config),
+                        GBps=bytes_moved(rows, hidden) / r["ms"] / 1e6))
     return out
 
 
@@ -406,32 +431,42 @@ def rmsnorm_rows(selected=None, sweep_rows=SWEEP_ROWS) -> list[dict]:
 
 # --- tables ---------------------------------------------------------------------------------
 
+def peers_of(rows) -> list[str]:
+    """The peers these rows timed (QuACK only where it was installed)."""
+    return [p for p in PEERS if all(p in r["peers"] for r in rows)]
+
+
 def fastest_peer(row: dict) -> str:
     """The fastest of the other peers (not coopgen, not the copy)."""
-    return max((p for p in PEERS if p != "coopgen"), key=lambda p: row["peers"][p]["GBps"])
+    return max((p for p in peers_of([row]) if p != "coopgen"),
+               key=lambda p: row["peers"][p]["GBps"])
 
 
 def _best_other(row: dict, key: str) -> str:
     """The peer (not coopgen, not the copy) with the fewest µs by ``key``."""
-    return min((p for p in PEERS if p != "coopgen"), key=lambda p: row["peers"][p][key])
+    return min((p for p in peers_of([row]) if p != "coopgen"),
+               key=lambda p: row["peers"][p][key])
 
 
 def table_lines(rows) -> list[str]:
-    short = {"torch": "eager", "compile": "compile", "triton": "Triton"}
+    short = {"torch": "eager", "compile": "compile", "triton": "Triton", "quack": "QuACK"}
+    peers = peers_of(rows)
     head = ["| rows x hidden | dtype | copy GB/s |"
-            + "".join(f" {LABELS[p]} GB/s (x copy) |" for p in PEERS)
-            + " coopgen / fastest peer | host µs per call: coopgen / eager / compile / Triton |"
+            + "".join(f" {LABELS[p]} GB/s (x copy) |" for p in peers)
+            + " coopgen / fastest peer | host µs per call: coopgen / "
+            + " / ".join(short[p] for p in peers[1:]) + " |"
             " end to end µs: coopgen / fastest peer | CUDA graph µs: coopgen / fastest peer |",
-            "|---|---|---|" + "---|" * len(PEERS) + "---|---|---|---|"]
+            "|---|---|---|" + "---|" * len(peers) + "---|---|---|---|"]
     body = []
     for r in rows:
         peers = r["peers"]
         copy = peers["copy"]["GBps"]
+        names = peers_of(rows)
         cells = "".join(f" {peers[p]['GBps']:.0f} ({peers[p]['GBps'] / copy:.2f}) |"
-                        for p in PEERS)
+                        for p in names)
         best = fastest_peer(r)
         ratio = peers["coopgen"]["GBps"] / peers[best]["GBps"]
-        host = " / ".join(f"{peers[p]['host_us']:.1f}" for p in PEERS)
+        host = " / ".join(f"{peers[p]['host_us']:.1f}" for p in names)
         ends = []
         for key in ("e2e_us", "graph_us"):
             other = _best_other(r, key)
@@ -452,8 +487,9 @@ def sweep_lines(rows) -> list[str]:
         for s in sorted([own] + r["sweep"], key=lambda s: (s["threads"], s.get("convert_once",
                                                                                False),
                                                            s.get("striped", False))):
-            mark = " (plan)" if s is own else " (convert once)" if s.get("convert_once") \
-                else " (striped)" if s.get("striped") else ""
+            mark = " (tuned)" if s is own else " (convert once)" if s.get("convert_once") \
+                else " (striped)" if s.get("striped") else " (blocked)" if s.get("blocked") \
+                else " (elements)" if s.get("elements") else ""
             lines.append(f"| {r['rows']} x {r['hidden']} | {r['dtype']} | {s['threads']} x "
                          f"{s['items']}{mark} | {s.get('regs')} | {s['GBps']:.0f} | "
                          f"{s['GBps'] / copy:.3f} | {s['host_us']:.1f} |")
@@ -473,3 +509,102 @@ def print_rmsnorm(rows, env=None) -> str:
         "\n\n" + "\n".join(sweep_lines(rows))
     print(text)
     return text
+
+
+# --- the wide sweep ---------------------------------------------------------------------------
+
+def summary(rows) -> dict:
+    """coopgen over the fastest peer across ``rows``: geometric mean, worst shape, how many reach
+    0.95 and ``TARGET``; each peer's median host µs per call and CUDA-graph µs."""
+    ratios = {f"{r['dtype']}:{r['rows']}x{r['hidden']}":
+              r["peers"]["coopgen"]["GBps"] / r["peers"][fastest_peer(r)]["GBps"] for r in rows}
+    worst = min(ratios, key=ratios.get)
+    return {"shapes": len(ratios),
+            "geomean": math.exp(statistics.fmean(math.log(q) for q in ratios.values())),
+            "worst": [worst, ratios[worst]],
+            "at_least_0.95": sum(q >= 0.95 for q in ratios.values()),
+            f"at_least_{TARGET}": sum(q >= TARGET for q in ratios.values()),
+            "host_us_median": {p: statistics.median(r["peers"][p]["host_us"] for r in rows)
+                               for p in peers_of(rows)},
+            "graph_us_median": {p: statistics.median(r["peers"][p]["graph_us"] for r in rows)
+                                for p in peers_of(rows)}}
+
+
+def summary_lines(s: dict) -> list[str]:
+    return [f"coopgen / fastest peer over {s['shapes']} shapes: geometric mean "
+            f"{s['geomean']:.3f}, worst {s['worst'][1]:.3f} ({s['worst'][0]}), "
+            f"{s['at_least_0.95']} at >= 0.95, {s[f'at_least_{TARGET}']} at >= {TARGET}",
+            "median host µs per call: " + ", ".join(f"{LABELS[p]} {v:.1f}" for p, v in
+                                                    s["host_us_median"].items()),
+            "median CUDA-graph µs per call: " + ", ".join(f"{LABELS[p]} {v:.1f}" for p, v in
+                                                         s["graph_us_median"].items())]
+
+
+def _merge(path: str, row: dict, env: dict) -> list[dict]:
+    """The file's shapes with ``row`` added (or replacing the same shape's); written back."""
+    try:
+        with open(path) as f:
+            saved = json.load(f)
+    except (OSError, ValueError):
+        saved = {}
+    key = (row["dtype"], row["rows"], row["hidden"])
+    rows = [r for r in saved.get("rmsnorm", []) if (r["dtype"], r["rows"], r["hidden"]) != key]
+    rows.append(row)
+    rows.sort(key=lambda r: (DTYPES.index(r["dtype"]), r["hidden"], r["rows"]))
+    with open(path, "w") as f:
+        json.dump({"environment": env, "rmsnorm": rows, "summary": summary(rows)}, f, indent=1)
+    return rows
+
+
+def _environment() -> dict:
+    import platform
+
+    import torch
+    env = {"date": time.strftime("%Y-%m-%d"), "gpu": torch.cuda.get_device_name(),
+           "python": platform.python_version(), "torch": torch.__version__}
+    for name in ("triton", "quack"):
+        try:
+            env[name] = __import__(name).__version__
+        except (ImportError, AttributeError):
+            pass
+    return env
+
+
+def main(argv=None) -> int:
+    import argparse
+    import tempfile
+    parser = argparse.ArgumentParser(description="RMSNorm: coopgen against PyTorch eager, "
+                                     "torch.compile, Triton and QuACK (where installed)")
+    parser.add_argument("--sweep", action="store_true",
+                        help="rows 1..32768 x hidden 1024..16384 (SWEEP_ALL_ROWS, SWEEP_HIDDENS)")
+    parser.add_argument("--dtypes", default=",".join(DTYPES))
+    parser.add_argument("--hiddens", default=",".join(map(str, SWEEP_HIDDENS)))
+    parser.add_argument("--rows", default=",".join(map(str, SWEEP_ALL_ROWS)))
+    parser.add_argument("--json", help="merge each shape's figures into this file")
+    parser.add_argument("--table", help="print the table and summary of this file, time nothing")
+    parser.add_argument("--keep-cache", action="store_true",
+                        help="use the autotuner's usual cache (default: a fresh one)")
+    args = parser.parse_args(argv)
+    if args.table:
+        with open(args.table) as f:
+            rows = json.load(f)["rmsnorm"]
+        print("\n".join(table_lines(rows) + [""] + summary_lines(summary(rows))))
+        return 0
+    if not args.sweep:
+        parser.error("--sweep or --table")
+    if not args.keep_cache:  # every shape is tuned during the run
+        os.environ["COOPGEN_AUTOTUNE_CACHE"] = tempfile.mkdtemp(prefix="coopgen-autotune-")
+    env, rows = _environment(), []
+    print(run_line(env) + f" QuACK: {'installed' if quack_installed() else 'not installed'}")
+    for dtype in args.dtypes.split(","):
+        for hidden in map(int, args.hiddens.split(",")):
+            for n in map(int, args.rows.split(",")):
+                row = shape_row(dtype, n, hidden)
+                rows = _merge(args.json, row, env) if args.json else rows + [row]
+                print(table_lines([row])[-1], flush=True)
+    print("\n".join(summary_lines(summary(rows))))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,246 @@
+"""A kernel's launcher from PyTorch: one specialization per signature, each compiled once by the
+kernel's own compiler (numba-cuda or numba-cuda-mlir, through its ordinary launch), then raw
+``cuLaunchKernel`` calls on PyTorch's current stream with the arguments packed in one buffer.
+
+Every call first tries the last signature's launch, whose guard checks the arguments (types; a
+tensor's dtype, rank, contiguity and device; the block shape and dynamic shared bytes); when
+they differ, it builds the signature's key from the same fields and looks it up: an argument
+that differs from every signature seen selects a new specialization (a non-contiguous tensor
+compiles the kernel for arrays of any layout, 'A', and passes its strides), or raises a clear
+error (a CPU tensor, tensors of two devices, a number out of its type's range). Bytes are seen
+as another type only where the launcher was told to (``views``)."""
+from __future__ import annotations
+
+import ctypes
+import importlib
+import operator
+import struct
+import sys
+
+from . import arrays
+
+#: numba type name of a scalar parameter -> its struct code (each parameter gets 8 bytes)
+SCALAR_CODES = {"int8": "b", "int16": "h", "int32": "i", "int64": "q", "uint8": "B",
+                "uint16": "H", "uint32": "I", "uint64": "Q", "float16": "e", "float32": "f",
+                "float64": "d", "bool": "?"}
+_driver = None
+
+
+def driver():
+    """libcuda's ``cuLaunchKernel``, ``cuFuncSetAttribute`` and ``cuGetErrorName``, typed once."""
+    global _driver
+    if _driver is None:
+        lib = ctypes.CDLL("libcuda.so.1")
+        lib.cuLaunchKernel.restype = ctypes.c_int
+        lib.cuLaunchKernel.argtypes = [ctypes.c_void_p] + [ctypes.c_uint] * 7 + \
+            [ctypes.c_void_p] * 3
+        lib.cuFuncSetAttribute.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_int]
+        lib.cuGetErrorName.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_char_p)]
+        _driver = lib
+    return _driver
+
+
+def check(err: int, what: str) -> None:
+    if err:
+        name = ctypes.c_char_p()
+        driver().cuGetErrorName(err, ctypes.byref(name))
+        raise RuntimeError(f"coopgen.torch: {what} failed: "
+                           f"{(name.value or b'?').decode()}")
+
+
+def current_stream(device: int) -> int:
+    """PyTorch's current stream on ``device`` (-1: the current device) as a raw handle (0, the
+    legacy default stream, when PyTorch is not imported)."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return 0
+    return torch._C._cuda_getCurrentRawStream(device if device >= 0 else
+                                              torch.cuda.current_device())
+
+
+def stream_getter():
+    """``device -> PyTorch's current raw stream there`` (the function Inductor's launchers
+    call), or ``device -> 0`` where PyTorch is not imported."""
+    torch = sys.modules.get("torch")
+    return (lambda device: 0) if torch is None else torch._C._cuda_getCurrentRawStream
+
+
+def stream_handle(stream) -> int:
+    """A raw stream from an int, a torch.cuda.Stream, a numba or CuPy stream."""
+    for attr in ("cuda_stream", "handle", "ptr"):
+        if hasattr(stream, attr):
+            value = getattr(stream, attr)
+            return int(getattr(value, "value", value) or 0)
+    return int(stream)
+
+
+def dim3(d) -> tuple:
+    """A grid or block as 3 Python ints (numpy's integers accepted)."""
+    try:
+        dims = (operator.index(d),) if not isinstance(d, tuple) else tuple(map(operator.index, d))
+    except TypeError:
+        dims = ()
+    if not 1 <= len(dims) <= 3 or any(n < 1 for n in dims):
+        raise ValueError(f"coopgen.torch: a grid or block is 1 to 3 positive ints, not {d!r}")
+    return dims + (1,) * (3 - len(dims))
+
+
+class NumbaCuda:
+    """numba-cuda: its launch compiles and loads; a pre-launch callback keeps the kernel."""
+    abi = "numba"
+
+    def __init__(self):
+        self.cuda = importlib.import_module("numba.cuda")
+
+    def first_launch(self, kernel, grid, block, stream, sharedmem, args):
+        seen = {}
+        config = kernel[grid, block, self.cuda.external_stream(stream) if stream else 0,
+                        sharedmem]
+        config.pre_launch_callbacks.append(lambda k, cfg: seen.update(kernel=k))
+        config(*args)
+        k = seen["kernel"]
+        # coopgen's own callback has raised the function's limit and reported the total
+        return int(k._codelibrary.get_cufunc().handle), config.sharedmem, k.argument_types
+
+
+class NumbaCudaMlir:
+    """numba-cuda-mlir: its launch compiles (per launch configuration where the kernel asks
+    for one, as coopgen's kernels do); the compile result gives the cubin's function."""
+    abi = "memref"
+    DYNAMIC_LIMIT = 48 * 1024  # bytes a launch gets without raising the function's attribute
+
+    def __init__(self):
+        self.cuda = importlib.import_module("numba_cuda_mlir.cuda")
+        self.typeof = importlib.import_module("numba_cuda_mlir.numba_cuda.typing.typeof")
+
+    def first_launch(self, kernel, grid, block, stream, sharedmem, args):
+        kernel[grid, block, self.cuda.external_stream(stream) if stream else 0,
+               sharedmem](*args)
+        argtypes = tuple(self.typeof.typeof(a, self.typeof.Purpose.argument) for a in args)
+        result = self._result(kernel, argtypes, block)
+        handle = int(result._codelibrary.get_cufunc().handle)
+        total = max(sharedmem, result.metadata.get("required_dynamic_shared_memory", 0))
+        if total > self.DYNAMIC_LIMIT:
+            attribute = 8  # CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+            check(driver().cuFuncSetAttribute(handle, attribute, total), "cuFuncSetAttribute")
+        return handle, total, argtypes
+
+    @staticmethod
+    def _result(kernel, argtypes, block):
+        blocks = {tuple(block[:n]) for n in (1, 2, 3)}
+        for (sig, key), result in kernel.launch_config_overloads.items():
+            if tuple(sig) == argtypes and tuple(dict(key)["block"]) in blocks:
+                return result
+        result = kernel.overloads.get(argtypes)
+        if result is None:
+            raise RuntimeError(f"coopgen.torch: numba-cuda-mlir launched {kernel} but kept no "
+                               f"compile result for {argtypes}")
+        return result
+
+
+COMPILERS = {"numba": NumbaCuda, "numba_cuda_mlir": NumbaCudaMlir}
+_compilers: dict = {}
+
+
+def compiler_of(kernel):
+    package = type(kernel).__module__.split(".")[0]
+    if package not in COMPILERS or not hasattr(kernel, "__getitem__"):
+        raise TypeError(f"coopgen.torch: {kernel!r} is no kernel of numba-cuda or "
+                        f"numba-cuda-mlir (a @cuda.jit function)")
+    if package not in _compilers:
+        _compilers[package] = COMPILERS[package]()
+    return _compilers[package]
+
+
+class Specialization:
+    """One signature's compiled function and its launch: a function made for the signature
+    that reads each argument's fields, packs them into one buffer (8 bytes a parameter) and
+    calls ``cuLaunchKernel``, in straight-line code (a loop over writers costs twice as much
+    host time). ``sources``: per argument, ("tensor", itemsize, ndim), ("view", itemsize,
+    source itemsize), ("fields", writer) or ("scalar",)."""
+
+    def __init__(self, function: int, sharedmem: int, device: int, abi: str, sources, codes):
+        self.function, self.sharedmem, self.device = function, sharedmem, device
+        self.struct = struct.Struct("<" + "".join(c + "x" * (8 - struct.calcsize(c))
+                                                  for c in codes))
+        self.buffer = ctypes.create_string_buffer(max(self.struct.size, 8))
+        base = ctypes.addressof(self.buffer)
+        self.params = (ctypes.c_void_p * len(codes))(*(base + 8 * i for i in range(len(codes))))
+        self.launch = self._generate(abi, sources)
+
+    def _generate(self, abi: str, sources):
+        lines, values, scope = [], [], {}
+        for i, (kind, *info) in enumerate(sources):
+            a = f"a{i}"
+            if kind == "tensor":
+                size, ndim = info
+                lines.append(f"p{i} = {a}.data_ptr(); s{i} = {a}.shape; t{i} = {a}.stride()")
+                shape = [f"s{i}[{d}]" for d in range(ndim)]
+                strides = [f"t{i}[{d}]" + (f" * {size}" if abi == "numba" else "")
+                           for d in range(ndim)]
+                values += (["0", "0", f"{a}.numel()", str(size), f"p{i}"] if abi == "numba"
+                           else [f"p{i}", f"p{i}", "0"]) + shape + strides
+            elif kind == "view":
+                size, source = info
+                lines += [f"n{i}, r{i} = divmod({a}.numel() * {source}, {size})",
+                          f"if r{i}: not_whole({i}, {a}.numel() * {source}, {size})",
+                          f"p{i} = {a}.data_ptr()"]
+                values += ["0", "0", f"n{i}", str(size), f"p{i}", f"n{i}", str(size)] \
+                    if abi == "numba" else [f"p{i}", f"p{i}", "0", f"n{i}", "1"]
+            elif kind == "fields":
+                scope[f"w{i}"] = info[0]
+                values.append(f"*w{i}({a})")
+            else:
+                values.append(a)
+        unpack = [f"({''.join(f'a{i}, ' for i in range(len(sources)))}) = args"]
+        code = "\n    ".join(["def launch(grid, block, stream, args):"] + unpack + lines + [
+            f"values = ({''.join(v + ', ' for v in values)})",
+            "try:", "    pack_into(buffer, 0, *values)",
+            "except struct_error as e:", "    not_fit(e)",
+            "err = launch_kernel(function, grid[0], grid[1], grid[2], block[0], block[1], "
+            "block[2], sharedmem, stream, params, None)",
+            "if err:", "    check(err, 'cuLaunchKernel')"])
+        scope.update(pack_into=self.struct.pack_into, buffer=self.buffer, check=check,
+                     struct_error=(struct.error, OverflowError), not_fit=_not_fit,
+                     not_whole=_not_whole, launch_kernel=driver().cuLaunchKernel,
+                     function=self.function, sharedmem=self.sharedmem, params=self.params)
+        exec(compile(code, "<coopgen.torch launch>", "exec"), scope)  # noqa: S102
+        return scope["launch"]
+
+    def guarded(self, block, requested: int, checks, names: dict, stream_of):
+        """``run(grid, block, stream, sharedmem, args) -> bool``: this launch if the arguments
+        pass ``checks`` (expressions of a0, a1, ... and ``names``), else False; a launcher
+        tries its last signature's first, before building a key."""
+        unpack = "".join(f"a{i}, " for i in range(len(checks)))
+        code = "\n    ".join([
+            "def run(grid, block_, stream, requested_, args):",
+            f"if len(args) != {len(checks)} or requested_ != requested or block_ != block:",
+            "    return False",
+            f"({unpack}) = args",
+            f"if not ({' and '.join(checks) or 'True'}):", "    return False",
+            "launch(grid, block, stream_of(device) if stream is None else stream, args)",
+            "return True"])
+        scope = dict(names, block=block, requested=requested, launch=self.launch,
+                     stream_of=stream_of, device=self.device)
+        exec(compile(code, "<coopgen.torch guarded launch>", "exec"), scope)  # noqa: S102
+        return scope["run"]
+
+
+def _not_fit(e):
+    raise ValueError(f"coopgen.torch: an argument does not fit its parameter: {e}") from None
+
+
+def _not_whole(i: int, nbytes: int, size: int):
+    raise ValueError(f"coopgen.torch: argument {i} holds {nbytes} bytes, not whole {size}-byte "
+                     f"elements")
+
+
+def fields_writer(abi, itemsize: int, view=None, name=""):
+    """The parameters of an array that is not a tensor (its ``Fields``)."""
+    params = arrays.ABI[abi]
+
+    def write(f):
+        if view is not None:
+            f = arrays.words(f, view, name)
+        return params(f.ptr, f.shape, f.strides, itemsize)
+    return write
