@@ -11,7 +11,6 @@ import types as _pytypes
 from . import block as _block
 from . import local, shared  # noqa: F401
 from . import groups as _groups
-from .. import versions as _version
 from . import warp as _warp
 from ..codegen.storage import TempStorage as _TempStorage
 from ..model import backends as _backends
@@ -150,7 +149,7 @@ class ThreadHierarchy:
 
 Hierarchy = ThreadHierarchy
 ThreadDataLike = TempStorageLike = object  # typing names of cuda.coop's stubs
-__version__ = _version.VERSION
+__version__ = _sys.modules[__name__.split(".")[0]].__version__  # set before api imports
 
 
 def register(backend: str = "numba_cuda_mlir") -> None:
