@@ -28,7 +28,7 @@ MAX_MODULE_LINES, MAX_FUNCTION_LINES = 500, 80
 #: call to a Pythonic entry point, data in api.groups and resolve.groups; the shared IR rewrite
 #: of group calls, resolve.group_calls, and the device helpers it calls, resolve.group_helpers).
 MAX_RUNTIME_LINES = 7794
-MAX_MLIR_LINES = 1068
+MAX_MLIR_LINES = 1076  # issue 33: +8 (its rewrite's cuda module; arrays of a value's type)
 #: issue 36: the PyTorch surface and the autotuner, optional modules beside the staged runtime
 #: (nothing of the runtime imports them), with their own budget.
 PYTORCH_SURFACE = ("torch", "autotune")
