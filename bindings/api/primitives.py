@@ -44,6 +44,9 @@ class Primitive(_TempStorageLayout, Entry):
         """Two-phase use on the host: fix the dtype, template arguments and operators now,
         call the returned object inside kernels. ``block.sum(np.int32, 128, 4)``,
         ``block.load(np.int32, 128, 4, "warp_transpose")``: cuda.coop's positional order."""
+        traced = backends.call_in_trace(self, args, kws)
+        if traced is not backends.NOT_TRACING:  # inside a kernel CuTe DSL traces
+            return traced
         from .twophase import host_arguments, object_shape
 
         fixed, call_fixed = host_arguments(self, args, kws)
