@@ -1,0 +1,129 @@
+"""coopgen.cute without a GPU: CuTe DSL kernels calling coopgen's primitives compile and link
+to cubins for sm_90a and sm_100a, with the shims inlined (no calls) and the register fragments
+kept in registers (no local memory); misuse is refused by name."""
+import subprocess
+import sys
+
+import cutlass
+import cutlass.cute as cute
+import numpy as np
+import pytest
+from kernels import everything, pointer
+
+from coopgen import block
+from coopgen.cute import call, clang
+
+ARCHS = ("sm_90a", "sm_100a")
+EVERYTHING = ["BlockExchange::BlockedToStriped(const T (&)[ItemsPerThread], OutputT (&)[ItemsPerThread])",
+              "BlockExchange::StripedToBlocked(const T (&)[ItemsPerThread], OutputT (&)[ItemsPerThread])",
+              "BlockLoad::Load(RandomAccessIterator, T (&)[ItemsPerThread])",
+              "BlockMergeSort::Sort(KeyT (&)[ItemsPerThread], CompareOp)",
+              "BlockRadixSort::Sort(KeyT (&)[ItemsPerThread], int, int)",
+              "BlockReduce::Reduce(T (&)[ITEMS_PER_THREAD], ReductionOp)",
+              "BlockReduce::Sum(T (&)[ITEMS_PER_THREAD])",
+              "BlockScan::ExclusiveSum(T (&)[ITEMS_PER_THREAD], T (&)[ITEMS_PER_THREAD])",
+              "BlockScan::InclusiveScan(T (&)[ITEMS_PER_THREAD], T (&)[ITEMS_PER_THREAD], ScanOp)",
+              "BlockStore::Store(OutputIteratorT, T (&)[ItemsPerThread])",
+              "WarpReduce::Reduce(T, ReductionOp)", "WarpReduce::Sum(T)",
+              "WarpScan::InclusiveSum(T, T &)"]
+
+
+def compile_for(arch: str, launch, *args):
+    return cute.compile[cute.GPUArch(arch), cute.KeepPTX, cute.KeepCUBIN](launch, *args)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_every_first_class_primitive_links(arch):
+    call.RESOLVED.clear()
+    before = clang.compile_count() + clang.cache_hit_count()
+    ptr = pointer(np.int32)
+    compiled = compile_for(arch, everything(np.int32), ptr, ptr, ptr)
+    assert sorted(set(call.RESOLVED)) == EVERYTHING
+    # one clang translation unit for the whole kernel (compiled, or found in the cache)
+    assert clang.compile_count() + clang.cache_hit_count() - before == 1
+    ptx = compiled.artifacts.PTX
+    assert f".target {arch}" in ptx
+    assert "call.uni" not in ptx and "call " not in ptx  # every shim inlined
+    assert ".local" not in ptx  # the fragments stay in registers
+    assert compiled.artifacts.CUBIN[:4] == b"\x7fELF"
+
+
+def test_import_coopgen_imports_no_cutlass():
+    code = "import sys, coopgen; assert 'cutlass' not in sys.modules, 'cutlass imported'"
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def _kernel_with(body, threads=(128, 1, 1)):
+    @cute.kernel
+    def kernel(x: cute.Tensor):
+        body(x)
+
+    @cute.jit
+    def launch(p: cute.Pointer):
+        kernel(cute.make_tensor(p, cute.make_layout(512))).launch(grid=(1, 1, 1), block=threads)
+    return launch
+
+
+def _misuse(body, threads=(128, 1, 1)):
+    with pytest.raises(Exception) as info:
+        cute.compile(_kernel_with(body, threads), pointer(np.int32))
+    return str(info.value)
+
+
+def test_fragments_of_two_dtypes_are_refused_by_name():
+    def body(x):
+        items = cute.make_rmem_tensor(4, cutlass.Int32)
+        out = cute.make_rmem_tensor(4, cutlass.Float32)
+        block.load(x, items)
+        block.exclusive_sum(items, out)
+    message = _misuse(body)
+    assert "block.exclusive_sum" in message and "float32" in message and "int32" in message
+
+
+def test_fragments_of_two_lengths_are_refused_by_name():
+    def body(x):
+        items = cute.make_rmem_tensor(4, cutlass.Int32)
+        out = cute.make_rmem_tensor(8, cutlass.Int32)
+        block.load(x, items)
+        block.inclusive_sum(items, out)
+    message = _misuse(body)
+    assert "block.inclusive_sum" in message and "8" in message and "4" in message
+
+
+def test_without_a_static_block_shape_threads_per_block_is_asked_for():
+    def body(x):
+        items = cute.make_rmem_tensor(4, cutlass.Int32)
+        block.load(x, items)
+
+    @cute.kernel
+    def kernel(x: cute.Tensor):
+        body(x)
+
+    @cute.jit
+    def launch(p: cute.Pointer, threads: cutlass.Int32):
+        kernel(cute.make_tensor(p, cute.make_layout(512))).launch(grid=(1, 1, 1),
+                                                                  block=(threads, 1, 1))
+    with pytest.raises(Exception) as info:
+        cute.compile(launch, pointer(np.int32), cutlass.Int32(128))
+    assert "threads_per_block" in str(info.value)
+
+
+def test_a_strided_shared_tensor_is_refused():
+    def body(x):
+        smem = cutlass.memory.SmemAllocator()
+        shared = smem.allocate_tensor(cutlass.Int32, cute.make_layout((4, 128), stride=(128, 1)),
+                                      16)
+        items = cute.make_rmem_tensor(4, cutlass.Int32)
+        block.load(x, items)
+        block.store(shared, items)
+    message = _misuse(body)
+    assert "block.store" in message and "contiguous" in message
+
+
+def test_python_operators_are_refused_with_the_builtins_named():
+    def body(x):
+        items = cute.make_rmem_tensor(4, cutlass.Int32)
+        block.load(x, items)
+        block.reduce(items, binary_op=lambda a, b: a + b)
+    message = _misuse(body)
+    assert "block.reduce" in message
