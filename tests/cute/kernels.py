@@ -1,26 +1,21 @@
 """CuTe DSL kernels calling coopgen, shared by the CPU link checks and the GPU tests: each case
 is (kernel factory, numpy reference). A kernel takes global pointers, so the same compiled
 function runs on any arrays: on the CPU it is compiled with placeholder addresses."""
-import os
+import sys
+from pathlib import Path
 
 import numpy as np
 
-os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")  # a GPU-less compile needs an arch
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
+from cute_sort_tiles import NUMBERS, DeviceArray, pointer, sort_tiles  # noqa: E402
 
 import cutlass  # noqa: E402
 import cutlass.cute as cute  # noqa: E402
-from cutlass.base_dsl.enums import AddressSpace  # noqa: E402
-from cutlass.cute.runtime import make_ptr  # noqa: E402
 
 from coopgen import block, warp  # noqa: E402
 
 GRID = 3
-NUMBERS = {np.int32: cutlass.Int32, np.uint32: cutlass.Uint32, np.int64: cutlass.Int64,
-           np.float32: cutlass.Float32, np.float64: cutlass.Float64}
-
-
-def pointer(dtype, address: int = 0):
-    return make_ptr(NUMBERS[np.dtype(dtype).type], address, AddressSpace.gmem, assumed_align=16)
+__all__ = ["DeviceArray", "pointer", "sort_tiles", "CASES", "everything"]
 
 
 def host(kernel, threads: int, tile: int, n_in: int, n_out: int):
@@ -75,30 +70,14 @@ def everything(dtype, threads: int = 128, items: int = 4):
 
 
 def sort_and_sum(dtype, threads: int, items: int):
-    """The README's tile sort: each block sorts its tile (radix sort on registers) and thread 0
-    writes the tile's sum."""
-    T = NUMBERS[np.dtype(dtype).type]
-    tile = threads * items
-
-    @cute.kernel
-    def kernel(x: cute.Tensor, y: cute.Tensor, z: cute.Tensor):
-        tid, _, _ = cute.arch.thread_idx()
-        bid, _, _ = cute.arch.block_idx()
-        keys = cute.make_rmem_tensor(items, T)
-        block.load(cute.local_tile(x, (tile,), (bid,)), keys, algorithm="warp_transpose")
-        block.radix_sort_keys(keys)
-        block.store(cute.local_tile(y, (tile,), (bid,)), keys, algorithm="warp_transpose")
-        total = block.sum(keys)
-        if tid == 0:
-            z[bid * threads] = total
-
+    """The README's tile sort (examples/cute_sort_tiles.py): sums in z's first GRID items."""
     def want(x):
-        tiles = x.reshape(GRID, tile)
+        tiles = x.reshape(GRID, -1)
         sums = np.zeros(GRID * threads, x.dtype)
-        sums[::threads] = tiles.sum(axis=1, dtype=x.dtype)
+        sums[:GRID] = tiles.sum(axis=1, dtype=x.dtype)
         return np.sort(tiles, axis=1).reshape(-1), sums
 
-    return host(kernel, threads, tile, GRID * tile, GRID * tile), want
+    return sort_tiles(dtype, threads, items, GRID), want
 
 
 def scans(dtype, threads: int, items: int):

@@ -127,3 +127,10 @@ def test_python_operators_are_refused_with_the_builtins_named():
         block.reduce(items, binary_op=lambda a, b: a + b)
     message = _misuse(body)
     assert "block.reduce" in message
+
+
+def test_the_readme_kernel_links_for_each_arch(capsys):
+    from cute_sort_tiles import link
+    link(ARCHS)
+    out = capsys.readouterr().out
+    assert all(f"{arch}: compiled and linked" in out for arch in ARCHS), out

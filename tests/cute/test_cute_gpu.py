@@ -2,7 +2,7 @@
 float32 and int64; 128 and 256 threads; 4 and 8 items per thread). Skipped without a GPU."""
 import numpy as np
 import pytest
-from kernels import CASES, GRID, everything, pointer
+from kernels import CASES, GRID, DeviceArray, everything, pointer
 
 import cutlass.cute as cute
 
@@ -21,27 +21,6 @@ def device():
     except Exception as e:  # noqa: BLE001 (no driver, no device)
         pytest.skip(f"no CUDA GPU ({e})")
     return dev
-
-
-class DeviceArray:
-    """Device memory holding a numpy array's bytes (the driver API: no other array library)."""
-
-    def __init__(self, dev, host: np.ndarray):
-        from cuda.bindings import driver
-        self.host, self._driver = host, driver
-        self.buffer = dev.allocate(max(host.nbytes, 16))
-        (err,) = driver.cuMemcpyHtoD(int(self.buffer.handle), host.ctypes.data, host.nbytes)
-        assert err == driver.CUresult.CUDA_SUCCESS, err
-
-    @property
-    def address(self) -> int:
-        return int(self.buffer.handle)
-
-    def get(self) -> np.ndarray:
-        out = np.empty_like(self.host)
-        (err,) = self._driver.cuMemcpyDtoH(out.ctypes.data, int(self.buffer.handle), out.nbytes)
-        assert err == self._driver.CUresult.CUDA_SUCCESS, err
-        return out
 
 
 def data(dtype, n: int, rng) -> np.ndarray:
