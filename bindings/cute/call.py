@@ -22,6 +22,7 @@ from ..resolve.operators import operator_signatures
 from ..types import desc
 from ..types.cpp import by_pointer
 from .bundle import bundle_for, current_kernel, launch_dims
+from . import operators
 from .describe import constant, describe, number_class
 
 #: "Class::Signature" of recent resolutions, so tests can see which overload a call chose.
@@ -74,11 +75,13 @@ def trace(p, args: tuple, kws: dict):
         ts = r.temp_storage_arg[1] if r.temp_storage_arg else None
         use_index = bundle.next_use_index(ts.symbol) if isinstance(ts, desc.Storage) else 0
         text = shims.build(r, operator_signatures(p.name, r), use_index=use_index)
-        if text.op_symbols:
-            raise CoopgenError(f"{p.name}: Python operators are not compiled for CuTe DSL "
-                               f"kernels yet; pass one of CUB's built-ins ('+', 'min', 'max', "
-                               f"'<', ...)")
         bundle.add(text)
+        for i, sym, argtypes, restype in text.op_symbols:
+            op = r.bindings[i].operator
+            if op.state is not None:
+                raise CoopgenError(f"{p.name}: stateful operators are not bound for CuTe DSL "
+                                   f"kernels yet")
+            operators.define(p.name, kernel, sym, op.function.ref, argtypes, restype)
         values = [*args, *kws.values(), *(v for _, v in split.constants)]
         descs = [*pos, *named.values(), *(d for d, _ in split.constants)]
         return _emit(p, r, text, kernel, values, descs)

@@ -113,7 +113,8 @@ def describe(value):
     if named is not None:
         return desc.Function(getattr(value, "__name__", str(value)), builtin=named)
     if callable(value):
-        return desc.Other(getattr(value, "__name__", repr(value)), callable=True)
+        from .operators import describe_operator
+        return describe_operator(value)
     return desc.Other(type(value).__name__)
 
 

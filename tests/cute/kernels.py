@@ -165,5 +165,44 @@ def warp_reductions(dtype, threads: int, items: int):
     return host(kernel, threads, tile, GRID * tile, GRID * threads * 3), want
 
 
-CASES = {"sort_and_sum": sort_and_sum, "scans": scans, "merge_sort_shared": merge_sort_shared,
-         "warp_reductions": warp_reductions}
+def descending(a, b):
+    return a > b
+
+
+def python_operators(dtype, threads: int, items: int):
+    """Python operators: a descending merge sort, an inclusive max scan (cutlass.max), a block
+    sum (a lambda) and a warp max, of each tile."""
+    T = NUMBERS[np.dtype(dtype).type]
+    tile = threads * items
+
+    @cute.kernel
+    def kernel(x: cute.Tensor, y: cute.Tensor, z: cute.Tensor):
+        tid, _, _ = cute.arch.thread_idx()
+        bid, _, _ = cute.arch.block_idx()
+        keys = cute.make_rmem_tensor(items, T)
+        block.load(cute.local_tile(x, (tile,), (bid,)), keys)
+        total = block.reduce(keys, binary_op=lambda a, b: a + b)
+        top = warp.reduce(keys[0], lambda a, b: cutlass.max(a, b))
+        block.merge_sort_keys(keys, compare_op=descending)
+        block.inclusive_scan(keys, keys, scan_op=lambda a, b: cutlass.min(a, b))
+        block.store(cute.local_tile(y, (tile,), (bid,)), keys)
+        z[bid * threads + tid] = T(0)
+        if tid % 32 == 0:  # valid in lane 0
+            z[bid * threads + tid] = top
+        if tid == 0:
+            z[bid * threads] = total
+
+    def want(x):
+        tiles = x.reshape(GRID, tile)
+        down = -np.sort(-tiles, axis=1)
+        firsts = x.reshape(GRID, threads, items)[:, :, 0].reshape(GRID, -1, 32)
+        z = np.zeros((GRID, threads), x.dtype)
+        z[:, ::32] = firsts.max(axis=2)
+        z[:, 0] = tiles.sum(axis=1, dtype=x.dtype)
+        return np.minimum.accumulate(down, axis=1).reshape(-1), z.reshape(-1)
+
+    return host(kernel, threads, tile, GRID * tile, GRID * tile), want
+
+
+CASES = {"python_operators": python_operators, "sort_and_sum": sort_and_sum, "scans": scans,
+         "merge_sort_shared": merge_sort_shared, "warp_reductions": warp_reductions}

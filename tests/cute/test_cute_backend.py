@@ -8,7 +8,7 @@ import cutlass
 import cutlass.cute as cute
 import numpy as np
 import pytest
-from kernels import everything, pointer
+from kernels import everything, pointer, python_operators
 
 from coopgen import block
 from coopgen.cute import call, clang
@@ -120,13 +120,29 @@ def test_a_strided_shared_tensor_is_refused():
     assert "block.store" in message and "contiguous" in message
 
 
-def test_python_operators_are_refused_with_the_builtins_named():
+def test_an_operator_of_the_wrong_arity_is_refused_by_name():
     def body(x):
         items = cute.make_rmem_tensor(4, cutlass.Int32)
         block.load(x, items)
-        block.reduce(items, binary_op=lambda a, b: a + b)
+        block.reduce(items, binary_op=lambda a: a)
     message = _misuse(body)
-    assert "block.reduce" in message
+    assert "block.reduce" in message and "takes 1 argument" in message
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_python_operators_link_inlined(arch):
+    """Plain Python and cutlass functions as scan, comparison and reduction operators: traced
+    into the module's functions that the shims call, all inlined."""
+    call.RESOLVED.clear()
+    ptr = pointer(np.int32)
+    compiled = compile_for(arch, python_operators(np.int32, 128, 4)[0], ptr, ptr, ptr)
+    assert {"BlockMergeSort::Sort(KeyT (&)[ItemsPerThread], CompareOp)",
+            "BlockScan::InclusiveScan(T (&)[ITEMS_PER_THREAD], T (&)[ITEMS_PER_THREAD], ScanOp)",
+            "BlockReduce::Reduce(T (&)[ITEMS_PER_THREAD], ReductionOp)",
+            "WarpReduce::Reduce(T, ReductionOp)"} <= set(call.RESOLVED)
+    ptx = compiled.artifacts.PTX
+    assert "call.uni" not in ptx and ".local" not in ptx
+
 
 
 def test_the_readme_kernel_links_for_each_arch(capsys):
