@@ -204,5 +204,42 @@ def python_operators(dtype, threads: int, items: int):
     return host(kernel, threads, tile, GRID * tile, GRID * tile), want
 
 
-CASES = {"python_operators": python_operators, "sort_and_sum": sort_and_sum, "scans": scans,
+def histogram(dtype, threads: int, items: int, bins: int = 64):
+    """Each block's histogram of its tile's items (values below ``bins``) in shared memory,
+    one-shot (Histogram) and by parts (InitHistogram, then Composite twice), copied out."""
+    T = NUMBERS[np.dtype(dtype).type]
+    tile = threads * items
+
+    @cute.kernel
+    def kernel(x: cute.Tensor, y: cute.Tensor, z: cute.Tensor):
+        tid, _, _ = cute.arch.thread_idx()
+        bid, _, _ = cute.arch.block_idx()
+        smem = cutlass.memory.SmemAllocator()
+        once = smem.allocate_tensor(cutlass.Uint32, cute.make_layout(bins), 16)
+        twice = smem.allocate_tensor(cutlass.Uint32, cute.make_layout(bins), 16)
+        keys = cute.make_rmem_tensor(items, T)
+        block.load(cute.local_tile(x, (tile,), (bid,)), keys)
+        block.BlockHistogram.Histogram(keys, once)
+        block.BlockHistogram.InitHistogram(twice, dtype=T, items_per_thread=items)
+        cute.arch.barrier()
+        block.BlockHistogram.Composite(keys, twice)
+        cute.arch.barrier()
+        block.BlockHistogram.Composite(keys, twice)
+        cute.arch.barrier()
+        if tid < bins:
+            y[bid * 2 * bins + tid] = T(once[tid])
+            y[bid * 2 * bins + bins + tid] = T(twice[tid])
+
+    def want(x):
+        out = np.zeros(GRID * tile, x.dtype)
+        for g, t in enumerate(x.reshape(GRID, tile)):
+            counts = np.bincount(t.astype(np.int64) % bins, minlength=bins).astype(x.dtype)
+            out[g * 2 * bins:(g * 2 + 1) * bins] = counts
+            out[(g * 2 + 1) * bins:(g * 2 + 2) * bins] = 2 * counts
+        return out, None
+
+    return host(kernel, threads, tile, GRID * tile, GRID * tile), want
+
+
+CASES = {"histogram": histogram, "python_operators": python_operators, "sort_and_sum": sort_and_sum, "scans": scans,
          "merge_sort_shared": merge_sort_shared, "warp_reductions": warp_reductions}

@@ -8,7 +8,7 @@ import cutlass
 import cutlass.cute as cute
 import numpy as np
 import pytest
-from kernels import everything, pointer, python_operators
+from kernels import CASES, everything, pointer, python_operators
 
 from coopgen import block
 from coopgen.cute import call, clang
@@ -150,3 +150,12 @@ def test_the_readme_kernel_links_for_each_arch(capsys):
     link(ARCHS)
     out = capsys.readouterr().out
     assert all(f"{arch}: compiled and linked" in out for arch in ARCHS), out
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_each_gpu_case_links(name):
+    """What the GPU tests run compiles and links here (int32, 128 threads, 4 items)."""
+    launch, _ = CASES[name](np.int32, 128, 4)
+    ptr = pointer(np.int32)
+    ptx = compile_for("sm_90a", launch, ptr, ptr, ptr).artifacts.PTX
+    assert "call.uni" not in ptx and ".local" not in ptx

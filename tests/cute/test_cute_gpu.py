@@ -42,8 +42,12 @@ def run(dev, launch, dtype, x, n_out, n_z):
 @pytest.mark.parametrize("dtype", DTYPES, ids=[np.dtype(d).name for d in DTYPES])
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_gives_numpys_answer(device, name, dtype, threads, items):
+    if name == "histogram" and np.dtype(dtype).kind == "f":
+        pytest.skip("histogram bins are indexed by integer items")
     launch, want = CASES[name](dtype, threads, items)
     x = data(dtype, GRID * threads * items, np.random.default_rng(7))
+    if name == "histogram":  # items index the 64 bins
+        x = (np.abs(x) % 64).astype(dtype)
     n_out = GRID * threads * (3 if name == "warp_reductions" else items)
     y, z = run(device, launch, dtype, x, n_out, GRID * threads)
     want_y, want_z = want(x)
