@@ -12,7 +12,7 @@ from cute_sort_tiles import NUMBERS, DeviceArray, pointer, sort_tiles  # noqa: E
 import cutlass  # noqa: E402
 import cutlass.cute as cute  # noqa: E402
 
-from coopgen import block, warp  # noqa: E402
+from coopgen import TempStorage, block, warp  # noqa: E402
 
 GRID = 3
 __all__ = ["DeviceArray", "pointer", "sort_tiles", "CASES", "everything"]
@@ -241,5 +241,38 @@ def histogram(dtype, threads: int, items: int, bins: int = 64):
     return host(kernel, threads, tile, GRID * tile, GRID * tile), want
 
 
-CASES = {"histogram": histogram, "python_operators": python_operators, "sort_and_sum": sort_and_sum, "scans": scans,
+STORAGE = TempStorage()
+
+
+def explicit_storage(dtype, threads: int, items: int):
+    """Temp storage given explicitly: a shared byte tensor for the load, a coopgen.TempStorage
+    shared by a sum and a max reduction (thread 0 writes sum + max)."""
+    T = NUMBERS[np.dtype(dtype).type]
+    tile = threads * items
+
+    @cute.kernel
+    def kernel(x: cute.Tensor, y: cute.Tensor, z: cute.Tensor):
+        tid, _, _ = cute.arch.thread_idx()
+        bid, _, _ = cute.arch.block_idx()
+        smem = cutlass.memory.SmemAllocator()
+        raw = smem.allocate_tensor(cutlass.Uint8, cute.make_layout(tile * 8), 16)
+        keys = cute.make_rmem_tensor(items, T)
+        block.load(cute.local_tile(x, (tile,), (bid,)), keys, algorithm="warp_transpose",
+                   temp_storage=raw)
+        total = block.sum(keys, temp_storage=STORAGE)
+        top = block.reduce(keys, binary_op="max", temp_storage=STORAGE)
+        block.store(cute.local_tile(y, (tile,), (bid,)), keys)
+        if tid == 0:
+            z[bid * threads] = total + top
+
+    def want(x):
+        tiles = x.reshape(GRID, tile)
+        z = np.zeros((GRID, threads), x.dtype)
+        z[:, 0] = tiles.sum(axis=1, dtype=x.dtype) + tiles.max(axis=1)
+        return x, z.reshape(-1)
+
+    return host(kernel, threads, tile, GRID * tile, GRID * tile), want
+
+
+CASES = {"explicit_storage": explicit_storage, "histogram": histogram, "python_operators": python_operators, "sort_and_sum": sort_and_sum, "scans": scans,
          "merge_sort_shared": merge_sort_shared, "warp_reductions": warp_reductions}
