@@ -119,7 +119,12 @@ class PrimitiveClass(_TempStorageLayout):
     def __repr__(self):
         return f"<coopgen {self._scope}.{self._cls.name} {self._fixed or ''}>"
 
-    def __call__(self, dtype=None, **template_kws):
+    def __call__(self, *args, **template_kws):
+        if backends.tracing():  # a CUB object made in a kernel CuTe DSL traces
+            return backends.call_in_trace(self.constructor, args, template_kws)
+        if len(args) > 1:
+            raise TypeError(f"{self!r}: the host call takes the dtype and template keywords")
+        dtype = args[0] if args else template_kws.pop("dtype", None)
         fixed = dict(self._fixed)
         if dtype is not None:
             fixed[self._cls.value_type.keyword] = dtype

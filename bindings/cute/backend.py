@@ -22,6 +22,13 @@ def trace_call(entry, args: tuple, kws: dict):
     return call.trace(entry, args, kws)
 
 
+def tracing() -> bool:
+    if "cutlass" not in sys.modules:
+        return False
+    from .bundle import current_kernel
+    return current_kernel() is not None
+
+
 backends.installed.append(sys.modules[__name__])
 
 

@@ -14,10 +14,12 @@ from cutlass.base_dsl.utils.mlir_value_tree import extract_mlir_values
 
 from ..codegen import shims
 from ..codegen.layout import check_storage_fits
+from ..codegen.shims import PARENT_BYTES
 from ..model.backends import NOT_TRACING
 from ..model.errors import CoopgenError
 from ..resolve import call as calls
 from ..resolve import hooks
+from ..resolve.entry import ObjectKind
 from ..resolve.operators import operator_signatures
 from ..types import desc
 from ..types.cpp import by_pointer
@@ -60,31 +62,71 @@ def trace(p, args: tuple, kws: dict):
     if kernel is None:
         return NOT_TRACING
     with _serving():
-        if p.constructor or p.parent is not None or p.infer:
-            raise CoopgenError(f"{p.name}: CUB objects made in a kernel (constructors, "
-                               f"object factories and their methods) are not bound for CuTe "
-                               f"DSL kernels yet; call the one-shot functions")
-        pos = tuple(describe(a) for a in args)
-        named = {k: describe(v) for k, v in kws.items()}
+        return _call(p, kernel, args, kws)
+
+
+class CuteObject:
+    """A CUB object constructed in a traced kernel (``block.histogram(items, hist)``,
+    ``block.BlockRadixSort(...)``): its methods emit calls on it, with the arguments it keeps."""
+
+    def __init__(self, kind, kept: dict, self_ptr, kernel):
+        self._kind, self._kept, self._self, self._kernel = kind, kept, self_ptr, kernel
+
+    def __getattr__(self, attr):
+        names = self._kind.method_names()
+        if attr not in names:
+            raise AttributeError(f"{self._kind.cls.name} object has no method {attr!r}; "
+                                 f"methods: {', '.join(names)}")
+        entry = self._kind.method_entry(names[attr])
+        taken = self._kind.kept_keywords(tuple((n, d) for n, (d, _) in self._kept.items()),
+                                         names[attr])
+
+        def method(*args, **kws):
+            with _serving():
+                return _call(entry, self._kernel, args,
+                             {**kws, **{n: self._kept[n][1] for n in taken}}, self._self)
+        method.__name__ = attr
+        return method
+
+
+def _call(p, kernel, args: tuple, kws: dict, self_ptr=None):
+    pos = tuple(describe(a) for a in args)
+    named = {k: describe(v) for k, v in kws.items()}
+    bound = ()
+    if p.infer:
+        r, bound = calls.resolve_object(p, pos, named)
+    else:
         r = calls.resolve_call(p, pos, named)
-        if r.temp_storage_arg is not None:
-            check_storage_fits(p.name, r)
+    if r.temp_storage_arg is not None:
+        check_storage_fits(p.name, r)
+    RESOLVED.append(f"{r.cls.name}::{r.method.signature}")
+    bundle = bundle_for(p.name)
+    ts = r.temp_storage_arg[1] if r.temp_storage_arg else None
+    use_index = bundle.next_use_index(ts.symbol) if isinstance(ts, desc.Storage) else 0
+    mode = "construct" if p.constructor else "method" if p.parent is not None else None
+    text = shims.build(r, operator_signatures(p.name, r), object_mode=mode,
+                       object_bytes=PARENT_BYTES, use_index=use_index)
+    bundle.add(text)
+    for i, sym, argtypes, restype in text.op_symbols:
+        op = r.bindings[i].operator
+        if op.state is not None:
+            raise CoopgenError(f"{p.name}: stateful operators are not bound for CuTe DSL "
+                               f"kernels yet")
+        operators.define(p.name, kernel, sym, op.function.ref, argtypes, restype)
+    values, descs = [*args, *kws.values()], [*pos, *named.values()]
+    if p.parent is None and not p.infer:
         split = calls.split_call(p, pos, named)
-        RESOLVED.append(f"{r.cls.name}::{r.method.signature}")
-        bundle = bundle_for(p.name)
-        ts = r.temp_storage_arg[1] if r.temp_storage_arg else None
-        use_index = bundle.next_use_index(ts.symbol) if isinstance(ts, desc.Storage) else 0
-        text = shims.build(r, operator_signatures(p.name, r), use_index=use_index)
-        bundle.add(text)
-        for i, sym, argtypes, restype in text.op_symbols:
-            op = r.bindings[i].operator
-            if op.state is not None:
-                raise CoopgenError(f"{p.name}: stateful operators are not bound for CuTe DSL "
-                                   f"kernels yet")
-            operators.define(p.name, kernel, sym, op.function.ref, argtypes, restype)
-        values = [*args, *kws.values(), *(v for _, v in split.constants)]
-        descs = [*pos, *named.values(), *(d for d, _ in split.constants)]
-        return _emit(p, r, text, kernel, values, descs)
+        values += [v for _, v in split.constants]
+        descs += [d for d, _ in split.constants]
+    if p.constructor:
+        self_ptr = _slot(kernel, ir.IntegerType.get_signless(8), PARENT_BYTES)
+    out = _emit(p, r, text, kernel, values, descs, self_ptr)
+    if not p.constructor:
+        return out
+    tkws = tuple(calls.split_call(p, pos, named).tkws.items())
+    obj = CuteObject(ObjectKind.of(p, r, tkws), {n: (d, values[i]) for n, d, i in bound},
+                     self_ptr, kernel)
+    return obj if out is None else (obj, *(out if isinstance(out, tuple) else (out,)))
 
 
 def _entry_block(kernel):
@@ -123,7 +165,7 @@ def _scalar(value, d, target):
     return cls, t, cls(value).ir_value()
 
 
-def _emit(p, r, text, kernel, values, descs):
+def _emit(p, r, text, kernel, values, descs, self_ptr):
     targets = {b.arg_index: b.type for b in r.bindings
                if b.source == "arg" and isinstance(b.type, desc.Scalar)}
     operands, after, returns = [], [], []
@@ -135,9 +177,12 @@ def _emit(p, r, text, kernel, values, descs):
             operands.append(slot)
             returns.append((cls, slot))
             continue
+        if source == "self":
+            operands.append(self_ptr)
+            continue
         if source != "arg":
-            raise CoopgenError(f"{p.name}: stateful operators and CUB objects are not bound "
-                               f"for CuTe DSL kernels yet")
+            raise CoopgenError(f"{p.name}: stateful operators are not bound for CuTe DSL "
+                               f"kernels yet")
         value, d = values[index], descs[index]
         if isinstance(d, desc.Array):
             if d.space == "local":

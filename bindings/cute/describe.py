@@ -2,6 +2,8 @@
 A CuTe kernel is traced, not typed: a call sees the values themselves, so what numba learns from
 types is read here from the values (a fragment's static size, a tensor's memory space)."""
 import enum
+import hashlib
+import inspect
 
 import cutlass
 import cutlass.cute as cute
@@ -10,7 +12,7 @@ from cutlass.base_dsl.enums import AddressSpace
 
 from ..codegen.storage import TempStorage
 from ..model.errors import CoopgenError
-from ..resolve.operators import FUNCTION_NAMES
+from ..resolve.operators import FUNCTION_NAMES, function_identity
 from ..types import desc
 
 #: cutlass's number classes by numpy's name (coopgen's Scalar names).
@@ -113,9 +115,19 @@ def describe(value):
     if named is not None:
         return desc.Function(getattr(value, "__name__", str(value)), builtin=named)
     if callable(value):
-        from .operators import describe_operator
         return describe_operator(value)
     return desc.Other(type(value).__name__)
+
+
+def describe_operator(fn) -> desc.Function:
+    """A Python function passed as an operator."""
+    plain = inspect.unwrap(fn)
+    code = getattr(plain, "__code__", None)
+    if code is None:
+        return desc.Other(getattr(fn, "__name__", repr(fn)), callable=True)
+    identity = hashlib.sha256(repr(function_identity(plain)).encode()).hexdigest()
+    name = getattr(plain, "__name__", "operator")
+    return desc.Function(name, code.co_argcount, None, identity, text=name, ref=fn)
 
 
 def constant(value):

@@ -4,28 +4,13 @@ calls it (``extern "C"``, numbers by value), so CuTe DSL's own arithmetic builds
 linked shim calls it. A ``@cute.jit`` function works, and so does a plain Python function of
 straight-line arithmetic (branching on a traced value needs ``@cute.jit`` or
 ``cutlass.select_``)."""
-import hashlib
-import inspect
-
 from cutlass._mlir import ir
 from cutlass._mlir.dialects import func
 
 from ..model.errors import CoopgenError
-from ..resolve.operators import function_identity
 from ..types import desc
 from ..types.cpp import by_pointer
 from .describe import number_class
-
-
-def describe_operator(fn) -> desc.Function:
-    """A Python function passed as an operator."""
-    plain = inspect.unwrap(fn)
-    code = getattr(plain, "__code__", None)
-    if code is None:
-        return desc.Other(getattr(fn, "__name__", repr(fn)), callable=True)
-    identity = hashlib.sha256(repr(function_identity(plain)).encode()).hexdigest()
-    name = getattr(plain, "__name__", "operator")
-    return desc.Function(name, code.co_argcount, None, identity, text=name, ref=fn)
 
 
 def _module_block(kernel):

@@ -29,6 +29,11 @@ def call_in_trace(entry, args: tuple, kws: dict):
     return NOT_TRACING
 
 
+def tracing() -> bool:
+    """Whether a compiler that traces Python is tracing a kernel now."""
+    return any(getattr(b, "tracing", bool)() for b in installed)
+
+
 def provided(name: str):
     """A helper users import that its compiler implements (``coop.gpu_dataclass``): the first
     installed backend's that has it."""

@@ -19,13 +19,13 @@ __all__ = ["DeviceArray", "pointer", "sort_tiles", "CASES", "everything"]
 
 
 def host(kernel, threads: int, tile: int, n_in: int, n_out: int):
-    """A ``@cute.jit`` launching ``kernel`` on GRID blocks of ``threads``, with the input and
-    output as global tensors of n_in and n_out items."""
+    """A ``@cute.jit`` launching ``kernel`` on GRID blocks of ``threads``, with the input, the
+    output and a second output as global tensors of n_in, n_out and n_in items."""
     @cute.jit
     def launch(x: cute.Pointer, y: cute.Pointer, z: cute.Pointer):
         tx = cute.make_tensor(x, cute.make_layout(n_in))
         ty = cute.make_tensor(y, cute.make_layout(n_out))
-        tz = cute.make_tensor(z, cute.make_layout(GRID * threads))
+        tz = cute.make_tensor(z, cute.make_layout(n_in))
         kernel(tx, ty, tz).launch(grid=(GRID, 1, 1), block=(threads, 1, 1))
     return launch
 
@@ -205,8 +205,10 @@ def python_operators(dtype, threads: int, items: int):
 
 
 def histogram(dtype, threads: int, items: int, bins: int = 64):
-    """Each block's histogram of its tile's items (values below ``bins``) in shared memory,
-    one-shot (Histogram) and by parts (InitHistogram, then Composite twice), copied out."""
+    """Each block's histogram of its tile's items (values below ``bins``) in shared memory:
+    one-shot (BlockHistogram.Histogram), and as an object made in the kernel
+    (``block.histogram``: init, then composite twice); the tile then sorted by a BlockRadixSort
+    object (the faithful constructor) into x's tile."""
     T = NUMBERS[np.dtype(dtype).type]
     tile = threads * items
 
@@ -220,12 +222,16 @@ def histogram(dtype, threads: int, items: int, bins: int = 64):
         keys = cute.make_rmem_tensor(items, T)
         block.load(cute.local_tile(x, (tile,), (bid,)), keys)
         block.BlockHistogram.Histogram(keys, once)
-        block.BlockHistogram.InitHistogram(twice, dtype=T, items_per_thread=items)
+        h = block.histogram(keys, twice)
+        h.init()
         cute.arch.barrier()
-        block.BlockHistogram.Composite(keys, twice)
+        h.composite(keys)
         cute.arch.barrier()
-        block.BlockHistogram.Composite(keys, twice)
+        h.composite(keys)
         cute.arch.barrier()
+        sorter = block.BlockRadixSort(dtype=T, items_per_thread=items)
+        sorter.Sort(keys)
+        block.store(cute.local_tile(z, (tile,), (bid,)), keys)
         if tid < bins:
             y[bid * 2 * bins + tid] = T(once[tid])
             y[bid * 2 * bins + bins + tid] = T(twice[tid])
@@ -236,7 +242,7 @@ def histogram(dtype, threads: int, items: int, bins: int = 64):
             counts = np.bincount(t.astype(np.int64) % bins, minlength=bins).astype(x.dtype)
             out[g * 2 * bins:(g * 2 + 1) * bins] = counts
             out[(g * 2 + 1) * bins:(g * 2 + 2) * bins] = 2 * counts
-        return out, None
+        return out, np.sort(x.reshape(GRID, tile), axis=1).reshape(-1)
 
     return host(kernel, threads, tile, GRID * tile, GRID * tile), want
 

@@ -159,3 +159,15 @@ def test_each_gpu_case_links(name):
     ptr = pointer(np.int32)
     ptx = compile_for("sm_90a", launch, ptr, ptr, ptr).artifacts.PTX
     assert "call.uni" not in ptx and ".local" not in ptx
+
+
+def test_objects_made_in_the_kernel_link():
+    """block.histogram's object (init, composite) and a faithful BlockRadixSort object."""
+    call.RESOLVED.clear()
+    launch, _ = CASES["histogram"](np.int32, 128, 4)
+    ptr = pointer(np.int32)
+    compile_for("sm_90a", launch, ptr, ptr, ptr)
+    assert {"BlockHistogram::BlockHistogram()", "BlockHistogram::InitHistogram(CounterT[Bins])",
+            "BlockHistogram::Composite(T (&)[ItemsPerThread], CounterT[Bins])",
+            "BlockRadixSort::BlockRadixSort()",
+            "BlockRadixSort::Sort(KeyT (&)[ItemsPerThread], int, int)"} <= set(call.RESOLVED)
