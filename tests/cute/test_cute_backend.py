@@ -171,3 +171,33 @@ def test_objects_made_in_the_kernel_link():
             "BlockHistogram::Composite(T (&)[ItemsPerThread], CounterT[Bins])",
             "BlockRadixSort::BlockRadixSort()",
             "BlockRadixSort::Sort(KeyT (&)[ItemsPerThread], int, int)"} <= set(call.RESOLVED)
+
+
+@cute.jit
+def bigger(a, b):
+    r = a
+    if b > a:  # a branch on traced values: a @cute.jit operator
+        r = b
+    return r
+
+
+TWO_PHASE_SUM = block.sum(np.int32, 128, 4)
+
+
+def test_coop_calls_two_phase_objects_and_jit_operators_link():
+    """cuda.coop's namespace (coopgen.coop), an object made on the host and called in the
+    kernel, and a @cute.jit operator with a branch, in one kernel."""
+    from coopgen import coop
+
+    def body(x):
+        items = cute.make_rmem_tensor(4, cutlass.Int32)
+        coop.block.load(x, items)
+        x[0] = coop.block.sum(items) + TWO_PHASE_SUM(items) + coop.block.reduce(items, bigger) \
+            + coop.warp.sum(items[0])
+    call.RESOLVED.clear()
+    ptx = cute.compile[cute.KeepPTX](_kernel_with(body), pointer(np.int32)).artifacts.PTX
+    assert set(call.RESOLVED) == {"BlockLoad::Load(RandomAccessIterator, T (&)[ItemsPerThread])",
+                                  "BlockReduce::Reduce(T (&)[ITEMS_PER_THREAD], ReductionOp)",
+                                  "BlockReduce::Sum(T (&)[ITEMS_PER_THREAD])",
+                                  "WarpReduce::Sum(T)"}
+    assert "call.uni" not in ptx and ".local" not in ptx
