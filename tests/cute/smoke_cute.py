@@ -62,11 +62,6 @@ def scope_source(classes, scope: str) -> tuple[str, list[str]]:
 
 def build(classes, scope: str, tmp_path):
     """The scope's kernel module, written to ``tmp_path`` and imported: (launch, covered)."""
-    import importlib.util
     src, covered = scope_source(classes, scope)
-    path = tmp_path / f"cute_smoke_{scope}.py"
-    path.write_text(src)
-    spec = importlib.util.spec_from_file_location(f"cute_smoke_{scope}", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = smoke.import_source(src, tmp_path / f"cute_smoke_{scope}.py", f"cute_smoke_{scope}")
     return mod.launch, covered, src
