@@ -6,8 +6,9 @@ before libNVVM compiles it, and takes LLVM bitcode only: an NVRTC LTO-IR file is
 cannot emit LLVM bitcode, so the bundle's one translation unit (coopgen.codegen.bundle, the same
 C++ as the other backends') is compiled by clang, once per kernel, and cached on disk.
 
-Which clang: ``COOPGEN_CLANG`` (a clang or clang++ executable), else ``clang++``/``clang`` on
-PATH, else the one inside the ``ziglang`` package (``coopgen[cute]`` installs it). clang's CUDA
+Which clang: ``COOPGEN_CLANG`` (a clang or clang++ executable), else the one inside the
+``ziglang`` package (``coopgen[cute]`` installs it: a clang known to target sm_100a), else
+``clang++``/``clang`` on PATH. clang's CUDA
 wrapper headers come from its resource folder, or from libclang-ng's (``ziglang`` ships none);
 the CUDA runtime headers from the CUDA toolkit wheels (``cuda-toolkit[cudart,crt]``) or
 ``CUDA_HOME``. Failure modes: no clang, no headers, or a compile error each raise
@@ -64,14 +65,14 @@ def clang_command() -> tuple[str, ...]:
         if found is None:
             raise ClangError(f"COOPGEN_CLANG={given!r} is not an executable")
         return (found,)
-    for name in ("clang++", "clang"):
-        if (found := shutil.which(name)) is not None:
-            return (found,)
     spec = importlib.util.find_spec("ziglang")
     if spec is not None and spec.submodule_search_locations:
         zig = Path(spec.submodule_search_locations[0]) / "zig"
         if zig.is_file():
             return (str(zig), "clang")
+    for name in ("clang++", "clang"):
+        if (found := shutil.which(name)) is not None:
+            return (found,)
     raise ClangError("coopgen.cute needs clang to compile CUB's shims to LLVM bitcode (CuTe DSL "
                      f"links no NVRTC output): {INSTALL} (brings ziglang's clang), or put "
                      "clang++ on PATH, or set COOPGEN_CLANG")

@@ -222,3 +222,23 @@ def test_every_bound_overload_links(scope, arch, tmp_path):
                if not smoke_cute.bound(m)]
     assert len(covered) + len(unbound) == sum(len(c.methods) + len(c.constructors)
                                              for c in classes)
+
+
+def test_a_missing_clang_is_named(monkeypatch):
+    monkeypatch.setenv("COOPGEN_CLANG", "/nonexistent/clang++")
+    clang.clang_command.cache_clear()
+    try:
+        with pytest.raises(clang.ClangError, match="COOPGEN_CLANG"):
+            clang.clang_command()
+    finally:
+        clang.clang_command.cache_clear()
+
+
+def test_a_kernel_compiled_again_runs_no_clang():
+    """The bitcode is cached on disk by its source, clang, options and headers."""
+    from cute_sort_tiles import sort_tiles
+    ptr = pointer(np.int32)
+    compile_for("sm_90a", sort_tiles(np.int32, 64, 2, 2), ptr, ptr, ptr)
+    compiled, hits = clang.compile_count(), clang.cache_hit_count()
+    compile_for("sm_90a", sort_tiles(np.int32, 64, 2, 2), ptr, ptr, ptr)
+    assert clang.compile_count() == compiled and clang.cache_hit_count() == hits + 1
