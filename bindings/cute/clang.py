@@ -80,19 +80,22 @@ def clang_command() -> tuple[str, ...]:
 
 @functools.cache
 def clang_identity() -> str:
-    """The clang's version line, part of every cache key."""
-    out = subprocess.run([*clang_command(), "--version"], capture_output=True, text=True)
-    return (out.stdout.splitlines() or ["unknown clang"])[0]
+    """The clang binary, part of every cache key: its path, size and time, so that a cached
+    kernel's compile runs no clang at all."""
+    found = os.stat(clang_command()[0])
+    return f"{' '.join(clang_command())}:{found.st_size}:{found.st_mtime_ns}"
 
 
 @functools.cache
 def resource_dir() -> str | None:
     """A clang resource folder holding the CUDA wrapper headers: clang's own, else
     libclang-ng's (the ziglang package ships none)."""
-    out = subprocess.run([*clang_command(), "-print-resource-dir"], capture_output=True, text=True)
-    own = Path(out.stdout.strip())
-    if (own / "include" / "__clang_cuda_runtime_wrapper.h").is_file():
-        return None  # its own, found by itself
+    if clang_command()[-1] != "clang":  # not zig's: ask it
+        out = subprocess.run([*clang_command(), "-print-resource-dir"], capture_output=True,
+                             text=True)
+        own = Path(out.stdout.strip())
+        if (own / "include" / "__clang_cuda_runtime_wrapper.h").is_file():
+            return None  # its own, found by itself
     spec = importlib.util.find_spec("clang")
     if spec is not None and spec.submodule_search_locations:
         res = Path(spec.submodule_search_locations[0]) / "native" / "resource"
