@@ -31,12 +31,16 @@ from .describe import constant, describe, number_class
 RESOLVED = collections.deque(maxlen=10000)
 
 
-def _no_digits(first: int, count: int):
-    raise CoopgenError("a digit range (begin_bit/end_bit) needs a Python digit extractor, which "
-                       "coopgen.cute does not compile yet: sort whole keys")
+def _digits(first: int, count: int):
+    """A digit extractor of bits [first, first + count), traced like any Python operator."""
+    mask = (1 << count) - 1
+
+    def bit_field(key):
+        return (key >> first) & mask
+    return bit_field
 
 
-HOOKS = hooks.Hooks(constant, _no_digits, launch_dims)
+HOOKS = hooks.Hooks(constant, _digits, launch_dims)
 hooks.installed.append(HOOKS)
 
 

@@ -12,12 +12,16 @@ import smoke  # noqa: E402
 
 #: Parameters whose overloads coopgen.cute does not bind (docs/cute.md, "Not yet").
 UNBOUND = {"prefix_callback"}
-UNBOUND_BASES = {"DigitExtractorT", "CountsCallback", "DecomposerT"}
+UNBOUND_BASES = {"CountsCallback", "DecomposerT"}
 
 PRELUDE = '''
 import cutlass
 import cutlass.cute as cute
 from coopgen import block, warp
+
+
+def digit(key):  # a digit extractor: a Python function traced into the kernel's module
+    return key & 15
 '''
 
 
