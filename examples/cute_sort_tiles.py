@@ -12,11 +12,14 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import tempfile
 import time
 
 import numpy as np
 
 os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")  # compiling without a GPU needs an arch
+# where KeepCUBIN writes its file (else the working directory)
+os.environ.setdefault("CUTE_DSL_DUMP_DIR", os.path.join(tempfile.gettempdir(), "coopgen-cute"))
 
 import cutlass  # noqa: E402
 import cutlass.cute as cute  # noqa: E402
