@@ -242,3 +242,11 @@ def test_a_kernel_compiled_again_runs_no_clang():
     compiled, hits = clang.compile_count(), clang.cache_hit_count()
     compile_for("sm_90a", sort_tiles(np.int32, 64, 2, 2), ptr, ptr, ptr)
     assert clang.compile_count() == compiled and clang.cache_hit_count() == hits + 1
+
+
+def test_host_calls_in_a_cute_program_make_two_phase_objects():
+    """With cutlass imported but no kernel traced, calls are the host's (two-phase objects)."""
+    assert "cutlass" in sys.modules
+    assert block.BlockReduce(np.int32, threads_per_block=128).temp_storage_bytes == 24
+    obj = block.sum(np.int32, 128, 4)
+    assert obj.fixed and obj.temp_storage_bytes == 24
