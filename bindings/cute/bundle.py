@@ -7,6 +7,7 @@ bundle once with clang (coopgen.cute.clang) and names the bitcode in the GPU mod
 ``link-libraries``, which CuTe DSL links before libNVVM compiles the kernels."""
 import os
 import threading
+import weakref
 
 from cutlass._mlir import ir
 from cutlass.base_dsl.compiler import GPUArch, LinkLibraries
@@ -18,7 +19,8 @@ from ..resolve.hooks import assumed_block
 from . import clang
 
 _lock = threading.Lock()
-#: (the trace's MLIR context, its bundle), in the order the traces began (nested compiles).
+#: (a weak reference to the trace's MLIR context, its bundle), in the order the traces began
+#: (nested compiles); a trace that failed leaves a dead reference, pruned by the next.
 _bundles: list = []
 _hooked = False
 
@@ -36,11 +38,12 @@ def bundle_for(what: str) -> ShimBundle:
     _install_hook()
     ctx = ir.Context.current
     with _lock:
+        _bundles[:] = [(c, b) for c, b in _bundles if c() is not None]
         for c, bundle in _bundles:
-            if c == ctx:
+            if c() is ctx:
                 return bundle
         bundle = ShimBundle("compute_90", f"coopgen-cute-{len(_bundles)}")
-        _bundles.append((ctx, bundle))
+        _bundles.append((weakref.ref(ctx), bundle))
         return bundle
 
 
@@ -76,8 +79,8 @@ def _finalize(dsl, module, function_name) -> None:
     """CuTe DSL's trace-finalize hook: compile this trace's bundle, link it to the module."""
     ctx = ir.Context.current
     with _lock:
-        mine = [b for c, b in _bundles if c == ctx]
-        _bundles[:] = [(c, b) for c, b in _bundles if c != ctx]
+        mine = [b for c, b in _bundles if c() is ctx]
+        _bundles[:] = [(c, b) for c, b in _bundles if c() is not ctx and c() is not None]
     _forget_earlier_paths(dsl)
     for bundle in mine:
         if not bundle.shims:
