@@ -10,7 +10,8 @@ from .codegen.cache import own_version
 CHECKED = ("numba-cuda", "numba", "numpy", "numba-cuda-mlir")
 #: backend package (coopgen.<package>) -> the compiler's distributions it needs; a backend is
 #: used when its compiler is installed, and at least one must be.
-BACKENDS = {"lower": ("numba-cuda", "numba"), "mlir": ("numba-cuda-mlir",)}
+BACKENDS = {"lower": ("numba-cuda", "numba"), "mlir": ("numba-cuda-mlir",),
+            "cute": ("nvidia-cutlass-dsl",)}
 #: ``coopgen.__version__``, ``coopgen --version``, part of every shim cache key.
 VERSION = own_version()
 

@@ -44,6 +44,9 @@ class Primitive(_TempStorageLayout, Entry):
         """Two-phase use on the host: fix the dtype, template arguments and operators now,
         call the returned object inside kernels. ``block.sum(np.int32, 128, 4)``,
         ``block.load(np.int32, 128, 4, "warp_transpose")``: cuda.coop's positional order."""
+        traced = backends.call_in_trace(self, args, kws)
+        if traced is not backends.NOT_TRACING:  # inside a kernel CuTe DSL traces
+            return traced
         from .twophase import host_arguments, object_shape
 
         fixed, call_fixed = host_arguments(self, args, kws)
@@ -116,7 +119,12 @@ class PrimitiveClass(_TempStorageLayout):
     def __repr__(self):
         return f"<coopgen {self._scope}.{self._cls.name} {self._fixed or ''}>"
 
-    def __call__(self, dtype=None, **template_kws):
+    def __call__(self, *args, **template_kws):
+        if backends.tracing():  # a CUB object made in a kernel CuTe DSL traces
+            return backends.call_in_trace(self.constructor, args, template_kws)
+        if len(args) > 1:
+            raise TypeError(f"{self!r}: the host call takes the dtype and template keywords")
+        dtype = args[0] if args else template_kws.pop("dtype", None)
         fixed = dict(self._fixed)
         if dtype is not None:
             fixed[self._cls.value_type.keyword] = dtype

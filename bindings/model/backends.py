@@ -1,5 +1,5 @@
-"""The compilers coopgen serves, siblings below ``api``: ``lower`` (numba-cuda) and ``mlir``
-(numba-cuda-mlir). ``import coopgen`` imports the backend of each compiler installed, which
+"""The compilers coopgen serves, siblings below ``api``: ``lower`` (numba-cuda), ``mlir``
+(numba-cuda-mlir) and ``cute`` (CuTe DSL). ``import coopgen`` imports the backend of each compiler installed, which
 adds itself here; the objects users call (entry points, arrays, their classes) are plain Python
 objects that ``api`` hands to every installed backend, each registering them with its own
 compiler's typing and lowering. A kernel is so compiled by the backend of its compiler."""
@@ -12,6 +12,26 @@ def register(kind: str, obj, **info) -> None:
     take as arguments), "array" (``local.array``/``shared.array``; ``space=``)."""
     for backend in installed:
         backend.register(kind, obj, **info)
+
+
+#: What ``call_in_trace`` returns when no tracing compiler is tracing a kernel.
+NOT_TRACING = object()
+
+
+def call_in_trace(entry, args: tuple, kws: dict):
+    """A call of ``entry`` made while a compiler that traces Python (CuTe DSL) traces a kernel:
+    that backend emits it and returns what the call returns; otherwise NOT_TRACING (a host
+    call, which makes a two-phase object)."""
+    for backend in installed:
+        trace = getattr(backend, "trace_call", None)
+        if trace is not None and (out := trace(entry, args, kws)) is not NOT_TRACING:
+            return out
+    return NOT_TRACING
+
+
+def tracing() -> bool:
+    """Whether a compiler that traces Python is tracing a kernel now."""
+    return any(getattr(b, "tracing", bool)() for b in installed)
 
 
 def provided(name: str):

@@ -171,19 +171,24 @@ def kernel_source(cls, scope: str) -> tuple[str, list[str]]:
     return "\n".join(lines) + "\n", covered
 
 
-def build_kernel(cls, scope: str, tmp_path, compiler: str = "numba"):
-    """Write the kernel module to ``tmp_path`` (numba needs source on disk) and import it;
-    ``compiler``: the package whose ``cuda`` it is written with (numba, numba_cuda_mlir)."""
+def import_source(src: str, path, name: str):
+    """Write a kernel module to ``path`` (the compilers need source on disk) and import it."""
     import importlib.util
 
-    src, covered = kernel_source(cls, scope)
-    src = src.replace("from numba import cuda", f"from {compiler} import cuda", 1)
-    path = tmp_path / f"smoke_{cls.name}_{compiler}.py"
     path.write_text(src)
-    spec = importlib.util.spec_from_file_location(f"smoke_{cls.name}", path)
+    spec = importlib.util.spec_from_file_location(name, path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
+    return mod
+
+
+def build_kernel(cls, scope: str, tmp_path, compiler: str = "numba"):
+    """Write the kernel module to ``tmp_path`` and import it; ``compiler``: the package whose
+    ``cuda`` it is written with (numba, numba_cuda_mlir)."""
+    src, covered = kernel_source(cls, scope)
+    src = src.replace("from numba import cuda", f"from {compiler} import cuda", 1)
+    mod = import_source(src, tmp_path / f"smoke_{cls.name}_{compiler}.py", f"smoke_{cls.name}")
     return mod.kernel, covered, src
 
 
-__all__ = ["build_kernel", "kernel_source", "np"]
+__all__ = ["build_kernel", "import_source", "kernel_source", "np"]

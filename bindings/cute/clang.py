@@ -1,0 +1,183 @@
+"""A kernel's shim bundle as CuTe DSL links it: LLVM bitcode, made by clang in CUDA mode.
+
+CuTe DSL 4.8 links the files named in its ``link-libraries`` into the kernel's LLVM module
+before libNVVM compiles it, and takes LLVM bitcode only: an NVRTC LTO-IR file is refused
+("Unsupported representation: ltoir"), and PTX or cubin files are not linked at all. NVRTC
+cannot emit LLVM bitcode, so the bundle's one translation unit (coopgen.codegen.bundle, the same
+C++ as the other backends') is compiled by clang, once per kernel, and cached on disk.
+
+Which clang: ``COOPGEN_CLANG`` (a clang or clang++ executable), else the one inside the
+``ziglang`` package (``coopgen[cute]`` installs it: a clang known to target sm_100a), else
+``clang++``/``clang`` on PATH. clang's CUDA
+wrapper headers come from its resource folder, or from libclang-ng's (``ziglang`` ships none);
+the CUDA runtime headers from the CUDA toolkit wheels (``cuda-toolkit[cudart,crt]``) or
+``CUDA_HOME``. Failure modes: no clang, no headers, or a compile error each raise
+:class:`ClangError` naming what is missing and how to install it.
+"""
+import functools
+import hashlib
+import importlib.util
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+from ..codegen import cache as _cache
+from ..codegen import nvrtc
+from ..model import registry
+from ..model.errors import CoopgenError
+
+INSTALL = "pip install 'coopgen[cute]'"
+#: clang reads these before the bundle (NVRTC's --pre-include, coopgen.codegen.nvrtc), then
+#: the declarations clang's CUDA headers lack for CUDA 13 (CCCL names cudaConfigureCall in
+#: host code that a device-only compile still parses).
+PRELUDE = """#pragma once
+extern "C" cudaError_t cudaConfigureCall(dim3, dim3, size_t = 0, cudaStream_t = 0);
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+"""
+_counts = {"compile": 0, "hit": 0}
+
+
+class ClangError(CoopgenError):
+    """clang is missing, cannot find a header, or rejected the bundle (``.log``: its output)."""
+
+    def __init__(self, message: str, log: str = ""):
+        super().__init__(f"{message}\n{log}" if log else message)
+        self.log = log
+
+
+def compile_count() -> int:
+    return _counts["compile"]
+
+
+def cache_hit_count() -> int:
+    return _counts["hit"]
+
+
+@functools.cache
+def clang_command() -> tuple[str, ...]:
+    """The command that runs clang (``zig clang`` for the ziglang package)."""
+    given = os.environ.get("COOPGEN_CLANG")
+    if given:
+        found = shutil.which(given)
+        if found is None:
+            raise ClangError(f"COOPGEN_CLANG={given!r} is not an executable")
+        return (found,)
+    spec = importlib.util.find_spec("ziglang")
+    if spec is not None and spec.submodule_search_locations:
+        zig = Path(spec.submodule_search_locations[0]) / "zig"
+        if zig.is_file():
+            return (str(zig), "clang")
+    for name in ("clang++", "clang"):
+        if (found := shutil.which(name)) is not None:
+            return (found,)
+    raise ClangError("coopgen.cute needs clang to compile CUB's shims to LLVM bitcode (CuTe DSL "
+                     f"links no NVRTC output): {INSTALL} (brings ziglang's clang), or put "
+                     "clang++ on PATH, or set COOPGEN_CLANG")
+
+
+@functools.cache
+def clang_identity() -> str:
+    """The clang binary, part of every cache key: its path, size and time, so that a cached
+    kernel's compile runs no clang at all."""
+    found = os.stat(clang_command()[0])
+    return f"{' '.join(clang_command())}:{found.st_size}:{found.st_mtime_ns}"
+
+
+@functools.cache
+def resource_dir() -> str | None:
+    """A clang resource folder holding the CUDA wrapper headers: clang's own, else
+    libclang-ng's (the ziglang package ships none)."""
+    if clang_command()[-1] != "clang":  # not zig's: ask it
+        out = subprocess.run([*clang_command(), "-print-resource-dir"], capture_output=True,
+                             text=True)
+        own = Path(out.stdout.strip())
+        if (own / "include" / "__clang_cuda_runtime_wrapper.h").is_file():
+            return None  # its own, found by itself
+    spec = importlib.util.find_spec("clang")
+    if spec is not None and spec.submodule_search_locations:
+        res = Path(spec.submodule_search_locations[0]) / "native" / "resource"
+        if (res / "include" / "__clang_cuda_runtime_wrapper.h").is_file():
+            return str(res)
+    raise ClangError(f"clang ({clang_identity()}) has no CUDA wrapper headers "
+                     f"(__clang_cuda_runtime_wrapper.h): {INSTALL} (brings libclang-ng's)")
+
+
+@functools.cache
+def cuda_root() -> str:
+    """A folder clang takes as ``--cuda-path``: ``include/`` of the CUDA runtime headers and an
+    empty ``bin/`` (clang checks for it), made in coopgen's cache folder for the wheels'."""
+    include = None
+    for home in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH")):
+        if home and (Path(home) / "include" / "cuda_runtime.h").is_file():
+            return home
+    try:
+        from cuda.pathfinder import find_nvidia_header_directory
+        include = find_nvidia_header_directory("cudart")
+    except Exception:  # noqa: BLE001 (not found, or an older pathfinder)
+        include = None
+    if not include or not (Path(include) / "cuda_runtime.h").is_file():
+        raise ClangError("coopgen.cute needs the CUDA runtime headers (cuda_runtime.h) for "
+                         f"clang: {INSTALL} (brings cuda-toolkit[cudart,crt]) or set CUDA_HOME")
+    digest = hashlib.sha256(str(Path(include).resolve()).encode()).hexdigest()[:12]
+    root = _cache.root() / "clang-cuda" / digest
+    (root / "bin").mkdir(parents=True, exist_ok=True)
+    link = root / "include"
+    if not link.exists():
+        try:
+            link.symlink_to(Path(include).resolve(), target_is_directory=True)
+        except FileExistsError:  # another process made it meanwhile
+            pass
+    stub = root / "stub"
+    stub.mkdir(exist_ok=True)
+    # clang's CUDA wrapper includes it; the CUDA wheels ship no curand
+    (stub / "curand_mtgp32_kernel.h").touch()
+    _cache.atomic_write(stub / "coopgen_clang_prelude.h", PRELUDE.encode())
+    return str(root)
+
+
+def options(arch: str) -> list[str]:
+    """clang's options for a device-only compile of the bundle for ``arch`` ('sm_90a')."""
+    root = cuda_root()
+    res = resource_dir()
+    generated = [o for o in registry.package().NVRTC_OPTIONS if o.startswith(("-D", "-U"))]
+    return ["-x", "cuda", "--cuda-device-only", f"--cuda-gpu-arch={arch}", f"--cuda-path={root}",
+            "-nocudalib", "-std=c++17", "-O3", "-emit-llvm", "-c", "-w",
+            "-Wno-unknown-cuda-version", *(["-resource-dir", res] if res else []),
+            f"-I{Path(root) / 'stub'}", f"-I{nvrtc.cccl_include_dir()}",
+            "-include", "coopgen_clang_prelude.h", "-D_CCCL_META_UNROLL_LIMIT=10", *generated]
+
+
+def bitcode_dir() -> Path:
+    return _cache.root() / "bitcode"
+
+
+def compile_bitcode(source: str, arch: str) -> str:
+    """The path of the bundle's LLVM bitcode for ``arch`` (compiled, or found in the cache)."""
+    opts = options(arch)
+    key = hashlib.sha256("\0\1".join(("coopgen-bitcode-v1", nvrtc.VERSION, clang_identity(),
+                                      registry.package().HEADERS_DIGEST, *opts, source))
+                         .encode()).hexdigest()
+    path = bitcode_dir() / f"{key}.bc"
+    if _cache.shim_dir() is not None and path.is_file() and path.read_bytes()[:2] == b"BC":
+        _counts["hit"] += 1
+        return str(path)
+    with tempfile.TemporaryDirectory(prefix="coopgen-clang-") as tmp:
+        src, out = Path(tmp) / "bundle.cu", Path(tmp) / "bundle.bc"
+        src.write_text(source)
+        done = subprocess.run([*clang_command(), *opts, str(src), "-o", str(out)],
+                              capture_output=True, text=True)
+        _counts["compile"] += 1
+        if done.returncode != 0 or not out.is_file():
+            raise ClangError(f"clang ({clang_identity()}) could not compile the CUB shims for "
+                             f"{arch}", (done.stderr or done.stdout).strip())
+        data = out.read_bytes()
+    if _cache.shim_dir() is None:  # caching disabled: a file of this process's own
+        path = Path(tempfile.mkdtemp(prefix="coopgen-bitcode-")) / f"{key}.bc"
+    _cache.atomic_write(path, data)
+    return str(path)
+
+
+__all__ = ["ClangError", "compile_bitcode", "clang_command", "options"]

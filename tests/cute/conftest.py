@@ -1,0 +1,15 @@
+"""CuTe DSL backend tests: skipped where nvidia-cutlass-dsl is not installed; kernels.py is the
+kernels they share. CuTe DSL compiles without a GPU once given an arch (kernels.py sets
+CUTE_DSL_ARCH)."""
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+# where cute.KeepPTX/KeepCUBIN write their files (else the working directory)
+os.environ.setdefault("CUTE_DSL_DUMP_DIR", tempfile.mkdtemp(prefix="coopgen-cute-dumps-"))
+
+pytest.importorskip("cutlass", reason="nvidia-cutlass-dsl is not installed (coopgen[cute])")
+sys.path.insert(0, str(Path(__file__).parent))  # kernels.py
