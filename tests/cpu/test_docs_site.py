@@ -53,7 +53,8 @@ def test_the_checks_see_every_python_block():
     # Only Python blocks a note marks as not run escape, and the notes stay few.
     python = [b for b in docs_code.all_blocks() if b.language == "python"]
     skipped = [b for b in python if not b.runs]
-    assert len(python) >= 25 and len(skipped) <= 3, [(b.page, b.line) for b in skipped]
+    # not run: three fragments of pytorch.md, and cute.md's kernel (tests/cute links it)
+    assert len(python) >= 25 and len(skipped) <= 4, [(b.page, b.line) for b in skipped]
     assert all(b.not_run.strip() for b in skipped)
 
 
