@@ -89,7 +89,13 @@ def resolve(prim: str, cls: ClassSpec, methods: tuple[MSpec, ...], args: tuple, 
     unassignable = {}  # "missing" / "twice" / "too_many" -> the first parameter concerned
     # Fewest C++ parameters first: ExclusiveSum(x) means (T, T&), not (T, T&, T&). Excluded
     # overloads (overrides.toml) last: a call that only they take is told why.
-    for method in sorted(methods, key=lambda m: (bool(m.excluded), len(m.params))):
+    # A free function's overload for a concrete value type (UpperBound(..., __half)) before
+    # its template, as C++ prefers it.
+    def concrete(m) -> int:
+        return -sum(p.role == "input_scalar" and p.base in cpp.FIXED_CPP_TYPES
+                    for p in m.params) if cls.function else 0
+
+    for method in sorted(methods, key=lambda m: (bool(m.excluded), len(m.params), concrete(m))):
         spelled = spelled_for(method, kws, alternatives)
         foreign = sorted(set(spelled) - {p.name for p in method.params})
         if foreign:  # a keyword of another overload
