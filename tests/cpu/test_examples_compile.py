@@ -234,3 +234,21 @@ def test_sampling_reference_is_the_documented_rule():
             above = row > row[i]
             want = row[i] > 0 and above.sum() < k and (p >= 1 or row[above].sum() < p)
             assert got[i] == want, (row, k, p, i)
+
+
+@pytest.mark.parametrize("hinted", (False, True))
+def test_streaming_cache_hints_links(hinted):
+    """The streaming example's kernel links; the hinted one streams with ld.cs/st.cs."""
+    import re
+
+    import streaming_cache_hints as sch
+    from coopgen.linkcheck import link_ptx
+
+    sig = (_ty(np.float32), _ty(np.float32), _ty(np.float32))
+    kernel = sch.make_kernel(hinted)
+    res = _link(kernel, sig, sch.THREADS)
+    assert res.local_bytes == 0
+    with block_shape(sch.THREADS):
+        ptx = link_ptx(kernel, sig)
+    streams = re.search(r"\bld(\.global)?\.cs\.", ptx) and re.search(r"\bst(\.global)?\.cs\.", ptx)
+    assert bool(streams) == hinted
