@@ -148,6 +148,7 @@ def _inline(text: str, aliases: dict[str, str]) -> str:
     text = re.sub(r":\w+:(?:\w+:)?`([^`]+)`", r"`\1`", text)
     text = re.sub(r"``([^`]+)``", r"`\1`", text)
     text = re.sub(r"@[pc]\s+(\w+)", r"`\1`", text)
+    text = re.sub(r"@e\s+(\w+)", r"*\1*", text)  # Doxygen's emphasis
     text = re.sub(r"@(\w+)", lambda m: aliases.get(m.group(1), m.group(0)), text)
     return text.replace("\\ ", "")
 
