@@ -140,6 +140,9 @@ def split_doc(doc: str) -> tuple[str, dict[str, str], dict[str, str], str]:
 
 def _inline(text: str, aliases: dict[str, str]) -> str:
     """Inline markup: RST roles and literals, Doxygen words, escapes."""
+    text = re.sub(r"!\[[^\]]*\]\((?!https?:)[^)]*\)", "", text)  # CUB's own images (not shipped)
+    text = re.sub(r"<tt>(.*?)</tt>", r"`\1`", text)
+    text = re.sub(r"<b>(.*?)</b>", r"**\1**", text)
     text = re.sub(r"\[([^\]]+)\]\([^)]*\.html[^)]*\)", r"\1", text)  # links into CUB's site
     text = re.sub(r":ref:`([^`<]+?)\s*<[^`>]+>`", r"\1", text)
     text = re.sub(r":ref:`([^`]+)`", r"\1", text)
