@@ -227,7 +227,10 @@ def load_pythonic(model: ApiModel) -> tuple[list[dict], tuple]:
             if unknown:
                 raise ValueError(f"{where}: unknown keys {sorted(unknown)}")
             if "function" in row:  # a free function: its own pseudo-class (as_class)
-                cls_name = row["function"]
+                cls_name = row["function"].rstrip("?")
+                if row["function"].endswith("?") and \
+                        not any(f.name == cls_name for f in model.functions):
+                    continue  # "Name?": only where this CCCL has it
                 methods = (("", cls_name),)
             elif "method" in row:
                 cls_name, method = row["method"].split(".")

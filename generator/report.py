@@ -76,7 +76,9 @@ def function_coverage(model: ApiModel, bound) -> dict:
                "excluded_overloads": [{"signature": o.signature, "reason": o.excluded}
                                       for o in excluded]}
         out["functions"][fn.name] = row
-        fam = out["function_families"].setdefault(fn.family, dict.fromkeys(
+        # cub::detail's (unstable) functions are counted apart, as "detail"
+        family = "detail" if fn.unstable else fn.family
+        fam = out["function_families"].setdefault(family, dict.fromkeys(
             ("functions",) + FUNCTION_KEYS, 0))
         fam["functions"] += 1
         for k in FUNCTION_KEYS:
@@ -101,10 +103,14 @@ def _function_lines(report: dict) -> list[str]:
         lines.append(f"{'family ' + fam + ' (' + str(t['functions']) + ' functions)':34} "
                      f"{'':>6} {t['public']:>6} {t['hidden']:>6} {t['bound']:>6} "
                      f"{t['public'] - t['bound']:>7} {t['excluded']:>8}")
-    public = sum(t["public"] for t in report["function_families"].values())
-    n_bound = sum(t["bound"] for t in report["function_families"].values())
+    stable = [t for k, t in report["function_families"].items() if k != "detail"]
+    public = sum(t["public"] for t in stable)
+    n_bound = sum(t["bound"] for t in stable)
+    detail = report["function_families"].get("detail")
     lines.append(f"functions bound: {n_bound}/{public} public overloads "
-                 f"({100.0 * n_bound / max(1, public):.1f}%)")
+                 f"({100.0 * n_bound / max(1, public):.1f}%)"
+                 + (f"; unstable (cub::detail): {detail['bound']}/{detail['public']}"
+                    if detail else ""))
     return lines
 
 

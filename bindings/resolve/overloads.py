@@ -89,8 +89,7 @@ def resolve(prim: str, cls: ClassSpec, methods: tuple[MSpec, ...], args: tuple, 
     unassignable = {}  # "missing" / "twice" / "too_many" -> the first parameter concerned
     # Fewest C++ parameters first: ExclusiveSum(x) means (T, T&), not (T, T&, T&). Excluded
     # overloads (overrides.toml) last: a call that only they take is told why.
-    # A free function's overload for a concrete value type (UpperBound(..., __half)) before
-    # its template, as C++ prefers it.
+    # A free function's overload for a concrete value type (UpperBound(..., __half)) first
     def concrete(m) -> int:
         return -sum(p.role == "input_scalar" and p.base in cpp.FIXED_CPP_TYPES
                     for p in m.params) if cls.function else 0
@@ -148,8 +147,7 @@ def _bind(att: Attempt, args, kws, positional, template_kws, block_dims, pinned,
         if i in given and p.role != "temp_storage":
             bindings[i] = _bind_param(att, p, given[i][1], given[i][0])
             if cls.function and p.role == "iterator_out":
-                # a value written through the iterator takes its items' type (ThreadStore's
-                # T would otherwise be the value's own, and store that many bytes)
+                # a value stored through it takes its item type (ThreadStore writes a T)
                 for x in (x for x in params if x.role == "input_scalar"):
                     att.dtypes.setdefault(x.base, bindings[i].type.dtype)
         else:
@@ -217,6 +215,8 @@ def _pointer_elem(att: Attempt, p: PSpec, ty):
         extent = p.type.rsplit("[", 1)[1].rstrip("]") if "[" in p.type else None
     elif per_thread:
         att.need_dtype(p.base, elem, p.name)
+    elif att.cls.function and p.base.endswith("*"):  # T* pointers: C++ deduces one T
+        att.need_dtype(p.base.rstrip(" *"), elem, p.name)
     elif att.cls.function:  # the iterator's value type (it_value_t<RandomAccessIterator>)
         att.dtypes.setdefault(p.base, elem)
     if extent and ty.length is not None:

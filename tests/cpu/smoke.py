@@ -80,6 +80,8 @@ def call_args(cls, method, tag: str) -> tuple[list[str], list[str]]:
         elif p.role == "input_scalar" and p.base in ("__half", "__nv_bfloat16"):
             setup.append(f"{v} = local.array(1, {_dtype(p.base)})")  # a value of that type
             args.append(f"{v}[0]")
+        elif p.role == "input_scalar" and p.base == "bool":
+            args.append("d_in[0] > 0")
         elif p.role == "input_scalar":
             args.append(f"{_dtype(p.base)}(d_in[0])")
         elif p.role == "thread_rank":

@@ -192,3 +192,37 @@ def test_thread_reduce_sort_search_bits():
     np.testing.assert_array_equal(bounds[:, 1], [np.searchsorted(r, 0, "right") for r in srt])
     first = (rows[:, 0].astype(np.int64) & 0xffff).astype(np.uint32)
     np.testing.assert_array_equal(to_host(d_bits), (first >> 4) & 0xff)
+
+
+@functools.lru_cache(maxsize=None)
+def thread_scan_kernel():
+    @cuda.jit
+    def k(d_in, d_incl, d_excl, d_last):
+        t = cuda.grid(1)
+        items = local.array(8, np.int32)
+        incl = local.array(8, np.int32)
+        excl = local.array(8, np.int32)
+        for i in range(8):
+            items[i] = d_in[t * 8 + i]
+        d_last[t] = thread.scan_inclusive(items, incl, "+")
+        thread.scan_exclusive(items, excl, "+", np.int32(100))
+        for i in range(8):
+            d_incl[t * 8 + i] = incl[i]
+            d_excl[t * 8 + i] = excl[i]
+    return k
+
+
+@pytest.mark.skipif(not hasattr(thread, "scan_inclusive"),
+                    reason="this CCCL has no thread scans in cub::detail")
+def test_thread_scans():
+    n = 64
+    x = rng_for("thread-scan").integers(-50, 50, n * 8).astype(np.int32)
+    d_incl, d_excl = to_device(np.zeros_like(x)), to_device(np.zeros_like(x))
+    d_last = to_device(np.zeros(n, np.int32))
+    launch(thread_scan_kernel(), 1, n, to_device(x), d_incl, d_excl, d_last)
+    rows = x.reshape(n, 8)
+    incl = np.cumsum(rows, axis=1)
+    np.testing.assert_array_equal(to_host(d_incl).reshape(n, 8), incl)
+    np.testing.assert_array_equal(to_host(d_last), incl[:, -1])
+    excl = 100 + np.concatenate([np.zeros((n, 1), np.int64), incl[:, :-1]], axis=1)
+    np.testing.assert_array_equal(to_host(d_excl).reshape(n, 8), excl)

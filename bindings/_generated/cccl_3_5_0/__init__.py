@@ -47,6 +47,8 @@ from .thread_reduce import SPEC as ThreadReduce
 from .thread_store import SPEC as ThreadStore
 from .upper_bound import SPEC as UpperBound
 from .warp_mask import SPEC as WarpMask
+from .thread_scan_exclusive import SPEC as ThreadScanExclusive
+from .thread_scan_inclusive import SPEC as ThreadScanInclusive
 
 CCCL = '3.5.0'
 WHEEL = 'nvidia-cuda-cccl==13.3.5.0.6'
@@ -105,6 +107,8 @@ FUNCTIONS = (
     ThreadStore,
     UpperBound,
     WarpMask,
+    ThreadScanExclusive,
+    ThreadScanInclusive,
 )
 
 ENUMS = (
@@ -399,6 +403,12 @@ PYTHONIC = (
         args=('source', 'bit_start', 'num_bits')),
     PythonicSpec('row_major_tid', 'thread', 'RowMajorTid', (('', 'RowMajorTid'),), None, (), (),
         args=('block_dim_x', 'block_dim_y', 'block_dim_z')),
+    PythonicSpec('scan_inclusive', 'thread', 'ThreadScanInclusive', (('', 'ThreadScanInclusive'),), None, (), (),
+        args=('src', 'dst', 'scan_op', 'prefix', 'apply_prefix'),
+        rename=(('src', ('input',)), ('dst', ('output',)))),
+    PythonicSpec('scan_exclusive', 'thread', 'ThreadScanExclusive', (('', 'ThreadScanExclusive'),), None, (), (),
+        args=('src', 'dst', 'scan_op', 'prefix', 'apply_prefix'),
+        rename=(('src', ('input',)), ('dst', ('output',)))),
 )
 
 # Combinations CUB does not handle: refused at compile time (limits.toml).
@@ -684,4 +694,10 @@ BOUND_AND_CHECKED = (
     'UpperBound::UpperBound(InputIteratorT, OffsetT, __half)',
     'UpperBound::UpperBound(InputIteratorT, OffsetT, __nv_bfloat16)',
     'WarpMask::WarpMask(unsigned int)',
+    'ThreadScanExclusive::ThreadScanExclusive(T *, T *, ScanOp, T, bool)',
+    'ThreadScanExclusive::ThreadScanExclusive(T (&)[LENGTH], T (&)[LENGTH], ScanOp, T, bool)',
+    'ThreadScanInclusive::ThreadScanInclusive(T *, T *, ScanOp)',
+    'ThreadScanInclusive::ThreadScanInclusive(T (&)[LENGTH], T (&)[LENGTH], ScanOp)',
+    'ThreadScanInclusive::ThreadScanInclusive(T *, T *, ScanOp, T, bool)',
+    'ThreadScanInclusive::ThreadScanInclusive(T (&)[LENGTH], T (&)[LENGTH], ScanOp, T, bool)',
 )
