@@ -101,7 +101,8 @@ def function_return(ov: Overload) -> str:
     for _ in range(len(defaults)):
         d = defaults.get(t, "")
         acc = re.fullmatch(r"(?:::)?(?:cuda::std::)?__accumulator_t<\s*\w+\s*,\s*(\w+)\s*>+", d)
-        value = re.fullmatch(r"(?:::)?(?:cuda::std::)?iter_value_t<\s*(\w+)\s*>", d)
+        value = re.fullmatch(r"(?:::)?(?:cuda::std::)?iter_value_t<\s*(\w+)\s*>", d) or \
+            re.search(r"declval<\s*(\w+)\s*>\(\)\s*\[\s*0\s*\]", d)  # CCCL 3.0's Input()[0]
         if acc:
             t = acc.group(1)
         elif value:
