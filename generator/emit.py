@@ -100,8 +100,9 @@ def function_return(ov: Overload) -> str:
     defaults = {p.name: p.default for p in ov.template_params if p.default}
     for _ in range(len(defaults)):
         d = defaults.get(t, "")
-        acc = re.fullmatch(r"(?:::)?(?:cuda::std::)?__accumulator_t<\s*\w+\s*,\s*(\w+)\s*>+", d)
-        value = re.fullmatch(r"(?:::)?(?:cuda::std::)?iter_value_t<\s*(\w+)\s*>", d) or \
+        # (cuda::std:: spelled ::cuda::std::, _CUDA_VSTD:: or not at all)
+        acc = re.fullmatch(r"(?:::)?(?:\w+::)*__accumulator_t<\s*\w+\s*,\s*(\w+)\s*>+", d)
+        value = re.fullmatch(r"(?:::)?(?:\w+::)*iter_value_t<\s*(\w+)\s*>", d) or \
             re.search(r"declval<\s*(\w+)\s*>\(\)\s*\[\s*0\s*\]", d)  # CCCL 3.0's Input()[0]
         if acc:
             t = acc.group(1)

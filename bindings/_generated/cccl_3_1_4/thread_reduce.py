@@ -13,7 +13,7 @@ SPEC = ClassSpec(
     constructors=(
     ),
     methods=(
-        MSpec('ThreadReduce', 'ThreadReduce(const Input &, ReductionOp)', 'function', 'AccumT', (
+        MSpec('ThreadReduce', 'ThreadReduce(const Input &, ReductionOp)', 'function', 'it_value_t<Input>', (
                 PSpec('input', 'range_input', 'const Input &', 'Input', None, None),
                 PSpec('reduction_op', 'operator', 'ReductionOp', 'ReductionOp', None, None),
             ), static=False, tparams=('Input', 'ReductionOp', 'ValueT', 'AccumT')),
