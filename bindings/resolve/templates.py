@@ -66,6 +66,8 @@ def template_args(att: Attempt, cls: ClassSpec, kw: dict, block_dims, enums, pin
         if v is None:  # a free function's thread counts: the block's, a whole warp
             v = {"block_threads": math.prod(block) if block else None,
                  "logical_warp_threads": 32 if t.default is None else None}.get(t.keyword)
+        elif t.keyword == "logical_warp_threads":
+            v = whole_number(prim, t.keyword, v, 1, 32)
         if v is None and t.default is None:
             raise Mismatch(f"{prim}: missing required argument {t.keyword}= (template "
                            f"parameter {t.name} of {att.method.name})")
