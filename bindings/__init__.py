@@ -18,16 +18,16 @@ versions.check()  # before numba is touched: an unsupported release fails here, 
 # is compiled by its compiler's.
 _backends = [_importlib.import_module(f"{__name__}.{package}.backend")
              for package in versions.installed_backends()]
-from .api import block, coop, local, shared, warp  # noqa: E402
+from .api import block, coop, local, shared, thread, warp  # noqa: E402
 from .api.primitives import kernel_temp_storage  # noqa: E402
 from .codegen.storage import TempStorage  # noqa: E402
 from .resolve.hooks import block_shape  # noqa: E402
 
 # The modules users import by name: ``import coopgen.coop``, ``from coopgen.block import ...``
-for _module in (block, coop, local, shared, warp):
+for _module in (block, coop, local, shared, thread, warp):
     _sys.modules[f"{__name__}.{_module.__name__.rsplit('.', 1)[1]}"] = _module
 for _backend in _backends:
     _backend.install()
 
-__all__ = ["block", "warp", "local", "shared", "coop", "block_shape", "TempStorage",
+__all__ = ["block", "warp", "thread", "local", "shared", "coop", "block_shape", "TempStorage",
            "kernel_temp_storage"]

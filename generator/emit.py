@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 
 from .headers import LockEntry, tomllib  # tomllib: tomli on Python 3.10
-from .model import ApiModel, ClassModel, Overload, Param, replace, snake_case
+from .model import ApiModel, ClassModel, FunctionModel, Overload, Param, replace, snake_case
 from .report import overload_key
 from .roles import is_internal, load_overrides
 
@@ -91,11 +91,34 @@ def method_keywords(ov: Overload) -> tuple:
     return tuple(out)
 
 
+def function_return(ov: Overload) -> str:
+    """A free function's result type, where CUB computes it from its arguments' types through
+    defaulted template parameters (ThreadReduce's AccumT, accumulated ValueT, the value type
+    of Input): spelled as the iterator value type of the argument it comes from
+    (``it_value_t<Input>``), which the runtime reads as that argument's item dtype."""
+    t = effective_return(ov.return_type)
+    defaults = {p.name: p.default for p in ov.template_params if p.default}
+    for _ in range(len(defaults)):
+        d = defaults.get(t, "")
+        # (cuda::std:: spelled ::cuda::std::, _CUDA_VSTD:: or not at all)
+        acc = re.fullmatch(r"(?:::)?(?:\w+::)*__accumulator_t<\s*\w+\s*,\s*(\w+)\s*>+", d)
+        value = re.fullmatch(r"(?:::)?(?:\w+::)*iter_value_t<\s*(\w+)\s*>", d) or \
+            re.search(r"declval<\s*(\w+)\s*>\(\)\s*\[\s*0\s*\]", d)  # CCCL 3.0's Input()[0]
+        if acc:
+            t = acc.group(1)
+        elif value:
+            return f"it_value_t<{value.group(1)}>"
+        else:
+            break
+    return t
+
+
 def _mspec(ov: Overload, indent: str) -> str:
     params = "".join(f"{indent}        {_pspec(p)},\n" for p in ov.params)
     keywords = "".join(f"{_tparam(t)}, " for t in method_keywords(ov))
+    returns = function_return(ov) if ov.kind == "function" else effective_return(ov.return_type)
     return (f"{indent}MSpec({ov.name!r}, {ov.signature!r}, {ov.kind!r}, "
-            f"{effective_return(ov.return_type)!r},"
+            f"{returns!r},"
             f" (\n{params}{indent}    ), static={ov.static!r}, "
             f"tparams={tuple(t.name for t in ov.template_params)!r}"
             + (", hidden=True" if ov.hidden else "")
@@ -140,7 +163,7 @@ def excluded_methods(cls: ClassModel) -> tuple[Overload, ...]:
 
 
 def emit_class(entry: LockEntry, cls: ClassModel, model: ApiModel | None = None,
-               named: frozenset[str] = frozenset()) -> str:
+               named: frozenset[str] = frozenset(), function: bool = False) -> str:
     tps = "".join(f"        {_tparam(t)},\n" for t in cls.template_params)
     ctors = "".join(_mspec(o, "        ") for o in cls.constructors if bindable(o, cls))
     methods = "".join(_mspec(_in_class_names(o, cls, model), "        ")
@@ -158,15 +181,23 @@ def emit_class(entry: LockEntry, cls: ClassModel, model: ApiModel | None = None,
             + f"    methods=(\n{methods}    ),\n"
             + f"    brief={cls.brief!r},\n"
             + (f"    excluded=(\n{excluded}    ),\n" if excluded else "")
-            + ("    unstable=True,\n" if cls.unstable else "") + ")\n")
+            + ("    unstable=True,\n" if cls.unstable else "")
+            + ("    function=True,\n" if function else "") + ")\n")
 
 
 def module_name(cls: ClassModel) -> str:
     return snake_case(cls.name)
 
 
+def bound_functions(model: ApiModel) -> list[ClassModel]:
+    """The free functions with an overload the runtime binds, each seen as a class
+    (FunctionModel.as_class)."""
+    return [c for c in (f.as_class() for f in model.functions)
+            if any(bindable(o, c) and not o.hidden and not o.excluded for o in c.methods)]
+
+
 #: Keys a pythonic.toml row may have (the file's header says what each means).
-_ROW_KEYS = frozenset({"method", "class", "select", "methods", "needs", "excludes", "object",
+_ROW_KEYS = frozenset({"function", "method", "class", "select", "methods", "needs", "excludes", "object",
                        "bind", "enum", "args", "rename", "defaults", "inplace", "fixed", "host",
                        "instance", "deduced", "since", "identity", "method_args", "digits",
                        "scalar_output", "only"})
@@ -191,20 +222,27 @@ def load_pythonic(model: ApiModel) -> tuple[list[dict], tuple]:
         table = tomllib.load(f)
     keywords = tuple(sorted(table.get("keywords", {}).items()))
     rows = []
-    for scope in ("block", "warp"):
+    for scope in ("block", "warp", "thread"):
         for name, row in table.get(scope, {}).items():
             where = f"pythonic.toml: {scope}.{name}"
             unknown = set(row) - _ROW_KEYS
             if unknown:
                 raise ValueError(f"{where}: unknown keys {sorted(unknown)}")
-            if "method" in row:
+            if "function" in row:  # a free function: its own pseudo-class (as_class)
+                cls_name = row["function"].rstrip("?")
+                if row["function"].endswith("?") and \
+                        not any(f.name == cls_name for f in model.functions):
+                    continue  # "Name?": only where this CCCL has it
+                methods = (("", cls_name),)
+            elif "method" in row:
                 cls_name, method = row["method"].split(".")
                 methods = (("", method),)
             else:
                 cls_name = row["class"]
                 methods = tuple((sel, m) for sel, ms in row["methods"].items()
                                 for m in _as_tuple(ms))
-            cls = model.cls(cls_name)
+            cls = model.function(cls_name).as_class() if "function" in row else \
+                model.cls(cls_name)
             present = {o.name for o in cls.methods}
             # "Method*": its hidden overloads too (bound_methods)
             with_hidden = tuple(m.rstrip("*") for _, m in methods if m.endswith("*"))
@@ -247,6 +285,7 @@ def _check_names(where: str, cls: ClassModel, methods, row: dict, rename, keywor
         overloads += list(cls.constructors)
     params = {p.name for o in overloads for p in o.params}
     targets = params | {t.keyword for t in cls.template_params} | _RUNTIME_KEYWORDS
+    targets |= {t.keyword for o in overloads for t in method_keywords(o)}
     if row.get("select"):
         targets.add(row["select"])
     for name, cub in rename:
@@ -350,8 +389,11 @@ def _limit_literal(lim) -> str:
 
 
 def emit_init(entry: LockEntry, model: ApiModel, classes: list[ClassModel]) -> str:
-    imports = "".join(f"from .{module_name(c)} import SPEC as {c.name}\n" for c in classes)
+    functions = bound_functions(model)
+    imports = "".join(f"from .{module_name(c)} import SPEC as {c.name}\n"
+                      for c in classes + functions)
     cls_list = "".join(f"    {c.name},\n" for c in classes)
+    fn_list = "".join(f"    {c.name},\n" for c in functions)
     enums = "".join(
         f"    EnumSpec({e.name!r}, ({''.join(f'({v.name!r}, {v.value}), ' for v in e.values)})),\n"
         for e in model.enums)
@@ -368,6 +410,8 @@ def emit_init(entry: LockEntry, model: ApiModel, classes: list[ClassModel]) -> s
             + f"HEADERS_DIGEST = {entry.headers_digest!r}\n"
             + f"NVRTC_OPTIONS = {options!r}\n\n"
             + f"CLASSES = (\n{cls_list})\n\n"
+            + "# Namespace-scope functions, each a spec of one pseudo-class (function=True).\n"
+            + f"FUNCTIONS = (\n{fn_list})\n\n"
             + f"ENUMS = (\n{enums})\n\n"
             + f"PYTHONIC = (\n{pythonic})\n\n"
             + "# Combinations CUB does not handle: refused at compile time (limits.toml).\n"
@@ -383,7 +427,8 @@ def bound_keys(model: ApiModel, rows: list[dict] | None = None) -> list[str]:
     """``Class::Signature`` of every overload the generated package binds (and the CPU suite
     compile-checks), in emission order."""
     named = table_methods(load_pythonic(model)[0] if rows is None else rows)
-    return [overload_key(c, o) for c in model.classes if c.user_facing
+    return [overload_key(c, o) for c in [c for c in model.classes if c.user_facing]
+            + bound_functions(model)
             for o in tuple(o for o in c.constructors if bindable(o, c))
             + bound_methods(c, named.get(c.name, frozenset()))]
 
@@ -393,5 +438,8 @@ def emit_package(entry: LockEntry, model: ApiModel) -> list[tuple[str, str]]:
     named = table_methods(load_pythonic(model)[0])
     files = [(f"{module_name(c)}.py",
               emit_class(entry, c, model, named.get(c.name, frozenset()))) for c in classes]
+    files += [(f"{module_name(c)}.py", emit_class(entry, c, None, named.get(c.name, frozenset()),
+                                                  function=True))
+              for c in bound_functions(model)]
     files.append(("__init__.py", emit_init(entry, model, classes)))
     return files

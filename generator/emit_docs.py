@@ -19,7 +19,7 @@ import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
-from .emit import (GENERATOR_VERSION, bindable, bound_methods, effective_return, load_pythonic,
+from .emit import (GENERATOR_VERSION, bindable, bound_functions, bound_methods, effective_return, load_pythonic,
                    method_keywords,
                    module_name, table_methods)
 from .emit_types import TypeTable, class_help_lines, help_lines, page_lines, type_table
@@ -140,6 +140,9 @@ def split_doc(doc: str) -> tuple[str, dict[str, str], dict[str, str], str]:
 
 def _inline(text: str, aliases: dict[str, str]) -> str:
     """Inline markup: RST roles and literals, Doxygen words, escapes."""
+    text = re.sub(r"!\[[^\]]*\]\((?!https?:)[^)]*\)", "", text)  # CUB's own images (not shipped)
+    text = re.sub(r"<tt>(.*?)</tt>", r"`\1`", text)
+    text = re.sub(r"<b>(.*?)</b>", r"**\1**", text)
     text = re.sub(r"\[([^\]]+)\]\([^)]*\.html[^)]*\)", r"\1", text)  # links into CUB's site
     text = re.sub(r":ref:`([^`<]+?)\s*<[^`>]+>`", r"\1", text)
     text = re.sub(r":ref:`([^`]+)`", r"\1", text)
@@ -148,6 +151,7 @@ def _inline(text: str, aliases: dict[str, str]) -> str:
     text = re.sub(r":\w+:(?:\w+:)?`([^`]+)`", r"`\1`", text)
     text = re.sub(r"``([^`]+)``", r"`\1`", text)
     text = re.sub(r"@[pc]\s+(\w+)", r"`\1`", text)
+    text = re.sub(r"@e\s+(\w+)", r"*\1*", text)  # Doxygen's emphasis
     text = re.sub(r"@(\w+)", lambda m: aliases.get(m.group(1), m.group(0)), text)
     return text.replace("\\ ", "")
 
@@ -341,7 +345,7 @@ def _assign(targets: list[str], call: str) -> str:
 
 
 def faithful_spelling(cls: ClassModel, ov: Overload) -> str:
-    if ov.kind == "constructor":
+    if ov.kind in ("constructor", "function"):
         return _assign(_returned(ov), f"{cls.scope}.{cls.name}({_call_args(ov)})")
     receiver = "obj" if _is_object_method(cls) else f"{cls.scope}.{cls.name}"
     return _assign(_returned(ov), f"{receiver}.{ov.name}({_call_args(ov)})")
@@ -568,6 +572,11 @@ def unstable_lines(cls: ClassModel) -> list[str]:
 
 def class_intro_lines(ctx: DocContext, cls: ClassModel) -> list[str]:
     model, aliases = ctx.model, ctx.aliases
+    if cls.methods and cls.methods[0].kind == "function":  # FunctionModel.as_class
+        return [f"# {cls.scope}.{cls.name}", "",
+                f"`{cls.qualname}` from `<{cls.file}>`, CCCL {model.cccl}: a namespace-scope "
+                f"function, called with no object and no temp storage.", "",
+                *unstable_lines(cls), to_markdown(cls.brief, aliases), ""]
     lines = [f"# {cls.scope}.{cls.name}", "",
              f"`{cls.qualname}` from `<{cls.file}>`, CCCL {model.cccl}.", "",
              *unstable_lines(cls),
@@ -614,7 +623,7 @@ def _excluded_lines(cls: ClassModel) -> list[str]:
 def class_page(entry: LockEntry, ctx: DocContext, cls: ClassModel) -> str:
     lines = [header_comment(entry), ""] + class_intro_lines(ctx, cls)
     groups = _method_groups(ctx, cls)
-    lines += ["## Methods", ""]
+    lines += ["## Overloads" if cls.methods[0].kind == "function" else "## Methods", ""]
     lines += [f"- [{n}](#{n.lower()}) ({len(o)} overload{'s' * (len(o) > 1)})" for n, o in groups]
     lines.append("")
     for name, overloads in groups:
@@ -628,7 +637,8 @@ def _finish(lines: list[str]) -> str:
     return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip("\n") + "\n"
 
 
-def index_page(entry: LockEntry, ctx: DocContext, classes: list[ClassModel]) -> str:
+def index_page(entry: LockEntry, ctx: DocContext, classes: list[ClassModel],
+               functions: list[ClassModel] = ()) -> str:
     model, aliases = ctx.model, ctx.aliases
     lines = [header_comment(entry), "", f"# API reference: CCCL {entry.cccl}", "",
              f"Generated from the headers of `{entry.wheel}` ({len(classes)} classes, "
@@ -637,9 +647,15 @@ def index_page(entry: LockEntry, ctx: DocContext, classes: list[ClassModel]) -> 
     lines += [f"| [{c.scope}.{c.name}]({module_name(c)}.md) | "
               f"{'**unstable** (`cub::detail`). ' * c.unstable}{one_line(c.brief, aliases)} | "
               f"{len(bound_overloads(ctx, c))} |" for c in classes]
+    lines += ["", "## Free functions", "", "CUB's namespace-scope functions of the bound headers "
+              "(`cub/block`, `cub/warp`, `cub/thread`, `cub/util_ptx.cuh`).", "",
+              "| function | header | description | bound overloads |", "|---|---|---|---|"]
+    lines += [f"| [{c.scope}.{c.name}]({module_name(c)}.md) | `{c.file}` | "
+              f"{one_line(c.brief, aliases)} | {len(bound_overloads(ctx, c))} |"
+              for c in functions]
     lines += ["", "## Pythonic functions", "", "| function | arguments, in order | CUB |",
               "|---|---|---|"]
-    by_name = {c.name: c for c in classes}
+    by_name = {c.name: c for c in list(classes) + list(functions)}
     for row in ctx.pythonic:
         cls_name = row["cls"]
         page = f"{module_name(by_name[cls_name])}.md"
@@ -657,8 +673,9 @@ def emit_docs(entry: LockEntry, model: ApiModel) -> list[tuple[str, str]]:
     """[(file name, Markdown)] of one lock entry's reference: an index and a page per class."""
     ctx = DocContext.of(model)
     classes = [c for c in model.classes if c.user_facing]
-    files = [("index.md", index_page(entry, ctx, classes))]
-    files += [(f"{module_name(c)}.md", class_page(entry, ctx, c)) for c in classes]
+    functions = bound_functions(model)
+    files = [("index.md", index_page(entry, ctx, classes, functions))]
+    files += [(f"{module_name(c)}.md", class_page(entry, ctx, c)) for c in classes + functions]
     return files
 
 
@@ -779,7 +796,7 @@ def docstrings(entry: LockEntry, model: ApiModel) -> dict[str, str]:
     item types each takes (emit_types)."""
     ctx = DocContext.of(model)
     table = type_table(entry, model)
-    classes = [c for c in model.classes if c.user_facing]
+    classes = [c for c in model.classes if c.user_facing] + bound_functions(model)
     out: dict[str, str] = {}
     for cls in classes:
         groups = _method_groups(ctx, cls)
@@ -808,10 +825,11 @@ def docstrings(entry: LockEntry, model: ApiModel) -> dict[str, str]:
             lines += [f"Calls `{cls.qualname}::{m}`"
                       + (f' when `{select}="{sel}"`' if select else "") + "." for sel, m in methods]
             lines.append("")
-            covered = [o for o in bound_overloads(ctx, cls) if o.kind == "method" and
+            covered = [o for o in bound_overloads(ctx, cls) if o.kind in ("method", "function") and
                        o.name in {m for _, m in methods} and _matches(o, row)]
         lines += pythonic_call_lines(row) + _types_lines(table, f"{scope}.{name}")
-        lines += ["## Template keywords", ""] + template_rows(model, cls) + [""]
+        if cls.template_params or not covered or covered[0].kind != "function":
+            lines += ["## Template keywords", ""] + template_rows(model, cls) + [""]
         for ov in covered:
             lines += overload_lines(ctx, cls, ov)
         out[f"{scope}.{name}"] = _finish(lines)

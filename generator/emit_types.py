@@ -18,7 +18,7 @@ from coopgen.resolve.operators import BUILTINS, Operator
 from coopgen.types.cpp import CPP_OF
 from coopgen.types.desc import Field, Scalar, Struct
 
-from .emit import emit_class, limit_specs, load_pythonic, table_methods
+from .emit import bound_functions, emit_class, limit_specs, load_pythonic, table_methods
 from .headers import LockEntry
 from .model import ApiModel
 
@@ -81,6 +81,10 @@ def runtime_classes(entry: LockEntry, model: ApiModel) -> dict:
             scope: dict = {}
             exec(emit_class(entry, cls, model, named.get(cls.name, frozenset())), scope)
             out[cls.name] = scope["SPEC"]
+    for cls in bound_functions(model):
+        scope = {}
+        exec(emit_class(entry, cls, None, named.get(cls.name, frozenset()), function=True), scope)
+        out[cls.name] = scope["SPEC"]
     return out
 
 

@@ -95,6 +95,32 @@ class ClassModel:
 
 
 @dataclass(frozen=True)
+class FunctionModel:
+    """A namespace-scope function (template) of a bound header, with its overloads in
+    declaration order (``Overload.kind`` "function")."""
+    name: str
+    qualname: str  # without CUB's ABI inline namespace, e.g. "cub::LoadDirectStriped"
+    scope: str  # "block" | "warp" | "thread": the namespace users call it from
+    family: str  # the header family: "block", "warp", "thread" or "util" (util_ptx.cuh)
+    overloads: tuple[Overload, ...]
+    brief: str
+    file: str
+    line: int
+    # a function of cub::detail (overrides.toml [unstable]): CUB may change it in any release
+    unstable: bool = False
+
+    def as_class(self) -> "ClassModel":
+        """The function seen as a class without template parameters, constructors or temp
+        storage whose methods are its overloads: how the emitters and the runtime bind it
+        (a call is a static call with no object)."""
+        return ClassModel(name=self.name, qualname=self.qualname, scope=self.scope,
+                          user_facing=True, template_params=(), bases=(), constructors=(),
+                          methods=self.overloads, temp_storage=TempStorage("none", ""),
+                          brief=self.brief, file=self.file, line=self.line,
+                          unstable=self.unstable)
+
+
+@dataclass(frozen=True)
 class Diagnostic:
     severity: str
     file: str
@@ -111,6 +137,13 @@ class ApiModel:
     classes: tuple[ClassModel, ...]
     enums: tuple[Enum, ...]
     diagnostics: tuple[Diagnostic, ...]
+    functions: tuple[FunctionModel, ...] = ()  # namespace-scope functions, by qualified name
+
+    def function(self, name: str) -> FunctionModel:
+        for f in self.functions:
+            if f.name == name:
+                return f
+        raise KeyError(name)
 
     def cls(self, name: str) -> ClassModel:
         for c in self.classes:
@@ -160,7 +193,7 @@ def _build(cls, data):
 
 
 _TYPES = {c.__name__: c for c in (TemplateParam, Param, Overload, EnumValue, Enum, TempStorage,
-                                  ClassModel, Diagnostic, ApiModel)}
+                                  ClassModel, FunctionModel, Diagnostic, ApiModel)}
 
 
 def from_json(text: str) -> ApiModel:

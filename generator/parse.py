@@ -12,11 +12,19 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from .model import (ApiModel, ClassModel, Diagnostic, Enum, EnumValue, MODEL_SCHEMA, Overload,
-                    Param, TempStorage, TemplateParam, snake_case)
+from .model import (ApiModel, ClassModel, Diagnostic, Enum, EnumValue, FunctionModel,
+                    MODEL_SCHEMA, Overload, Param, TempStorage, TemplateParam, snake_case)
 
 #: The headers that make up the public block/warp API (20 in CCCL 3.0.1).
 HEADER_GLOBS = ("cub/block/block_*.cuh", "cub/warp/warp_*.cuh")
+#: Headers parsed for their namespace-scope functions (and enums) only: the thread-level
+#: primitives and util_ptx's warp helpers.
+FUNCTION_GLOBS = ("cub/thread/thread_*.cuh", "cub/util_ptx.cuh")
+#: Where namespace-scope functions are collected from, and the family each prefix is.
+FUNCTION_FAMILIES = (("cub/block/", "block"), ("cub/warp/", "warp"), ("cub/thread/", "thread"),
+                     ("cub/util_ptx.cuh", "util"))
+#: util_ptx's functions that act on a warp (the others are a thread's own).
+WARP_UTIL = re.compile(r"^(Shuffle|Warp|Match|Lane)")
 HIDDEN_MACRO = "_CCCL_DOXYGEN_INVOKED"
 
 
@@ -169,6 +177,7 @@ class _Walker:
         self.root = include_root
         self.classes: dict[str, tuple] = {}  # qualname -> (cursor, namespace path)
         self.enums: dict[str, tuple] = {}
+        self.functions: dict[str, list] = {}  # qualname -> [(cursor, namespace path), ...]
 
     def rel(self, cursor) -> str:
         f = cursor.location.file
@@ -195,8 +204,21 @@ class _Walker:
                 if rel.startswith(("cub/block/", "cub/warp/")) and ch.is_definition():
                     self.classes.setdefault("::".join(ns + (ch.spelling,)), (ch, ns))
             elif ch.kind == K.ENUM_DECL and ch.is_definition() and ns == ("cub",):
-                if self.rel(ch).startswith(("cub/block/", "cub/warp/")):
+                if self.rel(ch).startswith(("cub/block/", "cub/warp/", "cub/thread/")):
                     self.enums.setdefault("cub::" + ch.spelling, ch)
+            elif ch.kind in (K.FUNCTION_TEMPLATE, K.FUNCTION_DECL) and self.free_function(ch, ns):
+                self.functions.setdefault("::".join(ns + (ch.spelling,)), []).append((ch, ns))
+
+    def free_function(self, cursor, ns: tuple[str, ...]) -> bool:
+        """A function of namespace cub (or a cub::detail one named as unstable) declared in a
+        bound header; operators (``operator<<`` of the enums) are not API."""
+        if cursor.spelling.startswith("operator") or not self.family(cursor):
+            return False
+        return ns == ("cub",) or self.unstable(cursor, ns)
+
+    def family(self, cursor) -> str:
+        rel = self.rel(cursor)
+        return next((fam for prefix, fam in FUNCTION_FAMILIES if rel.startswith(prefix)), "")
 
     def wanted(self, cursor, ns: tuple[str, ...]) -> bool:
         """A Block*/Warp* class template, or a cub::detail one named as unstable."""
@@ -343,6 +365,28 @@ class _Walker:
             brief=(cursor.brief_comment or "").strip(), file=self.rel(cursor),
             line=cursor.location.line, unstable=self.unstable(cursor, ns))
 
+    def function_model(self, qualname: str, found: list) -> FunctionModel:
+        """One function's overloads in declaration order; a signature declared again (a
+        forward declaration and its definition, macro-made specializations) counts once."""
+        overloads: dict[str, Overload] = {}
+        for cursor, _ in found:
+            ov = self.overload(cursor, "function", "", None)
+            if ov.signature in overloads:
+                # the documented declaration wins over a hidden redeclaration
+                if overloads[ov.signature].hidden and not ov.hidden:
+                    overloads[ov.signature] = ov
+                continue
+            overloads[ov.signature] = ov
+        first, ns = found[0]
+        family = self.family(first)
+        scope = family if family != "util" else ("warp" if WARP_UTIL.match(first.spelling)
+                                                 else "thread")
+        ovs = tuple(overloads.values())
+        public = [o for o in ovs if not o.hidden] or list(ovs)
+        return FunctionModel(name=first.spelling, qualname=qualname, scope=scope, family=family,
+                             overloads=ovs, brief=public[0].brief, file=self.rel(first),
+                             line=first.location.line, unstable=self.unstable(first, ns))
+
     def enum_model(self, qualname: str, cursor) -> Enum:
         values = tuple(EnumValue(name=v.spelling, value=v.enum_value,
                                  brief=(v.brief_comment or "").strip())
@@ -359,6 +403,9 @@ def parse(include_root: Path, *, cccl: str, headers_digest: str,
     headers = public_headers(include_root)
     if not headers:
         raise FileNotFoundError(f"no {' or '.join(HEADER_GLOBS)} under {include_root}")
+    for pattern in FUNCTION_GLOBS:
+        headers += sorted(p.relative_to(include_root).as_posix()
+                          for p in include_root.glob(pattern))
     source = "".join(f"#include <{h}>\n" for h in headers)
     tu = ci.Index.create().parse(
         "coopgen_all_headers.cu", args=clang_args(include_root),
@@ -375,6 +422,7 @@ def parse(include_root: Path, *, cccl: str, headers_digest: str,
     walker.walk(tu.cursor, ())
     classes = tuple(walker.class_model(q, c, ns) for q, (c, ns) in walker.classes.items())
     enums = tuple(walker.enum_model(q, c) for q, c in walker.enums.items())
+    functions = tuple(walker.function_model(q, found) for q, found in walker.functions.items())
     return ApiModel(schema=MODEL_SCHEMA, cccl=cccl, headers_digest=headers_digest,
                     headers=tuple(headers), classes=classes, enums=enums,
-                    diagnostics=tuple(diagnostics))
+                    diagnostics=tuple(diagnostics), functions=functions)

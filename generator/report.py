@@ -51,7 +51,67 @@ def coverage(model: ApiModel, bound: frozenset[str] | set[str]) -> dict:
         totals = out["unstable_totals" if cls.unstable else "totals"]
         for k in totals:
             totals[k] += row[k]
+    out.update(function_coverage(model, bound))
     return out
+
+
+#: Counts of a free function (its overloads), per function and per header family.
+FUNCTION_KEYS = ("public", "hidden", "excluded", "bound")
+
+
+def function_coverage(model: ApiModel, bound) -> dict:
+    """Per namespace-scope function: its family (block, warp, thread, util), public, hidden,
+    excluded and bound overload counts and the missing signatures; totals per family. Keys
+    ``Function::Signature`` (FunctionModel.as_class) as for classes."""
+    out = {"functions": {}, "function_families": {}}
+    for fn in model.functions:
+        cls = fn.as_class()
+        public = api_methods(cls)
+        excluded = [o for o in fn.overloads if o.excluded and not o.hidden]
+        row = {"scope": fn.scope, "family": fn.family, "unstable": fn.unstable,
+               "public": len(public), "hidden": sum(o.hidden for o in fn.overloads),
+               "excluded": len(excluded),
+               "bound": sum(overload_key(cls, o) in bound for o in public),
+               "missing": [o.signature for o in public if overload_key(cls, o) not in bound],
+               "excluded_overloads": [{"signature": o.signature, "reason": o.excluded}
+                                      for o in excluded]}
+        out["functions"][fn.name] = row
+        # cub::detail's (unstable) functions are counted apart, as "detail"
+        family = "detail" if fn.unstable else fn.family
+        fam = out["function_families"].setdefault(family, dict.fromkeys(
+            ("functions",) + FUNCTION_KEYS, 0))
+        fam["functions"] += 1
+        for k in FUNCTION_KEYS:
+            fam[k] += row[k]
+    out["function_families"] = dict(sorted(out["function_families"].items()))
+    return out
+
+
+def _function_lines(report: dict) -> list[str]:
+    functions = report.get("functions", {})
+    if not functions:
+        return []
+    head = (f"{'function':34} {'family':>6} {'public':>6} {'hidden':>6} {'bound':>6} "
+            f"{'missing':>7} {'excluded':>8}")
+    lines = ["", f"CCCL {report['cccl']}: free functions (namespace scope)", head,
+             "-" * len(head)]
+    for name, r in functions.items():
+        lines.append(f"{name:34} {r['family']:>6} {r['public']:>6} {r['hidden']:>6} "
+                     f"{r['bound']:>6} {r['public'] - r['bound']:>7} {r['excluded']:>8}")
+    lines.append("-" * len(head))
+    for fam, t in report["function_families"].items():
+        lines.append(f"{'family ' + fam + ' (' + str(t['functions']) + ' functions)':34} "
+                     f"{'':>6} {t['public']:>6} {t['hidden']:>6} {t['bound']:>6} "
+                     f"{t['public'] - t['bound']:>7} {t['excluded']:>8}")
+    stable = [t for k, t in report["function_families"].items() if k != "detail"]
+    public = sum(t["public"] for t in stable)
+    n_bound = sum(t["bound"] for t in stable)
+    detail = report["function_families"].get("detail")
+    lines.append(f"functions bound: {n_bound}/{public} public overloads "
+                 f"({100.0 * n_bound / max(1, public):.1f}%)"
+                 + (f"; unstable (cub::detail): {detail['bound']}/{detail['public']}"
+                    if detail else ""))
+    return lines
 
 
 def _coverage_table(title: str, classes: dict, t: dict) -> list[str]:
@@ -89,7 +149,8 @@ def format_coverage(report: dict) -> str:
             f"CCCL {report['cccl']}: unstable classes (cub::detail: CUB may change them in any "
             f"release)", unstable, report["unstable_totals"])
         lines.append("unstable " + _bound_line(report["unstable_totals"]))
-    groups = {**report["classes"], **unstable}
+    lines += _function_lines(report)
+    groups = {**report["classes"], **unstable, **report.get("functions", {})}
     missing = [f"  {name}::{sig}" for name, r in groups.items() for sig in r["missing"]]
     if missing:
         lines += ["missing (public, not bound):"] + missing
@@ -203,8 +264,9 @@ def diff(a: ApiModel, b: ApiModel) -> dict:
         note("class added", visibility(cb[q]), q)
     for q in out["classes_removed"]:
         note("class removed", visibility(ca[q]), q)
-    for q in (q for q in ca if q in cb):
-        x, y = ca[q], cb[q]
+
+    def overloads(x: ClassModel, y: ClassModel) -> None:
+        """The overloads of one class (or free function) in both releases, compared."""
         sx = {normalized_signature(x, o, a): o for o in x.constructors + x.methods}
         sy = {normalized_signature(y, o, b): o for o in y.constructors + y.methods}
         gone = [o for s, o in sx.items() if s not in sy]
@@ -244,6 +306,9 @@ def diff(a: ApiModel, b: ApiModel) -> dict:
                     if vis != "internal":
                         out["keywords_renamed"].append(item)
                     note("keyword renamed", vis, item)
+    for q in (q for q in ca if q in cb):
+        x, y = ca[q], cb[q]
+        overloads(x, y)
         kx = {t.keyword or t.name: t for t in x.template_params}
         ky = {t.keyword or t.name: t for t in y.template_params}
         for k in ky:
@@ -266,6 +331,17 @@ def diff(a: ApiModel, b: ApiModel) -> dict:
                 if y.user_facing:
                     out["keywords_renamed"].append(f"{item}: coopgen keeps the keyword {k}=")
                 note("template parameter renamed", visibility(y), item)
+    # free functions: a function is a class of overloads (FunctionModel.as_class)
+    fa = {f.qualname: f.as_class() for f in a.functions}
+    fb = {f.qualname: f.as_class() for f in b.functions}
+    out["functions_added"] = [q for q in fb if q not in fa]
+    out["functions_removed"] = [q for q in fa if q not in fb]
+    for q in out["functions_added"]:
+        note("function added", visibility(fb[q]), q)
+    for q in out["functions_removed"]:
+        note("function removed", visibility(fa[q]), q, "removed: its callers break")
+    for q in (q for q in fa if q in fb):
+        overloads(fa[q], fb[q])
     ea = {e.qualname: {v.name for v in e.values} for e in a.enums}
     eb = {e.qualname: {v.name for v in e.values} for e in b.enums}
     for q in sorted(ea.keys() | eb.keys()):

@@ -32,6 +32,7 @@ ROLES = (
     "range_output",   # X& of the method's own template type, documented as a range it writes
     "span",           # ::cuda::std::span<T>: a pointer and a run-time size (not bound)
     "token",          # a move-only token one method returns and another takes (not bound)
+    "thread_rank",    # a free function's linear_tid: the calling thread's rank in the block
 )
 
 OPERATOR_TYPES = re.compile(
@@ -205,6 +206,8 @@ def param_role(p: Param, ov: Overload, direction: str | None, has_output: bool =
         return "iterator_out" if ov.name.startswith(("Store", "Write")) else "iterator_in"
     if p.ref == "lvalue" and not p.const:
         return "inout_scalar" if direction == "in,out" else "output_scalar"
+    if ov.kind == "function" and p.name == "linear_tid" and INTEGER_TYPES.match(base):
+        return "thread_rank"  # LoadDirectStriped(linear_tid, ...): the caller's rank
     if INTEGER_TYPES.match(base):
         return "count"
     return "input_scalar"
@@ -251,10 +254,28 @@ def apply_overrides(model: ApiModel, overrides: Overrides) -> tuple[ApiModel, li
     roles = _with_release_roles(overrides.roles, releases)
     excluded_here = {sig: f"excluded in this release: {r.reason}"
                      for r in releases for sig in r.exclude}
-    names = {c.name for c in model.classes}
+    names = {c.name for c in model.classes} | {f.name for f in model.functions}
     # unstable entries are not reported: cub::detail classes come and go between releases
     for section in ("roles", "helpers", "user_facing"):
         unmatched += [f"{section}.{c}" for c in getattr(overrides, section) if c not in names]
+    functions = []
+    for fn in model.functions:
+        fn_roles = roles.get(fn.name, {})
+        used = {(o.name, p.name) for o in fn.overloads for p in o.params}
+        unmatched += [f"roles.{fn.name}.{m}.{p}" for m, ps in fn_roles.items() for p in ps
+                      if (m, p) not in used]
+
+        def fix_function(ov: Overload, fn=fn, fn_roles=fn_roles) -> Overload:
+            ov = assign_overload_roles(ov, fn_roles)
+            ov = replace(ov, template_params=tuple(replace(t, keyword=public_keyword(t, overrides))
+                                                   for t in ov.template_params))
+            if fn.name in overrides.exclude:
+                ov = replace(ov, excluded=overrides.exclude[fn.name])
+            elif f"{fn.name}::{ov.signature}" in excluded_here:
+                ov = replace(ov, excluded=excluded_here[f"{fn.name}::{ov.signature}"])
+            return ov
+
+        functions.append(replace(fn, overloads=tuple(fix_function(o) for o in fn.overloads)))
     classes = []
     for cls in model.classes:
         class_roles = roles.get(cls.name, {})
@@ -282,11 +303,13 @@ def apply_overrides(model: ApiModel, overrides: Overrides) -> tuple[ApiModel, li
             methods=tuple(fix(o) for o in cls.methods)))
     # keywords entries are not reported: each names one CUB version's spelling.
     all_methods = {f"{o.inherited_from or c.name}.{o.name}" for c in model.classes for o in c.methods}
+    all_methods |= {f.name for f in model.functions}  # a free function: excluded by its name
     unmatched += [f"exclude.{k}" for k in overrides.exclude if k not in all_methods]
     overloads = {f"{c.name}::{o.signature}" for c in model.classes for o in c.constructors + c.methods}
+    overloads |= {f"{f.name}::{o.signature}" for f in model.functions for o in f.overloads}
     unmatched += [f"release {r.cccl}: exclude {sig}" for r in releases for sig in r.exclude
                   if sig not in overloads]
-    return replace(model, classes=tuple(classes)), unmatched
+    return replace(model, classes=tuple(classes), functions=tuple(functions)), unmatched
 
 
 def is_internal(t: TemplateParam) -> bool:
@@ -318,4 +341,5 @@ def _is_user_facing(cls: ClassModel, overrides: Overrides) -> bool:
 def finalize(model: ApiModel) -> ApiModel:
     """Fixed order: classes and enums by qualified name; members keep declaration order."""
     return replace(model, classes=tuple(sorted(model.classes, key=lambda c: c.qualname)),
-                   enums=tuple(sorted(model.enums, key=lambda e: e.qualname)))
+                   enums=tuple(sorted(model.enums, key=lambda e: e.qualname)),
+                   functions=tuple(sorted(model.functions, key=lambda f: f.qualname)))

@@ -102,8 +102,10 @@ def _cuda_coop_semantics(value):
 
 def _namespace(scope: str, module) -> _pytypes.ModuleType:
     ns = _pytypes.ModuleType(f"coopgen.coop.{scope}", module.__doc__)
-    public = {k: _cuda_coop_semantics(v) for k, v in vars(module).items()  # no cub::detail
-              if not k.startswith("_") and not getattr(getattr(v, "_cls", None), "unstable", 0)}
+    # no cub::detail, no free functions (cuda.coop has none)
+    public = {k: _cuda_coop_semantics(v) for k, v in vars(module).items()
+              if not k.startswith("_") and not getattr(getattr(v, "_cls", None), "unstable", 0)
+              and not getattr(getattr(v, "cls", None), "function", False)}
     ns.__dict__.update(public)
     for name, value in public.items():
         if name[:1].islower() and callable(value):

@@ -11,6 +11,14 @@ def build(scope: str) -> dict:
     classes = registry.classes()
     out = dict(enums.SELECTORS[scope])
     out.update({c.name: PrimitiveClass(scope, c) for c in classes.values() if c.scope == scope})
+    functions = registry.functions()
+    for f in functions.values():  # faithful free functions: block.LoadDirectStriped(...)
+        if f.scope == scope:
+            out[f.name] = Primitive(f"{scope}.{f.name}", f, {"": f.overloads(f.name)})
+            # the enums its keywords take (thread.CacheLoadModifier)
+            out.update({t.cpp_type: enums.ALGORITHMS[t.cpp_type] for m in f.methods
+                        for t in m.keywords if t.cpp_type in enums.ALGORITHMS})
+    classes = {**classes, **functions}
     pkg = registry.package()
     for row in pkg.PYTHONIC:
         if row.scope != scope:

@@ -158,5 +158,7 @@ def canonical_includes() -> tuple[str, ...]:
     """Every bound class's header, in one fixed order: every translation unit starts with them,
     so one PCH serves every kernel (nvrtc._use_pch); unused ones cost nothing measurable, as
     they share their dependencies with the used ones."""
-    return tuple(sorted({c.header for c in registry.package().CLASSES} | set(OPERATOR_HEADERS)
+    pkg = registry.package()
+    return tuple(sorted({c.header for c in pkg.CLASSES + getattr(pkg, "FUNCTIONS", ())}
+                        | set(OPERATOR_HEADERS)
                         | set(TYPE_HEADERS)))

@@ -68,7 +68,9 @@ def cfg_struct(name: str, cls, template_args) -> str:
     lines += [f"  using {t.name} = {value};" if t.kind == "type" else
               f"  static constexpr {t.cpp_type} {t.name} = {value};" for t, value in template_args]
     args = ", ".join(t.name for t, _ in template_args)
-    lines += [f"  using prim = {cls.cpp.removeprefix('cub::')}<{args}>;", "}; }"]  # detail::
+    if not cls.function:  # a free function is called by its name (_body)
+        lines.append(f"  using prim = {cls.cpp.removeprefix('cub::')}<{args}>;")  # detail::
+    lines.append("}; }")
     return _once(name, "\n".join(lines))
 
 
@@ -168,7 +170,9 @@ def _default_argument(s: _Parts, i: int, b) -> None:
     """A parameter the call leaves out: the object's storage for a constructor, else the
     header's default where a later argument is passed."""
     r, p = s.r, b.param
-    if p.role != "temp_storage":
+    if p.role == "thread_rank":  # LoadDirectStriped's linear_tid: the calling thread's
+        s.call_args.append(LINEAR_TID)
+    elif p.role != "temp_storage":
         if any(x.source != "default" for x in r.bindings[i + 1:]
                if x.param.role != "temp_storage"):
             s.call_args.append(f"({p.default})")  # a later argument is passed
@@ -281,13 +285,17 @@ def _body(s: _Parts, storage: str | None, object_bytes: int) -> list[str]:
         lambda t: not any(t in p.type for p in r.method.params), r.method.tparams)]
     method = f"template {r.method.name}<{', '.join(explicit)}>" if explicit else r.method.name
     call = f"{obj}.{method}({', '.join(s.call_args)})"
+    if r.cls.function:  # no object: ::cub::ShuffleUp<32>(...)
+        ctor = ""
+        call = f"::{r.cls.cpp}{'<' + ', '.join(explicit) + '>' if explicit else ''}" \
+               f"({', '.join(s.call_args)})"
     if s.object_mode == "construct":
         ctor = (f"static_assert(sizeof({prim}) <= {object_bytes} && alignof({prim}) <= 16, "
                 f"\"coopgen: {r.cls.name} does not fit the {object_bytes}-byte object slot\");")
         call = f"::new (coopgen_self) {prim}({', '.join(s.call_args)})"
     if r.method.returns not in ("void", ""):
         call = f"*coopgen_ret_return = {call}"
-    return [*s.pre, ctor, f"{call};",
+    return [*s.pre, *([ctor] if ctor else []), f"{call};",
             *(f"*coopgen_ret_{what} = {what};" for what, _, _ in r.returns if what != "return")]
 
 

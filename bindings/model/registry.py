@@ -34,6 +34,11 @@ def classes() -> dict:
     return {c.name: c for c in package().CLASSES}
 
 
+def functions() -> dict:
+    """Namespace-scope functions, each a ClassSpec with ``function=True``."""
+    return {f.name: f for f in getattr(package(), "FUNCTIONS", ())}
+
+
 @functools.lru_cache(maxsize=None)
 def include_dir():
     """The CCCL include root matching the generated package's lock entry: the installed wheel

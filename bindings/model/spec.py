@@ -49,6 +49,9 @@ class ClassSpec:
     brief: str = ""
     excluded: tuple[MSpec, ...] = ()  # public, not bound (MSpec.excluded): a call says why
     unstable: bool = False  # a cub::detail class: CUB may change it in any release
+    #: a namespace-scope function (``cpp`` names it): its overloads are the methods, called
+    #: with no object, no class template arguments and no temp storage
+    function: bool = False
 
     @property
     def value_type(self) -> TParam | None:
@@ -121,7 +124,7 @@ class LimitSpec:
 BINDABLE_ROLES = frozenset({
     "input_array", "output_array", "inout_array", "input_scalar", "output_scalar", "inout_scalar",
     "count", "iterator_in", "iterator_out", "memory_inout", "operator", "prefix_callback",
-    "temp_storage", "range_input", "range_output"})
+    "temp_storage", "range_input", "range_output", "thread_rank"})
 
 #: Functor parameter types the runtime can build from Python (coopgen.operators).
 OPERATOR_KINDS = frozenset({"ReductionOp", "ScanOp", "CompareOp", "FlagOp", "DifferenceOpT",

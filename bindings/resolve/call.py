@@ -98,7 +98,10 @@ def split_call(p: Entry, args: tuple, kws: dict) -> SplitCall:
         split.add_constant(shape.digits[2], hooks.bit_field_digits(first, count))
     if shape is not None:
         for k, v in shape.defaults_for(set(split.tkws) | set(split.mkws)).items():
-            split.tkws.setdefault(k, v)
+            if k in tkw_names:
+                split.tkws.setdefault(k, v)
+            else:  # a call argument's default (warp.shuffle_up's member_mask): a constant
+                split.add_constant(k, v)
         # an argument only newer CUB has: say which CCCL to select, rather than 'unknown'
         have = {x.name for ms in p.methods.values() for m in ms for x in m.params}
         for name, version in shape.since.items():

@@ -3,6 +3,7 @@ matched to each overload's parameters and roles and fix its dtypes and extents; 
 known before C++ is written is checked, and every error names the primitive and the parameter."""
 import dataclasses
 import itertools
+import re
 
 from ..model import registry
 from ..model.errors import CoopgenError
@@ -22,7 +23,7 @@ POINTER_ROLES = (*ARRAY_ROLES, *RANGE_ROLES, *OMITTABLE_OUTPUTS, "iterator_in", 
 
 
 def _omittable(p: PSpec) -> bool:
-    return p.role in OMITTABLE_OUTPUTS or p.default is not None
+    return p.role in OMITTABLE_OUTPUTS or p.default is not None or p.role == "thread_rank"
 
 
 def _slots(method: MSpec, kw_names: set[str]) -> tuple[list[int], list[int]]:
@@ -88,7 +89,12 @@ def resolve(prim: str, cls: ClassSpec, methods: tuple[MSpec, ...], args: tuple, 
     unassignable = {}  # "missing" / "twice" / "too_many" -> the first parameter concerned
     # Fewest C++ parameters first: ExclusiveSum(x) means (T, T&), not (T, T&, T&). Excluded
     # overloads (overrides.toml) last: a call that only they take is told why.
-    for method in sorted(methods, key=lambda m: (bool(m.excluded), len(m.params))):
+    # A free function's overload for a concrete value type (UpperBound(..., __half)) first
+    def concrete(m) -> int:
+        return -sum(p.role == "input_scalar" and p.base in cpp.FIXED_CPP_TYPES
+                    for p in m.params) if cls.function else 0
+
+    for method in sorted(methods, key=lambda m: (bool(m.excluded), len(m.params), concrete(m))):
         spelled = spelled_for(method, kws, alternatives)
         foreign = sorted(set(spelled) - {p.name for p in method.params})
         if foreign:  # a keyword of another overload
@@ -140,6 +146,10 @@ def _bind(att: Attempt, args, kws, positional, template_kws, block_dims, pinned,
         p = params[i]
         if i in given and p.role != "temp_storage":
             bindings[i] = _bind_param(att, p, given[i][1], given[i][0])
+            if cls.function and p.role == "iterator_out":
+                # a value stored through it takes its item type (ThreadStore writes a T)
+                for x in (x for x in params if x.role == "input_scalar"):
+                    att.dtypes.setdefault(x.base, bindings[i].type.dtype)
         else:
             source = "return" if p.role in OMITTABLE_OUTPUTS else "default"
             bindings[i] = Binding(p, source, None, None, "")
@@ -197,13 +207,18 @@ def _pointer_elem(att: Attempt, p: PSpec, ty):
         if ty.length is None:
             raise Mismatch(f"{att.prim}: {p.name} must have a compile-time length: allocate it "
                            f"with coopgen.local.array(n, dtype) or coopgen.shared.array")
-        # CUB wants the range's elements to be the class's value type.
-        att.need_dtype(att.cls.value_type.name, elem, p.name)
+        # CUB wants the range's elements to be the class's value type (a free function's
+        # range is its own: ThreadReduce's Input)
+        att.need_dtype(att.cls.value_type.name if att.cls.value_type else p.base, elem, p.name)
     elif role == "memory_inout":
         att.need_dtype(p.base.split("[")[0].strip(), elem, p.name)
         extent = p.type.rsplit("[", 1)[1].rstrip("]") if "[" in p.type else None
     elif per_thread:
         att.need_dtype(p.base, elem, p.name)
+    elif att.cls.function and p.base.endswith("*"):  # T* pointers: C++ deduces one T
+        att.need_dtype(p.base.rstrip(" *"), elem, p.name)
+    elif att.cls.function:  # the iterator's value type (it_value_t<RandomAccessIterator>)
+        att.dtypes.setdefault(p.base, elem)
     if extent and ty.length is not None:
         att.need_extent(extent, ty.length, f"array {p.name!r}")
     return elem
@@ -227,9 +242,11 @@ def _bind_param(att: Attempt, p: PSpec, ty, index: int) -> Binding:
         ctype = (cpp.ctype(ut, prim, p.name) + "*" if cpp.by_pointer(ut)
                  else cpp.scalar_ctype(ut, prim, p.name))
         return Binding(p, "arg", index, ut, ctype)
-    if role == "count":
+    if role in ("count", "thread_rank"):
         if not (isinstance(ut, Scalar) and ut.kind in ("int", "uint", "bool")):
             raise NoMatch(f"{p.name!r} must be an integer, got {ty}")
+        if att.cls.function and p.base in att.method.tparams:  # LowerBound's OffsetT
+            att.need_dtype(p.base, ut, p.name)
         return Binding(p, "arg", index, ut, cpp.scalar_ctype(ut, prim, p.name))
     if role in ("operator", "prefix_callback"):
         try:
@@ -244,6 +261,8 @@ def _bind_param(att: Attempt, p: PSpec, ty, index: int) -> Binding:
 
 def _dtype_of(att: Attempt, spelled: str, param: str = ""):
     name = spelled.replace("const ", "").replace("&", "").strip()
+    # the value type of an iterator or range argument: that argument's item dtype
+    name = re.sub(r"^(?:::)?(?:cub::)?(?:detail::)?it_value_t<\s*(\w+)\s*>$", r"\1", name)
     dt = att.dtypes.get(name) or cpp.FIXED_CPP_TYPES.get(name)
     if dt is not None:
         return dt

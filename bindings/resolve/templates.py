@@ -63,10 +63,17 @@ def template_args(att: Attempt, cls: ClassSpec, kw: dict, block_dims, enums, pin
                 for t in cls.template_params)
     for t in att.method.keywords:  # the method's own (is_full_tile=), explicit in the shim
         v = given.pop(t.keyword, None)
+        if v is None:  # a free function's thread counts: the block's, a whole warp
+            v = {"block_threads": math.prod(block) if block else None,
+                 "logical_warp_threads": 32 if t.default is None else None}.get(t.keyword)
+        elif t.keyword == "logical_warp_threads":
+            v = whole_number(prim, t.keyword, v, 1, 32)
         if v is None and t.default is None:
             raise Mismatch(f"{prim}: missing required argument {t.keyword}= (template "
                            f"parameter {t.name} of {att.method.name})")
         spelled = t.default if v is None else cpp.template_value(prim, t, v, enums)
+        if cls.function and spelled.startswith("detail::"):  # spelled outside namespace cub
+            spelled = f"::cub::{spelled}"
         att.extents[t.name] = (spelled, f"{t.keyword}=")
     if given:
         k = sorted(given)[0]

@@ -29,7 +29,8 @@ TYPE_HEADERS = ("cuda/std/complex",)
 #: C++ parameter types that are concrete in CUB's signatures (int (&ranks)[N], ...).
 FIXED_CPP_TYPES = {"int": Scalar("int32"), "unsigned int": Scalar("uint32"),
                    "bool": Scalar("bool"), "unsigned": Scalar("uint32"),
-                   "float": Scalar("float32"), "double": Scalar("float64")}
+                   "float": Scalar("float32"), "double": Scalar("float64"),
+                   "__half": Scalar("float16"), "__nv_bfloat16": Scalar("bfloat16")}
 SUPPORTED = ", ".join(n for n in CPP_OF if "x" not in n) + ", vector types (float32x2, ...)"
 #: C++ name -> declaration of every struct type spelled so far (a two-phase object's layout
 #: is computed from its template arguments' spellings alone).

@@ -34,7 +34,7 @@ def _build() -> tuple[dict, dict]:
                                               qualname=spec.name)
         for member, cub in zip(algorithms[spec.name], names):
             member.cub_name = cub
-    selectors: dict = {"block": {}, "warp": {}}
+    selectors: dict = {"block": {}, "warp": {}, "thread": {}}
     for row in pkg.PYTHONIC:
         if row.enum:
             keys = dict.fromkeys(sel for sel, _ in row.methods)

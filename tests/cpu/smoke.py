@@ -15,7 +15,9 @@ BINS_PER_THREAD = ((1 << RADIX_BITS) + THREADS - 1) // THREADS
 #: dtype for each C++ type name CUB uses in these signatures (ValueT differs from the key so
 #: pairs are checked with two dtypes).
 DTYPES = {"ValueT": "np.float32", "UnsignedBits": "np.uint32", "int": "np.int32",
-          "unsigned int": "np.uint32"}
+          "unsigned int": "np.uint32", "__half": "np.float16", "__nv_bfloat16": "bfloat16"}
+#: a value per template keyword of a free function (its enum's values are cycled through)
+FUNCTION_KEYWORDS = {"label_bits": "4"}
 BUILTIN = {"ReductionOp": '"+"', "ScanOp": '"max"', "CompareOp": '"<"', "FlagOp": '"!="',
            "DifferenceOpT": '"-"'}
 PY_OPERATOR = {"DigitExtractorT": "digit", "CountsCallback": "counts"}
@@ -23,7 +25,8 @@ PY_OPERATOR = {"DigitExtractorT": "digit", "CountsCallback": "counts"}
 PRELUDE = '''
 import numpy as np
 from numba import cuda
-from coopgen import block, warp, local, shared
+from coopgen import block, warp, thread, local, shared
+from ml_dtypes import bfloat16
 
 RECORD = np.dtype([("a", np.int32), ("b", np.float32)], align=True)
 
@@ -74,8 +77,15 @@ def call_args(cls, method, tag: str) -> tuple[list[str], list[str]]:
         elif p.role in ("output_scalar", "inout_scalar"):
             setup.append(f"{v} = local.array(1, {_dtype(p.base)})")
             args.append(v)
+        elif p.role == "input_scalar" and p.base in ("__half", "__nv_bfloat16"):
+            setup.append(f"{v} = local.array(1, {_dtype(p.base)})")  # a value of that type
+            args.append(f"{v}[0]")
+        elif p.role == "input_scalar" and p.base == "bool":
+            args.append("d_in[0] > 0")
         elif p.role == "input_scalar":
             args.append(f"{_dtype(p.base)}(d_in[0])")
+        elif p.role == "thread_rank":
+            args.append("cuda.threadIdx.x")
         elif p.role == "count":
             args.append("n")
         elif p.role in ("iterator_in", "iterator_out"):
@@ -171,6 +181,67 @@ def kernel_source(cls, scope: str) -> tuple[str, list[str]]:
     return "\n".join(lines) + "\n", covered
 
 
+def _keyword_value(t, i: int) -> str:
+    """A value of a free function's template keyword: the i-th member of its enum (cycled),
+    True/False alternately, or a count."""
+    from coopgen.model import registry
+
+    enum = registry.enums().get(t.cpp_type)
+    if enum is not None:
+        return repr(sorted(enum.values, key=lambda nv: nv[1])[i % len(enum.values)][0])
+    if t.cpp_type == "bool":
+        return str(i % 2 == 0)
+    return FUNCTION_KEYWORDS.get(t.keyword, "32")
+
+
+def function_source(functions, scope: str) -> tuple[str, list[str]]:
+    """One kernel calling every bound overload of a scope's free functions once (one NVRTC
+    translation unit for all of them), and the signatures covered."""
+    lines = [PRELUDE, "", "def kernel(d_in, d_out, n):"]
+    covered, i = [], 0
+    for fn in functions:
+        for m in fn.methods:
+            setup, args = call_args(fn, m, str(i))
+            # block_threads and logical warp threads are inferred; the others are given
+            args += [f"{t.keyword}={_keyword_value(t, i)}" for t in m.keywords
+                     if t.keyword not in ("block_threads", "logical_warp_threads")]
+            if fn.scope == "block":
+                args.append(f"threads_per_block={THREADS}")
+            lines += [f"    {s}" for s in setup]
+            call = f"{scope}.{fn.name}({', '.join(args)})"
+            lines.append(f"    r{i} = {call}" if m.returns != "void" else f"    {call}")
+            if m.returns != "void":  # keep the result alive
+                lines.append(f"    d_out[{i % 64}] = r{i}")
+            covered.append(f"{fn.name}::{m.signature}")
+            i += 1
+    return "\n".join(lines) + "\n", covered
+
+
+def _load(src: str, name: str, tmp_path, compiler: str):
+    import importlib.util
+
+    src = src.replace("from numba import cuda", f"from {compiler} import cuda", 1)
+    path = tmp_path / f"smoke_{name}_{compiler}.py"
+    path.write_text(src)
+    spec = importlib.util.spec_from_file_location(f"smoke_{name}", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.kernel
+
+
+def build_function_kernel(functions, scope: str, tmp_path, compiler: str = "numba"):
+    """``build_kernel`` for a scope's free functions."""
+    src, covered = function_source(functions, scope)
+    return _load(src, f"functions_{scope}", tmp_path, compiler), covered, src
+
+
+def build_kernel(cls, scope: str, tmp_path, compiler: str = "numba"):
+    """Write the kernel module to ``tmp_path`` (numba needs source on disk) and import it;
+    ``compiler``: the package whose ``cuda`` it is written with (numba, numba_cuda_mlir)."""
+    src, covered = kernel_source(cls, scope)
+    return _load(src, cls.name, tmp_path, compiler), covered, src
+
+
 def import_source(src: str, path, name: str):
     """Write a kernel module to ``path`` (the compilers need source on disk) and import it."""
     import importlib.util
@@ -182,13 +253,5 @@ def import_source(src: str, path, name: str):
     return mod
 
 
-def build_kernel(cls, scope: str, tmp_path, compiler: str = "numba"):
-    """Write the kernel module to ``tmp_path`` and import it; ``compiler``: the package whose
-    ``cuda`` it is written with (numba, numba_cuda_mlir)."""
-    src, covered = kernel_source(cls, scope)
-    src = src.replace("from numba import cuda", f"from {compiler} import cuda", 1)
-    mod = import_source(src, tmp_path / f"smoke_{cls.name}_{compiler}.py", f"smoke_{cls.name}")
-    return mod.kernel, covered, src
-
-
-__all__ = ["build_kernel", "import_source", "kernel_source", "np"]
+__all__ = ["build_function_kernel", "build_kernel", "function_source", "import_source",
+           "kernel_source", "np"]

@@ -11,9 +11,11 @@ from coopgen.codegen import nvrtc
 from coopgen.model import registry
 from coopgen.linkcheck import compile_kernel_pieces, link_cubin, link_pieces, link_ptx
 
-from smoke import build_kernel
+from smoke import build_function_kernel, build_kernel
 
 CLASSES = registry.package().CLASSES
+FUNCTIONS = registry.package().FUNCTIONS
+FUNCTION_SCOPES = tuple(dict.fromkeys(f.scope for f in FUNCTIONS))
 SIG = (types.int32[::1], types.int32[::1], types.int32)
 #: Ampere, Hopper, Blackwell datacenter and Blackwell consumer parts; sm_120 only where the
 #: pinned NVRTC targets it.
@@ -58,6 +60,25 @@ def test_every_bound_overload_links(cls, compiler, arch, tmp_path):
     assert "trap;" not in linkcheck.link_ptx(kernel, sig, arch=arch, pieces=pieces)
 
 
+@pytest.mark.parametrize("compiler,arch", TARGETS,
+                         ids=[f"{c.split('_')[-1]}-sm_{a}{b}" for c, (a, b) in TARGETS])
+@pytest.mark.parametrize("scope", FUNCTION_SCOPES)
+def test_every_bound_free_function_overload_links(scope, compiler, arch, tmp_path):
+    """One kernel per namespace calls every bound overload of its free functions (one NVRTC
+    translation unit), linked for each architecture: no local memory, no spills, no trap."""
+    sig, typing, linkcheck = _backend(compiler)
+    functions = [f for f in FUNCTIONS if f.scope == scope]
+    kernel, covered, src = build_function_kernel(functions, scope, tmp_path, compiler)
+    before = nvrtc.compile_count() + nvrtc.cache_hit_count()
+    typing.RESOLVED.clear()
+    pieces = linkcheck.compile_kernel_pieces(kernel, sig, arch=arch)
+    res = link_pieces(pieces, arch=arch)
+    assert set(typing.RESOLVED) == set(covered)
+    assert nvrtc.compile_count() + nvrtc.cache_hit_count() - before == 1
+    assert res.local_bytes == 0 and res.spill_stores == 0, src
+    assert "trap;" not in linkcheck.link_ptx(kernel, sig, arch=arch, pieces=pieces)
+
+
 def test_shims_compile_for_the_kernels_architecture(tmp_path):
     """The shim bundle is compiled for the arch numba compiles the kernel for (cc=, or the
     launching device's), and the disk cache keys it by that arch."""
@@ -98,9 +119,11 @@ def test_an_arch_nvrtc_cannot_target_is_refused_by_name():
 def test_bound_and_checked_is_exactly_what_the_smoke_kernels_cover(tmp_path):
     claimed = set(registry.package().BOUND_AND_CHECKED)
     expected = set()
-    from smoke import kernel_source
+    from smoke import function_source, kernel_source
     for cls in CLASSES:
         expected.update(kernel_source(cls, cls.scope)[1])
+    for scope in FUNCTION_SCOPES:
+        expected.update(function_source([f for f in FUNCTIONS if f.scope == scope], scope)[1])
     assert claimed == expected
 
 

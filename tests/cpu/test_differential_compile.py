@@ -127,3 +127,18 @@ def test_logical_warps_of_sizes_not_dividing_32_are_indexed_as_cub_forms_them(mo
     assert "coopgen_warp_storage_12[3];" in src  # 3 logical warps fit a hardware warp
     tid = "(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z))"
     assert f"coopgen_warp_storage_12[({tid} / 32 * 3 + {tid} % 32 / 12)]" in src
+
+
+def test_free_function_configurations_link_for_sm90():
+    """The suite draws CUB's free functions too (direct loads/stores, cache-modified thread
+    loads/stores, warp shuffles): a seeded sample of each links, resolving as drawn."""
+    names = ("LoadDirect", "StoreDirect", "ThreadLoad", "ThreadStore", "ShuffleUp::",
+             "ShuffleDown::", "ShuffleIndex::")
+    configs = [c for name in names for c in space.draw(2, seed=34, block=(64,), only=name)]
+    assert {c.cls for c in configs} >= {"ThreadLoad", "ThreadStore", "ShuffleUp", "ShuffleDown",
+                                        "ShuffleIndex"}
+    calls.RESOLVED.clear()
+    results = [r for b in runner.batches_of(configs, 8) for r in runner.run_batch(b, compile_only=True)]
+    bad = [r.line() for r in results if r.status != "compiled"]
+    assert not bad, "\n".join(bad)
+    assert {c.label() for c in configs} <= set(calls.RESOLVED)

@@ -260,3 +260,21 @@ def test_softmax_links_in_registers(dtype, hidden, threads):
     assert _link(kernel, (arr, arr, numba.typeof(np.int32(0))), threads).local_bytes == 0
     with pytest.raises(ValueError, match="rows of 40000 at 1024 threads need 40 elements"):
         softmax.items_for(40000, 1024)
+
+
+@pytest.mark.parametrize("hinted", (False, True))
+def test_streaming_cache_hints_links(hinted):
+    """The streaming example's kernel links; the hinted one streams with ld.cs/st.cs."""
+    import re
+
+    import streaming_cache_hints as sch
+    from coopgen.linkcheck import link_ptx
+
+    sig = (_ty(np.float32), _ty(np.float32), _ty(np.float32))
+    kernel = sch.make_kernel(hinted)
+    res = _link(kernel, sig, sch.THREADS)
+    assert res.local_bytes == 0
+    with block_shape(sch.THREADS):
+        ptx = link_ptx(kernel, sig)
+    streams = re.search(r"\bld(\.global)?\.cs\.", ptx) and re.search(r"\bst(\.global)?\.cs\.", ptx)
+    assert bool(streams) == hinted

@@ -28,7 +28,9 @@ def test_parse_is_clean_and_complete(fresh_models, m301):
     model, warnings = fresh_models("3.0.1")
     assert model.diagnostics == ()
     assert warnings == []
-    assert len(model.headers) == 20
+    # 20 block/warp headers, then the thread headers and util_ptx.cuh (for their functions)
+    assert len([h for h in model.headers if h.startswith(("cub/block/", "cub/warp/"))]) == 20
+    assert len(model.headers) == 28
     assert {c.name for c in model.classes if c.user_facing} == USER_FACING
     assert all(not c.qualname.startswith("cub::CUB_") for c in model.classes)
 
@@ -109,6 +111,37 @@ def test_coverage_counts(m301):
     assert "Sum(T (&)[ITEMS_PER_THREAD])" in r["missing"]
 
 
+def test_free_functions_by_family(m301):
+    """CCCL 3.0.1's namespace-scope functions, counted by hand in cub/block, cub/thread and
+    util_ptx.cuh (cub/warp has none; the thread scans sit in cub::internal)."""
+    rep = coverage(m301, frozenset())
+    fams = {k: (t["functions"], t["public"], t["excluded"]) for k, t in
+            rep["function_families"].items()}
+    assert fams == {"block": (11, 17, 2), "thread": (11, 7, 1), "util": (10, 7, 1)}
+    shuffle = m301.function("ShuffleUp")
+    assert (shuffle.scope, shuffle.family, shuffle.file) == ("warp", "util", "cub/util_ptx.cuh")
+    ov = shuffle.overloads[0]
+    assert ov.signature == "ShuffleUp(T, int, int, unsigned int)"
+    assert [(t.name, t.keyword) for t in ov.template_params] == [
+        ("LOGICAL_WARP_THREADS", "logical_warp_threads"), ("T", "t")]
+    striped = m301.function("LoadDirectStriped").overloads
+    assert [t.keyword for t in striped[0].template_params][0] == "block_threads"
+    assert [p.role for p in striped[2].params] == [
+        "thread_rank", "iterator_in", "output_array", "count", "input_scalar"]
+    assert {"CacheLoadModifier", "CacheStoreModifier"} <= {e.name for e in m301.enums}
+    # the macro-made ThreadLoad specializations are hidden, each signature once
+    loads = m301.function("ThreadLoad").overloads
+    assert sum(not o.hidden for o in loads) == 1
+    assert len({o.signature for o in loads}) == len(loads)
+
+
+def test_every_public_free_function_is_bound_or_excluded():
+    for entry in load_lock():
+        rep = coverage(cli.load_model(entry), cli.bound_overloads(entry))
+        missing = {n: r["missing"] for n, r in rep["functions"].items() if r["missing"]}
+        assert missing == {}, entry.cccl
+
+
 def test_coverage_json_command(capsys):
     assert cli.main(["coverage", "--cccl", "3.0.1", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
@@ -131,6 +164,9 @@ def test_diff_301_to_350(fresh_models):
     assert "BlockReduce<BLOCK_DIM_X -> BlockDimX> (keyword block_dim_x)" in d[
         "template_params_renamed"]
     assert not any(a.startswith("BlockReduce::") for a in added)
+    # free functions: CCCL 3.5.0's bfloat16 UpperBound; ThreadsPerBlock keeps block_threads=
+    assert "UpperBound::UpperBound(InputIteratorT, OffsetT, __nv_bfloat16)" in added
+    assert not any(a.startswith("LoadDirectStriped::") for a in added)
 
 
 def test_keywords_stable_across_renames():

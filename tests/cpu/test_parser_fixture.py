@@ -19,7 +19,7 @@ def model():
 
 def test_no_errors_and_abi_namespace_stripped(model):
     assert model.diagnostics == ()
-    assert model.headers == ("cub/block/block_fixture.cuh",)
+    assert model.headers == ("cub/block/block_fixture.cuh", "cub/thread/thread_fixture.cuh")
     assert [c.qualname for c in model.classes] == [
         "cub::BlockFixtureBase", "cub::BlockFixture", "cub::detail::BlockFixtureDetail"]
 
@@ -76,3 +76,31 @@ def test_user_facing_rule(model):
     flags = {c.name: c.user_facing for c in model.classes}
     assert flags == {"BlockFixtureBase": False, "BlockFixture": True,
                      "BlockFixtureDetail": False}
+
+
+def test_free_functions(model):
+    """Namespace-scope functions of namespace cub: overloads in declaration order (a forward
+    declaration and its definition count once), hidden ones marked, operators and cub::detail
+    left out; template parameters, roles (linear_tid is the caller's rank) and the family."""
+    assert [(f.qualname, f.scope, f.family) for f in model.functions] == [
+        ("cub::LoadFixtureStriped", "block", "block"),
+        ("cub::HiddenFixtureHelper", "block", "block"),
+        ("cub::ThreadFixtureLoad", "thread", "thread")]
+    load = model.function("LoadFixtureStriped")
+    assert [o.signature for o in load.overloads] == [
+        "LoadFixtureStriped(int, RandomAccessIterator, T (&)[ITEMS_PER_THREAD])",
+        "LoadFixtureStriped(int, RandomAccessIterator, T (&)[ITEMS_PER_THREAD], int)"]
+    first = load.overloads[0]
+    assert first.kind == "function" and not first.hidden
+    assert [(p.name, p.role) for p in first.params] == [
+        ("linear_tid", "thread_rank"), ("block_src_it", "iterator_in"),
+        ("dst_items", "output_array")]
+    assert [(t.name, t.kind, t.keyword) for t in first.template_params] == [
+        ("BLOCK_THREADS", "value", "block_threads"), ("T", "type", "t"),
+        ("ITEMS_PER_THREAD", "value", "items_per_thread"),
+        ("RandomAccessIterator", "type", "random_access_iterator")]
+    assert load.brief == "Loads a striped tile without a collective."
+    assert model.function("HiddenFixtureHelper").overloads[0].hidden
+    thread_load = model.function("ThreadFixtureLoad").overloads[0]
+    assert thread_load.template_params[0].cpp_type == "FixtureModifier"
+    assert [e.name for e in model.enums] == ["BlockFixtureAlgorithm", "FixtureModifier"]

@@ -103,3 +103,13 @@ def test_rms_norm_torch_tensors(rows, hidden, dtype):
                           out.view(torch.int16).cpu().numpy().view(np.uint16))
     with pytest.raises(ValueError, match="rms_norm: x must be C-contiguous"):
         rms_norm.rms_norm(x.t(), w)
+
+
+@pytest.mark.parametrize("n,weights", [(1000, 7), (1 << 20, 4096)])
+def test_streaming_cache_hints(n, weights):
+    """Both kernels of the streaming example give numpy's answer (run() checks it) at a
+    positive rate."""
+    import streaming_cache_hints as sch
+
+    gbs = sch.run(n, weights, repeats=2)
+    assert set(gbs) == {"plain", "cs"} and min(gbs.values()) > 0

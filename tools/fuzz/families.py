@@ -298,7 +298,15 @@ def ref_scan(cfg, ins, got):
 
 # --- load and store ------------------------------------------------------------------------
 
+#: The arrangement of each free function's direct load or store (by its name).
+DIRECT = {"LoadDirectBlocked": "blocked", "LoadDirectStriped": "striped",
+          "LoadDirectWarpStriped": "warp_striped", "StoreDirectBlocked": "blocked",
+          "StoreDirectStriped": "striped", "StoreDirectWarpStriped": "warp_striped"}
+
+
 def load_arrangement(cfg) -> str:
+    if cfg.cls in DIRECT:
+        return DIRECT[cfg.cls]
     return "striped" if alg(cfg).endswith("striped") else "blocked"
 
 
@@ -636,6 +644,55 @@ def shuffle_inputs(cfg, rng, groups):
     if cfg.method.name == "Rotate":
         return {"distance": rng.integers(0, nt, groups).astype(np.uint32)}
     return {}
+
+
+# --- free functions: thread loads and stores, warp shuffles ------------------------------------
+
+def ref_thread_load(cfg, ins, got):
+    """Every thread loads the group's first tile item (with the drawn cache modifier)."""
+    g, threads, _ = got["return"].shape
+    return [Check("return", np.broadcast_to(ins["itr"][:, :1, None], (g, threads, 1)))]
+
+
+def ref_thread_store(cfg, ins, got):
+    """Every thread stores the group's value into the tile's first item; the rest stays."""
+    want = ins["itr"].copy()
+    want[:, 0] = ins["val"]
+    return [Check("itr", want)]
+
+
+def ref_warp_shuffle(cfg, ins, got):
+    """CUB's ShuffleUp/Down/Index within each 32-thread warp of the block: a lane whose source
+    falls outside [first_thread, last_thread] keeps its own value."""
+    x = ins["input"]
+    g, threads, _ = x.shape
+    lane = np.arange(threads) % 32
+    want = np.empty_like(x)
+    for gi in range(g):
+        if cfg.cls == "ShuffleIndex":
+            src = np.arange(threads) - lane + int(ins["src_lane"][gi])
+        else:
+            d = int(ins["src_offset"][gi])
+            if cfg.cls == "ShuffleUp":
+                ok = lane - d >= int(ins["first_thread"][gi])
+                src = np.where(ok, np.arange(threads) - d, np.arange(threads))
+            else:
+                ok = lane + d <= int(ins["last_thread"][gi])
+                src = np.where(ok, np.arange(threads) + d, np.arange(threads))
+        want[gi] = x[gi, src]
+    return [Check("return", want)]
+
+
+def warp_shuffle_inputs(cfg, rng, groups):
+    """Whole warps take part (member_mask); offsets and lanes inside the warp."""
+    out = {"member_mask": np.full(groups, 0xffffffff, np.uint32)}
+    if cfg.cls == "ShuffleIndex":
+        out["src_lane"] = rng.integers(0, 32, groups).astype(np.int32)
+    else:
+        out["src_offset"] = rng.integers(0, 32, groups).astype(np.int32)
+        out["first_thread"] = rng.integers(0, 8, groups).astype(np.int32)
+        out["last_thread"] = rng.integers(24, 32, groups).astype(np.int32)
+    return out
 
 
 # --- histogram -----------------------------------------------------------------------------
@@ -977,6 +1034,14 @@ FAMILIES = {
     **{("block_topk", m): Family(ref_topk, dtypes=INTS + FLOATS, bools=("is_full_tile",),
                                  edges=("0.0", "-0.0", "inf", "-inf"), inputs=topk_inputs)
        for m in ("max_keys", "min_keys", "max_pairs", "min_pairs")},
+    **{(f, f): Family(ref_load if f.startswith("Load") else ref_store, records=True,
+                      threads="warp_multiple" if "Warp" in f else "any")
+       for f in DIRECT},
+    ("ThreadLoad", "ThreadLoad"): Family(ref_thread_load, dtypes=ALL, records=True),
+    ("ThreadStore", "ThreadStore"): Family(ref_thread_store, dtypes=ALL, records=True),
+    **{(f, f): Family(ref_warp_shuffle, dtypes=ALL + HALVES, threads="warp_multiple",
+                      inputs=warp_shuffle_inputs, records=True)
+       for f in ("ShuffleUp", "ShuffleDown", "ShuffleIndex")},
     **{(c, "RankKeys"): Family(ref_radix_rank, dtypes=UNSIGNED, threads="warp_multiple",
                                bools=("is_descending", "memoize_outer_scan"),
                                int_tkw={"radix_bits": (1, 2, 3, 4, 5, 6)},
@@ -989,6 +1054,10 @@ SCAN_LIKE = {k for k, f in FAMILIES.items() if f.reference in (ref_scan, ref_red
                                                                  ref_warp_segmented, ref_batched)}
 
 NOT_DRAWN = {
+    ("LoadDirectBlockedVectorized", "LoadDirectBlockedVectorized"):
+        "needs a tile aligned to its vector width (tests/gpu/test_free_functions.py)",
+    ("StoreDirectBlockedVectorized", "StoreDirectBlockedVectorized"):
+        "needs a tile aligned to its vector width (tests/gpu/test_free_functions.py)",
     ("BlockRadixRankMatch", "CallBack"): "internal CUB helper, not a collective call",
     ("WarpMergeSort", "get_member_mask"): "a query, not a collective call",
     ("BlockLoadToShared", "Invalidate"): "moves no data: ends the mbarrier's use",

@@ -29,7 +29,7 @@ PER_THREAD_SCALARS = ("input", "head_flag", "tail_flag")
 PRELUDE = '''\
 import numpy as np
 from numba import cuda
-from coopgen import TempStorage, block, coop, warp, local, shared
+from coopgen import TempStorage, block, coop, thread, warp, local, shared
 
 TS_EXCLUSIVE = TempStorage("exclusive")  # temp_storage= of calls drawn with storage "exclusive"
 TS_SHARED = TempStorage("shared")  # ... and "shared" (the kernel syncs before each use)
@@ -169,6 +169,8 @@ def _np(dtype: str) -> str:
 
 def _callee(cfg) -> tuple[str, list[str]]:
     scope = cfg.spec.scope
+    if cfg.surface == "faithful" and cfg.spec.function:  # block.LoadDirectStriped(...)
+        return f"{scope}.{cfg.cls}", []
     if cfg.surface == "faithful":
         return f"{scope}.{cfg.cls}.{cfg.method.name}", []
     name, _, sel = cfg.surface.partition(":")
@@ -213,8 +215,8 @@ def emit(cfg, j: int) -> tuple[list[str], list[str], str]:
         s = by_name.get(p.name)
         v = f"c{j}_{p.name}_v"
         a = s.arg(j) if s else ""
-        if p.role == "temp_storage" or p.name in fixed:
-            continue
+        if p.role in ("temp_storage", "thread_rank") or p.name in fixed:
+            continue  # (a free function's linear_tid: the thread's rank, from coopgen)
         if p.role in ("input_array", "output_array", "inout_array", "range_input",
                       "range_output"):
             lines += [f"{v} = local.array({s.items}, {_np(s.dtype)})",

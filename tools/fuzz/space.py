@@ -70,7 +70,8 @@ class Config:
 
     @property
     def spec(self):
-        return registry.classes()[self.cls]
+        """The class spec, or a free function's (ClassSpec with function=True)."""
+        return registry.classes().get(self.cls) or registry.functions()[self.cls]
 
     @property
     def method(self):
@@ -112,7 +113,7 @@ class Config:
 def overloads():
     """(class spec, method spec, family or None, skip reason) for every bound method overload,
     in the specs' order."""
-    for cls in registry.package().CLASSES:
+    for cls in registry.package().CLASSES + getattr(registry.package(), "FUNCTIONS", ()):
         for m in cls.methods:
             fam = families.family_of(cls.name, m.name)
             reason = families.skip_reason(cls, m, fam)
@@ -244,7 +245,7 @@ def _shape_pool(rng, cls, fam):
 
 
 def _warp_threads(rng, cls) -> int:
-    if cls.scope != "warp":
+    if cls.scope != "warp" or cls.function:  # a free function's group is the block
         return 0
     t = next(t for t in cls.template_params if t.keyword == "logical_warp_threads")
     pool = (1, 2, 4, 8, 16, 32, 32, 32)

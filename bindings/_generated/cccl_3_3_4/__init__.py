@@ -25,6 +25,29 @@ from .warp_scan import SPEC as WarpScan
 from .warp_store import SPEC as WarpStore
 from .block_load_to_shared import SPEC as BlockLoadToShared
 from .block_topk import SPEC as block_topk
+from .bfe import SPEC as BFE
+from .load_direct_blocked import SPEC as LoadDirectBlocked
+from .load_direct_blocked_vectorized import SPEC as LoadDirectBlockedVectorized
+from .load_direct_striped import SPEC as LoadDirectStriped
+from .load_direct_warp_striped import SPEC as LoadDirectWarpStriped
+from .lower_bound import SPEC as LowerBound
+from .match_any import SPEC as MatchAny
+from .row_major_tid import SPEC as RowMajorTid
+from .shuffle_down import SPEC as ShuffleDown
+from .shuffle_index import SPEC as ShuffleIndex
+from .shuffle_up import SPEC as ShuffleUp
+from .stable_odd_even_sort import SPEC as StableOddEvenSort
+from .store_direct_blocked import SPEC as StoreDirectBlocked
+from .store_direct_blocked_vectorized import SPEC as StoreDirectBlockedVectorized
+from .store_direct_striped import SPEC as StoreDirectStriped
+from .store_direct_warp_striped import SPEC as StoreDirectWarpStriped
+from .thread_load import SPEC as ThreadLoad
+from .thread_reduce import SPEC as ThreadReduce
+from .thread_store import SPEC as ThreadStore
+from .upper_bound import SPEC as UpperBound
+from .warp_mask import SPEC as WarpMask
+from .thread_scan_exclusive import SPEC as ThreadScanExclusive
+from .thread_scan_inclusive import SPEC as ThreadScanInclusive
 
 CCCL = '3.3.4'
 WHEEL = 'nvidia-cuda-cccl==13.3.3.4.1'
@@ -59,12 +82,41 @@ CLASSES = (
     block_topk,
 )
 
+# Namespace-scope functions, each a spec of one pseudo-class (function=True).
+FUNCTIONS = (
+    BFE,
+    LoadDirectBlocked,
+    LoadDirectBlockedVectorized,
+    LoadDirectStriped,
+    LoadDirectWarpStriped,
+    LowerBound,
+    MatchAny,
+    RowMajorTid,
+    ShuffleDown,
+    ShuffleIndex,
+    ShuffleUp,
+    StableOddEvenSort,
+    StoreDirectBlocked,
+    StoreDirectBlockedVectorized,
+    StoreDirectStriped,
+    StoreDirectWarpStriped,
+    ThreadLoad,
+    ThreadReduce,
+    ThreadStore,
+    UpperBound,
+    WarpMask,
+    ThreadScanExclusive,
+    ThreadScanInclusive,
+)
+
 ENUMS = (
     EnumSpec('BlockHistogramAlgorithm', (('BLOCK_HISTO_SORT', 0), ('BLOCK_HISTO_ATOMIC', 1), )),
     EnumSpec('BlockLoadAlgorithm', (('BLOCK_LOAD_DIRECT', 0), ('BLOCK_LOAD_STRIPED', 1), ('BLOCK_LOAD_VECTORIZE', 2), ('BLOCK_LOAD_TRANSPOSE', 3), ('BLOCK_LOAD_WARP_TRANSPOSE', 4), ('BLOCK_LOAD_WARP_TRANSPOSE_TIMESLICED', 5), )),
     EnumSpec('BlockReduceAlgorithm', (('BLOCK_REDUCE_RAKING_COMMUTATIVE_ONLY', 0), ('BLOCK_REDUCE_RAKING', 1), ('BLOCK_REDUCE_WARP_REDUCTIONS', 2), ('BLOCK_REDUCE_WARP_REDUCTIONS_NONDETERMINISTIC', 3), )),
     EnumSpec('BlockScanAlgorithm', (('BLOCK_SCAN_RAKING', 0), ('BLOCK_SCAN_RAKING_MEMOIZE', 1), ('BLOCK_SCAN_WARP_SCANS', 2), )),
     EnumSpec('BlockStoreAlgorithm', (('BLOCK_STORE_DIRECT', 0), ('BLOCK_STORE_STRIPED', 1), ('BLOCK_STORE_VECTORIZE', 2), ('BLOCK_STORE_TRANSPOSE', 3), ('BLOCK_STORE_WARP_TRANSPOSE', 4), ('BLOCK_STORE_WARP_TRANSPOSE_TIMESLICED', 5), )),
+    EnumSpec('CacheLoadModifier', (('LOAD_DEFAULT', 0), ('LOAD_CA', 1), ('LOAD_CG', 2), ('LOAD_CS', 3), ('LOAD_CV', 4), ('LOAD_LDG', 5), ('LOAD_VOLATILE', 6), )),
+    EnumSpec('CacheStoreModifier', (('STORE_DEFAULT', 0), ('STORE_WB', 1), ('STORE_CG', 2), ('STORE_CS', 3), ('STORE_WT', 4), ('STORE_VOLATILE', 5), )),
     EnumSpec('RadixRankAlgorithm', (('RADIX_RANK_BASIC', 0), ('RADIX_RANK_MEMOIZE', 1), ('RADIX_RANK_MATCH', 2), ('RADIX_RANK_MATCH_EARLY_COUNTS_ANY', 3), ('RADIX_RANK_MATCH_EARLY_COUNTS_ATOMIC_OR', 4), )),
     EnumSpec('WarpExchangeAlgorithm', (('WARP_EXCHANGE_SMEM', 0), ('WARP_EXCHANGE_SHUFFLE', 1), )),
     EnumSpec('WarpLoadAlgorithm', (('WARP_LOAD_DIRECT', 0), ('WARP_LOAD_STRIPED', 1), ('WARP_LOAD_VECTORIZE', 2), ('WARP_LOAD_TRANSPOSE', 3), )),
@@ -214,6 +266,30 @@ PYTHONIC = (
         method_args=(('decode', ('decoded_items', 'decoded_window_offset', 'relative_offsets')),)),
     PythonicSpec('radix_rank_match', 'block', 'BlockRadixRankMatch', (('', 'RankKeys'),), None, (), ()),
     PythonicSpec('radix_rank_match_early_counts', 'block', 'BlockRadixRankMatchEarlyCounts', (('', 'RankKeys'),), None, (), ()),
+    PythonicSpec('load_direct_blocked', 'block', 'LoadDirectBlocked', (('', 'LoadDirectBlocked'),), None, (), (),
+        args=('src', 'dst', 'num_valid_items', 'oob_default'),
+        rename=(('src', ('block_src_it',)), ('dst', ('dst_items',)), ('num_valid_items', ('block_items_end',)))),
+    PythonicSpec('load_direct_blocked_vectorized', 'block', 'LoadDirectBlockedVectorized', (('', 'LoadDirectBlockedVectorized'),), None, (), (),
+        args=('src', 'dst'),
+        rename=(('src', ('block_src_ptr',)), ('dst', ('dst_items',)))),
+    PythonicSpec('load_direct_striped', 'block', 'LoadDirectStriped', (('', 'LoadDirectStriped'),), None, (), (),
+        args=('src', 'dst', 'num_valid_items', 'oob_default'),
+        rename=(('src', ('block_src_it',)), ('dst', ('dst_items',)), ('num_valid_items', ('block_items_end',)))),
+    PythonicSpec('load_direct_warp_striped', 'block', 'LoadDirectWarpStriped', (('', 'LoadDirectWarpStriped'),), None, (), (),
+        args=('src', 'dst', 'num_valid_items', 'oob_default'),
+        rename=(('src', ('block_src_it',)), ('dst', ('dst_items',)), ('num_valid_items', ('block_items_end',)))),
+    PythonicSpec('store_direct_blocked', 'block', 'StoreDirectBlocked', (('', 'StoreDirectBlocked'),), None, (), (),
+        args=('dst', 'src', 'num_valid_items'),
+        rename=(('dst', ('block_itr',)), ('src', ('items',)), ('num_valid_items', ('valid_items',)))),
+    PythonicSpec('store_direct_blocked_vectorized', 'block', 'StoreDirectBlockedVectorized', (('', 'StoreDirectBlockedVectorized'),), None, (), (),
+        args=('dst', 'src'),
+        rename=(('dst', ('block_ptr',)), ('src', ('items',)))),
+    PythonicSpec('store_direct_striped', 'block', 'StoreDirectStriped', (('', 'StoreDirectStriped'),), None, (), (),
+        args=('dst', 'src', 'num_valid_items'),
+        rename=(('dst', ('block_itr',)), ('src', ('items',)), ('num_valid_items', ('valid_items',)))),
+    PythonicSpec('store_direct_warp_striped', 'block', 'StoreDirectWarpStriped', (('', 'StoreDirectWarpStriped'),), None, (), (),
+        args=('dst', 'src', 'num_valid_items'),
+        rename=(('dst', ('block_itr',)), ('src', ('items',)), ('num_valid_items', ('valid_items',)))),
     PythonicSpec('sum', 'warp', 'WarpReduce', (('', 'Sum'),), None, (), (),
         args=('src', 'threads_in_warp', 'valid_items', 'temp_storage'),
         rename=(('src', ('input',)),),
@@ -289,6 +365,48 @@ PYTHONIC = (
         args=('keys', 'values', 'items_per_thread', 'compare_op', 'threads_in_warp', 'temp_storage'),
         rename=(('values', ('items',)), ('value_dtype', ('value',))),
         host=('dtype', 'value_dtype', 'items_per_thread', 'compare_op', 'threads_in_warp')),
+    PythonicSpec('shuffle_up', 'warp', 'ShuffleUp', (('', 'ShuffleUp'),), None, (), (),
+        args=('input', 'src_offset', 'first_thread', 'member_mask', 'threads_in_warp'),
+        defaults=(('first_thread', 0), ('member_mask', 4294967295))),
+    PythonicSpec('shuffle_down', 'warp', 'ShuffleDown', (('', 'ShuffleDown'),), None, (), (),
+        args=('input', 'src_offset', 'last_thread', 'member_mask', 'threads_in_warp'),
+        defaults=(('last_thread', 31), ('member_mask', 4294967295))),
+    PythonicSpec('shuffle_index', 'warp', 'ShuffleIndex', (('', 'ShuffleIndex'),), None, (), (),
+        args=('input', 'src_lane', 'member_mask', 'threads_in_warp'),
+        defaults=(('member_mask', 4294967295),)),
+    PythonicSpec('warp_mask', 'warp', 'WarpMask', (('', 'WarpMask'),), None, (), (),
+        args=('warp_id', 'threads_in_warp')),
+    PythonicSpec('match_any', 'warp', 'MatchAny', (('', 'MatchAny'),), None, (), (),
+        args=('label', 'label_bits')),
+    PythonicSpec('load', 'thread', 'ThreadLoad', (('', 'ThreadLoad'),), None, (), (),
+        args=('src', 'modifier'),
+        rename=(('src', ('itr',)),),
+        defaults=(('modifier', 'default'),)),
+    PythonicSpec('store', 'thread', 'ThreadStore', (('', 'ThreadStore'),), None, (), (),
+        args=('dst', 'value', 'modifier'),
+        rename=(('dst', ('itr',)), ('value', ('val',))),
+        defaults=(('modifier', 'default'),)),
+    PythonicSpec('reduce', 'thread', 'ThreadReduce', (('', 'ThreadReduce'),), None, (), (),
+        args=('src', 'binary_op'),
+        rename=(('src', ('input',)), ('binary_op', ('reduction_op',)))),
+    PythonicSpec('stable_odd_even_sort', 'thread', 'StableOddEvenSort', (('', 'StableOddEvenSort'),), None, (), (),
+        args=('keys', 'items', 'compare_op')),
+    PythonicSpec('lower_bound', 'thread', 'LowerBound', (('', 'LowerBound'),), None, (), (),
+        args=('src', 'num_items', 'value'),
+        rename=(('src', ('input',)), ('value', ('val',)))),
+    PythonicSpec('upper_bound', 'thread', 'UpperBound', (('', 'UpperBound'),), None, (), (),
+        args=('src', 'num_items', 'value'),
+        rename=(('src', ('input',)), ('value', ('val',)))),
+    PythonicSpec('bfe', 'thread', 'BFE', (('', 'BFE'),), None, (), (),
+        args=('source', 'bit_start', 'num_bits')),
+    PythonicSpec('row_major_tid', 'thread', 'RowMajorTid', (('', 'RowMajorTid'),), None, (), (),
+        args=('block_dim_x', 'block_dim_y', 'block_dim_z')),
+    PythonicSpec('scan_inclusive', 'thread', 'ThreadScanInclusive', (('', 'ThreadScanInclusive'),), None, (), (),
+        args=('src', 'dst', 'scan_op', 'prefix', 'apply_prefix'),
+        rename=(('src', ('input',)), ('dst', ('output',)))),
+    PythonicSpec('scan_exclusive', 'thread', 'ThreadScanExclusive', (('', 'ThreadScanExclusive'),), None, (), (),
+        args=('src', 'dst', 'scan_op', 'prefix', 'apply_prefix'),
+        rename=(('src', ('input',)), ('dst', ('output',)))),
 )
 
 # Combinations CUB does not handle: refused at compile time (limits.toml).
@@ -535,4 +653,42 @@ BOUND_AND_CHECKED = (
     'block_topk::max_keys(KeyT (&)[ItemsPerThread], int, int, int)',
     'block_topk::min_pairs(KeyT (&)[ItemsPerThread], ValueT (&)[ItemsPerThread], int, int, int)',
     'block_topk::min_keys(KeyT (&)[ItemsPerThread], int, int, int)',
+    'BFE::BFE(UnsignedBits, unsigned int, unsigned int)',
+    'LoadDirectBlocked::LoadDirectBlocked(int, RandomAccessIterator, T (&)[ItemsPerThread])',
+    'LoadDirectBlocked::LoadDirectBlocked(int, RandomAccessIterator, T (&)[ItemsPerThread], int)',
+    'LoadDirectBlocked::LoadDirectBlocked(int, RandomAccessIterator, T (&)[ItemsPerThread], int, DefaultT)',
+    'LoadDirectBlockedVectorized::LoadDirectBlockedVectorized(int, T *, T (&)[ItemsPerThread])',
+    'LoadDirectStriped::LoadDirectStriped(int, RandomAccessIterator, T (&)[ItemsPerThread])',
+    'LoadDirectStriped::LoadDirectStriped(int, RandomAccessIterator, T (&)[ItemsPerThread], int)',
+    'LoadDirectStriped::LoadDirectStriped(int, RandomAccessIterator, T (&)[ItemsPerThread], int, DefaultT)',
+    'LoadDirectWarpStriped::LoadDirectWarpStriped(int, RandomAccessIterator, T (&)[ItemsPerThread])',
+    'LoadDirectWarpStriped::LoadDirectWarpStriped(int, RandomAccessIterator, T (&)[ItemsPerThread], int)',
+    'LoadDirectWarpStriped::LoadDirectWarpStriped(int, RandomAccessIterator, T (&)[ItemsPerThread], int, DefaultT)',
+    'LowerBound::LowerBound(InputIteratorT, OffsetT, T)',
+    'MatchAny::MatchAny(unsigned int)',
+    'RowMajorTid::RowMajorTid(int, int, int)',
+    'ShuffleDown::ShuffleDown(T, int, int, unsigned int)',
+    'ShuffleIndex::ShuffleIndex(T, int, unsigned int)',
+    'ShuffleUp::ShuffleUp(T, int, int, unsigned int)',
+    'StableOddEvenSort::StableOddEvenSort(KeyT (&)[ITEMS_PER_THREAD], ValueT (&)[ITEMS_PER_THREAD], CompareOp)',
+    'StoreDirectBlocked::StoreDirectBlocked(int, OutputIteratorT, T (&)[ItemsPerThread])',
+    'StoreDirectBlocked::StoreDirectBlocked(int, OutputIteratorT, T (&)[ItemsPerThread], int)',
+    'StoreDirectBlockedVectorized::StoreDirectBlockedVectorized(int, T *, T (&)[ItemsPerThread])',
+    'StoreDirectStriped::StoreDirectStriped(int, OutputIteratorT, T (&)[ItemsPerThread])',
+    'StoreDirectStriped::StoreDirectStriped(int, OutputIteratorT, T (&)[ItemsPerThread], int)',
+    'StoreDirectWarpStriped::StoreDirectWarpStriped(int, OutputIteratorT, T (&)[ItemsPerThread])',
+    'StoreDirectWarpStriped::StoreDirectWarpStriped(int, OutputIteratorT, T (&)[ItemsPerThread], int)',
+    'ThreadLoad::ThreadLoad(RandomAccessIterator)',
+    'ThreadReduce::ThreadReduce(const Input &, ReductionOp)',
+    'ThreadStore::ThreadStore(OutputIteratorT, T)',
+    'UpperBound::UpperBound(InputIteratorT, OffsetT, T)',
+    'UpperBound::UpperBound(InputIteratorT, OffsetT, __half)',
+    'UpperBound::UpperBound(InputIteratorT, OffsetT, __nv_bfloat16)',
+    'WarpMask::WarpMask(unsigned int)',
+    'ThreadScanExclusive::ThreadScanExclusive(T *, T *, ScanOp, T, bool)',
+    'ThreadScanExclusive::ThreadScanExclusive(T (&)[LENGTH], T (&)[LENGTH], ScanOp, T, bool)',
+    'ThreadScanInclusive::ThreadScanInclusive(T *, T *, ScanOp)',
+    'ThreadScanInclusive::ThreadScanInclusive(T (&)[LENGTH], T (&)[LENGTH], ScanOp)',
+    'ThreadScanInclusive::ThreadScanInclusive(T *, T *, ScanOp, T, bool)',
+    'ThreadScanInclusive::ThreadScanInclusive(T (&)[LENGTH], T (&)[LENGTH], ScanOp, T, bool)',
 )
