@@ -270,8 +270,8 @@ class CallRewrite:
         dtype = args[1] if len(args) > 1 else kws.pop("dtype", None)
         align = kws.pop("alignment", kws.pop("alignas", None))
         if shape is None or len(args) > 2 or kws:
-            raise self.error("coop.ThreadData: takes (items_per_thread, dtype=None, *, "
-                             "alignment=None)")
+            raise self.error("coop.ThreadData: takes (items_per_thread, dtype=None), and "
+                             "alignment= by keyword")
         array = self.arrays["local"]
         given = self.trace.value(dtype)[0] if dtype is not None else None
         if given in (int, float):  # cuda.coop: Python's int and float are 32-bit

@@ -1055,9 +1055,9 @@ SCAN_LIKE = {k for k, f in FAMILIES.items() if f.reference in (ref_scan, ref_red
 
 NOT_DRAWN = {
     ("LoadDirectBlockedVectorized", "LoadDirectBlockedVectorized"):
-        "needs a tile aligned to its vector width (tests/gpu/test_free_functions.py)",
+        "needs a tile aligned to its vector width (tests/gpu/test_free_functions_gpu.py)",
     ("StoreDirectBlockedVectorized", "StoreDirectBlockedVectorized"):
-        "needs a tile aligned to its vector width (tests/gpu/test_free_functions.py)",
+        "needs a tile aligned to its vector width (tests/gpu/test_free_functions_gpu.py)",
     ("BlockRadixRankMatch", "CallBack"): "internal CUB helper, not a collective call",
     ("WarpMergeSort", "get_member_mask"): "a query, not a collective call",
     ("BlockLoadToShared", "Invalidate"): "moves no data: ends the mbarrier's use",
