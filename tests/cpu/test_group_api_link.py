@@ -1,6 +1,7 @@
 """Every group call of cuda.coop's group-first API links for sm_90 under each numba compiler
 installed: one kernel per case of tests/gpu/group_cases.py (a 1-D and a 3-D block)."""
 import importlib
+import importlib.util
 import sys
 from pathlib import Path
 
