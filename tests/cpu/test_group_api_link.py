@@ -1,5 +1,6 @@
 """Every group call of cuda.coop's group-first API links for sm_90 under each numba compiler
-installed: one kernel per case of tests/gpu/group_cases.py (a 1-D and a 3-D block)."""
+installed: one kernel per case of tests/gpu/group_cases.py, at the case's last block shape (3-D
+where the case has one)."""
 import importlib
 import importlib.util
 import sys
