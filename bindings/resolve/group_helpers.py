@@ -62,11 +62,10 @@ def grid_block_count():
 
 
 def warp_tile_start(width, tile):
-    """Where a (logical) warp's tile starts: after the tiles of the block's warps before it,
-    logical warps counted as CUB forms them, within each physical warp."""
+    """Where a logical warp's tile starts: after those of the block's logical warps before it
+    (CUB forms them within each physical warp)."""
     rank = block_rank()
-    per_warp = (WARP + width - 1) // width
-    return ((rank // WARP) * per_warp + (rank % WARP) // width) * tile
+    return ((rank // WARP) * -(-WARP // width) + (rank % WARP) // width) * tile
 
 
 def tile_size(items):
