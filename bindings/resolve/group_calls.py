@@ -5,6 +5,8 @@ for. Groups are host values: a variable holding one is read where ``this_block()
 like made it, and its calls are rewritten away, so no group reaches typing."""
 import operator
 
+import numpy as np
+
 from ..model.errors import CoopgenError
 from . import group_helpers
 from .groups import Constant
@@ -158,35 +160,29 @@ class GroupCallRewrite(CallRewrite):
             return -(-shape // (group.threads_in_warp or 32)) if group is not None else None
         return shape
 
-    def _like(self, new, var, loc):
-        """A new per-thread array of ``var``'s shape and dtype."""
+    def _like(self, new, var, loc, dtype: str | None = None, per: int | None = None):
+        """A new per-thread array of ``var``'s shape (one slot per ``per`` items when given)
+        and dtype (``dtype``, a numpy name, when given)."""
         shape = self._array_shape(var)
         if shape is None:
             raise self.error(f"a new array like {var.name!r} needs its size: make it with "
                              f"coop.ThreadData(n) or a local array of a constant size")
-        dtype = self._define(new, self.ir.Expr.getattr(var, "dtype", loc), loc)
-        size = self._define(new, self.ir.Const(shape, loc), loc)
-        func = self._array_function(new, self.arrays["local"], loc)
-        return self._define(new, self.ir.Expr.call(func, [size, dtype], (), loc), loc)
+        if per is not None:
+            shape = -(-shape // per)
+        dtype = self._dtype(new, dtype, loc) if dtype else self._attribute(new, var, "dtype", loc)
+        return self._array(new, "local", shape, dtype, loc)
 
     def _new_output(self, new, plan, like, loc):
         """A result array: ``like``'s shape (a batched reduction's: one slot per ``width``
         items) and dtype (or the route's)."""
-        if plan.output_dtype is None and plan.output_size is None:
-            return self._like(new, like, loc)
-        shape = self._array_shape(like)
-        if shape is None:
-            raise self.error(f"a result array like {like.name!r} needs its size: make it "
-                             f"with coop.ThreadData(n) or a local array of a constant size")
-        if plan.output_size == "batched":
-            shape = -(-shape // plan.width)
-        dtype = self._dtype(new, plan.output_dtype, loc) if plan.output_dtype else \
-            self._define(new, self.ir.Expr.getattr(like, "dtype", loc), loc)
-        return self._array(new, "local", shape, dtype, loc)
+        return self._like(new, like, loc, plan.output_dtype,
+                          plan.width if plan.output_size == "batched" else None)
 
     def _dtype(self, new, dtype, loc):
-        import numpy as np
         return self._define(new, self.ir.Global(dtype, getattr(np, dtype), loc), loc)
+
+    def _attribute(self, new, var, name: str, loc):
+        return self._define(new, self.ir.Expr.getattr(var, name, loc), loc)
 
     def _array(self, new, space, shape, dtype, loc):
         size = self._define(new, self.ir.Const(shape, loc), loc)
@@ -219,8 +215,8 @@ class GroupCallRewrite(CallRewrite):
             kws["total_decoded_size"] = self._array(new, "local", 1, self._dtype(
                 new, "uint32", loc), loc)
         decoder = self._call_entry(new, plan.target, kws, loc)
-        method = self._define(new, self.ir.Expr.getattr(decoder, "decode", loc), loc)
-        dtype = self._define(new, self.ir.Expr.getattr(kws["run_values"], "dtype", loc), loc)
+        method = self._attribute(new, decoder, "decode", loc)
+        dtype = self._attribute(new, kws["run_values"], "dtype", loc)
         out = self._array(new, "local", dict(plan.extra_constants)["decoded_items_per_thread"],
                           dtype, loc)
         self._call_helper(new, "zero_items", [out], loc)  # cuda.coop's window past the end
@@ -232,7 +228,6 @@ class GroupCallRewrite(CallRewrite):
     def _check_bits(self, call, plan):
         """A constant bit range lies within keys whose dtype is a constant (CUB would read
         past the key: a silently wrong order)."""
-        import numpy as np
         kws = dict(plan.kws)
         bits = {k: (v.value if isinstance(v, Constant) else self.trace.value(v)[0])
                 for k, v in kws.items() if k in ("begin_bit", "end_bit")}
@@ -286,10 +281,8 @@ class GroupCallRewrite(CallRewrite):
             kws[moved] = self._define(new, self.ir.Expr.getitem(kws[moved], index, loc), loc)
         if plan.wrap:  # one item as a one-item array of the other argument's dtype
             name, like = plan.wrap
-            dtype = self._define(new, self.ir.Expr.getattr(kws[like], "dtype", loc), loc)
-            one = self._define(new, self.ir.Const(1, loc), loc)
-            func = self._array_function(new, self.arrays["local"], loc)
-            array = self._define(new, self.ir.Expr.call(func, [one, dtype], (), loc), loc)
+            array = self._array(new, "local", 1, self._attribute(new, kws[like], "dtype", loc),
+                                loc)
             self._call_helper(new, "put_first", [array, kws[name]], loc)
             kws[name] = array
         for key, var in plan.extra:  # "_tile:num_valid": the tile's item count
@@ -340,12 +333,8 @@ class GroupCallRewrite(CallRewrite):
             width = self._define(new, self.ir.Const(plan.width, loc), loc)
             return self._call_entry(new, plan.warp_broadcast, {
                 "input": value, "src_lane": lane, "threads_in_warp": width}, loc)
-        one = self._define(new, self.ir.Const(1, loc), loc)
-        typed = self._define(new, self.ir.Expr.call(self._array_function(
-            new, self.arrays["thread_data"], loc), [one, value], (), loc), loc)
-        dtype = self._define(new, self.ir.Expr.getattr(typed, "dtype", loc), loc)
-        slot = self._define(new, self.ir.Expr.call(self._array_function(
-            new, self.arrays["shared"], loc), [one, dtype], (), loc), loc)
+        typed = self._array(new, "thread_data", 1, value, loc)  # an array of value's type
+        slot = self._array(new, "shared", 1, self._attribute(new, typed, "dtype", loc), loc)
         return self._call_helper(new, "block_broadcast", [slot, value], loc)
 
     def _group_query(self, new, stmt, group, fdef):
