@@ -14,7 +14,6 @@ out by the rewrite.
 """
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
 
 from ..model.errors import CoopgenError
@@ -147,10 +146,9 @@ class Route:
 
 @dataclass(frozen=True)
 class GroupPlan:
-    """What the rewrite emits: ``target(*args, **kws)``; ``args``/``kws`` hold the caller's
-    variables (by their group-API names) or host constants (``Constant``)."""
+    """What the rewrite emits: ``target(**kws)``; ``kws`` hold the caller's variables or host
+    constants (``Constant``), by the target's names."""
     target: object
-    args: tuple
     kws: tuple
     result: str
     output: str | None
@@ -264,7 +262,7 @@ class GroupCall:
             wrap = (names[route.wrap[0]], names[route.wrap[1]])
         target = target if target.startswith("helper:") else self._entries(target)
         outputs = route.output if isinstance(route.output, tuple) else (route.output,)
-        return GroupPlan(target, (), tuple(out_kws.items()), result,
+        return GroupPlan(target, tuple(out_kws.items()), result,
                          outputs[0], tuple(names[i] for i in route.inputs), route.first,
                          offset, route.first if offset is not None else None, wrap,
                          group.family if broadcast else None, group.threads_in_warp or 32,
@@ -284,9 +282,6 @@ class GroupCall:
         chosen = targets[key]
         return (chosen.target, chosen) if isinstance(chosen, Route) else (chosen, route)
 
-
-def replace(route: Route, **changes) -> Route:
-    return dataclasses.replace(route, **changes)
 
 
 def constant(name: str, given: dict, key: str, value_of, default=None):
