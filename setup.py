@@ -75,7 +75,7 @@ def ship_default_headers() -> Path:
     for f in dist.files or ():  # CCCL's licence travels with its headers
         if "license" in f.name.lower():
             shutil.copyfile(dist.locate_file(f), stage / f.name)
-    (stage / headers.SHIPPED_DIGEST_FILE).write_text(entry.headers_digest + "\n")
+    (stage / headers.SHIPPED_DIGEST_FILE).write_text(entry.headers_digest + "\n", encoding="utf-8")
     shutil.rmtree(target, ignore_errors=True)
     stage.rename(target)
     for old in (package_dir / headers.SHIPPED_DIR).iterdir():  # other entries' leftovers

@@ -129,7 +129,7 @@ class Autotuner:
 
     def _load(self) -> dict:
         try:
-            entries = json.loads(self.path().read_text())
+            entries = json.loads(self.path().read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return {}
         known = {tuple(c.params.items()): c for c in self.configs}
@@ -141,12 +141,12 @@ class Autotuner:
         path = self.path()
         path.parent.mkdir(parents=True, exist_ok=True)
         try:
-            entries = json.loads(path.read_text())
+            entries = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             entries = {}
         entries[key] = config.params
         fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-        with os.fdopen(fd, "w") as f:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
             json.dump(entries, f, indent=1, sort_keys=True)
         os.replace(tmp, path)  # other processes see the old file or the new one
 

@@ -188,7 +188,7 @@ def cccl_version_of(include_root: Path) -> str | None:
     header = include_root / "cuda" / "std" / "__cccl" / "version.h"
     if not header.is_file():
         return None
-    m = re.search(r"#define\s+CCCL_VERSION\s+(\d+)", header.read_text())
+    m = re.search(r"#define\s+CCCL_VERSION\s+(\d+)", header.read_text(encoding="utf-8"))
     if not m:
         return None
     n = int(m.group(1))
@@ -243,7 +243,7 @@ def shipped_root(entry: LockEntry, package_dir: Path | None = None) -> Path | No
     entry's digest beside them (it checked them then; ``coopgen doctor`` hashes them again)."""
     root = shipped_folder(entry, package_dir)
     try:
-        recorded = (root / SHIPPED_DIGEST_FILE).read_text().strip() if root else None
+        recorded = (root / SHIPPED_DIGEST_FILE).read_text(encoding="utf-8").strip() if root else None
     except OSError:
         return None
     return root if recorded == entry.headers_digest else None
@@ -300,7 +300,7 @@ def fetch_wheel(requirement: str) -> Path:
     with tempfile.TemporaryDirectory() as tmp:
         cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
                "--platform", "manylinux2014_x86_64", "-d", tmp, requirement]
-        proc = subprocess.run(cmd, capture_output=True, text=True)
+        proc = subprocess.run(cmd, capture_output=True, encoding="utf-8", errors="replace")
         found = sorted(Path(tmp).glob("*.whl"))
         if proc.returncode != 0 or len(found) != 1:
             raise HeaderError(f"could not download {requirement}:\n{proc.stderr[-2000:]}")

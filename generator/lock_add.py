@@ -26,7 +26,7 @@ def version_key(version: str) -> tuple[int, ...]:
 def index_versions() -> list[str]:
     """The package index's versions of nvidia-cuda-cccl, newest first (pip's own listing)."""
     proc = subprocess.run([sys.executable, "-m", "pip", "index", "versions", PACKAGE],
-                          capture_output=True, text=True)
+                          capture_output=True, encoding="utf-8", errors="replace")
     m = re.search(r"Available versions:\s*(.+)", proc.stdout)
     if proc.returncode != 0 or not m:
         raise HeaderError(f"could not list {PACKAGE} versions on the package index:\n"
@@ -107,7 +107,7 @@ def add_to_lock(path: Path, entry: LockEntry, *, default: bool) -> str:
                           f"{old.headers_digest[:19]}...), not {entry.wheel} (sha256 "
                           f"{entry.wheel_sha256[:12]}..., digest {entry.headers_digest[:19]}...); "
                           f"remove it first to replace it")
-    head, blocks = _split_lock(path.read_text())
+    head, blocks = _split_lock(path.read_text(encoding="utf-8"))
     by_cccl = {_block_cccl(b): b for b in blocks}
     first = _block_cccl(blocks[0])
     if old is None:
@@ -120,8 +120,8 @@ def add_to_lock(path: Path, entry: LockEntry, *, default: bool) -> str:
     what = "added" if old is None else "unchanged"
     if default and blocks and _block_cccl(blocks[0]) != entry.cccl:
         what += ", made default"
-    if text != path.read_text():
-        path.write_text(text)
+    if text != path.read_text(encoding="utf-8"):
+        path.write_text(text, encoding="utf-8")
     headers.load_lock(path)  # what was written parses
     return what
 
@@ -129,11 +129,11 @@ def add_to_lock(path: Path, entry: LockEntry, *, default: bool) -> str:
 def pin_default_wheel(pyproject: Path, entry: LockEntry) -> bool:
     """The build's pin of the default entry's wheel (whose headers it ships, setup.py) follows
     the lock's first entry."""
-    text = pyproject.read_text()
+    text = pyproject.read_text(encoding="utf-8")
     new = re.sub(r'"nvidia-cuda-cccl==[^"]+"', f'"{entry.wheel}"', text)
     if new == text:
         return False
-    pyproject.write_text(new)
+    pyproject.write_text(new, encoding="utf-8")
     return True
 
 
@@ -168,7 +168,7 @@ def compile_check(root: Path, entry: LockEntry, arch: str) -> list[dict]:
 
     env = dict(os.environ, COOPGEN_CCCL=entry.cccl)
     proc = subprocess.run([sys.executable, "-m", "tools.compile_check", "--arch", arch, "--json"],
-                          cwd=root, env=env, capture_output=True, text=True)
+                          cwd=root, env=env, capture_output=True, encoding="utf-8", errors="replace")
     try:
         report = json.loads(proc.stdout)
     except json.JSONDecodeError:

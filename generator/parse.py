@@ -46,7 +46,7 @@ def _gcc_cxx_include_dirs() -> tuple[str, ...]:
     """libstdc++'s include directories, as reported by the system g++."""
     try:
         out = subprocess.run(["g++", "-E", "-x", "c++", "-", "-v"], input="", capture_output=True,
-                             text=True).stderr
+                             encoding="utf-8", errors="replace").stderr
     except FileNotFoundError:
         return ()
     dirs, inside = [], False
@@ -104,7 +104,7 @@ def public_headers(include_root: Path) -> list[str]:
 def _hidden_ranges(path: str) -> tuple[tuple[int, int], ...]:
     """Line ranges inside ``#ifndef _CCCL_DOXYGEN_INVOKED`` blocks (the undocumented members)."""
     ranges, stack = [], []
-    for no, line in enumerate(Path(path).read_text(errors="replace").splitlines(), 1):
+    for no, line in enumerate(Path(path).read_text(encoding="utf-8", errors="replace").splitlines(), 1):
         s = line.strip()
         if not s.startswith("#"):
             continue

@@ -61,7 +61,7 @@ def write_release_pages(entries: tuple[LockEntry, ...], models: list[ApiModel],
     _write_if_changed(docs_dir / "types.md", types_page, written)
     _write_if_changed(docs_dir / "releases.md", emit_release_matrix(entries, models, bound),
                       written)
-    _write_if_changed(mkdocs_yml, emit_nav(mkdocs_yml.read_text(), entries), written)
+    _write_if_changed(mkdocs_yml, emit_nav(mkdocs_yml.read_text(encoding="utf-8"), entries), written)
     _write_if_changed(out_dir / "__init__.py", generated_init(entries), written)
     return written
 

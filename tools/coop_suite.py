@@ -40,6 +40,7 @@ from __future__ import annotations
 import argparse
 import collections
 import dataclasses
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -199,13 +200,13 @@ def alias_folder(root: Path, compiler: str | None = None) -> Path:
     ``numba_cuda_mlir`` stand-in."""
     package = root / "cuda" / "coop"
     package.mkdir(parents=True, exist_ok=True)
-    (package / "__init__.py").write_text(ALIAS_PACKAGE)
+    (package / "__init__.py").write_text(ALIAS_PACKAGE, encoding="utf-8")
     shutil.copyfile(PLUGIN, root / PLUGIN.name)
-    (root / "pytest.ini").write_text(PYTEST_INI)
+    (root / "pytest.ini").write_text(PYTEST_INI, encoding="utf-8")
     if compiler == "numba_cuda":
         standin = root / "numba_cuda_mlir"
         standin.mkdir(exist_ok=True)
-        (standin / "__init__.py").write_text(NUMBA_CUDA_MLIR_STANDIN)
+        (standin / "__init__.py").write_text(NUMBA_CUDA_MLIR_STANDIN, encoding="utf-8")
     return root
 
 
@@ -302,6 +303,10 @@ def main(argv=None) -> int:
     if suite.kind == "old" and args.compiler not in (None, "numba_cuda"):
         parser.error("cuda.coop's tests/coop kernels are numba-cuda's: --compiler numba_cuda only")
     compiler = args.compiler or ("numba_cuda_mlir" if suite.kind == "new" else "numba_cuda")
+    module = {"numba_cuda": "numba.cuda", "numba_cuda_mlir": "numba_cuda_mlir"}[compiler]
+    if importlib.util.find_spec(module.split(".")[0]) is None:
+        parser.error(f"--compiler {compiler}: {module.split('.')[0]} is not installed here "
+                     f"(pip install {compiler.replace('_', '-')})")
     with tempfile.TemporaryDirectory(prefix="coop-suite-") as tmp:
         junit = Path(tmp) / "junit.xml"
         alias = alias_folder(Path(tmp) / "alias", compiler)
@@ -319,7 +324,7 @@ def main(argv=None) -> int:
             print(f"{suite.kind} suite, kernels compiled by {compiler}")
             print(text)
             if args.table:  # and pytest's own record beside it
-                args.table.write_text(text + "\n")
+                args.table.write_text(text + "\n", encoding="utf-8")
                 args.table.with_suffix(".xml").write_bytes(junit.read_bytes())
     return status
 

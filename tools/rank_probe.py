@@ -69,11 +69,11 @@ digits = (keys >> 3) & 31
 want = np.empty(512, np.int64)
 want[np.argsort(digits, kind="stable")] = np.arange(512)
 d = tempfile.mkdtemp()
-with open(f"{d}/r.cu", "w") as f:
+with open(f"{d}/r.cu", "w", encoding="utf-8") as f:
     f.write(SRC)
 subprocess.run(["nvcc", "-arch=sm_90", "-cubin", f"-I{registry.include_dir()}", "-o", f"{d}/r.cubin",
                 f"{d}/r.cu"], check=True)
-with open(f"{d}/r.ptx", "w") as f:
+with open(f"{d}/r.ptx", "w", encoding="utf-8") as f:
     f.write(nvrtc.compile_ptx(SRC))
 d_in = cupy.asarray(keys)
 for label, mod in (("nvcc", cupy.RawModule(path=f"{d}/r.cubin")),

@@ -61,7 +61,8 @@ def _compiler(backend: str):
     source, name = readme_kernel_source()
     if backend == "mlir":
         source = source.replace("from numba import cuda", "from numba_cuda_mlir import cuda")
-    with tempfile.NamedTemporaryFile("w", suffix="_readme_kernel.py", delete=False) as f:
+    with tempfile.NamedTemporaryFile("w", suffix="_readme_kernel.py", delete=False,
+                                     encoding="utf-8") as f:
         f.write(source)  # the compilers read a kernel's source from its file
     atexit.register(os.unlink, f.name)
     namespace = {"__name__": "readme_kernel_source"}

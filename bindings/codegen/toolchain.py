@@ -84,12 +84,12 @@ def _toolkit_version(root: Path) -> str | None:
     """The CUDA version of a toolkit folder: its version.json, its nvvm package's dist-info, or
     (in system installs that ship neither) the CUDA_VERSION its cuda.h defines."""
     with contextlib.suppress(ValueError, KeyError, OSError):  # none, or not readable
-        return json.loads((root / "version.json").read_text())["cuda"]["version"]
+        return json.loads((root / "version.json").read_text(encoding="utf-8"))["cuda"]["version"]
     if infos := sorted((root / "dist-info").glob("nvidia_nvvm-*.dist-info")):
         return infos[-1].name[len("nvidia_nvvm-"):-len(".dist-info")]
     for header in [root / "include" / "cuda.h", *root.glob("targets/*/include/cuda.h")]:
         with contextlib.suppress(OSError):
-            if found := re.search(r"^#define CUDA_VERSION (\d+)$", header.read_text(), re.M):
+            if found := re.search(r"^#define CUDA_VERSION (\d+)$", header.read_text(encoding="utf-8"), re.M):
                 number = int(found.group(1))
                 return f"{number // 1000}.{number % 1000 // 10}"
     return None

@@ -92,7 +92,7 @@ def resource_dir() -> str | None:
     libclang-ng's (the ziglang package ships none)."""
     if clang_command()[-1] != "clang":  # not zig's: ask it
         out = subprocess.run([*clang_command(), "-print-resource-dir"], capture_output=True,
-                             text=True)
+                             encoding="utf-8", errors="replace")
         own = Path(out.stdout.strip())
         if (own / "include" / "__clang_cuda_runtime_wrapper.h").is_file():
             return None  # its own, found by itself
@@ -166,9 +166,9 @@ def compile_bitcode(source: str, arch: str) -> str:
         return str(path)
     with tempfile.TemporaryDirectory(prefix="coopgen-clang-") as tmp:
         src, out = Path(tmp) / "bundle.cu", Path(tmp) / "bundle.bc"
-        src.write_text(source)
+        src.write_text(source, encoding="utf-8")
         done = subprocess.run([*clang_command(), *opts, str(src), "-o", str(out)],
-                              capture_output=True, text=True)
+                              capture_output=True, encoding="utf-8", errors="replace")
         _counts["compile"] += 1
         if done.returncode != 0 or not out.is_file():
             raise ClangError(f"clang ({clang_identity()}) could not compile the CUB shims for "

@@ -222,7 +222,7 @@ def _load(src: str, name: str, tmp_path, compiler: str):
 
     src = src.replace("from numba import cuda", f"from {compiler} import cuda", 1)
     path = tmp_path / f"smoke_{name}_{compiler}.py"
-    path.write_text(src)
+    path.write_text(src, encoding="utf-8")
     spec = importlib.util.spec_from_file_location(f"smoke_{name}", path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
@@ -246,7 +246,7 @@ def import_source(src: str, path, name: str):
     """Write a kernel module to ``path`` (the compilers need source on disk) and import it."""
     import importlib.util
 
-    path.write_text(src)
+    path.write_text(src, encoding="utf-8")
     spec = importlib.util.spec_from_file_location(name, path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)

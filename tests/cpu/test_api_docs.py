@@ -29,16 +29,16 @@ def test_no_drift(entry_pages):
     model, byte for byte, with no stale pages."""
     entry, model, pages = entry_pages
     folder = cli.docs_api_dir() / entry.cccl
-    on_disk = {p.name: p.read_text() for p in folder.glob("*.md")}
+    on_disk = {p.name: p.read_text(encoding="utf-8") for p in folder.glob("*.md")}
     assert sorted(on_disk) == sorted(pages), "run `coopgen generate`"
     for name, text in pages.items():
         assert on_disk[name] == text, f"docs/api/{entry.cccl}/{name} drifted: run `coopgen generate`"
     docstrings = cli.generated_dir() / entry.tag / "docstrings.py"
-    assert docstrings.read_text() == emit_docstrings(entry, model)
-    assert (cli.docs_api_dir() / "index.md").read_text() == emit_api_index(ENTRIES)
+    assert docstrings.read_text(encoding="utf-8") == emit_docstrings(entry, model)
+    assert (cli.docs_api_dir() / "index.md").read_text(encoding="utf-8") == emit_api_index(ENTRIES)
     if entry == ENTRIES[0]:  # the supported-types page is the default release's
-        assert (cli.docs_api_dir() / "types.md").read_text() == emit_types_page(entry, model)
-        mkdocs = (cli.docs_api_dir().parents[1] / "mkdocs.yml").read_text()
+        assert (cli.docs_api_dir() / "types.md").read_text(encoding="utf-8") == emit_types_page(entry, model)
+        mkdocs = (cli.docs_api_dir().parents[1] / "mkdocs.yml").read_text(encoding="utf-8")
         assert emit_nav(mkdocs, ENTRIES) == mkdocs
 
 
@@ -88,7 +88,7 @@ def test_deterministic_across_hash_seeds():
     for seed in ("0", "4242"):
         env = dict(os.environ, PYTHONHASHSEED=seed)
         outs.add(subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
-                                text=True, check=True).stdout)
+                                encoding="utf-8", errors="replace", check=True).stdout)
     assert len(outs) == 1
 
 

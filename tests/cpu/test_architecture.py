@@ -58,7 +58,7 @@ def imports(name: str, path: Path) -> tuple[set[str], set[str]]:
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     runtime, outside = set(), set()
     known = modules()
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.name.startswith("coopgen."):
@@ -152,7 +152,7 @@ def test_no_import_circles():
 def test_modules_and_functions_are_small():
     long = []
     for name, path in modules().items():
-        text = path.read_text()
+        text = path.read_text(encoding="utf-8")
         if len(text.splitlines()) > MAX_MODULE_LINES:
             long.append(f"module {name}: {len(text.splitlines())} lines")
         for node in ast.walk(ast.parse(text)):
@@ -164,7 +164,7 @@ def test_modules_and_functions_are_small():
 
 
 def test_the_runtime_stays_within_its_budget():
-    lines = {name: len(path.read_text().split("\n")) - 1 for name, path in modules().items()}
+    lines = {name: len(path.read_text(encoding="utf-8").split("\n")) - 1 for name, path in modules().items()}
     mlir = sum(n for name, n in lines.items() if name.split(".")[0] == "mlir")
     surface = sum(n for name, n in lines.items() if name.split(".")[0] in PYTORCH_SURFACE)
     cute = sum(n for name, n in lines.items() if name.split(".")[0] == "cute")

@@ -37,7 +37,7 @@ def test_bytes_sets_and_sweep():
 
 
 def _fixture():
-    return json.loads(FIXTURE.read_text())
+    return json.loads(FIXTURE.read_text(encoding="utf-8"))
 
 
 def test_table_ratios():
@@ -74,15 +74,15 @@ def test_draw_charts(tmp_path):
 
     written = draw.draw([str(FIXTURE), str(RUNTIME)], str(tmp_path))
     assert sorted(Path(p).name for p in written) == ["kernel_vs_nvcc.svg", "rmsnorm.svg"]
-    svg = (tmp_path / "rmsnorm.svg").read_text()
+    svg = (tmp_path / "rmsnorm.svg").read_text(encoding="utf-8")
     texts = _texts(svg)
     assert {"float16", "bfloat16", "hidden 4096", "hidden 8192", "0.98 target"} <= set(texts)
     assert any(t.startswith("RMSNorm forward: fixture GPU, 2000-01-01") for t in texts)
     # one line per dtype and hidden size
     assert sorted(re.findall(r'<g id="ratio-line-([a-z0-9-]+)"', svg)) == [
         "bfloat16-4096", "bfloat16-8192", "float16-4096", "float16-8192"]
-    ratios = [r["ratio"] for r in json.loads(RUNTIME.read_text())["runtime"]]
-    labels = _ratio_labels((tmp_path / "kernel_vs_nvcc.svg").read_text())
+    ratios = [r["ratio"] for r in json.loads(RUNTIME.read_text(encoding="utf-8"))["runtime"]]
+    labels = _ratio_labels((tmp_path / "kernel_vs_nvcc.svg").read_text(encoding="utf-8"))
     assert labels == [f"{q:.3f}" for q in ratios]
     again = draw.draw([str(FIXTURE)], str(tmp_path / "again"))
     assert Path(again[0]).read_bytes() == (tmp_path / "rmsnorm.svg").read_bytes()
@@ -102,18 +102,18 @@ def test_committed_charts_show_the_committed_results():
     # docs/img holds what `bench.py draw` made of tools/bench/results (the bytes depend on
     # matplotlib's version, so the figures and the run are compared)
     import draw
-    everything = [json.loads(p.read_text()) for p in sorted(RUNTIME.parent.glob("*.json"))]
+    everything = [json.loads(p.read_text(encoding="utf-8")) for p in sorted(RUNTIME.parent.glob("*.json"))]
     for compiler in ("", "numba_cuda_mlir"):  # each compiler's runs have their own charts
         runs = [r for r in everything if draw.compiler_of(r) == compiler]
         runtime = draw.newest_with(runs, "runtime")
         name = f"kernel_vs_nvcc-{compiler}.svg" if compiler else "kernel_vs_nvcc.svg"
-        svg = (ROOT / "docs" / "img" / name).read_text()
+        svg = (ROOT / "docs" / "img" / name).read_text(encoding="utf-8")
         assert _ratio_labels(svg) == [f"{r['ratio']:.3f}" for r in runtime["runtime"]]
         assert any(runtime["environment"]["date"] in t for t in _texts(svg))
     results = [r for r in everything if not draw.compiler_of(r)]
     bench = draw.newest_with(results, "rmsnorm")
     if bench is not None:
-        texts = _texts((ROOT / "docs" / "img" / "rmsnorm.svg").read_text())
+        texts = _texts((ROOT / "docs" / "img" / "rmsnorm.svg").read_text(encoding="utf-8"))
         assert any(t.startswith("RMSNorm forward:") and bench["environment"]["date"] in t
                    for t in texts)
 

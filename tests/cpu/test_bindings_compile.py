@@ -155,7 +155,7 @@ def test_other_lock_entries_link_too(cccl, arch_id):
     env = dict(os.environ, COOPGEN_CCCL=cccl)
     out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                           "-k", select, str(here / "test_bindings_compile.py")],
-                         cwd=here, env=env, capture_output=True, text=True)
+                         cwd=here, env=env, capture_output=True, encoding="utf-8", errors="replace")
     assert out.returncode == 0, f"CCCL {cccl}, {arch_id}:\n{out.stdout[-4000:]}"
 
 

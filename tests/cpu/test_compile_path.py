@@ -123,7 +123,7 @@ def test_compile_ltoir_cache_and_dump(tmp_path, monkeypatch):
     cached = list((tmp_path / "c" / "ltoir").glob("*.ltoir"))
     dumped = list((tmp_path / "dump").glob("*.cu"))
     assert len(cached) == 1 and [p.stem for p in dumped] == [cached[0].stem]
-    assert dumped[0].read_text() == TINY
+    assert dumped[0].read_text(encoding="utf-8") == TINY
     assert not list((tmp_path / "c" / "ltoir").glob(".tmp-*"))  # atomic write cleaned up
 
     # different arch / options -> different key

@@ -19,7 +19,7 @@ def probe(folder: Path, code: str) -> str:
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(folder),
                                                        os.environ.get("PYTHONPATH", "")]))
     run = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env,
-                         capture_output=True, text=True)
+                         capture_output=True, encoding="utf-8", errors="replace")
     assert run.returncode == 0, run.stderr
     return run.stdout.strip()
 
@@ -27,7 +27,7 @@ def probe(folder: Path, code: str) -> str:
 def write(root: Path, files: dict[str, str]) -> None:
     for name, text in files.items():
         (root / name).parent.mkdir(parents=True, exist_ok=True)
-        (root / name).write_text(textwrap.dedent(text))
+        (root / name).write_text(textwrap.dedent(text), encoding="utf-8")
 
 
 def test_alias_serves_the_qualified_namespace_by_its_coopgen_name(tmp_path):
@@ -176,17 +176,28 @@ SUITE = {
 
 @pytest.mark.parametrize("compiler", ["numba_cuda", "numba_cuda_mlir"])
 def test_run_counts_each_file_on_each_compiler(tmp_path, compiler, capsys):
+    pytest.importorskip({"numba_cuda": "numba.cuda", "numba_cuda_mlir": "numba_cuda_mlir"}[compiler])
     tests = tmp_path / "python" / "cuda_coop" / "tests"
     write(tests, SUITE)
     table = tmp_path / "table.txt"
     status = coop_suite.main([str(tmp_path), "--compiler", compiler, "--table", str(table),
                               "-q"])
     assert status == 1  # failures
-    rows = {line.split()[0]: line.split()[1:] for line in table.read_text().splitlines()[1:]}
+    rows = {line.split()[0]: line.split()[1:] for line in table.read_text(encoding="utf-8").splitlines()[1:]}
     assert rows["test_names.py"] == ["2", "2", "0", "1"]
     assert rows["test_broken.py"] == ["0", "0", "1", "0"]
     assert rows["total"] == ["2", "2", "1", "1"]
     assert f"kernels compiled by {compiler}" in capsys.readouterr().out
+
+
+def test_a_compiler_not_installed_is_named(tmp_path, monkeypatch, capsys):
+    write(tmp_path / "python" / "cuda_coop" / "tests", SUITE)
+    real = coop_suite.importlib.util.find_spec
+    monkeypatch.setattr(coop_suite.importlib.util, "find_spec",
+                        lambda name, *a: None if name == "numba_cuda_mlir" else real(name, *a))
+    with pytest.raises(SystemExit):
+        coop_suite.main([str(tmp_path), "--compiler", "numba_cuda_mlir"])
+    assert "numba_cuda_mlir is not installed" in capsys.readouterr().err
 
 
 def test_old_suite_takes_no_other_compiler(tmp_path):

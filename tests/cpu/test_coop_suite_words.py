@@ -80,7 +80,7 @@ def test_suite_alias_is_coopgen_coop_with_its_submodules(tmp_path):
              "print(ScanOp.__name__)\n")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(folder),
                                                        os.environ.get("PYTHONPATH", "")]))
-    out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True,
+    out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, encoding="utf-8", errors="replace",
                          check=True)
     assert out.stdout.strip() == "ScanOp"
 
@@ -97,7 +97,7 @@ def test_suite_table_counts_each_file(tmp_path):
             cases += [f"<testcase classname='tests.coop.{name[:-3]}' name='t{i}'>{child}"
                       f"</testcase>" for i in range(n)]
     junit = tmp_path / "junit.xml"
-    junit.write_text(f"<testsuites><testsuite>{''.join(cases)}</testsuite></testsuites>")
+    junit.write_text(f"<testsuites><testsuite>{''.join(cases)}</testsuite></testsuites>", encoding="utf-8")
     table = coop_suite.counts_per_file(junit)
     for name, counts in want.items():
         assert {k: table.get(name, {}).get(k, 0) for k in counts} == counts

@@ -28,7 +28,7 @@ CUDA_MODULES = {"numba": "numba.cuda", "numba_cuda_mlir": "numba_cuda_mlir.cuda"
 
 
 def test_pages_and_nav_agree():
-    nav = (ROOT / "mkdocs.yml").read_text()
+    nav = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
     assert PAGES and all(f": {p.name}" in nav for p in PAGES)
     for entry in headers.load_lock():
         assert f"api/{entry.cccl}/index.md" in nav
@@ -39,7 +39,7 @@ def test_site_builds_strict(tmp_path):
             [sys.executable, "-c", "import mkdocs"]).returncode:
         pytest.skip("mkdocs is not installed (pip install -e '.[dev]')")
     out = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir",
-                          str(tmp_path / "site")], cwd=ROOT, capture_output=True, text=True)
+                          str(tmp_path / "site")], cwd=ROOT, capture_output=True, encoding="utf-8", errors="replace")
     assert out.returncode == 0, out.stderr[-4000:]
     assert (tmp_path / "site" / "api" / "3.0.1" / "block_scan" / "index.html").is_file()
     assert (tmp_path / "site" / "changelog" / "index.html").is_file()
@@ -98,9 +98,9 @@ def _sources(line: str) -> list[Path]:
 def test_shell_blocks_name_what_exists():
     """Shell blocks are not run, but what they name is checked against the repository: coopgen's
     subcommands, the scripts and modules and the options given to them, paths, and extras."""
-    extras = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    extras = set(tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
                  ["optional-dependencies"])
-    cli = (ROOT / "generator" / "cli.py").read_text()
+    cli = (ROOT / "generator" / "cli.py").read_text(encoding="utf-8")
     commands = set(re.findall(r'add_parser\("([\w-]+)"', cli))
     bad, checked = [], 0
     for where, line in _shell_lines():
@@ -117,7 +117,7 @@ def test_shell_blocks_name_what_exists():
             bad += [f"{where}: no extra {e!r} in pyproject.toml" for e in extra.split(",")
                     if e not in extras]
         sources = _sources(line)
-        text = "".join(p.read_text() for p in sources if p.is_file())
+        text = "".join(p.read_text(encoding="utf-8") for p in sources if p.is_file())
         for option in re.findall(r"(?:^|\s)(--[a-z][\w-]*)", line) if sources else ():
             checked += 1
             if f'"{option}"' not in text:
@@ -128,7 +128,7 @@ def test_shell_blocks_name_what_exists():
 def test_journeys_start_with_code_and_end_with_limits():
     """The pages of the nav's "Start here" section open with code (before their first section)
     and close with a "Limits" section."""
-    nav = (ROOT / "mkdocs.yml").read_text()
+    nav = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
     section = nav.split("  - Start here:\n", 1)[1].split("\n  - ", 1)[0]
     journeys = re.findall(r": (\S+\.md)$", section, re.M)
     assert len(journeys) >= 5, journeys
@@ -187,5 +187,5 @@ def test_example_compiles(block, tmp_path, monkeypatch):
                             lambda shape, dtype=np.float64, *_, **__: np.empty(shape, dtype))
     tree = _up_to_last_launch(ast.fix_missing_locations(_Launches().visit(ast.parse(block.code))))
     path = tmp_path / "example.py"  # numba reads kernels' source from a file
-    path.write_text(block.code)
+    path.write_text(block.code, encoding="utf-8")
     exec(compile(tree, str(path), "exec"), {"__name__": "docs_example", "_launch": _launch})

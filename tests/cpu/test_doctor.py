@@ -36,7 +36,7 @@ def test_headers_that_do_not_match_the_lock_exit_1(monkeypatch, tmp_path, capsys
     altered = tmp_path / "shipped"
     shutil.copytree(headers.locate(entry, download=False).include_root, altered)
     target = altered / "cub" / "block" / "block_reduce.cuh"
-    target.write_text(target.read_text() + "\n// edited\n")
+    target.write_text(target.read_text(encoding="utf-8") + "\n// edited\n")
     monkeypatch.setattr(headers, "shipped_folder", lambda e, package_dir=None: altered)
     monkeypatch.setattr(headers, "wheel_root", lambda e: None)
     monkeypatch.setattr(headers, "_toolkit_roots", lambda: [])
@@ -171,7 +171,7 @@ def test_a_system_toolkit_without_version_json_is_known_by_its_cuda_h(tmp_path, 
     library.write_bytes(b"")
     (root / header).parent.mkdir(parents=True)
     number = expected[1] * 1000 + int(expected[0].split(".")[1]) * 10
-    (root / header).write_text(f"#ifndef CUDA_H\n#define CUDA_VERSION {number}\n#endif\n")
+    (root / header).write_text(f"#ifndef CUDA_H\n#define CUDA_VERSION {number}\n#endif\n", encoding="utf-8")
     assert toolchain.cuda_version_of(str(library)) == expected
     (root / header).unlink()
     assert toolchain.cuda_version_of(str(library)) == ("?", None)

@@ -26,7 +26,7 @@ def test_default_wheel_is_the_builds():
     dependency on it would fight the CUDA toolkit's own CCCL pin."""
     from pathlib import Path
 
-    pyproject = headers.tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())
+    pyproject = headers.tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text(encoding="utf-8"))
     assert headers.load_lock()[0].wheel in pyproject["build-system"]["requires"]
     assert not any(r.startswith("nvidia-cuda-cccl") for r in pyproject["project"]["dependencies"])
 
@@ -58,7 +58,7 @@ def _lock_with(tmp_path, **changes):
     lines = ["[[entry]]"] + [f"{k} = {v!r}".replace("'", '"') for k, v in fields.items()
                              if v is not None]
     path = tmp_path / "cub_headers.lock"
-    path.write_text("\n".join(lines) + "\n")
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
 
 
@@ -117,7 +117,7 @@ def test_altered_headers_are_refused(monkeypatch, tmp_path):
     cached = tmp_path / "cccl" / entry.wheel_version / headers.WHEEL_INCLUDE_DIR
     shutil.copytree(real, cached)
     target = cached / "cub" / "block" / "block_reduce.cuh"
-    target.write_text(target.read_text() + "\n// edited\n")
+    target.write_text(target.read_text(encoding="utf-8") + "\n// edited\n")
     monkeypatch.setenv("COOPGEN_CACHE_DIR", str(tmp_path))
     monkeypatch.setenv("COOPGEN_NO_DOWNLOAD", "1")
     monkeypatch.setattr(headers, "wheel_root", lambda e: None)

@@ -26,13 +26,13 @@ def test_add_to_lock_keeps_default_first_then_newest_first(tmp_path):
     """Removing an entry and adding it back gives the same bytes: the order depends only on
     which releases the lock holds."""
     lock = tmp_path / "cub_headers.lock"
-    original = headers.lock_path().read_text()
-    lock.write_text(original)
+    original = headers.lock_path().read_text(encoding="utf-8")
+    lock.write_text(original, encoding="utf-8")
     middle = ENTRIES[len(ENTRIES) // 2]
     head, blocks = lock_add._split_lock(original)
-    lock.write_text(head + "\n".join(b for b in blocks if f'cccl = "{middle.cccl}"' not in b))
+    lock.write_text(head + "\n".join(b for b in blocks if f'cccl = "{middle.cccl}"' not in b), encoding="utf-8")
     assert lock_add.add_to_lock(lock, middle, default=False) == "added"
-    assert lock.read_text() == original
+    assert lock.read_text(encoding="utf-8") == original
     assert lock_add.add_to_lock(lock, middle, default=False) == "unchanged"
     other = dataclasses.replace(middle, wheel_sha256="0" * 64)
     with pytest.raises(headers.HeaderError, match=f"entry CCCL {middle.cccl} is already there"):
@@ -48,7 +48,7 @@ def test_nearest_entry():
 
 def _overrides(tmp_path, text):
     path = tmp_path / "overrides.toml"
-    path.write_text(text)
+    path.write_text(text, encoding="utf-8")
     return path
 
 
@@ -117,7 +117,7 @@ def test_internal_template_parameters_are_no_keywords():
 def test_nav_lists_every_entry():
     import pathlib
 
-    text = (pathlib.Path(cli.docs_api_dir()).parent.parent / "mkdocs.yml").read_text()
+    text = (pathlib.Path(cli.docs_api_dir()).parent.parent / "mkdocs.yml").read_text(encoding="utf-8")
     assert emit_nav(text, ENTRIES) == text, "run `coopgen generate`"
     for entry in ENTRIES:
         assert f"api/{entry.cccl}/index.md" in text.split(NAV_BEGIN)[1].split(NAV_END)[0]
@@ -126,7 +126,7 @@ def test_nav_lists_every_entry():
 def test_release_matrix_has_no_drift():
     models = [cli.load_model(e) for e in ENTRIES]
     page = emit_release_matrix(ENTRIES, models, [frozenset(bound_keys(m)) for m in models])
-    assert (cli.docs_api_dir() / "releases.md").read_text() == page, "run `coopgen generate`"
+    assert (cli.docs_api_dir() / "releases.md").read_text(encoding="utf-8") == page, "run `coopgen generate`"
     assert "excluded in this release" in page
 
 
@@ -183,7 +183,7 @@ with block_shape(32):
         print(str(e))
 '''
     env = dict(os.environ, COOPGEN_CCCL="3.2.0")
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, encoding="utf-8", errors="replace",
                          cwd=tmp_path)
     assert "Reduce(const InputType &, ReductionOp) is not bound: excluded in this release: " \
            "CUB's range overload" in out.stdout, out.stdout + out.stderr

@@ -347,7 +347,7 @@ def _module(cases: list[Case], path):
             lines.append(f"    {s}")
         lines.append(f"    {c.call}")
         lines.append("")
-    path.write_text("\n".join(lines))
+    path.write_text("\n".join(lines), encoding="utf-8")
     spec = importlib.util.spec_from_file_location(path.stem, path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)

@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_layout():
-    cfg = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    cfg = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]
     assert cfg["package-dir"] == {"coopgen": "bindings", "coopgen.generator": "generator"}
     assert "packages" not in cfg  # setup.py finds them, the lock entries' packages among them
     assert not (ROOT / "coopgen").exists()  # would shadow the installed package
@@ -33,7 +33,7 @@ def plain_install(tmp_path_factory):
         fcntl.flock(lock, fcntl.LOCK_EX)
         out = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps",
                               "--target", str(target), str(ROOT)], capture_output=True,
-                             text=True)
+                             encoding="utf-8", errors="replace")
     assert out.returncode == 0, out.stderr[-3000:]
     return target
 
@@ -41,7 +41,7 @@ def plain_install(tmp_path_factory):
 def _run(target, *args, cwd):
     env = {"PYTHONPATH": str(target), "PATH": os.environ.get("PATH", ""),
            "HOME": os.environ.get("HOME", str(cwd))}
-    return subprocess.run([sys.executable, *args], cwd=cwd, capture_output=True, text=True,
+    return subprocess.run([sys.executable, *args], cwd=cwd, capture_output=True, encoding="utf-8", errors="replace",
                           env=env)
 
 
@@ -66,7 +66,7 @@ def test_the_build_ships_the_default_entrys_headers():
     """setup.py copies the default lock entry's headers into the package from the wheel that
     [build-system] requires; a runtime dependency on that wheel would fight the toolkit's CCCL."""
     from coopgen.generator.headers import load_lock
-    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
     default = load_lock()[0]
     assert default.wheel in pyproject["build-system"]["requires"]
     assert not any(r.startswith("nvidia-cuda-cccl") for r in pyproject["project"]["dependencies"])
@@ -76,14 +76,14 @@ def test_plain_install_ships_headers_and_types(plain_install):
     from coopgen.generator.headers import load_lock
     entry = load_lock()[0]
     shipped = plain_install / "coopgen" / "_cccl" / entry.cccl
-    assert (shipped / "DIGEST").read_text().strip() == entry.headers_digest
+    assert (shipped / "DIGEST").read_text(encoding="utf-8").strip() == entry.headers_digest
     assert (shipped / "cub" / "block" / "block_reduce.cuh").is_file()
     assert (plain_install / "coopgen" / "py.typed").is_file()
 
 
 def test_packaged_lock_is_the_checkouts():
-    assert (ROOT / "bindings" / "_generated" / "cub_headers.lock").read_text() == \
-        (ROOT / "cub_headers.lock").read_text()
+    assert (ROOT / "bindings" / "_generated" / "cub_headers.lock").read_text(encoding="utf-8") == \
+        (ROOT / "cub_headers.lock").read_text(encoding="utf-8")
 
 
 def test_cli_works_from_a_plain_install(plain_install, tmp_path):

@@ -283,7 +283,7 @@ print(json.dumps([run(3), run(4), run(300), calls]))
 def _tuned(tmp_path, forbid_timer: bool):
     env = {**__import__("os").environ, autotune.CACHE_ENV: str(tmp_path)}
     out = subprocess.run([sys.executable, "-c", _TUNED.format(forbid_timer=forbid_timer)],
-                         check=True, capture_output=True, text=True, cwd=ROOT, env=env)
+                         check=True, capture_output=True, encoding="utf-8", errors="replace", cwd=ROOT, env=env)
     return json.loads(out.stdout.splitlines()[-1])
 
 
@@ -294,7 +294,7 @@ def test_autotune_keeps_the_fastest_and_a_second_process_reuses_it(tmp_path):
     assert first[:3] == [2, 2, 2]
     assert first[3] == [1, 1, 2, 2, 4, 4, 2, 2, 1, 1, 2, 2, 4, 2]
     (cache,) = tmp_path.glob("t-v1-fake-gpu.json")
-    assert json.loads(cache.read_text()) == {'["4"]': {"vectors": 2}, '["512"]': {"vectors": 2}}
+    assert json.loads(cache.read_text(encoding="utf-8")) == {'["4"]': {"vectors": 2}, '["512"]': {"vectors": 2}}
     second = _tuned(tmp_path, forbid_timer=True)
     assert second == [2, 2, 2, [2, 2, 2]]
 

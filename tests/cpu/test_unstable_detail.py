@@ -45,7 +45,7 @@ def test_is_full_tile_is_a_required_bool(given, error, tmp_path):
            f"def k(x):\n    keys = local.array(4, np.int32)\n"
            f"    block.block_topk.max_keys(keys, 2, 512{given})\n")
     path = tmp_path / "k.py"
-    path.write_text(src)
+    path.write_text(src, encoding="utf-8")
     scope: dict = {}
     exec(compile(src, str(path), "exec"), scope)
     with block_shape(128), pytest.raises((TypingError, CudaTypingError), match=error):

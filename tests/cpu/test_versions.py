@@ -11,7 +11,7 @@ from packaging.version import Version
 from coopgen import versions
 
 ROOT = Path(__file__).resolve().parents[2]
-DECLARED = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+DECLARED = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["dependencies"]
 
 
 def test_this_environment_is_supported():
@@ -39,12 +39,12 @@ def test_check_raises_one_import_error_naming_each(monkeypatch):
         versions.check()
 
 
-PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
 
 
 def _pins(name: str) -> dict[str, str]:
     pins = {}
-    for line in (ROOT / ".ci" / name).read_text().splitlines():
+    for line in (ROOT / ".ci" / name).read_text(encoding="utf-8").splitlines():
         if line.strip() and not line.startswith("#"):
             package, version = line.split("==")
             pins[package.strip()] = version.strip()

@@ -24,5 +24,5 @@ def test_example_runs(block, tmp_path):
         pytest.importorskip("torch")
     code = for_compiler(block.code)
     path = tmp_path / "docs_example.py"  # numba needs the source in a file
-    path.write_text(code)
+    path.write_text(code, encoding="utf-8")
     exec(compile(code, str(path), "exec"), {"__name__": "docs_example"})

@@ -43,12 +43,12 @@ SCRIPT = textwrap.dedent('''
 @pytest.mark.parametrize("dtype,threads,items", [("int32", 128, 4), ("int64", 1024, 16)])
 def test_second_process_loads_the_kernel(tmp_path, dtype, threads, items):
     (tmp_path / "cached_kernel.py").write_text(SCRIPT.format(dtype=dtype, threads=threads,
-                                                             items=items))
+                                                             items=items), encoding="utf-8")
     env = dict(os.environ, COOPGEN_CACHE_DIR=str(tmp_path / "shims"))
     runs = []
     for _ in range(2):
         out = subprocess.run([sys.executable, "cached_kernel.py"], cwd=tmp_path, env=env,
-                             capture_output=True, text=True)
+                             capture_output=True, encoding="utf-8", errors="replace")
         assert out.returncode == 0, out.stderr[-3000:]
         runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
     assert runs[0]["ok"] and runs[1]["ok"]

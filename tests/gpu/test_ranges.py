@@ -108,10 +108,10 @@ def test_range_overloads_under_cccl_3_5_0(tmp_path):
         locate(entry)
     except HeaderError as e:  # no wheel, no cache and no network: nothing to compile against
         pytest.skip(f"CCCL 3.5.0 headers unavailable: {e}")
-    (tmp_path / "ranges.py").write_text(SCRIPT)
+    (tmp_path / "ranges.py").write_text(SCRIPT, encoding="utf-8")
     env = dict(os.environ, COOPGEN_CCCL="3.5.0")
     out = subprocess.run([sys.executable, "ranges.py"], cwd=tmp_path, env=env,
-                         capture_output=True, text=True)
+                         capture_output=True, encoding="utf-8", errors="replace")
     assert out.returncode == 0, out.stderr[-4000:]
     r = json.loads(out.stdout.strip().splitlines()[-1])
     assert r["reduce_items"] == r["want"]

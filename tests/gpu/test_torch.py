@@ -271,7 +271,7 @@ print(json.dumps([repr(trn._run.best[key]), len(trn._run.timings)]))
 def test_autotune_cache_reused_by_a_second_process(tmp_path):
     env = {**os.environ, "COOPGEN_AUTOTUNE_CACHE": str(tmp_path)}
     runs = [json.loads(subprocess.run([sys.executable, "-c", _SECOND], env=env, cwd=ROOT,
-                                      check=True, capture_output=True, text=True
+                                      check=True, capture_output=True, encoding="utf-8", errors="replace"
                                       ).stdout.splitlines()[-1]) for _ in range(2)]
     assert runs[0][1] == 1 and runs[1] == [runs[0][0], 0]  # timed once, then read
     assert len(list(tmp_path.glob("examples.rms_norm-v1-*.json"))) == 1

@@ -138,14 +138,14 @@ def build_apps_library(arch: str = "sm_90") -> ctypes.CDLL:
     from coopgen.model import registry
     d = tempfile.mkdtemp(prefix="coopgen-apps-")
     src, lib = os.path.join(d, "apps.cu"), os.path.join(d, "libapps.so")
-    with open(src, "w") as f:
+    with open(src, "w", encoding="utf-8") as f:
         f.write(APPS_CU)
     cmd = ["nvcc", "-O3", f"-arch={arch}", "-Xptxas=-v", "-shared", "-Xcompiler", "-fPIC",
            f"-I{registry.include_dir()}", "-o", lib, src]
-    res = subprocess.run(cmd, capture_output=True, text=True)
+    res = subprocess.run(cmd, capture_output=True, encoding="utf-8", errors="replace")
     if res.returncode:
         raise RuntimeError(res.stderr[-4000:])
-    with open(lib + ".log", "w") as f:
+    with open(lib + ".log", "w", encoding="utf-8") as f:
         f.write(res.stderr)
     so = ctypes.CDLL(lib)
     so.scan_temp_bytes.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_size_t)]

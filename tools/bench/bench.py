@@ -60,17 +60,17 @@ def build_native(kind: str = "cubin", arch: str = "sm_90") -> str:
     from coopgen.model import registry
     d = tempfile.mkdtemp(prefix="coopgen-bench-")  # CuPy loads lazily: keep the file
     src = os.path.join(d, "native.cu")
-    with open(src, "w") as f:
+    with open(src, "w", encoding="utf-8") as f:
         f.write(NATIVE_CU)
     out = os.path.join(d, f"native.{kind}")
     cmd = ["nvcc", "-O3", f"-arch={arch}", f"-{kind}", f"-I{registry.include_dir()}",
            "-o", out, src]
     if kind == "cubin":
         cmd.insert(1, "-Xptxas=-v")
-    res = subprocess.run(cmd, capture_output=True, text=True)
+    res = subprocess.run(cmd, capture_output=True, encoding="utf-8", errors="replace")
     if res.returncode:
         raise RuntimeError(res.stderr[-4000:])
-    with open(out + ".log", "w") as f:
+    with open(out + ".log", "w", encoding="utf-8") as f:
         f.write(res.stderr)
     return out
 
@@ -243,7 +243,7 @@ def compile_rows(names, repeats: int = COMPILE_REPEATS) -> list[dict]:
                     run_env = dict(env, COOPGEN_BENCH_KERNEL_CACHE="1" if "cached" in state
                                    else "0", COOPGEN_BENCH_LATER="1" if state == "cold" else "0")
                     out = subprocess.run([sys.executable, __file__, "compile-one", name],
-                                         env=run_env, capture_output=True, text=True)
+                                         env=run_env, capture_output=True, encoding="utf-8", errors="replace")
                     if out.returncode:
                         raise RuntimeError(out.stderr[-3000:])
                     r = json.loads(out.stdout.strip().splitlines()[-1])
@@ -280,7 +280,7 @@ def resources(names) -> None:
     import numpy as np
     from coopgen.linkcheck import link_as_launched, parse_link_log
 
-    native, _, _ = parse_link_log(open(build_native() + ".log").read())
+    native, _, _ = parse_link_log(open(build_native() + ".log", encoding="utf-8").read())
     print(f"{'case':12} {'regs coopgen/native':>20} {'smem coopgen/native':>20}")
     for name in names:
         case = CASES[name]
@@ -312,9 +312,9 @@ def environment(modules=()) -> dict:
     try:
         info["gpu"] = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version",
                                       "--format=csv,noheader"], capture_output=True,
-                                     text=True).stdout.strip()
+                                     encoding="utf-8", errors="replace").stdout.strip()
         info["nvcc"] = subprocess.run(["nvcc", "--version"], capture_output=True,
-                                      text=True).stdout.strip().splitlines()[-1]
+                                      encoding="utf-8", errors="replace").stdout.strip().splitlines()[-1]
     except OSError:
         pass
     return info
@@ -334,10 +334,10 @@ def write_results(what: str, results: dict, md: list[str]) -> None:
     if compiler_name() != "numba":
         what = f"{what}-{compiler_name()}"
     path = os.path.join(results_dir, f"{what}.json")
-    with open(path, "w") as f:
+    with open(path, "w", encoding="utf-8") as f:
         json.dump(results, f, indent=1, default=str)
         f.write("\n")
-    with open(os.path.join(results_dir, f"{what}.md"), "w") as f:
+    with open(os.path.join(results_dir, f"{what}.md"), "w", encoding="utf-8") as f:
         f.write("\n\n".join(md) + "\n")
     try:
         import matplotlib  # noqa: F401

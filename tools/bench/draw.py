@@ -167,7 +167,7 @@ def draw(paths=None, img_dir: str = IMG_DIR) -> list[str]:
     paths = sorted(glob.glob(os.path.join(RESULTS_DIR, "*.json"))) if not paths else paths
     results = []
     for p in paths:
-        with open(p) as f:
+        with open(p, encoding="utf-8") as f:
             results.append(json.load(f))
     written = []
     for compiler in sorted({compiler_of(r) for r in results}):

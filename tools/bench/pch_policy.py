@@ -89,7 +89,7 @@ def main(argv):
             with tempfile.TemporaryDirectory() as cache:
                 env = dict(os.environ, COOPGEN_CACHE_DIR=cache)
                 out = subprocess.run([sys.executable, __file__, "one", policy, ",".join(kernels)],
-                                     env=env, capture_output=True, text=True)
+                                     env=env, capture_output=True, encoding="utf-8", errors="replace")
             if out.returncode:
                 sys.exit(out.stderr[-3000:])
             results[policy].append(json.loads(out.stdout.strip().splitlines()[-1]))

@@ -93,7 +93,7 @@ def main(argv):
             for state in ("cold", "warm", "kernel-cache 1st", "kernel-cache 2nd"):
                 run_env = dict(env, COOPGEN_BENCH_KERNEL_CACHE="1" if "kernel" in state else "0")
                 out = subprocess.run([sys.executable, __file__, "one", name, str(top)],
-                                     env=run_env, capture_output=True, text=True)
+                                     env=run_env, capture_output=True, encoding="utf-8", errors="replace")
                 if out.returncode:
                     print(out.stderr[-3000:])
                     continue

@@ -543,7 +543,7 @@ def summary_lines(s: dict) -> list[str]:
 def _merge(path: str, row: dict, env: dict) -> list[dict]:
     """The file's shapes with ``row`` added (or replacing the same shape's); written back."""
     try:
-        with open(path) as f:
+        with open(path, encoding="utf-8") as f:
             saved = json.load(f)
     except (OSError, ValueError):
         saved = {}
@@ -551,7 +551,7 @@ def _merge(path: str, row: dict, env: dict) -> list[dict]:
     rows = [r for r in saved.get("rmsnorm", []) if (r["dtype"], r["rows"], r["hidden"]) != key]
     rows.append(row)
     rows.sort(key=lambda r: (DTYPES.index(r["dtype"]), r["hidden"], r["rows"]))
-    with open(path, "w") as f:
+    with open(path, "w", encoding="utf-8") as f:
         json.dump({"environment": env, "rmsnorm": rows, "summary": summary(rows)}, f, indent=1)
     return rows
 
@@ -586,7 +586,7 @@ def main(argv=None) -> int:
                         help="use the autotuner's usual cache (default: a fresh one)")
     args = parser.parse_args(argv)
     if args.table:
-        with open(args.table) as f:
+        with open(args.table, encoding="utf-8") as f:
             rows = json.load(f)["rmsnorm"]
         print("\n".join(table_lines(rows) + [""] + summary_lines(summary(rows))))
         return 0

@@ -65,13 +65,13 @@ def build_flashinfer(include: str, curand: str | None, arch: str, work: str | No
     work = Path(work or tempfile.mkdtemp(prefix="fi-sampling-"))
     if (work / "libfi.so").is_file():
         return _load(work / "libfi.so")
-    (work / "harness.cu").write_text(HARNESS)
+    (work / "harness.cu").write_text(HARNESS, encoding="utf-8")
     cmd = ["nvcc", "-O3", "-std=c++17", f"-arch={arch}", "--shared", "-Xcompiler", "-fPIC",
            "--expt-relaxed-constexpr", "-I", include, str(work / "harness.cu"), "-o",
            str(work / "libfi.so")]
     if curand:
         cmd[1:1] = ["-I", curand]
-    res = subprocess.run(cmd, capture_output=True, text=True)
+    res = subprocess.run(cmd, capture_output=True, encoding="utf-8", errors="replace")
     if res.returncode:
         raise RuntimeError(f"nvcc failed:\n{res.stderr[-4000:]}")
     return _load(work / "libfi.so")
@@ -214,7 +214,7 @@ def main(argv=None) -> int:
            "reps": REPS, "runs": RUNS}
     info = {"environment": env, "sampling": rows}  # tools/bench/draw.py's sampling.svg
     if args.json:
-        Path(args.json).write_text(json.dumps(info, indent=1) + "\n")
+        Path(args.json).write_text(json.dumps(info, indent=1) + "\n", encoding="utf-8")
     return 0
 
 

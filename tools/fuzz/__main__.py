@@ -56,7 +56,7 @@ def main(argv=None) -> int:
     if a.list:
         return _list_overloads()
     if a.repro or a.repro_file:
-        lines = [a.repro] if a.repro else open(a.repro_file).read().split("\n")
+        lines = [a.repro] if a.repro else open(a.repro_file, encoding="utf-8").read().split("\n")
         configs = [space.Config.from_json(ln) for ln in lines if ln.strip()]
         seed = None
     else:
@@ -98,7 +98,7 @@ def main(argv=None) -> int:
           ", ".join(f"{n} {s}" for s, n in sorted(counts.items())) +
           f" (seed {seed}); {len(skipped)} overloads skipped (--list says why)")
     if a.json:
-        with open(a.json, "w") as f:
+        with open(a.json, "w", encoding="utf-8") as f:
             json.dump({"seed": seed, "wall_s": wall, "counts": dict(counts),
                        "results": [{"status": r.status, "detail": r.detail,
                                     "config": json.loads(r.config.to_json())} for r in results],

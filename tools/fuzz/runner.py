@@ -237,7 +237,7 @@ def build_kernel(configs):
                                                  f"from {compiler()} import cuda", 1)
     name = f"fuzz_{zlib.crc32(src.encode()):08x}"
     path = os.path.join(_module_dir, name + ".py")
-    with open(path, "w") as f:
+    with open(path, "w", encoding="utf-8") as f:
         f.write(src)
     spec = importlib.util.spec_from_file_location(name, path)
     mod = importlib.util.module_from_spec(spec)
