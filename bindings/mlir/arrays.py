@@ -8,6 +8,7 @@ from numba_cuda_mlir import extending as ext
 from numba_cuda_mlir._mlir.dialects import memref
 from numba_cuda_mlir.models import ArrayModel, CPointerModel, IntegerModel, OpaqueModel
 from numba_cuda_mlir.numba_cuda import types
+from numba_cuda_mlir.numba_cuda.core import errors
 from numba_cuda_mlir.numba_cuda.typing.npydecl import parse_dtype
 from numba_cuda_mlir.numba_cuda.typing.templates import AbstractTemplate, signature
 
@@ -112,6 +113,18 @@ def _literal(ty):
     return ty.literal_value if isinstance(ty, types.IntegerLiteral) else None
 
 
+def _ask_for_a_literal(name: str, args, kws):
+    """A size given as a run-time int: numba's literal dispatch types it as its value when it
+    is a kernel argument (the kernel compiles once per value, as cuda.coop's ThreadData(n)
+    with a kernel argument n does); anything else stays the error below."""
+    position = ARRAY_PARAMETERS.index(name)
+
+    def folded(args, kws):
+        return tuple(args) + tuple(kws[k] for k in ARRAY_PARAMETERS[len(args):] if k in kws)
+
+    raise errors.ForceLiteralArg({position}, folded)
+
+
 def array_type(space: str, args, kws, cls=SizedArray) -> SizedArray:
     """The type of an array call, from its arguments by position or keyword."""
     where = f"coopgen.{space}.array"
@@ -120,6 +133,8 @@ def array_type(space: str, args, kws, cls=SizedArray) -> SizedArray:
         raise CoopgenError(f"{where}: takes (shape, dtype, alignment=None); got "
                            f"{len(args)} positional arguments and {sorted(kws)}")
     shape = given["shape"]
+    if isinstance(shape, types.Integer) and _literal(shape) is None:
+        _ask_for_a_literal("shape", args, kws)
     shape = tuple(shape) if isinstance(shape, types.BaseTuple) else (shape,)
     dims = tuple(_literal(n) for n in shape)
     if None in dims or min(dims) < 1:

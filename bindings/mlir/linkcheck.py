@@ -47,14 +47,24 @@ def link_ptx(kernel, sig, *, arch=(9, 0), pieces=None) -> str:
 @contextlib.contextmanager
 def launch_config_on_cpu(kernel, block, args=()):
     """Compile as ``kernel[grid, block](*args)`` would, without a GPU to launch on (the block
-    shape; sizes from the launch's arguments are not read by this backend yet)."""
+    shape; a size read from a kernel argument comes through literal dispatch, which
+    link_as_launched follows as the launch does)."""
     with block_shape(block):
         yield
 
 
 def link_as_launched(kernel, block, *args, arch=(9, 0)):
     """Link ``kernel`` as ``kernel[grid, block](*args)`` would compile it."""
+    from numba_cuda_mlir.numba_cuda import types
+    from numba_cuda_mlir.numba_cuda.core.errors import ForceLiteralArg
     from numba_cuda_mlir.numba_cuda.typing.typeof import Purpose, typeof
     sig = tuple(typeof(a, Purpose.argument) for a in args)
     with launch_config_on_cpu(kernel, block, args):
-        return link_cubin(kernel, sig, arch=arch)
+        while True:
+            try:
+                return link_cubin(kernel, sig, arch=arch)
+            except ForceLiteralArg as request:  # the dispatcher's literal re-entry
+                if any(isinstance(sig[i], types.Literal) for i in request.requested_args):
+                    raise
+                sig = tuple(types.literal(a) if i in request.requested_args else t
+                            for i, (a, t) in enumerate(zip(args, sig)))

@@ -272,6 +272,11 @@ class CallRewrite:
         if shape is None or len(args) > 2 or kws:
             raise self.error("coop.ThreadData: takes (items_per_thread, dtype=None), and "
                              "alignment= by keyword")
+        if self.trace.value(shape)[0] is UNKNOWN and not isinstance(
+                self.trace.definition(shape), self.ir.arg):  # a kernel argument: literal dispatch
+            raise self.error("coop.ThreadData: items_per_thread must be known when the kernel "
+                             "compiles: a constant, a global or a kernel argument (one kernel "
+                             "per value); got a value computed at run time")
         array = self.arrays["local"]
         given = self.trace.value(dtype)[0] if dtype is not None else None
         if given in (int, float):  # cuda.coop: Python's int and float are 32-bit

@@ -25,3 +25,29 @@ def test_group_call_links(case, compiler):
     args = case.inputs(dtype, threads, np.random.default_rng(0))
     res = link_as_launched(case.make(cuda, **case.params), block, *args)
     assert res.kernel.local_bytes == 0 and res.kernel.spill_stores == 0
+
+
+@pytest.mark.parametrize("compiler", COMPILERS)
+def test_thread_data_sized_by_a_kernel_argument_compiles_per_value(compiler):
+    """cuda.coop's examples size ThreadData by a kernel argument: each value the launch passes
+    compiles its own kernel (numba's literal dispatch), with the items the value says."""
+    from coopgen import coop
+    from coopgen.linkcheck import link_as_launched
+    cuda = importlib.import_module(compiler).cuda
+
+    @cuda.jit
+    def tile_sum(source, output, items_per_thread):
+        block = coop.this_block()
+        items = coop.ThreadData(items_per_thread)
+        coop.load(block, source, items)
+        total = coop.sum(block, items)
+        if block.rank() == 0:
+            output[0] = total
+
+    cubins = set()
+    for items_per_thread in (1, 3):
+        source = np.arange(64 * items_per_thread, dtype=np.int32)
+        res = link_as_launched(tile_sum, 64, source, np.zeros(1, np.int32), items_per_thread)
+        assert res.kernel.local_bytes == 0 and res.kernel.spill_stores == 0
+        cubins.add(res.cubin)
+    assert len(cubins) == 2  # one kernel per value

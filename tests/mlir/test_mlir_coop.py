@@ -104,8 +104,8 @@ def thread_data_never_passed(d_in, d_out):
     items[0] = 1
 
 
-def thread_data_sized_by_an_argument(d_in, d_out, items_per_thread):
-    items = coop.ThreadData(items_per_thread)
+def thread_data_sized_at_run_time(d_in, d_out, items_per_thread):
+    items = coop.ThreadData(d_in[0])
     coop.block.load(d_in, items, items_per_thread)
 
 
@@ -122,12 +122,12 @@ def thread_data_three_arguments(d_in, d_out):
                         r"cub::BLOCK_LOAD_TRANSPOSE.*size_in_bytes is smaller than required"),
     (thread_data_never_passed, "never passed to a primitive, so its dtype cannot be inferred"),
     (thread_data_three_arguments, r"coop.ThreadData: takes \(items_per_thread, dtype=None\)"),
-    (thread_data_sized_by_an_argument, r"shape=int64 must be a positive compile-time constant.*"
-                                       r"numba-cuda-mlir compiles a kernel argument as a run-time"),
+    (thread_data_sized_at_run_time, r"coop.ThreadData: items_per_thread must be known when the "
+                                    r"kernel compiles.*got a value computed at run time"),
 ])
 def test_errors_at_compile_time_in_cuda_coops_words(kernel, words):
     with pytest.raises((TypingError, CoopgenError), match=words):
-        _link(kernel, I32, I32, *[4] * (kernel is thread_data_sized_by_an_argument))
+        _link(kernel, I32, I32, *[4] * (kernel is thread_data_sized_at_run_time))
 
 
 @pytest.mark.gpu
