@@ -20,6 +20,8 @@ REDUCE_OPERATORS = {k: k for k in ("sum", "+", "add", "plus", "min", "minimum", 
 REDUCE_OPERATORS["prod"] = "*"
 
 _STORAGE = ("temp_storage", "temp_storage")
+#: cuda.coop traps on a run-time valid_items outside the group's tile (coopgen.resolve.groups)
+_VALID_SRC = (("valid_items", "items", "src"),)
 
 
 def _block_scan(target: str, *extra) -> Route:
@@ -97,10 +99,11 @@ ROUTES = {
     "sum": {
         "block": Route("block.sum", (("value", "src"), ("broadcast", None),
                                      ("valid_items", "num_valid"), ("algorithm", "algorithm"),
-                                     _STORAGE), broadcast=True),
+                                     _STORAGE), broadcast=True, bounds=_VALID_SRC),
         "warp": Route("warp.sum", (("value", "src"), ("broadcast", None),
                                    ("valid_items", "valid_items"), ("algorithm", None),
-                                   ("temp_storage", None)), broadcast=True),
+                                   ("temp_storage", None)), broadcast=True,
+                      bounds=_VALID_SRC),
         "thread": Route("helper:thread_sum", (("value", "src"), ("broadcast", None)),
                         broadcast=True),
     },
@@ -108,11 +111,11 @@ ROUTES = {
         "block": Route("block.reduce", (("value", "src"), ("binary_op", "binary_op"),
                                         ("broadcast", None), ("valid_items", "num_valid"),
                                         ("algorithm", "algorithm"), _STORAGE),
-                       defaults={"binary_op": "+"}, broadcast=True),
+                       defaults={"binary_op": "+"}, broadcast=True, bounds=_VALID_SRC),
         "warp": Route("warp.reduce", (("value", "src"), ("binary_op", "binary_op"),
                                       ("broadcast", None), ("valid_items", "valid_items"),
                                       ("algorithm", None), ("temp_storage", None)),
-                      defaults={"binary_op": "+"}, broadcast=True),
+                      defaults={"binary_op": "+"}, broadcast=True, bounds=_VALID_SRC),
     },
     "exclusive_sum": {"block": _block_scan("block.exclusive_sum"),
                       "warp": _warp_scan("warp.exclusive_sum")},
@@ -137,12 +140,14 @@ ROUTES = {
                                       ("algorithm", "algorithm"),
                                       ("valid_items", "num_valid_items"),
                                       ("oob_default", "oob_default"), ("offset", None), _STORAGE),
-                       positional=2, result="output", output="dst"),
+                       positional=2, result="output", output="dst",
+                       bounds=(("valid_items", "items", "dst"),)),
         "warp": Route("warp.load", (("source", "src"), ("output", "dst"),
                                     ("algorithm", "algorithm"),
                                     ("valid_items", "num_valid_items"),
                                     ("oob_default", "oob_default"), ("offset", None), _STORAGE),
-                      positional=2, result="output", output="dst", warp_tile="dst"),
+                      positional=2, result="output", output="dst", warp_tile="dst",
+                      bounds=(("valid_items", "items", "dst"),)),
     },
     "store": {
         "block": Route("block.store", (("destination", "dst"), ("value", "src"),
@@ -150,13 +155,13 @@ ROUTES = {
                                        ("valid_items", "num_valid_items"), ("offset", None),
                                        _STORAGE),
                        positional=2, result="none", wrap=("value", "destination"),
-                       hook=store_keeps_items),
+                       hook=store_keeps_items, bounds=_VALID_SRC),
         "warp": Route("warp.store", (("destination", "dst"), ("value", "src"),
                                      ("algorithm", "algorithm"),
                                      ("valid_items", "num_valid_items"), ("offset", None),
                                      _STORAGE),
                       positional=2, result="none", wrap=("value", "destination"),
-                      hook=store_keeps_items, warp_tile="src"),
+                      hook=store_keeps_items, warp_tile="src", bounds=_VALID_SRC),
     },
     "exchange": {
         "block": Route("block.exchange", (("value", "items"), ("mode", "block_exchange_type"),
@@ -174,7 +179,8 @@ ROUTES = {
                                          ("distance", "distance"), _STORAGE),
                        result="new", output="output_items", defaults={"mode": "down"},
                        values={"mode": {"down": "Down", "up": "Up", "offset": "Offset",
-                                        "rotate": "Rotate"}}),
+                                        "rotate": "Rotate"}},
+                       bounds=(("distance", "distance", None),)),
     },
     "adjacent_difference": {
         "block": Route("block.adjacent_difference", (
@@ -184,6 +190,7 @@ ROUTES = {
             ("tile_successor_item", "tile_successor_item"), _STORAGE),
             result="new", output="output_items",
             defaults={"direction": "left", "difference_op": "-"},
+            bounds=(("valid_items", "items", "items"),),
             values={"direction": {"left": "SubtractLeft", "right": "SubtractRight"}}),
     },
     "discontinuity": {"block": Route("block.discontinuity", _DISCONTINUITY, choose=(

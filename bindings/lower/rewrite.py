@@ -7,10 +7,13 @@ temp_storage=ts)``; Python operators become device functions; ``ThreadData(n)`` 
 whose type carries the shape (items per thread and bins are inferred from it)."""
 import types as pytypes
 
+from llvmlite import ir as llvm_ir
 from numba import cuda as _cuda
+from numba.cuda import types
 from numba.cuda.core import ir
 from numba.cuda.core.ir_utils import get_definition, guard
 from numba.cuda.core.rewrites import Rewrite, register_rewrite
+from numba.cuda.extending import intrinsic
 
 from ..resolve.entry import Entry
 from ..resolve.group_calls import GroupCallRewrite
@@ -22,6 +25,16 @@ from .arrays import local_array, shared_array, thread_data_array
 from .describe import device_function
 from .errors import CoopgenTypeError
 from .bundle import launch_config
+
+@intrinsic
+def device_trap(typingctx):
+    """PTX ``trap``: the kernel stops with a launch failure (cuda.coop's run-time checks)."""
+    def codegen(context, builder, signature, args):
+        builder.call(builder.module.declare_intrinsic("llvm.trap", fnty=llvm_ir.FunctionType(
+            llvm_ir.VoidType(), ())), ())
+        return context.get_dummy_value()
+    return types.none(), codegen
+
 
 IR = IrClasses(ir.const_types, ir.global_types + ir.freevar_types, ir.arg_types, ir.expr_types,
                ir.assign_types, ir.Assign, ir.Const, ir.Global, ir.Expr,
@@ -63,6 +76,7 @@ class CoopgenRewrite(GroupCallRewrite, Rewrite):
     arrays = {"local": local_array, "thread_data": thread_data_array, "shared": shared_array}
     device_function = staticmethod(device_function)
     cuda_module = _cuda  # what the group helpers' device functions read as ``cuda``
+    trap = staticmethod(device_trap)
 
     def takes_constants(self, obj) -> bool:
         return takes_constants(obj)

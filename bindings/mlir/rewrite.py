@@ -2,14 +2,16 @@
 that call coopgen: cuda.coop's forms (``prim[ts](...)``, ``TempStorage()`` made in the kernel,
 ``ThreadData(n)``: coopgen.resolve.kernel_ir, as on numba-cuda); numba-cuda-mlir's own
 ``cuda.local.array``/``cuda.shared.array`` of a constant shape become coopgen's, whose type
-carries the shape (items per thread and bins are inferred from it). Sizes read from a launch's
-kernel arguments are not possible here: the planner is given the launch's shape, not its
-arguments."""
+carries the shape (items per thread and bins are inferred from it). The planner is given the
+launch's shape, not its arguments: ``ThreadData(n)`` of a kernel argument ``n`` comes through
+numba's literal dispatch (coopgen.mlir.arrays), other sizes must be constants."""
 from numba_cuda_mlir import cuda
 from numba_cuda_mlir import extending as ext
+from numba_cuda_mlir._mlir.dialects import llvm
 from numba_cuda_mlir.numba_cuda import types
 from numba_cuda_mlir.numba_cuda.core import ir
 from numba_cuda_mlir.numba_cuda.core.ir_utils import get_definition, guard
+from numba_cuda_mlir.numba_cuda.typing.templates import AbstractTemplate, signature
 
 from ..resolve.group_calls import GroupCallRewrite
 from ..resolve.kernel_ir import UNKNOWN, IrClasses, Trace, in_coopgen, is_call
@@ -19,6 +21,23 @@ from .arrays import ARRAYS, PrimitiveClassType
 from .bundle import uses_coopgen
 from .describe import device_function
 from .typing import CoopgenTypeError
+
+def device_trap():
+    """PTX ``trap``: the kernel stops with a launch failure (cuda.coop's run-time checks)."""
+
+
+class _TrapTemplate(AbstractTemplate):
+    key = device_trap
+
+    def generic(self, args, kws):
+        return signature(types.none) if not args and not kws else None
+
+
+ext.typing_registry.register_global(device_trap, types.Function(_TrapTemplate))
+# (numba-cuda-mlir's translation to NVVM IR takes inline PTX, not the llvm.trap intrinsic)
+ext.lower_builtin(device_trap)(lambda builder, target, args, kws: llvm.inline_asm(
+    None, [], "trap;", "", has_side_effects=True))
+
 
 IR = IrClasses((ir.Const,), (ir.Global, ir.FreeVar), (ir.Arg,), (ir.Expr,), (ir.Assign,),
                ir.Assign, ir.Const, ir.Global, ir.Expr,
@@ -36,6 +55,7 @@ class KernelRewrite(GroupCallRewrite, ext.WholeFunctionPlanner):
     ir, error, arrays = IR, CoopgenTypeError, ARRAYS
     device_function = staticmethod(device_function)
     cuda_module = cuda  # what the group helpers' device functions read as ``cuda``
+    trap = staticmethod(device_trap)
     known_values = "a constant or a global: numba-cuda-mlir's planners see no kernel arguments"
 
     def takes_constants(self, obj) -> bool:

@@ -17,6 +17,7 @@ class GroupCallRewrite(CallRewrite):
     """A backend's rewrite, with group calls; it names its compiler's ``cuda`` module
     (``cuda_module``) for the helpers."""
     cuda_module = None
+    trap = None  # the backend's device trap (a function its kernels can call)
 
     def rewrite_call(self, new, stmt, index) -> bool:
         callee = self.trace.callee(stmt.value.func)
@@ -52,7 +53,7 @@ class GroupCallRewrite(CallRewrite):
         helpers = GroupCallRewrite._helpers.get(type(self))
         if helpers is None:
             helpers = GroupCallRewrite._helpers[type(self)] = group_helpers.for_backend(
-                self.cuda_module, self.device_function)
+                self.cuda_module, self.device_function, self.trap)
         return self._define(new, self.ir.Global(name, helpers[name], loc), loc)
 
     def _call_helper(self, new, name: str, args, loc):
@@ -285,6 +286,11 @@ class GroupCallRewrite(CallRewrite):
                                 loc)
             self._call_helper(new, "put_first", [array, kws[name]], loc)
             kws[name] = array
+        for var, helper, arguments in plan.checks:  # cuda.coop's run-time preconditions
+            consts = [self._array_shape(kws[a[1]]) or 1 if isinstance(a, tuple) else a
+                      for a in arguments]
+            self._call_helper(new, helper, [var] + [self._define(new, self.ir.Const(c, loc), loc)
+                                                    for c in consts], loc)
         for key, var in plan.extra:  # "_tile:num_valid": the tile's item count
             kind, name = key[1:].split(":")
             if kind == "tile":

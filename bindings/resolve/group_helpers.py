@@ -72,6 +72,25 @@ def tile_size(items):
     return block_count() * items.shape[0]
 
 
+def check_within(value, low, high):
+    """cuda.coop's run-time precondition: outside [low, high] the kernel traps (a count past
+    the tile would read or write past it; CUB does not check)."""
+    if value < low or value > high:
+        trap()  # noqa: F821 (each backend's trap)
+
+
+def check_items(value, items, threads):
+    check_within(value, 0, items * threads)
+
+
+def check_block_items(value, items):
+    check_within(value, 0, items * block_count())
+
+
+def check_block_rotation(value):
+    check_within(value, 1, block_count() - 1)
+
+
 def block_broadcast(shared, value):
     """Thread 0's ``value`` in every thread of the block (a block reduction's result)."""
     if block_rank() == 0:
@@ -170,10 +189,10 @@ QUERIES = {
 }
 
 
-def for_backend(cuda_module, device_function) -> dict:
+def for_backend(cuda_module, device_function, trap) -> dict:
     """{name: device function} compiled by ``device_function``, reading ``cuda_module`` as
-    ``cuda`` and each other by name."""
-    space = {"cuda": cuda_module, "WARP": WARP}
+    ``cuda``, ``trap`` (the backend's device trap) and each other by name."""
+    space = {"cuda": cuda_module, "WARP": WARP, "trap": trap}
     out = {}
     for name, fn in list(globals().items()):
         if isinstance(fn, types.FunctionType) and fn.__module__ == __name__ and \

@@ -134,6 +134,8 @@ class Route:
     special: str | None = None  # a composed call the rewrite knows: "histogram", "run_length"
     warp_tile: str | None = None  # the per-thread array whose size makes each warp's tile:
     # a warp group's source/destination moves by the tiles of the warps before it
+    bounds: tuple = ()  # (parameter, kind, target array) cuda.coop checks at run time: a
+    # value outside its range traps the kernel (see BOUNDS)
 
     def names(self) -> dict:
         return dict(self.params)
@@ -167,10 +169,49 @@ class GroupPlan:
     extra_constants: tuple = ()  # (name, host value) a special call reads
     warp_broadcast: object = None  # the entry that broadcasts a warp's lane 0
     warp_tile: str | None = None  # see Route
+    checks: tuple = ()  # (variable, helper, arguments): run-time range checks before the call;
+    # an argument ("items", target argument) is that per-thread array's item count
 
 
 @dataclass(frozen=True)
 class Constant:
+    value: object
+
+
+INT32 = (-(1 << 31), (1 << 31) - 1)
+
+
+def _bound_checks(name: str, route: Route, given: dict, group, value_of) -> tuple:
+    """cuda.coop's run-time preconditions of ``route.bounds`` as device checks: a count of
+    valid items within the group's tile (0 to members x items per thread), a rotation within
+    the block (1 to threads - 1), an offset that fits int32. A value given by a variable is
+    checked on the device, before any narrowing to the target's type; a constant outside a
+    range known here is an error now."""
+    checks = []
+    block = group.family == "block"
+    for param, kind, array in route.bounds:
+        v = given.get(param)
+        if v is None or isinstance(v, Constant) and v.value is None:
+            continue
+        if kind == "items":
+            width = group.threads_in_warp or 32
+            check = ("check_block_items", (("items", array),)) if block else \
+                ("check_items", (("items", array), width))
+        else:  # "distance", by the shuffle's mode
+            mode = constant(name, given, "mode", value_of, "down")
+            if mode == "rotate" and block:
+                check = ("check_block_rotation", ())
+            elif mode == "offset":
+                check = ("check_within", INT32)
+            else:
+                continue
+        if isinstance(v, Constant):
+            low, high = check[1] if check[0] == "check_within" else (None, None)
+            if low is not None and not low <= v.value <= high:
+                raise CoopgenError(f"coop.{name}: {param}={v.value} is outside [{low}, {high}]")
+            continue
+        checks.append((v, *check))
+    return tuple(checks)
     value: object
 
 
@@ -226,6 +267,7 @@ class GroupCall:
         target, route = self._chosen(route, given, value_of)
         if route.hook is not None:
             given = route.hook(self.name, given, value_of, group)
+        checks = _bound_checks(self.name, route, given, group, value_of)
         extra = tuple((k, given.pop(k)) for k in [k for k in given if k.startswith("_")])
         constants = tuple((k[1:], given.pop(k).value)
                           for k in [k for k in given if k.startswith("=")])
@@ -268,7 +310,7 @@ class GroupCall:
                          group.family if broadcast else None, group.threads_in_warp or 32,
                          outputs, route.output_dtype, route.output_size, route.special, extra,
                          constants, self._entries("warp.broadcast") if broadcast else None,
-                         route.warp_tile)
+                         route.warp_tile, checks)
 
     def _chosen(self, route: Route, given: dict, value_of):
         if route.choose is None:

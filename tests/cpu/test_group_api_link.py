@@ -51,3 +51,51 @@ def test_thread_data_sized_by_a_kernel_argument_compiles_per_value(compiler):
         assert res.kernel.local_bytes == 0 and res.kernel.spill_stores == 0
         cubins.add(res.cubin)
     assert len(cubins) == 2  # one kernel per value
+
+
+def _trap_kernels(cuda, coop):
+    @cuda.jit
+    def load_then_store(source, destination, valid_items):
+        items = coop.ThreadData(4, dtype=np.int32)
+        coop.load(coop.this_block(), source, items, valid_items=valid_items)
+        coop.store(coop.this_block(), destination, items)
+
+    @cuda.jit
+    def rotate(source, observed, distance):
+        t = cuda.threadIdx.x
+        observed[t] = coop.shuffle(coop.this_block(), source[t], mode="rotate",
+                                   distance=distance)
+
+    @cuda.jit
+    def logical_warp_sum(source, output, valid_items):
+        t = cuda.threadIdx.x
+        output[t] = coop.sum(coop.this_warp().group_by(8), source[t], valid_items=valid_items)
+
+    @cuda.jit
+    def full_tile(source, destination, unused):
+        items = coop.ThreadData(4, dtype=np.int32)
+        coop.load(coop.this_block(), source, items)
+        coop.store(coop.this_block(), destination, items)
+
+    return {"load_then_store": (load_then_store, 1), "rotate": (rotate, 1),
+            "logical_warp_sum": (logical_warp_sum, 1), "full_tile": (full_tile, 0)}
+
+
+@pytest.mark.parametrize("compiler", COMPILERS)
+@pytest.mark.parametrize("name", ["load_then_store", "rotate", "logical_warp_sum", "full_tile"])
+def test_run_time_counts_and_distances_are_checked_on_the_device(compiler, name):
+    """cuda.coop traps on a run-time valid_items outside the tile or a rotation outside the
+    block: one PTX trap per checked argument, none where nothing is given at run time."""
+    from coopgen import coop
+    from coopgen.linkcheck import launch_config_on_cpu, link_ptx
+    cuda = importlib.import_module(compiler + ".cuda")
+    kernel, traps = _trap_kernels(cuda, coop)[name]
+    args = (np.arange(256, dtype=np.int32), np.zeros(256, np.int32), np.int64(5))
+    if compiler == "numba":
+        from numba.cuda.typing.typeof import Purpose, typeof
+    else:
+        from numba_cuda_mlir.numba_cuda.typing.typeof import Purpose, typeof
+    signature = tuple(typeof(a, Purpose.argument) for a in args)
+    with launch_config_on_cpu(kernel, 64, args):
+        ptx = link_ptx(kernel, signature)
+    assert ptx.count("trap;") == traps
