@@ -344,22 +344,24 @@ class GroupCallRewrite(CallRewrite):
         return self._call_helper(new, "block_broadcast", [slot, value], loc)
 
     def _group_query(self, new, stmt, group, fdef):
-        """``group.rank(level)``, ``count(level)``, ``rank_as(dtype, level)``, ``sync()``."""
+        """``group.rank(level)``, ``count(level)``, ``rank_as(dtype, level)``, ``sync()``,
+        ``sync_aligned()`` (every member reaches it: the same barrier), ``is_member()``."""
         expr, loc, name = stmt.value, stmt.loc, fdef.attr
-        base = name[:-3] if name.endswith("_as") else name
+        base = {"sync_aligned": "sync"}.get(name, name[:-3] if name.endswith("_as") else name)
         args = [self.trace.value(a)[0] for a in expr.args]
         kws = {k: self.trace.value(v)[0] for k, v in expr.kws}
         dtype = None
         if name.endswith("_as"):
             dtype = args.pop(0) if args else kws.pop("dtype", None)
-        level = args[0] if args else kws.get("level", None if base == "sync" else "thread")
-        helper = group_helpers.query(group.kind, group.width, base, level) \
+        level = args[0] if args else kws.get(
+            "level", None if base in ("sync", "is_member") else "thread")
+        helper = group_helpers.query(group.kind, group.width, base, level, group.exhaustive) \
             if UNKNOWN not in (level, dtype) else None
         if helper is None:
             raise self.error(f"coop.{group.describe()}.{name}: not available for this group"
                              + (f" at level={level!r}" if level is not None else "")
                              + " in kernels (rank/count at the thread, warp or block level, "
-                               "sync)")
+                               "sync, is_member)")
         helper_name, constants = helper
         consts = [self._define(new, self.ir.Const(c, loc), loc) for c in constants]
         value = self.ir.Expr.call(self._helper(new, helper_name, loc), consts, (), loc)

@@ -155,9 +155,21 @@ def warp_size():
     return WARP
 
 
-def query(kind: str, width, name: str, level: str):
-    """(helper, its constant arguments) of ``group.rank(level)``/``count``/``sync()``, or
-    None where the group has no such query."""
+def lane_in_whole_groups(width):
+    return lane() < (WARP // width) * width
+
+
+def warp_in_whole_groups(width):
+    return warp_rank() < (warp_count() // width) * width
+
+
+def query(kind: str, width, name: str, level: str, exhaustive: bool = True):
+    """(helper, its constant arguments) of ``group.rank(level)``/``count``/``sync()``/
+    ``is_member()``, or None where the group has no such query."""
+    if name == "is_member":  # a group made with exhaustive=False leaves out a partial group
+        partial = {"threads_within_warp": "lane_in_whole_groups",
+                   "warps_within_block": "warp_in_whole_groups"}.get(kind)
+        return ("one", ()) if exhaustive or partial is None else (partial, (width,))
     if kind == "threads_within_warp":
         table = {("rank", "thread"): ("lane_modulo", (width,)),
                  ("count", "thread"): ("constant", (width,)),

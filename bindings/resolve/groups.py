@@ -35,6 +35,8 @@ class Group:
     logical warp (``threads_within_warp``) or the warps of a ``warps_within_block`` group."""
     kind: str
     width: int | None = None
+    exhaustive: bool = True  # False: the threads or warps past the last whole group are no
+    # members (is_member() says so)
 
     _coopgen_group = True
 
@@ -44,18 +46,21 @@ class Group:
         if isinstance(count, bool) or not isinstance(count, int):
             raise CoopgenError(f"coop.{self.describe()}.group_by: count={count!r} must be an "
                                f"integer constant")
+        if exhaustive not in (True, False):
+            raise CoopgenError(f"coop.{self.describe()}.group_by: exhaustive={exhaustive!r} "
+                               f"must be True or False")
         if self.kind == "warp":
             if not 1 <= count <= 32:
                 raise CoopgenError(f"coop.this_warp().group_by: count={count} threads; "
                                    f"allowed: 1 to 32 (a logical warp within the physical "
                                    f"warp; exchanges, loads, stores and sorts take powers of "
                                    f"two only, as CUB does)")
-            return Group("threads_within_warp", count)
+            return Group("threads_within_warp", count, bool(exhaustive))
         if self.kind == "block":
             if count < 1:
                 raise CoopgenError(f"coop.this_block().group_by: count={count} warps must be "
                                    f"at least 1")
-            return Group("warps_within_block", count)
+            return Group("warps_within_block", count, bool(exhaustive))
         raise CoopgenError(f"coop.{self.describe()}.group_by: only a warp (into threads) or a "
                            f"block (into warps) can be grouped")
 
@@ -91,10 +96,11 @@ class Group:
         return self.width if self.kind == "threads_within_warp" else None
 
     def describe(self) -> str:
+        partial = "" if self.exhaustive else ", exhaustive=False"
         if self.kind == "threads_within_warp":
-            return f"this_warp().group_by({self.width})"
+            return f"this_warp().group_by({self.width}{partial})"
         if self.kind == "warps_within_block":
-            return f"this_block().group_by({self.width})"
+            return f"this_block().group_by({self.width}{partial})"
         return f"this_{self.kind}()"
 
 

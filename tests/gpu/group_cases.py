@@ -45,6 +45,31 @@ def _tiles(x, threads):
 
 # --- kernels (factories: the compiler's cuda module in) ------------------------------------
 
+def membership(cuda):
+    @cuda.jit
+    def k(d_out):
+        block = coop.this_block()
+        lanes = coop.this_warp().group_by(8)
+        pairs = block.group_by(2, exhaustive=False)  # a last odd warp is in no pair
+        lanes.sync_aligned()
+        coop.this_warp().sync_aligned()
+        q = d_out.shape[0] // 4
+        g = cuda.blockIdx.x * block.count() + block.rank()
+        d_out[g] = lanes.rank()
+        d_out[q + g] = lanes.count()
+        member = pairs.is_member()
+        d_out[2 * q + g] = member
+        d_out[3 * q + g] = pairs.rank() if member else -1
+    return k
+
+
+def _want_membership(a, t):
+    rank = np.arange(a[0].size // 4) % t
+    member = rank < (t // 32 // 2) * 64
+    return [np.concatenate([rank % 8, np.full(rank.size, 8), member,
+                            np.where(member, rank % 64, -1)])]
+
+
 def load_store(cuda, algorithm):
     @cuda.jit
     def k(d_in, d_out):
@@ -379,6 +404,8 @@ def _want_run_length(args, threads):
 
 INTS = (np.int32, np.uint32, np.int64)
 CASES = [
+    Case("membership", membership, lambda dt, t, rng: [np.zeros(4 * GRID * t, dt)],
+         _want_membership, blocks=(96, (32, 5), (16, 2, 4)), dtypes=(np.int64,)),
     *[Case(f"load_store_{a}", load_store, _one_input, lambda a_, t: [a_[0]],
            params={"algorithm": a})
       for a in ("direct", "striped", "vectorize", "transpose", "warp_transpose")],
