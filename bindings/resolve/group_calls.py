@@ -265,6 +265,13 @@ class GroupCallRewrite(CallRewrite):
         self._check_bits(call, plan)
         kws = {k: self._define(new, self.ir.Const(v.value, loc), loc)
                if isinstance(v, Constant) else v for k, v in plan.kws}
+        if plan.wrap:  # one item as a one-item array of the other argument's dtype (a warp's
+            # tile is then one item a lane)
+            name, like = plan.wrap
+            array = self._array(new, "local", 1, self._attribute(new, kws[like], "dtype", loc),
+                                loc)
+            self._call_helper(new, "put_first", [array, kws[name]], loc)
+            kws[name] = array
         offset = plan.offset
         if plan.warp_tile is not None and plan.warp_tile in kws:  # each warp's own tile
             items = self._array_shape(kws[plan.warp_tile])
@@ -280,12 +287,6 @@ class GroupCallRewrite(CallRewrite):
             index = self._define(new, self.ir.Expr.call(slice_fn, [offset, none], (), loc), loc)
             moved = plan.offset_of or plan.like
             kws[moved] = self._define(new, self.ir.Expr.getitem(kws[moved], index, loc), loc)
-        if plan.wrap:  # one item as a one-item array of the other argument's dtype
-            name, like = plan.wrap
-            array = self._array(new, "local", 1, self._attribute(new, kws[like], "dtype", loc),
-                                loc)
-            self._call_helper(new, "put_first", [array, kws[name]], loc)
-            kws[name] = array
         for var, helper, arguments in plan.checks:  # cuda.coop's run-time preconditions
             consts = [self._array_shape(kws[a[1]]) or 1 if isinstance(a, tuple) else a
                       for a in arguments]

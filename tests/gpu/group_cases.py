@@ -63,6 +63,16 @@ def membership(cuda):
     return k
 
 
+def warp_scalar_store(cuda):
+    @cuda.jit
+    def k(d_in, d_out):
+        block = coop.this_block()
+        base = cuda.blockIdx.x * block.count()
+        value = d_in[base + block.rank()] + 1  # each warp stores its 32 values after the
+        coop.store(coop.this_warp(), d_out, value, algorithm="direct", offset=base)  # last
+    return k
+
+
 def _want_membership(a, t):
     rank = np.arange(a[0].size // 4) % t
     member = rank < (t // 32 // 2) * 64
@@ -404,6 +414,10 @@ def _want_run_length(args, threads):
 
 INTS = (np.int32, np.uint32, np.int64)
 CASES = [
+    Case("warp_scalar_store", warp_scalar_store,
+         lambda dt, t, rng: [_rand(dt, GRID * t, rng), np.zeros(GRID * t, dt)],
+         lambda a, t: [a[0] + 1], blocks=(128, (32, 2), (8, 4, 2)),
+         dtypes=(np.int32, np.float64)),
     Case("membership", membership, lambda dt, t, rng: [np.zeros(4 * GRID * t, dt)],
          _want_membership, blocks=(96, (32, 5), (16, 2, 4)), dtypes=(np.int64,)),
     *[Case(f"load_store_{a}", load_store, _one_input, lambda a_, t: [a_[0]],
