@@ -54,6 +54,14 @@ class TempStorage:
     #: Called inside a kernel with constant arguments, it is made on the host (coopgen.rewrite).
     _coopgen_host_call = True
 
+    def reserve(self, count, dtype, alignment=None):
+        """cuda.coop's caller array kept beside the primitives' scratch: inside a kernel,
+        ``count`` items of ``dtype`` in shared memory, untouched by the primitives using this
+        storage (an array of its own, as ``coopgen.shared.array(count, dtype, alignment)``)."""
+        raise NotImplementedError("TempStorage.reserve can only be called inside a kernel")
+
+    reserve._coopgen_shared_array = True  # the rewrite makes it that shared array
+
 
 def definition(obj: TempStorage, members: list[tuple[str, str]]) -> str:
     """The C++ type ``<symbol>_t`` of ``obj``'s storage, of ``members`` (C++ type, member name;

@@ -176,6 +176,15 @@ class CallRewrite:
                 self.takes_constants(self.trace.callee(fdef.value)):
             self._temp_storage_subscript(new, expr, fdef)
         callee = self.trace.callee(expr.func)
+        if getattr(callee, "_coopgen_shared_array", False):  # TempStorage.reserve(n, dtype)
+            args = list(expr.args)
+            count = self.trace.value(args[0])[0] if args else UNKNOWN
+            if isinstance(count, (int, np.integer)):  # a constant expression: its value
+                args[0] = self._define(new, self.ir.Const(int(count), stmt.loc), stmt.loc)
+            func = self._array_function(new, self.arrays["shared"], stmt.loc)
+            self._drop_callee(expr.func)
+            self._replace_value(stmt, self.ir.Expr.call(func, args, expr.kws, stmt.loc))
+            return True
         if getattr(callee, "_coopgen_thread_data", False):
             self._thread_data(new, stmt, index)
             return True

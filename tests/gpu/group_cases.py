@@ -73,6 +73,32 @@ def warp_scalar_store(cuda):
     return k
 
 
+def reserved_beside_scratch(cuda):
+    @cuda.jit
+    def k(d_in, d_out):
+        persistent = coop.TempStorage()
+        kept = persistent.reserve(ITEMS * 32, d_in.dtype, alignment=16)
+        scratch = coop.TempStorage(auto_sync=True)
+        block = coop.this_block()
+        r, n = block.rank(), block.count()
+        base = cuda.blockIdx.x * n
+        for i in range(r, kept.shape[0], n):
+            kept[i] = d_in[base + i % n] + i
+        cuda.syncthreads()
+        total = coop.sum(block, d_in[base + r], temp_storage=scratch)
+        twice = coop.sum(block, d_in[base + r] * 2, temp_storage=scratch)
+        cuda.syncthreads()
+        d_out[base + r] = kept[(r * 7) % kept.shape[0]] + total + twice
+    return k
+
+
+def _want_reserved(a, t):
+    x = a[0].reshape(GRID, t)
+    kept = np.arange(ITEMS * 32)
+    pick = (np.arange(t) * 7) % kept.size
+    return [(x[:, pick % t] + pick + 3 * x.sum(axis=1, keepdims=True)).reshape(-1)]
+
+
 def _want_membership(a, t):
     rank = np.arange(a[0].size // 4) % t
     member = rank < (t // 32 // 2) * 64
@@ -414,6 +440,9 @@ def _want_run_length(args, threads):
 
 INTS = (np.int32, np.uint32, np.int64)
 CASES = [
+    Case("reserved_beside_scratch", reserved_beside_scratch,
+         lambda dt, t, rng: [_rand(dt, GRID * t, rng), np.zeros(GRID * t, dt)],
+         _want_reserved, blocks=(128, (16, 8), (4, 4, 8)), dtypes=(np.int32, np.float64)),
     Case("warp_scalar_store", warp_scalar_store,
          lambda dt, t, rng: [_rand(dt, GRID * t, rng), np.zeros(GRID * t, dt)],
          lambda a, t: [a[0] + 1], blocks=(128, (32, 2), (8, 4, 2)),
