@@ -8,7 +8,8 @@ scalar in gives a scalar out. Beyond NVIDIA's profile, block calls take arrays w
 scalars (``coop.sum(block, items)``), and every dtype coopgen binds goes through.
 """
 from ..resolve.groups import (Group, GroupCall, Route, decoded_window, full_tile,
-                              histogram_shape, radix_rank_bits, sort_order, store_keeps_items)
+                              histogram_shape, load_keeps_unloaded, radix_rank_bits, sort_order,
+                              store_keeps_items)
 
 #: NVIDIA's algorithm spellings -> coopgen's (the rest are the same lower-case enum names).
 LOAD_ALGORITHMS = {a: a for a in ("direct", "striped", "vectorize", "transpose",
@@ -141,13 +142,13 @@ ROUTES = {
                                       ("valid_items", "num_valid_items"),
                                       ("oob_default", "oob_default"), ("offset", None), _STORAGE),
                        positional=2, result="output", output="dst",
-                       bounds=(("valid_items", "items", "dst"),)),
+                       bounds=(("valid_items", "items", "dst"),), hook=load_keeps_unloaded),
         "warp": Route("warp.load", (("source", "src"), ("output", "dst"),
                                     ("algorithm", "algorithm"),
                                     ("valid_items", "num_valid_items"),
                                     ("oob_default", "oob_default"), ("offset", None), _STORAGE),
                       positional=2, result="output", output="dst", warp_tile="dst",
-                      bounds=(("valid_items", "items", "dst"),)),
+                      bounds=(("valid_items", "items", "dst"),), hook=load_keeps_unloaded),
     },
     "store": {
         "block": Route("block.store", (("destination", "dst"), ("value", "src"),

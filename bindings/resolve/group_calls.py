@@ -265,41 +265,7 @@ class GroupCallRewrite(CallRewrite):
         self._check_bits(call, plan)
         kws = {k: self._define(new, self.ir.Const(v.value, loc), loc)
                if isinstance(v, Constant) else v for k, v in plan.kws}
-        if plan.wrap:  # one item as a one-item array of the other argument's dtype (a warp's
-            # tile is then one item a lane)
-            name, like = plan.wrap
-            array = self._array(new, "local", 1, self._attribute(new, kws[like], "dtype", loc),
-                                loc)
-            self._call_helper(new, "put_first", [array, kws[name]], loc)
-            kws[name] = array
-        offset = plan.offset
-        if plan.warp_tile is not None and plan.warp_tile in kws:  # each warp's own tile
-            items = self._array_shape(kws[plan.warp_tile])
-            if items is not None:
-                consts = [self._define(new, self.ir.Const(c, loc), loc)
-                          for c in (plan.width, plan.width * items)]
-                tile = self._call_helper(new, "warp_tile_start", consts, loc)
-                offset = tile if offset is None else self._define(
-                    new, self.ir.Expr.binop(operator.add, offset, tile, loc), loc)
-        if offset is not None:  # source[offset:]
-            none = self._define(new, self.ir.Const(None, loc), loc)
-            slice_fn = self._define(new, self.ir.Global("slice", slice, loc), loc)
-            index = self._define(new, self.ir.Expr.call(slice_fn, [offset, none], (), loc), loc)
-            moved = plan.offset_of or plan.like
-            kws[moved] = self._define(new, self.ir.Expr.getitem(kws[moved], index, loc), loc)
-        for var, helper, arguments in plan.checks:  # cuda.coop's run-time preconditions
-            consts = [self._array_shape(kws[a[1]]) or 1 if isinstance(a, tuple) else a
-                      for a in arguments]
-            self._call_helper(new, helper, [var] + [self._define(new, self.ir.Const(c, loc), loc)
-                                                    for c in consts], loc)
-        for key, var in plan.extra:  # "_tile:num_valid": the tile's item count
-            kind, name = key[1:].split(":")
-            if kind == "tile":
-                kws[name] = self._call_helper(new, "tile_size", [var], loc)
-            elif self._is_thread_array(kws[name]):  # "_copy:src": a copy of that array
-                copy = self._like(new, kws[name], loc)
-                self._call_helper(new, "copy_items", [kws[name], copy], loc)
-                kws[name] = copy
+        kept = self._prepare_arguments(new, plan, kws, loc)
         if plan.special is not None:
             self._drop_callee(expr.func)
             self._replace_value(stmt, getattr(self, f"_{plan.special}")(new, plan, kws, loc))
@@ -331,7 +297,60 @@ class GroupCallRewrite(CallRewrite):
             result = self._broadcast(new, plan, self._define(new, call_expr, loc), loc)
         elif result is not None:
             self._define(new, call_expr, loc)
+        if kept is not None:
+            name, saved, valid = kept
+            width = [self._define(new, self.ir.Const(plan.width, loc), loc)] \
+                if plan.family == "warp" else []
+            self._call_helper(new, "restore_unloaded_warp" if width else
+                              "restore_unloaded_block", [kws[name], saved, valid, *width], loc)
         self._replace_value(stmt, call_expr if result is None else result)
+
+    def _prepare_arguments(self, new, plan, kws, loc):
+        """The target's arguments as the plan says, in ``kws``: a scalar wrapped, sources
+        moved by their offset and each warp's tile, run-time checks, copies; returns what a
+        partial load puts back after the call (or None)."""
+        if plan.wrap:  # one item as a one-item array of the other argument's dtype (a warp's
+            # tile is then one item a lane)
+            name, like = plan.wrap
+            array = self._array(new, "local", 1, self._attribute(new, kws[like], "dtype", loc),
+                                loc)
+            self._call_helper(new, "put_first", [array, kws[name]], loc)
+            kws[name] = array
+        offset = plan.offset
+        if plan.warp_tile is not None and plan.warp_tile in kws:  # each warp's own tile
+            items = self._array_shape(kws[plan.warp_tile])
+            if items is not None:
+                consts = [self._define(new, self.ir.Const(c, loc), loc)
+                          for c in (plan.width, plan.width * items)]
+                tile = self._call_helper(new, "warp_tile_start", consts, loc)
+                offset = tile if offset is None else self._define(
+                    new, self.ir.Expr.binop(operator.add, offset, tile, loc), loc)
+        if offset is not None:  # source[offset:]
+            none = self._define(new, self.ir.Const(None, loc), loc)
+            slice_fn = self._define(new, self.ir.Global("slice", slice, loc), loc)
+            index = self._define(new, self.ir.Expr.call(slice_fn, [offset, none], (), loc), loc)
+            moved = plan.offset_of or plan.like
+            kws[moved] = self._define(new, self.ir.Expr.getitem(kws[moved], index, loc), loc)
+        for var, helper, arguments in plan.checks:  # cuda.coop's run-time preconditions
+            consts = [self._array_shape(kws[a[1]]) or 1 if isinstance(a, tuple) else a
+                      for a in arguments]
+            self._call_helper(new, helper, [var] + [self._define(new, self.ir.Const(c, loc), loc)
+                                                    for c in consts], loc)
+        kept = None
+        for key, var in plan.extra:  # "_tile:num_valid": the tile's item count
+            kind, name = key[1:].split(":")
+            if kind == "tile":
+                kws[name] = self._call_helper(new, "tile_size", [var], loc)
+            elif kind == "keep":  # "_keep:dst": its slots past the valid items, put back after
+                if isinstance(var, Constant):
+                    var = self._define(new, self.ir.Const(var.value, loc), loc)
+                kept = (name, self._like(new, kws[name], loc), var)
+                self._call_helper(new, "copy_items", [kws[name], kept[1]], loc)
+            elif self._is_thread_array(kws[name]):  # "_copy:src": a copy of that array
+                copy = self._like(new, kws[name], loc)
+                self._call_helper(new, "copy_items", [kws[name], copy], loc)
+                kws[name] = copy
+        return kept
 
     def _broadcast(self, new, plan, value, loc):
         """A reduction's result (valid in the group's first member) in every member."""

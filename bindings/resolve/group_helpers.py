@@ -72,6 +72,21 @@ def tile_size(items):
     return block_count() * items.shape[0]
 
 
+def restore_unloaded(items, saved, valid, rank):
+    """The blocked slots past ``valid`` (of the member ``rank`` of the tile) as they were."""
+    for i in range(items.shape[0]):
+        if rank * items.shape[0] + i >= valid:
+            items[i] = saved[i]
+
+
+def restore_unloaded_block(items, saved, valid):
+    restore_unloaded(items, saved, valid, block_rank())
+
+
+def restore_unloaded_warp(items, saved, valid, width):
+    restore_unloaded(items, saved, valid, lane() % width)
+
+
 def check_within(value, low, high):
     """cuda.coop's run-time precondition: outside [low, high] the kernel traps (a count past
     the tile would read or write past it; CUB does not check)."""

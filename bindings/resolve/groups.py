@@ -175,6 +175,7 @@ class GroupPlan:
     extra_constants: tuple = ()  # (name, host value) a special call reads
     warp_broadcast: object = None  # the entry that broadcasts a warp's lane 0
     warp_tile: str | None = None  # see Route
+    family: str = "block"  # the group's family ("thread", "warp", "block")
     checks: tuple = ()  # (variable, helper, arguments): run-time range checks before the call;
     # an argument ("items", target argument) is that per-thread array's item count
 
@@ -316,7 +317,7 @@ class GroupCall:
                          group.family if broadcast else None, group.threads_in_warp or 32,
                          outputs, route.output_dtype, route.output_size, route.special, extra,
                          constants, self._entries("warp.broadcast") if broadcast else None,
-                         route.warp_tile, checks)
+                         route.warp_tile, group.family, checks)
 
     def _chosen(self, route: Route, given: dict, value_of):
         if route.choose is None:
@@ -418,6 +419,17 @@ def decoded_window(name, given, value_of, group):
         raise CoopgenError(f"coop.{name}: decoded_items_per_thread={n!r} must be a positive "
                            f"integer constant (it is required)")
     return dict(given, **{"=decoded_items_per_thread": Constant(n)})
+
+
+def load_keeps_unloaded(name, given, value_of, group):
+    """cuda.coop's partial load without ``oob_default`` leaves the slots past ``valid_items``
+    as they were: CUB's transposing loads exchange them with other threads' slots, so those
+    put them back after the load."""
+    algorithm = constant(name, given, "algorithm", value_of, "direct")
+    if "TRANSPOSE" in str(getattr(algorithm, "name", algorithm)).upper() and \
+            "valid_items" in given and "oob_default" not in given:
+        given = dict(given, **{"_keep:dst": given["valid_items"]})
+    return given
 
 
 def store_keeps_items(name, given, value_of, group):

@@ -99,6 +99,47 @@ def _want_reserved(a, t):
     return [(x[:, pick % t] + pick + 3 * x.sum(axis=1, keepdims=True)).reshape(-1)]
 
 
+def partial_transpose_load(cuda, warp):
+    @cuda.jit(device=True, inline="always")
+    def marked(items, r):
+        for i in range(ITEMS):
+            items[i] = -1 - (r * ITEMS + i)  # each slot's own mark
+
+    @cuda.jit
+    def by_block(d_in, valid, d_out):
+        block = coop.this_block()
+        items = coop.ThreadData(ITEMS, dtype=d_in.dtype)
+        r, base = block.rank(), cuda.blockIdx.x * block.count() * ITEMS
+        marked(items, r)
+        loaded = coop.load(block, d_in, items, algorithm="transpose", valid_items=valid[0],
+                           offset=base)
+        for i in range(ITEMS):
+            d_out[base + r * ITEMS + i] = loaded[i]
+
+    @cuda.jit
+    def by_logical_warp(d_in, valid, d_out):
+        block = coop.this_block()
+        items = coop.ThreadData(ITEMS, dtype=d_in.dtype)
+        r, base = block.rank(), cuda.blockIdx.x * block.count() * ITEMS
+        marked(items, r)
+        loaded = coop.load(coop.this_warp().group_by(8), d_in, items, algorithm="transpose",
+                           valid_items=valid[0], offset=base)
+        for i in range(ITEMS):
+            d_out[base + r * ITEMS + i] = loaded[i]
+    return by_logical_warp if warp else by_block
+
+
+def _want_partial_transpose(warp):
+    def want(a, t):
+        x, valid = a[0].reshape(GRID, t * ITEMS), int(a[1][0])
+        slot = np.arange(t * ITEMS)  # blocked: thread r's item i is slot r * ITEMS + i
+        tile = 8 * ITEMS if warp else t * ITEMS  # a logical warp's tile, or the block's
+        within = slot % tile
+        got = np.where(within < valid, x[:, (slot // tile) * tile + within], -1 - slot)
+        return [got.astype(a[0].dtype).reshape(-1)]
+    return want
+
+
 def _want_membership(a, t):
     rank = np.arange(a[0].size // 4) % t
     member = rank < (t // 32 // 2) * 64
@@ -440,6 +481,12 @@ def _want_run_length(args, threads):
 
 INTS = (np.int32, np.uint32, np.int64)
 CASES = [
+    *[Case(f"partial_transpose_load_{'warp8' if w else 'block'}", partial_transpose_load,
+           lambda dt, t, rng, w=w: [_rand(dt, GRID * t * ITEMS, rng, 0, 50),
+                                    np.array([8 * ITEMS - 5 if w else t * ITEMS - 37]),
+                                    np.zeros(GRID * t * ITEMS, dt)],
+           _want_partial_transpose(w), params={"warp": w}, dtypes=(np.int32, np.float64))
+      for w in (False, True)],
     Case("reserved_beside_scratch", reserved_beside_scratch,
          lambda dt, t, rng: [_rand(dt, GRID * t, rng), np.zeros(GRID * t, dt)],
          _want_reserved, blocks=(128, (16, 8), (4, 4, 8)), dtypes=(np.int32, np.float64)),
