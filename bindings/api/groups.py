@@ -58,9 +58,8 @@ def _radix(name: str, pairs: bool) -> Route:
 
 def _merge(scope: str, pairs: bool) -> Route:
     name = f"{scope}.merge_sort_{'pairs' if pairs else 'keys'}"
-    extra = (("descending", None), ("compare_op", "compare_op"))
-    if scope == "block":
-        extra += (("valid_items", "valid_items"), ("oob_default", "oob_default"))
+    extra = (("descending", None), ("compare_op", "compare_op"),
+             ("valid_items", "valid_items"), ("oob_default", "oob_default"))
     route = _sort(name, pairs, *extra)
     return Route(name, route.params, route.positional, "copy", inputs=route.inputs,
                  hook=sort_order)

@@ -140,6 +140,24 @@ def _want_partial_transpose(warp):
     return want
 
 
+def warp_partial_sort(cuda):
+    @cuda.jit
+    def k(d_in, d_out):
+        warp = coop.this_warp()
+        base = cuda.blockIdx.x * coop.this_block().count() * ITEMS
+        keys = coop.ThreadData(ITEMS, dtype=d_in.dtype)
+        coop.load(warp, d_in, keys, offset=base)
+        ordered = coop.merge_sort_keys(warp, keys, valid_items=32 * ITEMS - 9, oob_default=99)
+        coop.store(warp, d_out, ordered, offset=base)
+    return k
+
+
+def _want_warp_partial_sort(a, t):
+    tiles = a[0].reshape(-1, 32 * ITEMS).copy()
+    tiles[:, 32 * ITEMS - 9:] = 99  # the keys past valid_items sort as oob_default
+    return [np.sort(tiles, axis=1).reshape(-1)]
+
+
 def _want_membership(a, t):
     rank = np.arange(a[0].size // 4) % t
     member = rank < (t // 32 // 2) * 64
@@ -481,6 +499,9 @@ def _want_run_length(args, threads):
 
 INTS = (np.int32, np.uint32, np.int64)
 CASES = [
+    Case("warp_partial_sort", warp_partial_sort,
+         lambda dt, t, rng: [_rand(dt, GRID * t * ITEMS, rng), np.zeros(GRID * t * ITEMS, dt)],
+         _want_warp_partial_sort, blocks=(128, (32, 2), (8, 4, 2))),
     *[Case(f"partial_transpose_load_{'warp8' if w else 'block'}", partial_transpose_load,
            lambda dt, t, rng, w=w: [_rand(dt, GRID * t * ITEMS, rng, 0, 50),
                                     np.array([8 * ITEMS - 5 if w else t * ITEMS - 37]),
