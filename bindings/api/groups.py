@@ -7,6 +7,8 @@ results that cuda.coop returns are new per-thread arrays and the inputs stay as 
 scalar in gives a scalar out. Beyond NVIDIA's profile, block calls take arrays where NVIDIA's take
 scalars (``coop.sum(block, items)``), and every dtype coopgen binds goes through.
 """
+import dataclasses
+
 from ..resolve.groups import (Group, GroupCall, Route, decoded_window, full_tile,
                               histogram_shape, load_keeps_unloaded, radix_rank_bits, sort_order,
                               store_keeps_items)
@@ -41,7 +43,7 @@ _INITIAL = ("initial_value", "initial_value")
 def _sort(target: str, pairs: bool, *extra) -> Route:
     params = (("keys", "keys"),) + ((("values", "values"),) if pairs else ()) + extra
     return Route(target, params + (_STORAGE,), positional=2 if pairs else 1, result="copy",
-                 inputs=("keys", "values") if pairs else ("keys",))
+                 inputs=("keys", "values") if pairs else ("keys",), scalar_result="items")
 
 
 def _radix(name: str, pairs: bool) -> Route:
@@ -50,19 +52,15 @@ def _radix(name: str, pairs: bool) -> Route:
     if pairs:
         down = "block.radix_sort_pairs_descending"
     base = _sort(plain, pairs, *bits)
-    return Route(plain, base.params, base.positional, "copy", inputs=base.inputs,
-                 choose=("descending", {None: base, False: base,
-                                        True: Route(down, base.params, base.positional, "copy",
-                                                    inputs=base.inputs)}))
+    return dataclasses.replace(base, choose=("descending", {
+        None: base, False: base, True: dataclasses.replace(base, target=down)}))
 
 
 def _merge(scope: str, pairs: bool) -> Route:
     name = f"{scope}.merge_sort_{'pairs' if pairs else 'keys'}"
     extra = (("descending", None), ("compare_op", "compare_op"),
              ("valid_items", "valid_items"), ("oob_default", "oob_default"))
-    route = _sort(name, pairs, *extra)
-    return Route(name, route.params, route.positional, "copy", inputs=route.inputs,
-                 hook=sort_order)
+    return dataclasses.replace(_sort(name, pairs, *extra), hook=sort_order)
 
 
 def _topk(name: str, pairs: bool) -> Route:

@@ -276,6 +276,12 @@ class GroupCallRewrite(CallRewrite):
             kws.update(zip(plan.outputs, outs))
             result = outs[0] if len(outs) == 1 else self._define(
                 new, self.ir.Expr.build_tuple(outs, loc), loc)
+        elif plan.result == "items":  # scalars, as one-item arrays of their types
+            for name in plan.inputs:
+                array = self._array(new, "thread_data", 1, kws[name], loc)
+                self._call_helper(new, "put_first", [array, kws[name]], loc)
+                kws[name] = array
+            result = [kws[name] for name in plan.inputs]
         elif plan.result == "copy":
             copies = []
             for name in plan.inputs:
@@ -297,6 +303,11 @@ class GroupCallRewrite(CallRewrite):
             result = self._broadcast(new, plan, self._define(new, call_expr, loc), loc)
         elif result is not None:
             self._define(new, call_expr, loc)
+        if plan.result == "items":  # each array's item, after the call
+            zero = self._define(new, self.ir.Const(0, loc), loc)
+            got = [self._define(new, self.ir.Expr.getitem(a, zero, loc), loc) for a in result]
+            result = got[0] if len(got) == 1 else self._define(
+                new, self.ir.Expr.build_tuple(got, loc), loc)
         if kept is not None:
             name, saved, valid = kept
             width = [self._define(new, self.ir.Const(plan.width, loc), loc)] \

@@ -132,7 +132,8 @@ class Route:
     wrap: tuple = ()  # (parameter, like): a scalar given for an array parameter
     width: str | None = "threads_in_warp"
     choose: tuple | None = None
-    scalar_result: str = "return"  # a scalar first argument: the target returns the result
+    scalar_result: str = "return"  # a scalar first argument: the target returns the result;
+    # "items": ``inputs`` go as one-item arrays and their items come back (sorts of scalars)
     broadcast: bool = False  # takes broadcast= (default True): the result in every member
     output_dtype: str | None = None  # new outputs' dtype (else the first argument's)
     output_size: str | None = None  # "batched": ceil(items / warp width) (else the input's)

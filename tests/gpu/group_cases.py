@@ -158,6 +158,25 @@ def _want_warp_partial_sort(a, t):
     return [np.sort(tiles, axis=1).reshape(-1)]
 
 
+def scalar_sorts(cuda):
+    @cuda.jit
+    def k(d_in, d_out):
+        block = coop.this_block()
+        n, r = block.count(), block.rank()
+        base = cuda.blockIdx.x * n
+        x = d_in[base + r]
+        d_out[3 * base + r] = coop.merge_sort_keys(block, x)
+        keys, where = coop.radix_sort_pairs(block, x, r)  # a scalar key and value a thread
+        d_out[3 * base + n + r] = keys
+        d_out[3 * base + 2 * n + r] = d_in[base + where]
+    return k
+
+
+def _want_scalar_sorts(a, t):
+    ordered = np.sort(a[0].reshape(GRID, t), axis=1)
+    return [np.concatenate([ordered] * 3, axis=1).reshape(-1)]
+
+
 def _want_membership(a, t):
     rank = np.arange(a[0].size // 4) % t
     member = rank < (t // 32 // 2) * 64
@@ -499,6 +518,9 @@ def _want_run_length(args, threads):
 
 INTS = (np.int32, np.uint32, np.int64)
 CASES = [
+    Case("scalar_sorts", scalar_sorts,
+         lambda dt, t, rng: [_rand(dt, GRID * t, rng), np.zeros(3 * GRID * t, dt)],
+         _want_scalar_sorts),
     Case("warp_partial_sort", warp_partial_sort,
          lambda dt, t, rng: [_rand(dt, GRID * t * ITEMS, rng), np.zeros(GRID * t * ITEMS, dt)],
          _want_warp_partial_sort, blocks=(128, (32, 2), (8, 4, 2))),
