@@ -263,6 +263,9 @@ class GroupCallRewrite(CallRewrite):
         except CoopgenError as e:
             raise self.error(str(e)) from None
         self._check_bits(call, plan)
+        for _, v in plan.kws:  # Python operators (globals, closure variables): device functions
+            if not isinstance(v, Constant) and isinstance(self.trace.definition(v), self.ir.glob):
+                self.python_argument(v, self.trace.value(v)[0])
         kws = {k: self._define(new, self.ir.Const(v.value, loc), loc)
                if isinstance(v, Constant) else v for k, v in plan.kws}
         kept = self._prepare_arguments(new, plan, kws, loc)

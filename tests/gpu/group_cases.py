@@ -177,6 +177,34 @@ def _want_scalar_sorts(a, t):
     return [np.concatenate([ordered] * 3, axis=1).reshape(-1)]
 
 
+def closure_operators(cuda):
+    def difference(current, neighbor):  # plain Python functions the kernel closes over
+        return current * 2 - neighbor
+
+    def rises(previous, current):
+        return previous < current
+
+    @cuda.jit
+    def k(d_in, d_out, d_heads):
+        block = coop.this_block()
+        base = cuda.blockIdx.x * block.count() * ITEMS
+        items = coop.ThreadData(ITEMS, dtype=d_in.dtype)
+        coop.load(block, d_in, items, offset=base)
+        diffs = coop.adjacent_difference(block, items, direction="right",
+                                         tile_successor_item=7, difference_op=difference)
+        heads = coop.discontinuity(block, diffs, flag_op=rises, tile_predecessor_item=4)
+        coop.store(block, d_out, diffs, offset=base)
+        coop.store(block, d_heads, heads, offset=base)
+    return k
+
+
+def _want_closure_operators(a, t):
+    x = a[0].reshape(GRID, t * ITEMS)
+    diffs = x * 2 - np.concatenate([x[:, 1:], np.full((GRID, 1), 7, x.dtype)], axis=1)
+    before = np.concatenate([np.full((GRID, 1), 4, x.dtype), diffs[:, :-1]], axis=1)
+    return [diffs.reshape(-1), (before < diffs).astype(np.int32).reshape(-1)]
+
+
 def _want_membership(a, t):
     rank = np.arange(a[0].size // 4) % t
     member = rank < (t // 32 // 2) * 64
@@ -518,6 +546,10 @@ def _want_run_length(args, threads):
 
 INTS = (np.int32, np.uint32, np.int64)
 CASES = [
+    Case("closure_operators", closure_operators,
+         lambda dt, t, rng: [_rand(dt, GRID * t * ITEMS, rng), np.zeros(GRID * t * ITEMS, dt),
+                             np.zeros(GRID * t * ITEMS, np.int32)],
+         _want_closure_operators, dtypes=(np.int32, np.float64), outputs=2),
     Case("scalar_sorts", scalar_sorts,
          lambda dt, t, rng: [_rand(dt, GRID * t, rng), np.zeros(3 * GRID * t, dt)],
          _want_scalar_sorts),
