@@ -66,7 +66,12 @@ class KernelRewrite(GroupCallRewrite, ext.WholeFunctionPlanner):
         if not uses_coopgen(self.func_ir):
             return False
         self._no_objects_as_arguments()
-        self.trace = Trace(IR, self.func_ir)
+        # a kernel argument typed as its value (literal dispatch of a size: coopgen.mlir.arrays)
+        # is known here; the others are run-time values
+        literal = tuple(ty.literal_value if isinstance(ty, types.IntegerLiteral) else UNKNOWN
+                        for ty in getattr(self.state, "args", None) or ())
+        self.trace = Trace(IR, self.func_ir, literal if any(
+            v is not UNKNOWN for v in literal) else None)
         for self.block in list(self.func_ir.blocks.values()):
             new = []
             for index, stmt in enumerate(self.block.body):
@@ -101,6 +106,7 @@ class KernelRewrite(GroupCallRewrite, ext.WholeFunctionPlanner):
         if space is None or shape is None:
             return
         value, _ = self.trace.value(shape)
-        if value is not UNKNOWN and _constant_shape(value):
+        if value is not UNKNOWN and _constant_shape(value) or isinstance(
+                self.trace.definition(shape), ir.Arg):  # a kernel argument: literal dispatch
             expr.func = self._array_function(new, ARRAYS[space], stmt.loc)
             self.changed = True

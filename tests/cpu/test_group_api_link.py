@@ -39,15 +39,18 @@ def test_thread_data_sized_by_a_kernel_argument_compiles_per_value(compiler):
     def tile_sum(source, output, items_per_thread):
         block = coop.this_block()
         items = coop.ThreadData(items_per_thread)
+        scratch = cuda.local.array(items_per_thread, dtype=np.int32)
         coop.load(block, source, items)
         total = coop.sum(block, items)
-        if block.rank() == 0:
-            output[0] = total
+        scanned = coop.exclusive_sum(block, items)
+        for i in range(items_per_thread):
+            scratch[i] = scanned[i] + total
+        coop.store(block, output, scratch)
 
     cubins = set()
     for items_per_thread in (1, 3):
         source = np.arange(64 * items_per_thread, dtype=np.int32)
-        res = link_as_launched(tile_sum, 64, source, np.zeros(1, np.int32), items_per_thread)
+        res = link_as_launched(tile_sum, 64, source, np.zeros_like(source), items_per_thread)
         assert res.kernel.local_bytes == 0 and res.kernel.spill_stores == 0
         cubins.add(res.cubin)
     assert len(cubins) == 2  # one kernel per value
