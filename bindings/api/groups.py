@@ -93,6 +93,18 @@ _BLOCK_EXCHANGE_MODES = dict(_EXCHANGE_MODES, **{
         "scatter_to_striped", "scatter_to_striped_guarded", "scatter_to_striped_flagged")})
 
 
+def _decode(special: str, positional: int, *params, **kws) -> Route:
+    """run_length_decode and _into: CUB's decoder on the runs, its decoded offsets (uint32 by
+    default) in 64 bits unless given, so that 64-bit run lengths and window offsets neither wrap
+    nor send CUB's run search out of its table."""
+    return Route("block.run_length", (("run_values", "run_values"),
+                                      ("run_lengths", "run_lengths")) + params + (
+        ("decoded_items_per_thread", "decoded_items_per_thread"),
+        ("relative_offsets", "relative_offsets"), ("decoded_offset_dtype", "decoded_offset"),
+        _STORAGE), positional, hook=decoded_window, special=special,
+        defaults={"decoded_offset_dtype": "uint64"}, **kws)
+
+
 ROUTES = {
     "sum": {
         "block": Route("block.sum", (("value", "src"), ("broadcast", None),
@@ -205,17 +217,15 @@ ROUTES = {
         "block": Route("block.BlockHistogram.Histogram", (
             ("samples", "items"), ("bins", None), ("bins_per_thread", None),
             ("counter_dtype", None), ("algorithm", "algorithm")),
-            defaults={"algorithm": "atomic"}, hook=histogram_shape, special="histogram"),
+            defaults={"algorithm": "atomic"}, hook=histogram_shape, special="histogram",
+            size_from="bins_per_thread"),
     },
-    "run_length_decode": {
-        "block": Route("block.run_length", (
-            ("run_values", "run_values"), ("run_lengths", "run_lengths"),
-            ("decoded_items_per_thread", "decoded_items_per_thread"),
-            ("decoded_window_offset", "decoded_window_offset"),
-            ("relative_offsets", "relative_offsets"), ("total_decoded_size", "total_decoded_size"),
-            ("decoded_offset_dtype", "decoded_offset"), _STORAGE),
-            positional=2, hook=decoded_window, special="run_length"),
-    },
+    "run_length_decode": {"block": _decode(
+        "run_length", 2, ("decoded_window_offset", "decoded_window_offset"),
+        ("total_decoded_size", "total_decoded_size"), size_from="decoded_items_per_thread")},
+    "run_length_decode_into": {"block": _decode(
+        "run_length_into", 3, ("destination", "destination"),
+        ("destination_offset", "destination_offset"))},
     "reduce_batched": {
         "warp": Route("warp.WarpReduceBatched.ReduceToStriped", (
             ("value", "inputs"), ("binary_op", "reduction_op"), ("output_layout", None)),

@@ -9,8 +9,9 @@ from numba_cuda_mlir import cuda
 from numba_cuda_mlir import extending as ext
 from numba_cuda_mlir._mlir.dialects import llvm
 from numba_cuda_mlir.numba_cuda import types
-from numba_cuda_mlir.numba_cuda.core import ir
-from numba_cuda_mlir.numba_cuda.core.ir_utils import get_definition, guard
+from numba_cuda_mlir.numba_cuda.core import inline_closurecall, ir, postproc
+from numba_cuda_mlir.numba_cuda.core.analysis import compute_cfg_from_blocks
+from numba_cuda_mlir.numba_cuda.core.ir_utils import get_definition, guard, simplify_CFG
 from numba_cuda_mlir.numba_cuda.typing.templates import AbstractTemplate, signature
 
 from ..resolve.group_calls import GroupCallRewrite
@@ -72,6 +73,7 @@ class KernelRewrite(GroupCallRewrite, ext.WholeFunctionPlanner):
                         for ty in getattr(self.state, "args", None) or ())
         self.trace = Trace(IR, self.func_ir, literal if any(
             v is not UNKNOWN for v in literal) else None)
+        self.inline_calls = []
         for self.block in list(self.func_ir.blocks.values()):
             new = []
             for index, stmt in enumerate(self.block.body):
@@ -83,7 +85,26 @@ class KernelRewrite(GroupCallRewrite, ext.WholeFunctionPlanner):
                     self._replace_value(stmt, ir.Global(member.name, member, stmt.loc))
                 new.append(stmt)
             self.block.body = new
+        if self.inline_calls:
+            self._inline(self.inline_calls)
         return self.changed
+
+    def _inline(self, targets) -> None:
+        """The group helpers that call a primitive, inlined (a device function's own shims are
+        not linked into its kernel), as numba-cuda-mlir's inlining pass does."""
+        worker = inline_closurecall.InlineWorker(
+            self.state.typingctx, self.state.targetctx, self.state.locals, self.state.pipeline,
+            self.state.flags, validator=inline_closurecall.callee_ir_validator)
+        for name in targets:
+            block, i = next((b, i) for b in self.func_ir.blocks.values()
+                            for i, s in enumerate(b.body)
+                            if isinstance(s, ir.Assign) and s.target.name == name)
+            helper = self.trace.value(block.body[i].value.func)[0]
+            worker.inline_function(self.func_ir, block, i, helper.py_func)
+        for dead in compute_cfg_from_blocks(self.func_ir.blocks).dead_nodes():
+            del self.func_ir.blocks[dead]
+        postproc.PostProcessor(self.func_ir).run()
+        self.func_ir.blocks = simplify_CFG(self.func_ir.blocks)
 
     def _no_objects_as_arguments(self) -> None:
         args = () if self.is_device_function else getattr(self.state, "args", None) or ()

@@ -48,6 +48,9 @@ class GroupCallRewrite(CallRewrite):
 
     #: per backend class, its helpers (made once: each is a device function)
     _helpers: dict = {}
+    #: helpers that call a primitive (run_length_decode_into's loop): a backend whose device
+    #: functions cannot link a primitive's shim lists the calls' results here and inlines them
+    inline_calls: list | None = None
 
     def _helper(self, new, name: str, loc):
         helpers = GroupCallRewrite._helpers.get(type(self))
@@ -56,9 +59,12 @@ class GroupCallRewrite(CallRewrite):
                 self.cuda_module, self.device_function, self.trap)
         return self._define(new, self.ir.Global(name, helpers[name], loc), loc)
 
-    def _call_helper(self, new, name: str, args, loc):
-        return self._define(new, self.ir.Expr.call(self._helper(new, name, loc), list(args),
-                                                    (), loc), loc)
+    def _call_helper(self, new, name: str, args, loc, calls_primitive=False):
+        var = self._define(new, self.ir.Expr.call(self._helper(new, name, loc), list(args),
+                                                   (), loc), loc)
+        if calls_primitive and self.inline_calls is not None:
+            self.inline_calls.append(var.name)
+        return var
 
     def group_of(self, var):
         """The group a variable holds (through copies of it), or None."""
@@ -147,17 +153,17 @@ class GroupCallRewrite(CallRewrite):
         return value if value is not UNKNOWN else None
 
     def _group_result_shape(self, d, seen):
-        """A group call not rewritten yet: its result arrays are its first array's size
-        (histogram's, run_length_decode's and reduce_batched's have sizes of their own)."""
+        """A group call not rewritten yet: its result arrays are its first array's size, or
+        the constant its route's ``size_from`` names (reduce_batched's: one a lane's batch)."""
         call, kws = self._called(d.func), dict(d.kws)
-        own = {"histogram": "bins_per_thread", "run_length_decode": "decoded_items_per_thread"}
-        if call.name in own:
-            size = kws.get(own[call.name])
+        group = self.group_of(d.args[0]) if d.args else None
+        route = call.routes.get(group.family) if group is not None else None
+        if route is not None and route.size_from is not None:
+            size = kws.get(route.size_from)
             value = self.trace.value(size)[0] if size is not None else 1
             return None if value is UNKNOWN else value
         shape = self._array_shape(d.args[1], seen) if len(d.args) > 1 else None
         if call.name == "reduce_batched" and shape is not None:
-            group = self.group_of(d.args[0])
             return -(-shape // (group.threads_in_warp or 32)) if group is not None else None
         return shape
 
@@ -207,24 +213,50 @@ class GroupCallRewrite(CallRewrite):
         self._call_helper(new, "striped_read", [shared, out], loc)
         return out
 
+    def _decoder(self, new, plan, kws, loc):
+        """CUB's decoder made on the runs (``kws``: the constructor's) with the decoded size in
+        a uint64 slot of its own, and a window's arrays: (decoder, size, items, offsets)."""
+        n = dict(plan.extra_constants)["decoded_items_per_thread"]
+        size = self._array(new, "local", 1, self._dtype(new, "uint64", loc), loc)
+        decoder = self._call_entry(new, plan.target, dict(kws, total_decoded_size=size), loc)
+        items = self._array(new, "local", n, self._attribute(new, kws["run_values"], "dtype",
+                                                             loc), loc)
+        return decoder, size, items, self._array(new, "local", n, self._dtype(new, "uint64",
+                                                                              loc), loc)
+
     def _run_length(self, new, plan, kws, loc):
         """cuda.coop's run_length_decode: CUB's decoder made on the runs, then one window of
-        ``decoded_items_per_thread`` items a thread decoded from ``decoded_window_offset``."""
+        ``decoded_items_per_thread`` items a thread decoded from ``decoded_window_offset``;
+        past the decoded size, zero items and all-ones relative offsets (CUB leaves the padding
+        runs' values there). The decoded size goes to ``total_decoded_size`` when given."""
         offset = kws.pop("decoded_window_offset", None)
-        relative = kws.pop("relative_offsets", None)
-        if "total_decoded_size" not in kws:  # the decoder's output, unless the caller's
-            kws["total_decoded_size"] = self._array(new, "local", 1, self._dtype(
-                new, "uint32", loc), loc)
-        decoder = self._call_entry(new, plan.target, kws, loc)
-        method = self._attribute(new, decoder, "decode", loc)
-        dtype = self._attribute(new, kws["run_values"], "dtype", loc)
-        out = self._array(new, "local", dict(plan.extra_constants)["decoded_items_per_thread"],
-                          dtype, loc)
-        self._call_helper(new, "zero_items", [out], loc)  # cuda.coop's window past the end
         offset = offset if offset is not None else self._define(new, self.ir.Const(0, loc), loc)
-        args = [out, offset] + ([relative] if relative is not None else [])
-        self._define(new, self.ir.Expr.call(method, args, (), loc), loc)
-        return out
+        relative = kws.pop("relative_offsets", None)
+        total = kws.pop("total_decoded_size", None)
+        decoder, size, items, offsets = self._decoder(new, plan, kws, loc)
+        relative = relative if relative is not None else offsets
+        method = self._attribute(new, decoder, "decode", loc)
+        self._define(new, self.ir.Expr.call(method, [items, offset, relative], (), loc), loc)
+        self._call_helper(new, "window_mask", [items, relative, offset, size], loc)
+        if total is not None:
+            self._call_helper(new, "copy_items", [size, total], loc)
+        return items
+
+    def _run_length_into(self, new, plan, kws, loc):
+        """cuda.coop's run_length_decode_into: every window decoded in turn into
+        ``destination`` from ``destination_offset`` (relative offsets into
+        ``relative_offsets``, a global array, when given); the decoded size returned."""
+        destination = kws.pop("destination")
+        start = kws.pop("destination_offset", None)
+        start = start if start is not None else self._define(new, self.ir.Const(0, loc), loc)
+        relative = kws.pop("relative_offsets", None)
+        decoder, size, items, offsets = self._decoder(new, plan, kws, loc)
+        given = self._define(new, self.ir.Const(relative is not None, loc), loc)
+        if relative is None:  # never written: the helper's flag is off
+            relative = self._array(new, "local", 1, self._dtype(new, "uint64", loc), loc)
+        return self._call_helper(new, "decode_into", [
+            decoder, items, offsets, size, destination, relative, start, given], loc,
+            calls_primitive=True)
 
     def _check_bits(self, call, plan):
         """A constant bit range lies within keys whose dtype is a constant (CUB would read

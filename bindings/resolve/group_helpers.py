@@ -1,8 +1,11 @@
 """Small device functions the group-first rewrite calls around a primitive: copies, a one-item
-array, a result broadcast to the group, a histogram's striped read, and the groups' rank/count
-queries. They read the kernel's compiler's ``cuda`` module as the global ``cuda``: each backend
-gets its own copy of them (``for_backend``), compiled by its own ``device_function``."""
+array, a result broadcast to the group, a histogram's striped read, run-length decoding's window
+mask and its loop over windows, and the groups' rank/count queries. They read the kernel's
+compiler's ``cuda`` module as the global ``cuda`` (and numpy as ``np``): each backend gets its
+own copy of them (``for_backend``), compiled by its own ``device_function``."""
 import types
+
+import numpy as np
 
 WARP = 32
 
@@ -14,11 +17,6 @@ def copy_items(src, dst):
 
 def put_first(array, value):
     array[0] = value
-
-
-def zero_items(array):
-    for i in range(array.shape[0]):
-        array[i] = 0
 
 
 def block_rank():
@@ -134,6 +132,43 @@ def striped_read(shared, out):
     cuda.syncthreads()  # noqa: F821
 
 
+def window_mask(items, relative, offset, total):
+    """Zero items and all-ones relative offsets past the decoded size, counted in uint64 from
+    the offset as given (one at or past the end, even past CUB's offset type, masks all)."""
+    size, first = np.uint64(total[0]), np.uint64(offset)
+    left = size - first if first < size else np.uint64(0)
+    base = np.uint64(block_rank()) * np.uint64(items.shape[0])
+    for i in range(items.shape[0]):
+        if base + np.uint64(i) >= left:
+            items[i] = 0
+            relative[i] = -1
+
+
+def store_window(items, begin, size, destination, first):
+    """A window's items (before ``size``), blocked, into ``destination[first + begin:]``."""
+    base = begin + np.uint64(block_rank()) * np.uint64(items.shape[0])
+    for i in range(items.shape[0]):
+        at = base + np.uint64(i)
+        if at < size:
+            destination[first + at] = items[i]
+
+
+def decode_into(decoder, items, relative, total, destination, relative_destination, start,
+                with_relative):
+    """Every window of ``decoder`` stored from ``destination[start]`` (and the relative offsets
+    from ``relative_destination[start]`` when ``with_relative``); returns the decoded size."""
+    size, first = np.uint64(total[0]), np.uint64(start)
+    window = np.uint64(block_count()) * np.uint64(items.shape[0])
+    begin = np.uint64(0)
+    while begin < size:
+        decoder.decode(items, begin, relative)
+        store_window(items, begin, size, destination, first)
+        if with_relative:
+            store_window(relative, begin, size, relative_destination, first)
+        begin += window
+    return total[0]
+
+
 def block_sync():
     cuda.syncthreads()  # noqa: F821
 
@@ -218,8 +253,8 @@ QUERIES = {
 
 def for_backend(cuda_module, device_function, trap) -> dict:
     """{name: device function} compiled by ``device_function``, reading ``cuda_module`` as
-    ``cuda``, ``trap`` (the backend's device trap) and each other by name."""
-    space = {"cuda": cuda_module, "WARP": WARP, "trap": trap}
+    ``cuda``, ``trap`` (the backend's device trap), numpy and each other by name."""
+    space = {"cuda": cuda_module, "WARP": WARP, "trap": trap, "np": np}
     out = {}
     for name, fn in list(globals().items()):
         if isinstance(fn, types.FunctionType) and fn.__module__ == __name__ and \

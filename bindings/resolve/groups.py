@@ -138,7 +138,8 @@ class Route:
     output_dtype: str | None = None  # new outputs' dtype (else the first argument's)
     output_size: str | None = None  # "batched": ceil(items / warp width) (else the input's)
     hook: object = None  # hook(given, value_of, group) -> given: defaults computed from others
-    special: str | None = None  # a composed call the rewrite knows: "histogram", "run_length"
+    special: str | None = None  # a composed call the rewrite knows: "histogram", "run_length..."
+    size_from: str | None = None  # the constant giving the result's size (else the first's)
     warp_tile: str | None = None  # the per-thread array whose size makes each warp's tile:
     # a warp group's source/destination moves by the tiles of the warps before it
     bounds: tuple = ()  # (parameter, kind, target array) cuda.coop checks at run time: a
@@ -414,7 +415,7 @@ def histogram_shape(name, given, value_of, group):
 
 
 def decoded_window(name, given, value_of, group):
-    """run_length_decode's ``decoded_items_per_thread``: required, a constant."""
+    """run_length_decode's (and _into's) ``decoded_items_per_thread``: required, a constant."""
     n = constant(name, given, "decoded_items_per_thread", value_of)
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise CoopgenError(f"coop.{name}: decoded_items_per_thread={n!r} must be a positive "

@@ -53,6 +53,18 @@ def no_group(d_in, d_out):
     d_out[0] = coop.sum(d_in, d_out)
 
 
+def decode_into_without_items(d_in, d_out):
+    block = coop.this_block()
+    runs = coop.ThreadData(2, dtype=d_in.dtype)
+    coop.load(block, d_in, runs)
+    d_out[0] = coop.run_length_decode_into(block, runs, runs, d_out)
+
+
+def decode_window_by_a_warp(d_in, d_out):
+    runs = coop.ThreadData(2, dtype=d_in.dtype)
+    coop.run_length_decode(coop.this_warp(), runs, runs, decoded_items_per_thread=2)
+
+
 def unknown_mode(d_in, d_out):
     block = coop.this_block()
     items = coop.ThreadData(4, dtype=d_in.dtype)
@@ -83,6 +95,10 @@ CASES = [
     (misspelt_keyword, r"coop.sum: unknown keyword 'valid_itemz' for this_block\(\); allowed: "
                        r"value, broadcast, valid_items"),
     (no_group, r"coop.sum: the first argument must be a group"),
+    (decode_into_without_items, r"coop.run_length_decode_into: decoded_items_per_thread=None "
+                                r"must be a positive integer constant \(it is required\)"),
+    (decode_window_by_a_warp, r"coop.run_length_decode: the group this_warp\(\) does not fit "
+                              r"this call; it takes coop.this_block\(\)"),
     (unknown_mode, r"coop.exchange: unknown mode='diagonal'; allowed: 'striped_to_blocked'"),
     (histogram_without_bins, r"coop.histogram: bins=None must be a positive integer constant"),
     (too_many_positionals, r"coop.sum: takes 2 positional arguments \(group, value\), got 3"),

@@ -383,6 +383,46 @@ def run_length(cuda):
     return k
 
 
+def run_length_window(cuda):
+    """Each block decodes the same runs from its own window offset (``d_offsets``), with the
+    relative offsets and the decoded size."""
+    @cuda.jit
+    def k(d_values, d_lengths, d_offsets, d_out, d_relative, d_total):
+        block = coop.this_block()
+        values = coop.ThreadData(2, dtype=d_values.dtype)
+        lengths = coop.ThreadData(2, dtype=d_lengths.dtype)
+        coop.load(block, d_values, values)
+        coop.load(block, d_lengths, lengths)
+        relative = coop.ThreadData(ITEMS, dtype=np.uint32)
+        total = coop.ThreadData(1, dtype=np.uint64)
+        out = coop.run_length_decode(block, values, lengths, decoded_items_per_thread=ITEMS,
+                                     decoded_window_offset=d_offsets[cuda.blockIdx.x],
+                                     relative_offsets=relative, total_decoded_size=total)
+        base = cuda.blockIdx.x * block.count() * ITEMS
+        coop.store(block, d_out, out, offset=base)
+        coop.store(block, d_relative, relative, offset=base)
+        d_total[cuda.blockIdx.x * block.count() + block.rank()] = total[0]
+    return k
+
+
+def run_length_into(cuda):
+    """Each block decodes the same runs, every window, into its own part of ``d_out`` (from 3
+    items in), the relative offsets into ``d_relative``."""
+    @cuda.jit
+    def k(d_values, d_lengths, d_out, d_relative, d_total):
+        block = coop.this_block()
+        values = coop.ThreadData(2, dtype=d_values.dtype)
+        lengths = coop.ThreadData(2, dtype=d_lengths.dtype)
+        coop.load(block, d_values, values)
+        coop.load(block, d_lengths, lengths)
+        start = cuda.blockIdx.x * (d_out.shape[0] // cuda.gridDim.x) + 3
+        total = coop.run_length_decode_into(block, values, lengths, d_out,
+                                            decoded_items_per_thread=ITEMS,
+                                            destination_offset=start, relative_offsets=d_relative)
+        d_total[cuda.blockIdx.x * block.count() + block.rank()] = total
+    return k
+
+
 def warps(cuda, width):
     @cuda.jit
     def k(d_in, d_out, d_sums):
@@ -544,6 +584,60 @@ def _want_run_length(args, threads):
     return [np.concatenate([out, np.full(threads * ITEMS, None, dtype=object)])]
 
 
+def _runs(dtype, threads, rng, longest, length_dtype):
+    """A block's runs: lengths 1 to ``longest``, the last third zero-length padding."""
+    values = _rand(dtype, threads * 2, rng)
+    lengths = rng.integers(1, longest + 1, threads * 2).astype(length_dtype)
+    lengths[threads * 4 // 3:] = 0
+    return values, lengths
+
+
+def _decoded(values, lengths):
+    """The decoded items and each one's offset within its run."""
+    n = lengths.astype(np.int64)
+    return np.repeat(values, n), np.concatenate([np.arange(k) for k in n]).astype(np.uint64)
+
+
+def _run_length_window_inputs(past_end, length_dtype):
+    def inputs(dtype, threads, rng):
+        values, lengths = _runs(dtype, threads, rng, 3, length_dtype)
+        total = int(lengths.astype(np.int64).sum())
+        offsets = np.array([total, 2**32 + 1] if past_end else [3, total - 7], np.uint64)
+        return [values, lengths, offsets, np.full(GRID * threads * ITEMS, 99, dtype),
+                np.zeros(GRID * threads * ITEMS, np.uint32), np.zeros(GRID * threads, np.uint64)]
+    return inputs
+
+
+def _want_run_length_window(args, threads):
+    """cuda.coop's window: the decoded items from the offset, then zero items and all-ones
+    relative offsets; the decoded size in every thread."""
+    values, lengths, offsets = args[:3]
+    decoded, relative = _decoded(values, lengths)
+    window = threads * ITEMS
+    out = np.zeros((GRID, window), values.dtype)
+    rel = np.full((GRID, window), np.iinfo(np.uint32).max, np.uint32)
+    for b, offset in enumerate(offsets.astype(object)):
+        part = decoded[offset:offset + window]
+        out[b, :part.size], rel[b, :part.size] = part, relative[offset:offset + window]
+    return [out.reshape(-1), rel.reshape(-1), np.full(GRID * threads, decoded.size)]
+
+
+def _run_length_into_inputs(dtype, threads, rng):
+    values, lengths = _runs(dtype, threads, rng, 8, np.uint32)  # about three windows
+    space = threads * 2 * 8 + 8  # a block's part of the output
+    return [values, lengths, np.full(GRID * space, 7, dtype),
+            np.full(GRID * space, 5, np.uint64), np.zeros(GRID * threads, np.uint64)]
+
+
+def _want_run_length_into(args, threads):
+    """Every window stored from 3 items into a block's part; the rest as it was."""
+    values, lengths, out, rel = args[:4]
+    decoded, relative = _decoded(values, lengths)
+    out, rel = out.copy().reshape(GRID, -1), rel.copy().reshape(GRID, -1)
+    out[:, 3:3 + decoded.size], rel[:, 3:3 + decoded.size] = decoded, relative
+    return [out.reshape(-1), rel.reshape(-1), np.full(GRID * threads, decoded.size)]
+
+
 INTS = (np.int32, np.uint32, np.int64)
 CASES = [
     Case("closure_operators", closure_operators,
@@ -609,6 +703,14 @@ CASES = [
       for big in (True, False)],
     Case("run_length_decode", run_length, _run_length_inputs, _want_run_length,
          dtypes=(np.int32, np.float64), blocks=(128, (16, 8))),
+    Case("run_length_window", run_length_window, _run_length_window_inputs(False, np.uint32),
+         _want_run_length_window, dtypes=(np.int32, np.float64), blocks=(128, (16, 8)),
+         outputs=3),
+    Case("run_length_past_end", run_length_window, _run_length_window_inputs(True, np.int64),
+         _want_run_length_window, dtypes=(np.int16, np.float32), blocks=(64, (8, 4, 2)),
+         outputs=3),
+    Case("run_length_into", run_length_into, _run_length_into_inputs, _want_run_length_into,
+         dtypes=(np.int32, np.float64), blocks=(128, (16, 8), 37), outputs=3),
     *[Case(f"warp_{w}", warps, lambda dt, t, rng: [
         _rand(dt, GRID * t * ITEMS, rng), np.zeros(GRID * t * ITEMS, dt),
         np.zeros(2 * GRID * t, dt)], _want_warps(w), params={"width": w}, outputs=2,
