@@ -195,10 +195,10 @@ class GroupCallRewrite(CallRewrite):
         return self._define(new, self.ir.Expr.call(target, [], tuple(kws.items()), loc), loc)
 
     def _histogram(self, new, plan, kws, loc):
-        """cuda.coop's histogram: CUB's counts in a shared array of ``bins``, read back
-        striped into ``bins_per_thread`` counters a thread."""
+        """cuda.coop's histogram: CUB's counts in a shared array of ``bins`` (of the dtype CUB
+        counts in), read back striped into ``bins_per_thread`` counters a thread."""
         extra = dict(plan.extra_constants)
-        counters = self._dtype(new, extra["counter_dtype"], loc)
+        counters = self._dtype(new, extra["counted_dtype"], loc)
         shared = self._array(new, "shared", extra["bins"], counters, loc)
         self._call_entry(new, plan.target, dict(kws, histogram=shared), loc)
         out = self._array(new, "local", extra["bins_per_thread"], self._dtype(

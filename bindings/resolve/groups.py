@@ -340,6 +340,12 @@ def full_tile(name, given, value_of, group):
     return given
 
 
+#: The counters CUB's atomic histogram (atomicAdd on the counter type) counts in, per counter
+#: dtype: CUDA adds 64-bit integers atomically as unsigned only, whose bits are the same for
+#: counts (the result is read back as the dtype asked for).
+ATOMIC_COUNTERS = {"int32": "int32", "uint32": "uint32", "int64": "uint64", "uint64": "uint64"}
+
+
 def histogram_shape(name, given, value_of, group):
     """cuda.coop's histogram: ``bins`` (required), ``bins_per_thread`` (1) and
     ``counter_dtype`` (int32), known when the kernel compiles."""
@@ -356,10 +362,18 @@ def histogram_shape(name, given, value_of, group):
         raise CoopgenError(f"coop.{name}: counter_dtype={dtype!r} is not a dtype") from None
     if np.dtype(dtype).kind not in "iu":
         raise CoopgenError(f"coop.{name}: counter_dtype={dtype} must be an integer type")
+    algorithm = constant(name, given, "algorithm", value_of, "atomic")
+    counted = dtype
+    if "ATOMIC" in str(getattr(algorithm, "name", algorithm)).upper():
+        counted = ATOMIC_COUNTERS.get(dtype)
+        if counted is None:
+            raise CoopgenError(f"coop.{name}: counter_dtype={dtype} has no atomic add (the "
+                               f"atomic algorithm's); allowed: {', '.join(ATOMIC_COUNTERS)}, "
+                               f"or algorithm='sort'")
     out = {k: v for k, v in given.items() if k not in ("bins", "bins_per_thread",
                                                        "counter_dtype")}
     out.update({"=bins": Constant(bins), "=bins_per_thread": Constant(per_thread),
-                "=counter_dtype": Constant(dtype)})
+                "=counter_dtype": Constant(dtype), "=counted_dtype": Constant(counted)})
     return out
 
 
