@@ -289,6 +289,13 @@ class GroupCallRewrite(CallRewrite):
             kind, name = key[1:].split(":")
             if kind == "tile":
                 kws[name] = self._call_helper(new, "tile_size", [var], loc)
+            elif kind == "pair":  # "_pair:prefix_op": (a function, its state array, given)
+                fn, state, given = var
+                if not isinstance(given, Constant):
+                    self._drop_callee(given)
+                fn = fn if hasattr(fn, "py_func") else self.device_function(fn)
+                fn = self._define(new, self.ir.Global(fn.__name__, fn, loc), loc)
+                kws[name] = self._define(new, self.ir.Expr.build_tuple([fn, state], loc), loc)
             elif self._is_thread_array(kws[name]):  # "_copy:src": a copy of that array
                 copy = self._like(new, kws[name], loc)
                 self._call_helper(new, "copy_items", [kws[name], copy], loc)

@@ -52,7 +52,7 @@ _PLUS, _TIMES = "::cuda::std::plus<>{}", "::cuda::std::multiplies<>{}"
 _MIN, _MAX = "::cuda::minimum<>{}", "::cuda::maximum<>{}"
 _AND, _OR, _XOR = "::cuda::std::bit_and<>{}", "::cuda::std::bit_or<>{}", "::cuda::std::bit_xor<>{}"
 _ARITH = {"+": _PLUS, "add": _PLUS, "sum": _PLUS, "plus": _PLUS,
-          "*": _TIMES, "mul": _TIMES, "multiplies": _TIMES,
+          "*": _TIMES, "mul": _TIMES, "multiplies": _TIMES, "multiply": _TIMES,
           "min": _MIN, "minimum": _MIN, "max": _MAX, "maximum": _MAX,
           "&": _AND, "bit_and": _AND, "|": _OR, "bit_or": _OR, "^": _XOR, "bit_xor": _XOR}
 #: numpy's and the operator module's functions that name a built-in.
