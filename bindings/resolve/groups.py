@@ -118,7 +118,6 @@ class Route:
     target: str
     params: tuple
     positional: int = 1
-    optional: int = 0
     result: str = "return"
     output: str | None = None
     inputs: tuple = ()
@@ -136,6 +135,7 @@ class Route:
     special: str | None = None  # a composed call the rewrite knows: "histogram", "run_length"
     warp_tile: str | None = None  # the per-thread array whose size makes each warp's tile:
     # a warp group's source/destination moves by the tiles of the warps before it
+    optional: int = 0  # the last positional parameters that may be left out
 
     def names(self) -> dict:
         return dict(self.params)

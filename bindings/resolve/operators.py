@@ -331,12 +331,13 @@ STATEFUL_CALLS: dict = {}
 
 
 class StatefulFunction:
-    """cuda.coop's stateful operator: ``op_class.__call__(state_ptr, value)`` gets a pointer to
-    the one-item ``numba_type`` array passed as the operator (``prefix_op=state``), updates
-    ``state_ptr[0]`` and returns its result. A later registration for one type replaces it."""
+    """cuda.coop's stateful operator: ``op_class.__call__(state_ptr, value)`` (or a device
+    function ``op_class(state_ptr, value)``) gets a pointer to the one-item ``numba_type``
+    array passed as the operator (``prefix_op=state``), updates ``state_ptr[0]`` and returns
+    its result. A later registration for one type replaces it."""
 
     def __init__(self, op_class, numba_type, name=None):
-        call = getattr(op_class, "__call__", None)
+        call = getattr(op_class, "py_func", None) or getattr(op_class, "__call__", None)
         if call is None or not hasattr(call, "__code__"):
             raise TypeError(f"StatefulFunction: {op_class!r} has no Python __call__")
         self.op_class = op_class
