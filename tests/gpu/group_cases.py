@@ -171,7 +171,9 @@ def flags(cuda, mode):
     return k
 
 
-def counting(cuda, kind, counter=None):
+def counting(cuda, kind, counter=None, width=32, descending=False):
+    """kind 0: ranks by bits 2 to 4; 1: a histogram of ``counter`` counters; 2: ranks by the
+    top eight bits of ``width``-bit keys (signed and floating keys by their order)."""
     @cuda.jit
     def k(d_in, d_out):
         block = coop.this_block()
@@ -180,6 +182,10 @@ def counting(cuda, kind, counter=None):
         coop.load(block, d_in, items, offset=base)
         if kind == 0:
             ranks = coop.radix_rank(block, items, begin_bit=2, radix_bits=3)
+            coop.store(block, d_out, ranks, offset=base)
+        elif kind == 2:
+            ranks = coop.radix_rank(block, items, begin_bit=width - 8, end_bit=width,
+                                    descending=descending)
             coop.store(block, d_out, ranks, offset=base)
         else:
             counts = coop.histogram(block, items, bins=64, bins_per_thread=1,
@@ -248,21 +254,6 @@ def _want_prefix(kind):
         last = list(x[:, -threads:].sum(axis=1)) if kind == 1 else [None] * GRID
         return [out.reshape(-1).astype(args[0].dtype), np.array(final + last, dtype=object)]
     return want
-
-
-def ordered_ranks(cuda, width, descending):
-    """Ranks by the top eight bits of ``width``-bit keys: signed and floating keys by their
-    order."""
-    @cuda.jit
-    def k(d_in, d_out):
-        block = coop.this_block()
-        items = coop.ThreadData(ITEMS, dtype=d_in.dtype)
-        base = cuda.blockIdx.x * block.count() * ITEMS
-        coop.load(block, d_in, items, offset=base)
-        ranks = coop.radix_rank(block, items, begin_bit=width - 8, end_bit=width,
-                                descending=descending)
-        coop.store(block, d_out, ranks, offset=base)
-    return k
 
 
 def _ordered_keys(dtype, threads, rng):
@@ -522,8 +513,8 @@ CASES = [
     *[Case(f"prefix_scan_{kind}", prefix_scans, _prefix_inputs(kind), _want_prefix(kind),
            params={"kind": kind}, outputs=2, dtypes=(np.int32, np.int64), blocks=(128, (16, 8)))
       for kind in range(2)],
-    *[Case(f"radix_rank_ordered{w}_{'desc' if d else 'asc'}", ordered_ranks, _ordered_keys,
-           _want_ordered_ranks(d), params={"width": w, "descending": d},
+    *[Case(f"radix_rank_ordered{w}_{'desc' if d else 'asc'}", counting, _ordered_keys,
+           _want_ordered_ranks(d), params={"kind": 2, "width": w, "descending": d},
            dtypes=(np.int32, np.float32, np.uint32) if w == 32 else (np.int64, np.float64),
            blocks=(128, (16, 8))) for w in (32, 64) for d in (False, True)],
     *[Case(f"topk_{'max' if big else 'min'}", top_k, _one_input, None,
