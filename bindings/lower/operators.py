@@ -4,7 +4,6 @@ the signature the functor needs (coopgen.resolve.operators.operator_signatures).
 import functools
 
 from numba import cuda
-from numba.cuda import libdevice
 from numba.cuda.cudadrv.linkable_code import LTOIR
 
 from ..resolve.operators import bit_field_digits as _digits
@@ -14,7 +13,7 @@ from .describe import device_function, to_numba
 from .errors import CoopgenTypeError
 from .numba_internals import half_shims
 
-bit_field_digits = functools.partial(_digits, device_function, libdevice)
+bit_field_digits = functools.partial(_digits, device_function, cuda.libdevice)
 
 
 def compile_operator(context, sym: str, op, argtypes, restype, prim: str = "") -> None:

@@ -4,7 +4,6 @@ into the function being lowered."""
 import functools
 
 from numba_cuda_mlir import cuda
-from numba_cuda_mlir.cuda import libdevice
 from numba_cuda_mlir.numba_cuda.core.errors import TypingError
 from numba_cuda_mlir.numba_cuda.cudadrv.linkable_code import LTOIR
 
@@ -13,7 +12,7 @@ from ..resolve.operators import bit_field_digits as _digits
 from ..resolve.operators import operator_forms
 from .describe import device_function, to_numba
 
-bit_field_digits = functools.partial(_digits, device_function, libdevice)
+bit_field_digits = functools.partial(_digits, device_function, cuda.libdevice)
 
 
 @functools.cache

@@ -285,21 +285,7 @@ class GroupCallRewrite(CallRewrite):
                                 loc)
             self._call_helper(new, "put_first", [array, kws[name]], loc)
             kws[name] = array
-        for key, var in plan.extra:  # "_tile:num_valid": the tile's item count
-            kind, name = key[1:].split(":")
-            if kind == "tile":
-                kws[name] = self._call_helper(new, "tile_size", [var], loc)
-            elif kind == "pair":  # "_pair:prefix_op": (a function, its state array, given)
-                fn, state, given = var
-                if not isinstance(given, Constant):
-                    self._drop_callee(given)
-                fn = fn if hasattr(fn, "py_func") else self.device_function(fn)
-                fn = self._define(new, self.ir.Global(fn.__name__, fn, loc), loc)
-                kws[name] = self._define(new, self.ir.Expr.build_tuple([fn, state], loc), loc)
-            elif self._is_thread_array(kws[name]):  # "_copy:src": a copy of that array
-                copy = self._like(new, kws[name], loc)
-                self._call_helper(new, "copy_items", [kws[name], copy], loc)
-                kws[name] = copy
+        self._computed(new, plan, kws, loc)
         if plan.special is not None:
             self._drop_callee(expr.func)
             self._replace_value(stmt, getattr(self, f"_{plan.special}")(new, plan, kws, loc))
@@ -332,6 +318,24 @@ class GroupCallRewrite(CallRewrite):
         elif result is not None:
             self._define(new, call_expr, loc)
         self._replace_value(stmt, call_expr if result is None else result)
+
+    def _computed(self, new, plan, kws, loc):
+        """The target arguments a plan's ``extra`` says how to compute, into ``kws``."""
+        for key, var in plan.extra:  # "_tile:num_valid": the tile's item count
+            kind, name = key[1:].split(":")
+            if kind == "tile":
+                kws[name] = self._call_helper(new, "tile_size", [var], loc)
+            elif kind == "pair":  # "_pair:prefix_op": (a function, its state array, given)
+                fn, state, given = var
+                if not isinstance(given, Constant):
+                    self._drop_callee(given)
+                fn = fn if hasattr(fn, "py_func") else self.device_function(fn)
+                fn = self._define(new, self.ir.Global(fn.__name__, fn, loc), loc)
+                kws[name] = self._define(new, self.ir.Expr.build_tuple([fn, state], loc), loc)
+            elif self._is_thread_array(kws[name]):  # "_copy:src": a copy of that array
+                copy = self._like(new, kws[name], loc)
+                self._call_helper(new, "copy_items", [kws[name], copy], loc)
+                kws[name] = copy
 
     def _broadcast(self, new, plan, value, loc):
         """A reduction's result (valid in the group's first member) in every member."""

@@ -30,8 +30,11 @@ MAX_MODULE_LINES, MAX_FUNCTION_LINES = 500, 80
 #: issue 34: +64 (free functions: a spec kind called with no object, coopgen.thread, a
 #: thread's rank and inferred, checked thread counts, iterator value types, argument defaults);
 #: issue 35: +29 (model.backends' call_in_trace and tracing, through which api's objects hand
-#: in-kernel calls to a compiler that traces Python).
-MAX_RUNTIME_LINES = 7889
+#: in-kernel calls to a compiler that traces Python). Group scans, ranks and counters as
+#: NVIDIA's suite has them: +90 (prefix callbacks with a state, aggregates and warp valid_items
+#: in the scan routes; radix ranks of signed and floating keys by their order; 64-bit atomic
+#: histogram counters).
+MAX_RUNTIME_LINES = 7979
 MAX_MLIR_LINES = 1076  # issue 33: +8 (its rewrite's cuda module; arrays of a value's type)
 #: issue 35: the CuTe DSL backend's own budget.
 MAX_CUTE_LINES = 900
