@@ -49,11 +49,17 @@ def pytest_configure(config):
 
 def _link_launches_on_cpu() -> None:
     """``kernel[grid, block](*args)`` of either compiler links on the CPU, then skips."""
+    import numpy as np
+
     from coopgen.linkcheck import link_as_launched
 
     cuda = importlib.import_module("numba_cuda_mlir").cuda
     dispatcher = type(cuda.jit(lambda: None))
     cuda.is_available = lambda: True  # the modules that skip without a GPU collect
+    # the arrays a test makes before its launch are host arrays (typed as the device's are)
+    cuda.to_device = lambda array, *args, **kws: np.array(array)
+    cuda.device_array = lambda shape, dtype=np.float64, *args, **kws: np.zeros(shape, dtype)
+    cuda.device_array_like = lambda array, *args, **kws: np.zeros_like(array)
 
     def getitem(kernel, config):
         block = config[1] if isinstance(config, tuple) and len(config) > 1 else 1

@@ -10,7 +10,8 @@ scalars (``coop.sum(block, items)``), and every dtype coopgen binds goes through
 import dataclasses
 
 from ..resolve.groups import (Group, GroupCall, Route, decoded_window, full_tile,
-                              histogram_shape, load_keeps_unloaded, radix_rank_bits, sort_order,
+                              histogram_shape, load_keeps_unloaded, prefix_callback,
+                              radix_rank_bits, sort_order,
                               store_keeps_items)
 
 #: NVIDIA's algorithm spellings -> coopgen's (the rest are the same lower-case enum names).
@@ -27,13 +28,33 @@ _STORAGE = ("temp_storage", "temp_storage")
 _VALID_SRC = (("valid_items", "items", "src"),)
 
 
+#: A block scan's prefix callback (its state array the optional positional after the value)
+#: and aggregate; a warp scan's valid lanes and aggregate.
+_PREFIX = (("prefix_op", "prefix_op"), ("block_prefix_callback_op", "prefix_op"),
+           ("aggregate_output", "block_aggregate"))
+_PARTIAL = (("valid_items", "valid_items"), ("aggregate_output", "warp_aggregate"))
+
+
 def _block_scan(target: str, *extra) -> Route:
-    return Route(target, (("value", "src"), *extra, ("algorithm", "algorithm"), _STORAGE),
-                 result="new", output="dst")
+    """A block scan (of scan_op "+" where the call takes one and none is given)."""
+    return Route(target, (("value", "src"), ("state", None), *extra, *_PREFIX,
+                          ("algorithm", "algorithm"), _STORAGE),
+                 positional=2, optional=1, result="new", output="dst", hook=prefix_callback,
+                 defaults={"scan_op": "+"} if _SCAN_OP in extra and "mode" not in dict(extra)
+                 else {})
 
 
-def _warp_scan(target: str, *extra) -> Route:
-    return Route(target, (("value", "src"), *extra, ("algorithm", None), ("temp_storage", None)))
+def _warp_scan(target: str, *extra, **kws) -> Route:
+    return Route(target, (("value", "src"), *extra, *_PARTIAL, ("algorithm", None),
+                          ("temp_storage", None)), **kws)
+
+
+def _warp_sum(target: str) -> Route:
+    """A warp sum; of the first ``valid_items`` lanes: a scan of "+" (CUB has no partial
+    sums)."""
+    partial = _warp_scan(target.replace("_sum", "_scan"), fixed={"scan_op": "+"})
+    return _warp_scan(target, choose=("valid_items", {None: _warp_scan(target), True: partial,
+                                                      False: partial}))
 
 
 _SCAN_OP = ("scan_op", "scan_op")
@@ -128,17 +149,19 @@ ROUTES = {
                       defaults={"binary_op": "+"}, broadcast=True, bounds=_VALID_SRC),
     },
     "exclusive_sum": {"block": _block_scan("block.exclusive_sum"),
-                      "warp": _warp_scan("warp.exclusive_sum")},
+                      "warp": _warp_sum("warp.exclusive_sum")},
     "inclusive_sum": {"block": _block_scan("block.inclusive_sum"),
-                      "warp": _warp_scan("warp.inclusive_sum")},
+                      "warp": _warp_sum("warp.inclusive_sum")},
     "exclusive_scan": {"block": _block_scan("block.exclusive_scan", _SCAN_OP, _INITIAL),
-                       "warp": _warp_scan("warp.exclusive_scan", _SCAN_OP, _INITIAL)},
+                       "warp": _warp_scan("warp.exclusive_scan", _SCAN_OP, _INITIAL,
+                                          defaults={"scan_op": "+"})},
     "inclusive_scan": {"block": _block_scan("block.inclusive_scan", _SCAN_OP, _INITIAL),
-                       "warp": _warp_scan("warp.inclusive_scan", _SCAN_OP, _INITIAL)},
+                       "warp": _warp_scan("warp.inclusive_scan", _SCAN_OP, _INITIAL,
+                                          defaults={"scan_op": "+"})},
     "scan": {
         "block": _block_scan("block.scan", ("mode", "mode"), _SCAN_OP, _INITIAL),
         "warp": Route("warp.exclusive_scan", (("value", "src"), ("mode", None), _SCAN_OP,
-                                              _INITIAL, ("algorithm", None),
+                                              _INITIAL, *_PARTIAL, ("algorithm", None),
                                               ("temp_storage", None)),
                       choose=("mode", {
                           None: "warp.exclusive_scan", "exclusive": "warp.exclusive_scan",

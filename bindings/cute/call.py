@@ -31,8 +31,9 @@ from .describe import constant, describe, number_class
 RESOLVED = collections.deque(maxlen=10000)
 
 
-def _digits(first: int, count: int):
-    """A digit extractor of bits [first, first + count), traced like any Python operator."""
+def _digits(first: int, count: int, dtype=None):
+    """A digit extractor of bits [first, first + count), traced like any Python operator (of
+    the raw bits, whatever the keys' dtype)."""
     mask = (1 << count) - 1
 
     def bit_field(key):

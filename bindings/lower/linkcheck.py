@@ -13,15 +13,13 @@ __all__ = ["FunctionInfo", "LinkResult", "link_cubin", "link_ptx", "link_pieces"
 def compile_kernel_pieces(kernel, signature, *, arch=(9, 0)):
     """``numba.cuda.compile_all`` for a kernel (or its dispatcher): [kernel LTO-IR, *linking
     files]. numba compiles the device functions and ``@overload``s a kernel calls for the
-    current device; without a GPU, they are compiled for ``arch`` like the kernel (and a
+    current device; here they are compiled for ``arch`` like the kernel, GPU or not (and a
     dispatcher's launch bounds and register limit apply, as on its launch)."""
     jit_options = getattr(kernel, "targetoptions", {})
     from numba import cuda
     from numba.cuda import dispatcher
-    from numba.cuda.cudadrv.driver import driver
     saved = dispatcher.get_current_device
-    if not driver.is_available:  # the driver's own answer (a suite may patch cuda's)
-        dispatcher.get_current_device = lambda: SimpleNamespace(compute_capability=tuple(arch))
+    dispatcher.get_current_device = lambda: SimpleNamespace(compute_capability=tuple(arch))
     try:
         return cuda.compile_all(getattr(kernel, "py_func", kernel), signature, device=False,
                                 abi="numba", cc=tuple(arch), output="ltoir",

@@ -13,7 +13,7 @@ from .describe import device_function, to_numba
 from .errors import CoopgenTypeError
 from .numba_internals import half_shims
 
-bit_field_digits = functools.partial(_digits, device_function)
+bit_field_digits = functools.partial(_digits, device_function, cuda.libdevice)
 
 
 def compile_operator(context, sym: str, op, argtypes, restype, prim: str = "") -> None:

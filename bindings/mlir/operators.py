@@ -12,7 +12,7 @@ from ..resolve.operators import bit_field_digits as _digits
 from ..resolve.operators import operator_forms
 from .describe import device_function, to_numba
 
-bit_field_digits = functools.partial(_digits, device_function)
+bit_field_digits = functools.partial(_digits, device_function, cuda.libdevice)
 
 
 @functools.cache

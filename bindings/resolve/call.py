@@ -95,7 +95,11 @@ def split_call(p: Entry, args: tuple, kws: dict) -> SplitCall:
     if bits or (bit_range and shape.digits[2] not in split.mkws):
         template, (first, count) = shape.digit_arguments(bits)
         split.tkws.update(template)
-        split.add_constant(shape.digits[2], hooks.bit_field_digits(first, count))
+        keys = split.mkws.get(shape.rename.get(shape.slots[0], shape.slots[0])) \
+            if shape.slots else None  # the first argument: the keys, ranked by their order
+        dtype = keys.dtype.name if isinstance(keys, Array) and isinstance(keys.dtype, Scalar) \
+            else None
+        split.add_constant(shape.digits[2], hooks.bit_field_digits(first, count, dtype))
     if shape is not None:
         for k, v in shape.defaults_for(set(split.tkws) | set(split.mkws)).items():
             if k in tkw_names:

@@ -202,10 +202,10 @@ class GroupCallRewrite(CallRewrite):
         return self._define(new, self.ir.Expr.call(target, [], tuple(kws.items()), loc), loc)
 
     def _histogram(self, new, plan, kws, loc):
-        """cuda.coop's histogram: CUB's counts in a shared array of ``bins``, read back
-        striped into ``bins_per_thread`` counters a thread."""
+        """cuda.coop's histogram: CUB's counts in a shared array of ``bins`` (of the dtype CUB
+        counts in), read back striped into ``bins_per_thread`` counters a thread."""
         extra = dict(plan.extra_constants)
-        counters = self._dtype(new, extra["counter_dtype"], loc)
+        counters = self._dtype(new, extra["counted_dtype"], loc)
         shared = self._array(new, "shared", extra["bins"], counters, loc)
         self._call_entry(new, plan.target, dict(kws, histogram=shared), loc)
         out = self._array(new, "local", extra["bins_per_thread"], self._dtype(
@@ -392,6 +392,13 @@ class GroupCallRewrite(CallRewrite):
                     var = self._define(new, self.ir.Const(var.value, loc), loc)
                 kept = (name, self._like(new, kws[name], loc), var)
                 self._call_helper(new, "copy_items", [kws[name], kept[1]], loc)
+            elif kind == "pair":  # "_pair:prefix_op": (a function, its state array, given)
+                fn, state, given = var
+                if not isinstance(given, Constant):
+                    self._drop_callee(given)
+                fn = fn if hasattr(fn, "py_func") else self.device_function(fn)
+                fn = self._define(new, self.ir.Global(fn.__name__, fn, loc), loc)
+                kws[name] = self._define(new, self.ir.Expr.build_tuple([fn, state], loc), loc)
             elif self._is_thread_array(kws[name]):  # "_copy:src": a copy of that array
                 copy = self._like(new, kws[name], loc)
                 self._call_helper(new, "copy_items", [kws[name], copy], loc)

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from ..model.errors import CoopgenError
 from .kernel_ir import UNKNOWN
+from .operators import StatefulFunction
 
 #: Group kinds (cuda.coop's names) -> the family whose routes serve them.
 FAMILY = {"block": "block", "warp": "warp", "threads_within_warp": "warp",
@@ -110,8 +111,8 @@ class Route:
     ``"block.sum"``) for one group family.
 
     - ``params``: the group call's own parameters after the group, positional first
-      (``positional`` of them), each mapped to the target's name (None: accepted, not passed on;
-      the rewrite handles it, as ``offset``).
+      (``positional`` of them, the last ``optional`` of which may be left out), each mapped to
+      the target's name (None: accepted, not passed on; the rewrite handles it, as ``offset``).
     - ``result``: "return" (the target's result), "none", "output" (the array given as the
       first of ``output``), "new" (a new per-thread array passed
       as the target's ``output`` and returned), "copy" (the target works in place on copies of
@@ -144,6 +145,7 @@ class Route:
     # a warp group's source/destination moves by the tiles of the warps before it
     bounds: tuple = ()  # (parameter, kind, target array) cuda.coop checks at run time: a
     # value outside its range traps the kernel (see BOUNDS)
+    optional: int = 0  # the last positional parameters that may be left out
 
     def names(self) -> dict:
         return dict(self.params)
@@ -271,7 +273,8 @@ class GroupCall:
             if k in given:
                 raise CoopgenError(f"coop.{self.name}: {k!r} given twice")
             given[k] = v
-        if missing := [n for n in positional if n not in given]:
+        required = positional[:len(positional) - route.optional]
+        if missing := [n for n in required if n not in given]:
             raise CoopgenError(f"coop.{self.name}: missing required argument {missing[0]!r}")
         target, route = self._chosen(route, given, value_of)
         if route.hook is not None:
@@ -366,6 +369,37 @@ def radix_rank_bits(name, given, value_of, group):
     return given
 
 
+def prefix_callback(name, given, value_of, group):
+    """A block scan's prefix callback (CUB's BlockPrefixCallbackOp), ``prefix_op=`` or
+    ``block_prefix_callback_op=``: a device function of the block's aggregate, cuda.coop's
+    state array alone (its StatefulFunction found by the state's dtype), or, with the state
+    array as the positional argument after the value, a StatefulFunction or a device function
+    taking the state first: coopgen's ``prefix_op=(function, state)``."""
+    given = dict(given)
+    ops = [k for k in ("prefix_op", "block_prefix_callback_op") if k in given]
+    if len(ops) > 1:
+        raise CoopgenError(f"coop.{name}: pass prefix_op= or block_prefix_callback_op=, not "
+                           f"both")
+    state, op = given.pop("state", None), given.pop(ops[0]) if ops else None
+    fn = None if op is None else op.value if isinstance(op, Constant) else value_of(op)
+    if state is None:
+        if isinstance(fn, StatefulFunction):
+            raise CoopgenError(f"coop.{name}: prefix_op={fn.name} (a StatefulFunction) needs "
+                               f"its state array, passed after the value: coop.{name}(group, "
+                               f"value, state, prefix_op=...)")
+        if op is not None:
+            given["prefix_op"] = op
+        return given
+    fn = fn.op_class if isinstance(fn, StatefulFunction) else fn
+    fn = fn.__call__ if isinstance(fn, type) else fn  # cuda.coop's class: its __call__
+    if fn is None or fn is UNKNOWN or not callable(fn):
+        raise CoopgenError(f"coop.{name}: a state argument needs prefix_op= (a "
+                           f"StatefulFunction, or a device function taking the state first), "
+                           f"known when the kernel compiles; got {fn!r}")
+    given["_pair:prefix_op"] = (fn, state, op)  # op: the caller's variable, dropped
+    return given
+
+
 def sort_order(name, given, value_of, group):
     """``descending=`` as the comparator merge sorts take (unless one is given)."""
     descending = constant(name, given, "descending", value_of, False)
@@ -391,6 +425,12 @@ def full_tile(name, given, value_of, group):
     return given
 
 
+#: The counters CUB's atomic histogram (atomicAdd on the counter type) counts in, per counter
+#: dtype: CUDA adds 64-bit integers atomically as unsigned only, whose bits are the same for
+#: counts (the result is read back as the dtype asked for).
+ATOMIC_COUNTERS = {"int32": "int32", "uint32": "uint32", "int64": "uint64", "uint64": "uint64"}
+
+
 def histogram_shape(name, given, value_of, group):
     """cuda.coop's histogram: ``bins`` (required), ``bins_per_thread`` (1) and
     ``counter_dtype`` (int32), known when the kernel compiles."""
@@ -407,10 +447,18 @@ def histogram_shape(name, given, value_of, group):
         raise CoopgenError(f"coop.{name}: counter_dtype={dtype!r} is not a dtype") from None
     if np.dtype(dtype).kind not in "iu":
         raise CoopgenError(f"coop.{name}: counter_dtype={dtype} must be an integer type")
+    algorithm = constant(name, given, "algorithm", value_of, "atomic")
+    counted = dtype
+    if "ATOMIC" in str(getattr(algorithm, "name", algorithm)).upper():
+        counted = ATOMIC_COUNTERS.get(dtype)
+        if counted is None:
+            raise CoopgenError(f"coop.{name}: counter_dtype={dtype} has no atomic add (the "
+                               f"atomic algorithm's); allowed: {', '.join(ATOMIC_COUNTERS)}, "
+                               f"or algorithm='sort'")
     out = {k: v for k, v in given.items() if k not in ("bins", "bins_per_thread",
                                                        "counter_dtype")}
     out.update({"=bins": Constant(bins), "=bins_per_thread": Constant(per_thread),
-                "=counter_dtype": Constant(dtype)})
+                "=counter_dtype": Constant(dtype), "=counted_dtype": Constant(counted)})
     return out
 
 

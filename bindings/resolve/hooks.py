@@ -11,7 +11,8 @@ class Hooks(NamedTuple):
     #: A Python value a call passes as a constant (a fixed operator, an injected identity) ->
     #: its description (coopgen.types.desc).
     describe_constant: Callable
-    #: (first bit, bit count) -> a function extracting those key bits (an operator value).
+    #: (first bit, bit count, keys' dtype name or None) -> a function extracting those bits of
+    #: the key made order-preserving (an operator value).
     bit_field_digits: Callable
     #: needed -> the launching block shape (and mark the kernel as specialised on it), or None.
     launch_dims: Callable
@@ -40,8 +41,8 @@ def describe_constant(value):
     return _current().describe_constant(value)
 
 
-def bit_field_digits(first: int, count: int):
-    return _current().bit_field_digits(first, count)
+def bit_field_digits(first: int, count: int, dtype: str | None = None):
+    return _current().bit_field_digits(first, count, dtype)
 
 
 def launch_dims(needed: bool):

@@ -52,7 +52,7 @@ _PLUS, _TIMES = "::cuda::std::plus<>{}", "::cuda::std::multiplies<>{}"
 _MIN, _MAX = "::cuda::minimum<>{}", "::cuda::maximum<>{}"
 _AND, _OR, _XOR = "::cuda::std::bit_and<>{}", "::cuda::std::bit_or<>{}", "::cuda::std::bit_xor<>{}"
 _ARITH = {"+": _PLUS, "add": _PLUS, "sum": _PLUS, "plus": _PLUS,
-          "*": _TIMES, "mul": _TIMES, "multiplies": _TIMES,
+          "*": _TIMES, "mul": _TIMES, "multiplies": _TIMES, "multiply": _TIMES,
           "min": _MIN, "minimum": _MIN, "max": _MAX, "maximum": _MAX,
           "&": _AND, "bit_and": _AND, "|": _OR, "bit_or": _OR, "^": _XOR, "bit_xor": _XOR}
 #: numpy's and the operator module's functions that name a built-in.
@@ -331,12 +331,13 @@ STATEFUL_CALLS: dict = {}
 
 
 class StatefulFunction:
-    """cuda.coop's stateful operator: ``op_class.__call__(state_ptr, value)`` gets a pointer to
-    the one-item ``numba_type`` array passed as the operator (``prefix_op=state``), updates
-    ``state_ptr[0]`` and returns its result. A later registration for one type replaces it."""
+    """cuda.coop's stateful operator: ``op_class.__call__(state_ptr, value)`` (or a device
+    function ``op_class(state_ptr, value)``) gets a pointer to the one-item ``numba_type``
+    array passed as the operator (``prefix_op=state``), updates ``state_ptr[0]`` and returns
+    its result. A later registration for one type replaces it."""
 
     def __init__(self, op_class, numba_type, name=None):
-        call = getattr(op_class, "__call__", None)
+        call = getattr(op_class, "py_func", None) or getattr(op_class, "__call__", None)
         if call is None or not hasattr(call, "__code__"):
             raise TypeError(f"StatefulFunction: {op_class!r} has no Python __call__")
         self.op_class = op_class
@@ -346,13 +347,32 @@ class StatefulFunction:
 
 
 @functools.cache
-def bit_field_digits(device_function, begin: int, bits: int):
+def bit_field_digits(device_function, libdevice, begin: int, bits: int, dtype: str | None = None):
     """A digit extractor of the key bits [begin, begin + bits), compiled by the backend's
-    ``device_function``."""
+    ``device_function`` (its ``libdevice`` reads a float's bits). Keys of a signed or floating
+    ``dtype`` (numpy's name) are ranked by their order, as CUB's radix sort ranks them: the
+    bits of the key made unsigned with its sign bit flipped (every bit of a negative float;
+    -0.0 is +0.0 first)."""
     import numpy as np  # a closure cell of key_bits, part of its identity (its symbol)
     mask = (1 << bits) - 1
+    kind, width = (np.dtype(dtype).kind, 8 * np.dtype(dtype).itemsize) if dtype else ("u", 0)
+    if kind not in "if" or (kind == "f" and width not in (32, 64)):
+        def key_bits(key):
+            return np.uint32((key >> np.uint32(begin)) & np.uint32(mask))
+        return device_function(key_bits)
+    unsigned, top = getattr(np, f"uint{width}"), width - 1
+    if kind == "i":
+        def key_bits(key):
+            ordered = unsigned(key) ^ (unsigned(1) << unsigned(top))
+            return np.uint32((ordered >> unsigned(begin)) & unsigned(mask))
+        return device_function(key_bits)
+    bits_of = libdevice.float_as_int if width == 32 else libdevice.double_as_longlong
 
     def key_bits(key):
-        return np.uint32((key >> np.uint32(begin)) & np.uint32(mask))
-
+        sign = unsigned(1) << unsigned(top)
+        raw = unsigned(bits_of(key))
+        if raw == sign:  # -0.0
+            raw = unsigned(0)
+        flip = sign if raw < sign else ~unsigned(0)
+        return np.uint32(((raw ^ flip) >> unsigned(begin)) & unsigned(mask))
     return device_function(key_bits)

@@ -83,6 +83,32 @@ def too_many_positionals(d_in, d_out):
     d_out[0] = coop.sum(coop.this_block(), d_in[0], 3)
 
 
+def _running(state, total):
+    previous = state[0]
+    state[0] = previous + total
+    return previous
+
+
+RUNNING = coop.StatefulFunction(cuda.jit(device=True)(_running), np.int64)
+
+
+def stateful_prefix_without_state(d_in, d_out):
+    d_out[0] = coop.exclusive_sum(coop.this_block(), d_in[0], prefix_op=RUNNING)
+
+
+def two_prefix_callbacks(d_in, d_out):
+    state = coop.ThreadData(1, dtype=np.int64)
+    d_out[0] = coop.exclusive_sum(coop.this_block(), d_in[0], state, prefix_op=RUNNING,
+                                  block_prefix_callback_op=RUNNING)
+
+
+def short_atomic_counters(d_in, d_out):
+    block = coop.this_block()
+    items = coop.ThreadData(4, dtype=d_in.dtype)
+    coop.load(block, d_in, items)
+    coop.histogram(block, items, bins=64, counter_dtype=np.int16)
+
+
 CASES = [
     (warp_group_to_block_call, r"coop.radix_sort_keys: the group this_warp\(\) does not fit "
                                r"this call; it takes coop.this_block\(\)"),
@@ -102,6 +128,12 @@ CASES = [
     (unknown_mode, r"coop.exchange: unknown mode='diagonal'; allowed: 'striped_to_blocked'"),
     (histogram_without_bins, r"coop.histogram: bins=None must be a positive integer constant"),
     (too_many_positionals, r"coop.sum: takes 2 positional arguments \(group, value\), got 3"),
+    (stateful_prefix_without_state, r"coop.exclusive_sum: prefix_op=_running \(a "
+                                    r"StatefulFunction\) needs its state array"),
+    (two_prefix_callbacks, r"coop.exclusive_sum: pass prefix_op= or block_prefix_callback_op=, "
+                           r"not both"),
+    (short_atomic_counters, r"coop.histogram: counter_dtype=int16 has no atomic add \(the "
+                            r"atomic algorithm's\); allowed: int32, uint32, int64, uint64"),
 ]
 
 

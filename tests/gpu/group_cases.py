@@ -338,7 +338,9 @@ def flags(cuda, mode):
     return k
 
 
-def counting(cuda, kind):
+def counting(cuda, kind, counter=None, width=32, descending=False):
+    """kind 0: ranks by bits 2 to 4; 1: a histogram of ``counter`` counters; 2: ranks by the
+    top eight bits of ``width``-bit keys (signed and floating keys by their order)."""
     @cuda.jit
     def k(d_in, d_out):
         block = coop.this_block()
@@ -348,11 +350,103 @@ def counting(cuda, kind):
         if kind == 0:
             ranks = coop.radix_rank(block, items, begin_bit=2, radix_bits=3)
             coop.store(block, d_out, ranks, offset=base)
+        elif kind == 2:
+            ranks = coop.radix_rank(block, items, begin_bit=width - 8, end_bit=width,
+                                    descending=descending)
+            coop.store(block, d_out, ranks, offset=base)
         else:
-            counts = coop.histogram(block, items, bins=64, bins_per_thread=1)
+            counts = coop.histogram(block, items, bins=64, bins_per_thread=1,
+                                    counter_dtype=counter)
             if block.rank() < 64:
                 d_out[cuda.blockIdx.x * 64 + block.rank()] = counts[0]
     return k
+
+
+TILES = 3  # the tiles a block scans one after the other, carrying its running prefix
+PREFIX_START = 5  # the running prefix's first value
+
+
+def _carry(state, total):
+    """A block prefix callback's state first: the prefix before this tile, then the next."""
+    previous = state[0]
+    state[0] = previous + total
+    return previous
+
+
+def prefix_scans(cuda, kind):
+    """A block's TILES tiles scanned in turn, the running prefix carried by a prefix callback:
+    kind 0 a StatefulFunction over arrays (exclusive), kind 1 a device function taking the
+    state first over one item a thread (inclusive), and the last tile's aggregate."""
+    carry = cuda.jit(device=True)(_carry)
+    running = coop.StatefulFunction(carry, np.int64)
+
+    @cuda.jit
+    def k(d_in, d_out, d_final):
+        block = coop.this_block()
+        state = coop.ThreadData(1, dtype=np.int64)
+        state[0] = PREFIX_START
+        aggregate = coop.ThreadData(1, dtype=d_in.dtype)
+        items = coop.ThreadData(ITEMS, dtype=d_in.dtype)
+        n = block.count() * (ITEMS if kind == 0 else 1)
+        for tile in range(TILES):
+            base = (cuda.blockIdx.x * TILES + tile) * n
+            if kind == 0:
+                coop.load(block, d_in, items, offset=base)
+                out = coop.exclusive_sum(block, items, state, prefix_op=running)
+                coop.store(block, d_out, out, offset=base)
+            else:
+                d_out[base + block.rank()] = coop.inclusive_sum(
+                    block, d_in[base + block.rank()], state, block_prefix_callback_op=carry)
+                # CUB's scans give a prefix callback or an aggregate: the tile's, apart
+                coop.exclusive_sum(block, d_in[base + block.rank()], aggregate_output=aggregate)
+        if block.rank() == 0:
+            d_final[cuda.blockIdx.x] = state[0]
+            d_final[GRID + cuda.blockIdx.x] = aggregate[0]  # the last tile's (kind 1)
+    return k
+
+
+def _prefix_inputs(kind):
+    def inputs(dtype, threads, rng):
+        x = _rand(dtype, GRID * TILES * threads * (ITEMS if kind == 0 else 1), rng, 0, 50)
+        return [x, np.zeros(x.size, dtype), np.zeros(2 * GRID, np.int64)]
+    return inputs
+
+
+def _want_prefix(kind):
+    def want(args, threads):
+        x = args[0].reshape(GRID, -1).astype(np.int64)
+        incl = PREFIX_START + np.cumsum(x, axis=1)
+        out = incl if kind == 1 else incl - x
+        final = list(PREFIX_START + x.sum(axis=1))
+        last = list(x[:, -threads:].sum(axis=1)) if kind == 1 else [None] * GRID
+        return [out.reshape(-1).astype(args[0].dtype), np.array(final + last, dtype=object)]
+    return want
+
+
+def _ordered_keys(dtype, threads, rng):
+    """Keys whose top eight bits order them as their values (equal bits: equal values)."""
+    n, dt = GRID * threads * ITEMS, np.dtype(dtype)
+    if dt.kind == "f":  # +-2**e, exponents apart in the top seven exponent bits; zeros of both signs
+        step = 2 if dt.itemsize == 4 else 16
+        x = rng.choice([-1.0, 1.0], n) * 2.0 ** (step * rng.integers(-30, 30, n))
+        x[rng.integers(0, n, n // 16)] = 0.0
+        x[rng.integers(0, n, n // 16)] = -0.0
+    else:
+        top = rng.integers(-128 if dt.kind == "i" else 0, 128 if dt.kind == "i" else 256, n)
+        x = top.astype(np.int64 if dt.kind == "i" else np.uint64)
+        x = x << (8 * dt.itemsize - 8)
+    return [x.astype(dt), np.zeros(n, np.int32)]
+
+
+def _want_ordered_ranks(descending):
+    def want(args, threads):
+        x = _tiles(args[0], threads).astype(np.float64)  # exact: the keys are 2**k multiples
+        ranks = np.empty(x.shape, np.int32)
+        for b in range(GRID):
+            order = np.argsort(-x[b] if descending else x[b], kind="stable")
+            ranks[b, order] = np.arange(x.shape[1])
+        return [ranks.reshape(-1)]
+    return want
 
 
 def top_k(cuda, largest):
@@ -698,6 +792,17 @@ CASES = [
     Case("histogram", counting, lambda dt, t, rng: [_rand(dt, GRID * t * ITEMS, rng, 0, 64),
                                                     np.zeros(GRID * 64, np.int32)],
          _want_counting(1), params={"kind": 1}, dtypes=(np.uint8, np.int32)),
+    *[Case(f"histogram_{c.__name__}", counting, lambda dt, t, rng, c=c: [
+        _rand(dt, GRID * t * ITEMS, rng, 0, 64), np.zeros(GRID * 64, c)], _want_counting(1),
+        params={"kind": 1, "counter": c}, dtypes=(np.uint8, np.int64)) for c in (np.uint64,
+                                                                                 np.int64)],
+    *[Case(f"prefix_scan_{kind}", prefix_scans, _prefix_inputs(kind), _want_prefix(kind),
+           params={"kind": kind}, outputs=2, dtypes=(np.int32, np.int64), blocks=(128, (16, 8)))
+      for kind in range(2)],
+    *[Case(f"radix_rank_ordered{w}_{'desc' if d else 'asc'}", counting, _ordered_keys,
+           _want_ordered_ranks(d), params={"kind": 2, "width": w, "descending": d},
+           dtypes=(np.int32, np.float32, np.uint32) if w == 32 else (np.int64, np.float64),
+           blocks=(128, (16, 8))) for w in (32, 64) for d in (False, True)],
     *[Case(f"topk_{'max' if big else 'min'}", top_k, _one_input, None,
            params={"largest": big}, dtypes=(np.int32, np.uint32), blocks=(128, 256))
       for big in (True, False)],
