@@ -3,6 +3,7 @@
 # logs to $OUT (default ./gpu-checks) and one summary line per check to $OUT/summary.txt:
 #
 #   bash tools/gpu_checks.sh group [NVIDIA-SUITE-COPY]  # group-first API: own tests, fuzz, suite
+#   bash tools/gpu_checks.sh old-suite TESTS-COOP       # cuda.coop's old suite (tests/coop)
 #   bash tools/gpu_checks.sh free                       # free functions: tests, fuzz, streaming
 #   bash tools/gpu_checks.sh torch                      # coopgen.torch: tests, examples
 #   bash tools/gpu_checks.sh docs                       # every doc code block, the README kernel
@@ -42,6 +43,9 @@ group)
         check nvidia-suite 560 python3 -m tools.coop_suite "$2" --compiler "$suite_compiler" \
             -n "$WORKERS" --table "$OUT/nvidia-suite-$tag.txt"
     fi ;;
+old-suite)
+    check old-suite 560 python3 -m tools.coop_suite "$2" -n "$WORKERS" \
+        --table "$OUT/old-suite.txt" ;;
 free)
     check free-tests 240 pytest_gpu tests/gpu/test_free_functions_gpu.py
     check free-fuzz 270 fuzz --seed 20261128 --only Direct
@@ -61,6 +65,6 @@ cute)
     check cute-tests 400 python3 -m pytest -m gpu -q -p no:cacheprovider -rf tests/cute
     check cute-example 200 python3 examples/cute_sort_tiles.py --arch sm_90a --run ;;
 *)
-    sed -n '2,13p' "$0"
+    sed -n '2,14p' "$0"
     exit 2 ;;
 esac
