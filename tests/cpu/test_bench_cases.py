@@ -22,7 +22,6 @@ NATIVE_SMEM = {"sum": 44, "scan": 16912, "sort": 16912, "merge_sort": 16912, "hi
 MLIR_LIMITS = {
     "sort_i64_1024": "its shims keep 64-bit shared-memory pointers: 1024 threads' 64 registers "
                      "spill",
-    "coop_scan": "sizes from kernel arguments need the IR rewrite, which it has not",
 }
 
 
