@@ -139,8 +139,8 @@ def array_type(space: str, args, kws, cls=SizedArray) -> SizedArray:
     dims = tuple(_literal(n) for n in shape)
     if None in dims or min(dims) < 1:
         raise CoopgenError(f"{where}: shape={given['shape']} must be a positive compile-time "
-                           f"constant: an int or a tuple of ints (numba-cuda-mlir compiles a "
-                           f"kernel argument as a run-time value: use a constant or a global)")
+                           f"constant: an int or a tuple of ints (a kernel argument itself, or a "
+                           f"constant or a global: numba-cuda-mlir sees no other launch values)")
     dtype = parse_dtype(given["dtype"])
     if dtype is None and cls is ThreadDataArray and isinstance(given["dtype"], SCALARS):
         dtype = given["dtype"]  # the rewrite's array of a value's type (a group call's result)
