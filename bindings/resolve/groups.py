@@ -144,7 +144,7 @@ class Route:
     warp_tile: str | None = None  # the per-thread array whose size makes each warp's tile:
     # a warp group's source/destination moves by the tiles of the warps before it
     bounds: tuple = ()  # (parameter, kind, target array) cuda.coop checks at run time: a
-    # value outside its range traps the kernel (see BOUNDS)
+    # value outside its range traps the kernel (see _bound_checks)
     optional: int = 0  # the last positional parameters that may be left out
 
     def names(self) -> dict:
