@@ -309,7 +309,8 @@ def main(argv=None) -> int:
                      f"(pip install {compiler.replace('_', '-')})")
     with tempfile.TemporaryDirectory(prefix="coop-suite-") as tmp:
         junit = Path(tmp) / "junit.xml"
-        alias = alias_folder(Path(tmp) / "alias", compiler)
+        # the old suite's kernels are numba-cuda's: no stand-in, numba-cuda-mlir may sit beside it
+        alias = alias_folder(Path(tmp) / "alias", compiler if suite.kind == "new" else None)
         env = suite_environment(suite, alias, compiler)
         if args.link_on_cpu:
             env["COOPGEN_SUITE_LINK_ON_CPU"] = "1"
