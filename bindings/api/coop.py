@@ -169,7 +169,33 @@ for _sub in (block, warp, _types):
 # cuda.coop's algorithm enums (coop.BlockLoadAlgorithm, ...); the *Type enums of the selectors
 # are in the namespaces (coop.block.BlockExchangeType).
 globals().update(_ALGORITHMS)
-gpu_dataclass = _backends.provided("gpu_dataclass")
+
+
+def gpu_dataclass(instance, *, compute_temp_storage=True):
+    """A dataclass instance as a kernel argument, for each compiler installed: on numba-cuda
+    its fields are compile-time constants (primitives among them callable); on numba-cuda-mlir
+    its fields, numbers all, travel as one record (the kernel's ``cuda.jit`` takes
+    ``extensions=[coop.gpu_dataclass_argument_handler]``). With ``compute_temp_storage``, it
+    gains ``temp_storage_bytes_sum``/``_max`` and ``temp_storage_alignment``."""
+    makers = _backends.provided_by_each("gpu_dataclass")
+    if not makers:
+        return _backends.provided("gpu_dataclass")(instance)
+    for make in makers:
+        instance = make(instance, compute_temp_storage=compute_temp_storage)
+    return instance
+
+
+class _DataclassArguments:
+    """The argument handler of gpu_dataclass instances (``cuda.jit(extensions=[...])``): each
+    compiler's, which leave other arguments alone."""
+
+    def prepare_args(self, ty, val, stream=0, retr=None):
+        for handler in _backends.provided_by_each("gpu_dataclass_argument_handler"):
+            ty, val = handler.prepare_args(ty, val, stream=stream, retr=retr)
+        return ty, val
+
+
+gpu_dataclass_argument_handler = _DataclassArguments()
 
 
 def TempStorage(size_in_bytes=None, alignment=None, auto_sync=None, sharing="shared"):
@@ -209,7 +235,8 @@ class NoAlgorithm:
 
 
 __all__ = ["block", "warp", "local", "shared", "TempStorage", "ThreadData", "Decomposer",
-           "Invocable", "NoAlgorithm", "gpu_dataclass", "StatefulFunction", *sorted(_ALGORITHMS),
+           "Invocable", "NoAlgorithm", "gpu_dataclass", "gpu_dataclass_argument_handler",
+           "StatefulFunction", *sorted(_ALGORITHMS),
            *sorted(_group_api), "ThreadGroup", "ThreadHierarchy", "Hierarchy", "register"]
 
 # cuda.coop's qualified namespace (``import cuda.coop.numba_mlir as coop``): the group-first

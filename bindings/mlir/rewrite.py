@@ -11,7 +11,8 @@ from numba_cuda_mlir._mlir.dialects import llvm
 from numba_cuda_mlir.numba_cuda import types
 from numba_cuda_mlir.numba_cuda.core import inline_closurecall, ir, postproc
 from numba_cuda_mlir.numba_cuda.core.analysis import compute_cfg_from_blocks
-from numba_cuda_mlir.numba_cuda.core.ir_utils import get_definition, guard, simplify_CFG
+from numba_cuda_mlir.numba_cuda.core.ir_utils import (build_definitions, get_definition, guard,
+                                                      simplify_CFG)
 from numba_cuda_mlir.numba_cuda.typing.templates import AbstractTemplate, signature
 
 from ..resolve.group_calls import GroupCallRewrite
@@ -19,7 +20,7 @@ from ..resolve.kernel_ir import UNKNOWN, IrClasses, Trace, in_coopgen, is_call
 from ..resolve.kernel_ir import is_op
 from ..types.enums import CoopEnum
 from .arrays import ARRAYS, PrimitiveClassType
-from .bundle import uses_coopgen
+from .bundle import calls_coopgen, uses_coopgen
 from .describe import device_function
 from .typing import CoopgenTypeError
 
@@ -64,6 +65,11 @@ class KernelRewrite(GroupCallRewrite, ext.WholeFunctionPlanner):
 
     def run(self) -> bool:
         self.func_ir, self.changed = self.state.func_ir, False
+        # numba-cuda-mlir's own inlining (device=True, inline=True) leaves the definitions of
+        # the inlined variables out
+        self.func_ir._definitions = build_definitions(self.func_ir.blocks)
+        if not self.is_device_function:
+            self._inline_device_functions()
         if not uses_coopgen(self.func_ir):
             return False
         self._no_objects_as_arguments()
@@ -92,15 +98,32 @@ class KernelRewrite(GroupCallRewrite, ext.WholeFunctionPlanner):
     def _inline(self, targets) -> None:
         """The group helpers that call a primitive, inlined (a device function's own shims are
         not linked into its kernel), as numba-cuda-mlir's inlining pass does."""
-        worker = inline_closurecall.InlineWorker(
-            self.state.typingctx, self.state.targetctx, self.state.locals, self.state.pipeline,
-            self.state.flags, validator=inline_closurecall.callee_ir_validator)
         for name in targets:
             block, i = next((b, i) for b in self.func_ir.blocks.values()
                             for i, s in enumerate(b.body)
                             if isinstance(s, ir.Assign) and s.target.name == name)
-            helper = self.trace.value(block.body[i].value.func)[0]
-            worker.inline_function(self.func_ir, block, i, helper.py_func)
+            self._inline_at(block, i, self.trace.value(block.body[i].value.func)[0].py_func)
+
+    def _inline_device_functions(self) -> None:
+        """The kernel's device functions that call coopgen, inlined (nested ones too): their
+        calls are planned with the kernel's launch, and a device function's own shims are not
+        linked into its kernel."""
+        while True:
+            found = next(((b, i, d.py_func) for b in self.func_ir.blocks.values()
+                          for i, s in enumerate(b.body) if is_call(IR, s)
+                          for d in [guard(get_definition, self.func_ir, s.value.func)]
+                          if isinstance(d, (ir.Global, ir.FreeVar)) and not in_coopgen(d.value)
+                          and calls_coopgen(getattr(d.value, "py_func", None))), None)
+            if found is None:
+                return
+            self._inline_at(*found)
+            self.changed = True
+
+    def _inline_at(self, block, index, py_func) -> None:
+        inline_closurecall.InlineWorker(
+            self.state.typingctx, self.state.targetctx, self.state.locals, self.state.pipeline,
+            self.state.flags, validator=inline_closurecall.callee_ir_validator).inline_function(
+            self.func_ir, block, index, py_func)
         for dead in compute_cfg_from_blocks(self.func_ir.blocks).dead_nodes():
             del self.func_ir.blocks[dead]
         postproc.PostProcessor(self.func_ir).run()

@@ -202,8 +202,21 @@ class CallRewrite:
     def _drop_callee(self, func):
         """A replaced function's lookup would still be typed: make it a plain constant."""
         for stmt in self._assignments(lambda s: s.target.name == func.name):
-            if func.name.startswith("$"):
+            if func.name.startswith("$") or self._only_called(func.name):
                 self._replace_value(stmt, self.ir.Const(None, stmt.loc))
+
+    def _only_called(self, name: str) -> bool:
+        """Whether a variable is read only as the function of calls (a temporary of inlined
+        code, whose name lost its ``$``)."""
+        for block in self.func_ir.blocks.values():
+            for stmt in block.body:
+                value = getattr(stmt, "value", None)
+                func = value.func if is_op(self.ir, value, "call") else None
+                reads = [v.name for v in stmt.list_vars()
+                         if v is not func and v is not getattr(stmt, "target", None)]
+                if name in reads:
+                    return False
+        return True
 
     def _assignments(self, test):
         return [s for s in self.block.body if isinstance(s, self.ir.assign) and test(s)]
@@ -308,6 +321,20 @@ class CallRewrite:
         return self.trace.callee(fdef.value if is_op(self.ir, fdef, "getitem", "static_getitem")
                                  else func)
 
+    def _copies(self, name: str) -> set:
+        """``name`` and the variables that copy it (``b = a``), through copies of copies."""
+        names, grew = {name}, True
+        copies = [(s.target.name, s.value.name) for b in self.func_ir.blocks.values()
+                  for s in b.body if isinstance(s, self.ir.assign) and
+                  type(s.value).__name__ == "Var"]
+        while grew:
+            grew = False
+            for new, old in copies:
+                if old in names and new not in names:
+                    names.add(new)
+                    grew = True
+        return names
+
     def _first_use_source(self, target, index):
         """The array, defined before ThreadData ``target``, whose dtype it takes, from its
         first use: the array an item written into it comes from (``items[i] = d_in[j]``), or
@@ -318,11 +345,13 @@ class CallRewrite:
                   for s in b.body if isinstance(s, ir.assign)}
         before |= {s.target.name for s in self.block.body[:index] if isinstance(s, ir.assign)}
 
+        names = self._copies(target.name)  # inlined device functions pass it on in copies
+
         def source(root):
             d = self.trace.definition(root)
             while is_op(ir, d, "getitem", "static_getitem"):  # d_in of d_in[base:]
                 root, d = d.value, self.trace.definition(d.value)
-            if root.name != target.name and (isinstance(d, ir.arg) or is_op(
+            if root.name not in names and (isinstance(d, ir.arg) or is_op(
                     ir, d, "call") and root.name in before and not getattr(
                     self._called(d.func), "_coopgen_group_factory", False)):
                 return root
@@ -330,7 +359,7 @@ class CallRewrite:
 
         for stmt in (s for label in sorted(blocks) for s in blocks[label].body):
             if type(stmt).__name__ in ("SetItem", "StaticSetItem") and \
-                    stmt.target.name == target.name:
+                    stmt.target.name in names:
                 d = self.trace.definition(stmt.value)
                 if is_op(ir, d, "getitem", "static_getitem") and (root := source(d.value)):
                     return root
@@ -340,8 +369,7 @@ class CallRewrite:
             callee = self._called(stmt.value.func)
             args = list(stmt.value.args)
             used = args + [v for _, v in stmt.value.kws]
-            if not self.takes_constants(callee) or \
-                    not any(v.name == target.name for v in used):
+            if not self.takes_constants(callee) or not any(v.name in names for v in used):
                 continue
             if getattr(callee, "_coopgen_group_call", False):  # its arrays are positional
                 used = args[1:]

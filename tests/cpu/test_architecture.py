@@ -42,12 +42,17 @@ MAX_MODULE_LINES, MAX_FUNCTION_LINES = 500, 80
 #: Group scans, ranks and counters as NVIDIA's suite has them: +90 (prefix callbacks with a
 #: state, aggregates and warp valid_items in the scan routes; radix ranks of signed and
 #: floating keys by their order; 64-bit atomic histogram counters); +11 where it met the rest.
-MAX_RUNTIME_LINES = 8243
+#: NVIDIA's suite, second round: +62 (gpu_dataclass arguments on both compilers through one
+#: argument handler; device functions inlined into the kernel on numba-cuda-mlir, the
+#: lookups and copies that inlining leaves).
+MAX_RUNTIME_LINES = 8305
 #: issue 33: +8 (its rewrite's cuda module; arrays of a value's type); +37 (its device trap,
 #: literal dispatch of a ThreadData size, the link check following it; +6: its literal kernel
 #: arguments known to the rewrite, numba-cuda-mlir's local arrays sized by one); run-length
 #: decoding: +20 (a group helper that calls a primitive is inlined into the kernel).
-MAX_MLIR_LINES = 1148
+#: NVIDIA's suite, second round: +88 (gpu_dataclass instances as records and their argument
+#: handler; the kernel's device functions that call coopgen inlined into it).
+MAX_MLIR_LINES = 1236
 #: issue 35: the CuTe DSL backend's own budget.
 MAX_CUTE_LINES = 900
 #: issue 36: the PyTorch surface and the autotuner, optional modules beside the staged runtime

@@ -153,9 +153,13 @@ def warp_partial_sort(cuda):
 
 
 def _want_warp_partial_sort(a, t):
-    tiles = a[0].reshape(-1, 32 * ITEMS).copy()
-    tiles[:, 32 * ITEMS - 9:] = 99  # the keys past valid_items sort as oob_default
-    return [np.sort(tiles, axis=1).reshape(-1)]
+    # CUB sorts the valid keys into a warp tile's first valid_items places; the places after
+    # them hold its filler, which CUB leaves undefined (it does not reset a thread's first item)
+    valid = 32 * ITEMS - 9
+    tiles = a[0].reshape(-1, 32 * ITEMS)
+    want = np.full(tiles.shape, None, dtype=object)
+    want[:, :valid] = np.sort(tiles[:, :valid], axis=1)
+    return [want.reshape(-1)]
 
 
 def scalar_sorts(cuda):
