@@ -18,6 +18,14 @@ class GroupCallRewrite(CallRewrite):
     (``cuda_module``) for the helpers."""
     cuda_module = None
     trap = None  # the backend's device trap (a function its kernels can call)
+    ptx = None  # ptx(text, returns): the backend's device function of one PTX statement
+
+    def __init_subclass__(cls, **kws):
+        """A backend's cluster registers, made with the backend (its typing knows them)."""
+        super().__init_subclass__(**kws)
+        if cls.ptx is not None:
+            cls.cluster = {name: cls.ptx(*statement)
+                           for name, statement in group_helpers.CLUSTER_PTX.items()}
 
     def rewrite_call(self, new, stmt, index) -> bool:
         callee = self.trace.callee(stmt.value.func)
@@ -56,7 +64,7 @@ class GroupCallRewrite(CallRewrite):
         helpers = GroupCallRewrite._helpers.get(type(self))
         if helpers is None:
             helpers = GroupCallRewrite._helpers[type(self)] = group_helpers.for_backend(
-                self.cuda_module, self.device_function, self.trap)
+                self.cuda_module, self.device_function, self.trap, self.cluster)
         return self._define(new, self.ir.Global(name, helpers[name], loc), loc)
 
     def _call_helper(self, new, name: str, args, loc, calls_primitive=False):

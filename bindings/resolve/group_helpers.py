@@ -255,11 +255,25 @@ def mapped_result(shared, total, result, member):
     return result[0]
 
 
+def cluster_thread_rank():
+    return cluster_block_rank() * block_count() + block_rank()  # noqa: F821
+
+
+def cluster_thread_count():
+    return cluster_block_count() * block_count()  # noqa: F821
+
+
+#: A thread-block cluster's special registers and barrier (sm_90), as each backend's PTX.
+CLUSTER_PTX = {"cluster_block_rank": ("mov.u32 $0, %cluster_ctarank;", True),
+               "cluster_block_count": ("mov.u32 $0, %cluster_nctarank;", True),
+               "cluster_sync": ("barrier.cluster.arrive;\n\tbarrier.cluster.wait;", False)}
+
 #: cuda.coop's levels, finest first; ``group.rank(level)`` is the rank of the finer of the
 #: group and the level within the coarser (``this_thread().rank("block")``: the thread's in the
 #: block; ``this_block().rank("thread")``: the same), ``count`` how many of the finer the
 #: coarser holds; the same level: rank 0 of 1.
-LEVELS = ("thread", "threads_within_warp", "warp", "warps_within_block", "block", "grid")
+LEVELS = ("thread", "threads_within_warp", "warp", "warps_within_block", "block", "cluster",
+          "grid")
 
 
 def query(kind: str, width, name: str, level, exhaustive: bool = True):
@@ -295,6 +309,7 @@ RANKS = {
     ("thread", "warp"): (_fixed("lane"), _fixed("warp_size")),
     ("thread", "warps_within_block"): (_sized("rank_modulo", WARP), _sized("constant", WARP)),
     ("thread", "block"): (_fixed("block_rank"), _fixed("block_count")),
+    ("thread", "cluster"): (_fixed("cluster_thread_rank"), _fixed("cluster_thread_count")),
     ("thread", "grid"): (_fixed("grid_rank"), _fixed("grid_count")),
     ("threads_within_warp", "warp"): (_sized("lane_divided"),
                                       lambda width, _: ("constant", (WARP // width,))),
@@ -303,20 +318,23 @@ RANKS = {
     ("warps_within_block", "block"): (_sized("warp_rank_divided"),
                                       lambda width, exhaustive: ("mapped_groups",
                                                                  (width, exhaustive))),
+    ("block", "cluster"): (_fixed("cluster_block_rank"), _fixed("cluster_block_count")),
     ("block", "grid"): (_fixed("grid_block_rank"), _fixed("grid_block_count")),
 }
 
 #: group kind -> its barrier's helper (a thread's: its warp's, as cuda.coop's)
-SYNCS = {"block": ("block_sync", ()), "warps_within_block": ("block_sync", ()),
+SYNCS = {"cluster": ("cluster_sync", ()), "block": ("block_sync", ()),
+         "warps_within_block": ("block_sync", ()),
          "warp": ("warp_sync", ()), "threads_within_warp": ("warp_sync", ()),
          "thread": ("warp_sync", ())}
 
 
-def for_backend(cuda_module, device_function, trap) -> dict:
+def for_backend(cuda_module, device_function, trap, cluster) -> dict:
     """{name: device function} compiled by ``device_function``, reading ``cuda_module`` as
-    ``cuda``, ``trap`` (the backend's device trap), numpy and each other by name."""
-    space = {"cuda": cuda_module, "WARP": WARP, "trap": trap, "np": np}
-    out = {}
+    ``cuda``, ``trap`` (the backend's device trap), ``cluster`` (its CLUSTER_PTX statements),
+    numpy and each other by name."""
+    space = {"cuda": cuda_module, "WARP": WARP, "trap": trap, "np": np, **cluster}
+    out = dict(cluster)
     for name, fn in list(globals().items()):
         if isinstance(fn, types.FunctionType) and fn.__module__ == __name__ and \
                 name not in ("for_backend", "query", "_fixed", "_sized"):

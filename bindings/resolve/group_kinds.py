@@ -17,7 +17,8 @@ GROUP_SPELLING = {"warps_within_block": "coop.this_block().group_by(n)"}
 UNSERVED = {
     "grid": "has no collective calls in cuda.coop's common V1 profile (a grid-wide barrier or "
             "reduction needs a cooperative launch); only its rank and count queries work",
-    "cluster": "(a thread-block cluster) has no collective calls in coopgen yet",
+    "cluster": "(a thread-block cluster) has no collective calls in coopgen yet (its rank, "
+               "count, is_member and sync work)",
 }
 
 @dataclass(frozen=True)

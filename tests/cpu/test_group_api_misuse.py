@@ -124,8 +124,8 @@ def warp_scan_of_no_lanes(d_in, d_out):
     d_out[0] = coop.inclusive_sum(coop.this_warp().group_by(8), d_in[0], valid_items=0)
 
 
-def thread_rank_in_a_cluster(d_in, d_out):
-    d_out[0] = coop.this_thread().rank("cluster")
+def logical_warp_rank_in_a_block(d_in, d_out):
+    d_out[0] = coop.this_warp().group_by(8).rank("block")
 
 
 def grid_sum(d_in, d_out):
@@ -170,8 +170,8 @@ CASES = [
     (mapped_warps_sum_of_items, r"coop.sum: over this_block\(\).group_by\(2\) takes one value a "
                                 r"thread \(a scalar\), not a per-thread array"),
     (warp_scan_of_no_lanes, r"coop.inclusive_sum: valid_items=0 is outside \[1, 8\]"),
-    (thread_rank_in_a_cluster, r"coop.this_thread\(\).rank: not available for this group at "
-                               r"level='cluster'"),
+    (logical_warp_rank_in_a_block, r"coop.this_warp\(\).group_by\(8\).rank: not available for "
+                                   r"this group at level='block'"),
 ]
 
 #: cuda.coop's NotImplementedError for groups without collectives (its "common V1" profile's)
@@ -180,7 +180,8 @@ UNSERVED = [
                r"common V1 profile"),
     (grid_sync, r"coop.this_grid\(\).sync: not available for this group.*common V1"),
     (cluster_reduce, r"coop.reduce: the group this_cluster\(\) \(a thread-block cluster\) has "
-                     r"no collective calls in coopgen yet; this call takes coop.this_block\(\)"),
+                     r"no collective calls in coopgen yet \(its rank, count, is_member and sync "
+                     r"work\); this call takes coop.this_block\(\)"),
 ]
 
 

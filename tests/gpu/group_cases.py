@@ -281,6 +281,30 @@ def _want_level_queries(a, t):
                             ones * GRID, ones * 32, rank])]
 
 
+def cluster_queries(cuda):
+    """A thread-block cluster's queries and barrier (launched with ``cluster=`` on sm_90)."""
+    @cuda.jit
+    def k(d_out):
+        cluster = coop.this_cluster()
+        cluster.sync()
+        q = d_out.shape[0] // 5
+        g = cuda.grid(1)
+        d_out[g] = cluster.rank("block")
+        d_out[q + g] = cluster.count("block")
+        d_out[2 * q + g] = cluster.is_member()
+        d_out[3 * q + g] = coop.this_thread().rank("cluster")
+        d_out[4 * q + g] = cluster.count("thread")
+    return k
+
+
+def want_cluster_queries(blocks, threads, cluster):
+    g = np.arange(blocks * threads)
+    block = g // threads
+    return np.concatenate([block % cluster, np.full(g.size, cluster), np.ones(g.size),
+                           (block % cluster) * threads + g % threads,
+                           np.full(g.size, cluster * threads)])
+
+
 def load_store(cuda, algorithm):
     @cuda.jit
     def k(d_in, d_out):
