@@ -329,11 +329,11 @@ SYNCS = {"cluster": ("cluster_sync", ()), "block": ("block_sync", ()),
          "thread": ("warp_sync", ())}
 
 
-def for_backend(cuda_module, device_function, trap, cluster) -> dict:
+def for_backend(cuda_module, device_function, trap, cluster=()) -> dict:
     """{name: device function} compiled by ``device_function``, reading ``cuda_module`` as
     ``cuda``, ``trap`` (the backend's device trap), ``cluster`` (its CLUSTER_PTX statements),
     numpy and each other by name."""
-    space = {"cuda": cuda_module, "WARP": WARP, "trap": trap, "np": np, **cluster}
+    space = {"cuda": cuda_module, "WARP": WARP, "trap": trap, "np": np, **dict(cluster)}
     out = dict(cluster)
     for name, fn in list(globals().items()):
         if isinstance(fn, types.FunctionType) and fn.__module__ == __name__ and \
