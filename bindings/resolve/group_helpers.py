@@ -322,7 +322,7 @@ RANKS = {
     ("block", "grid"): (_fixed("grid_block_rank"), _fixed("grid_block_count")),
 }
 
-#: group kind -> its barrier's helper (a thread's: its warp's, as cuda.coop's)
+#: group kind -> its barrier's helper (a thread's: its warp's)
 SYNCS = {"cluster": ("cluster_sync", ()), "block": ("block_sync", ()),
          "warps_within_block": ("block_sync", ()),
          "warp": ("warp_sync", ()), "threads_within_warp": ("warp_sync", ()),
