@@ -7,6 +7,7 @@ launch's shape, not its arguments: ``ThreadData(n)`` of a kernel argument ``n`` 
 numba's literal dispatch (coopgen.mlir.arrays), other sizes must be constants."""
 from numba_cuda_mlir import cuda
 from numba_cuda_mlir import extending as ext
+from numba_cuda_mlir._mlir import ir as mlir_ir
 from numba_cuda_mlir._mlir.dialects import llvm
 from numba_cuda_mlir.numba_cuda import types
 from numba_cuda_mlir.numba_cuda.core import inline_closurecall, ir, postproc
@@ -24,21 +25,29 @@ from .bundle import calls_coopgen, uses_coopgen
 from .describe import device_function
 from .typing import CoopgenTypeError
 
-def device_trap():
-    """PTX ``trap``: the kernel stops with a launch failure (cuda.coop's run-time checks)."""
+def ptx(text: str, returns: bool):
+    """A device function of one PTX statement: ``() -> uint32`` (its ``$0``) or ``() -> None``
+    (numba-cuda-mlir's translation to NVVM IR takes inline PTX, not LLVM's intrinsics)."""
+    def statement():
+        """Device code only."""
+    result = signature(types.uint32 if returns else types.none)
+
+    class Template(AbstractTemplate):
+        key = statement
+        generic = lambda self, args, kws: None if args or kws else result  # noqa: E731
+
+    def lower(builder, target, args, kws):
+        out = llvm.inline_asm(mlir_ir.IntegerType.get_signless(32) if returns else None, [],
+                              text, "=r" if returns else "", has_side_effects=True)
+        if returns:
+            builder.store_var(target, out)
+    ext.typing_registry.register_global(statement, types.Function(Template))
+    ext.lower_builtin(statement)(lower)
+    return statement
 
 
-class _TrapTemplate(AbstractTemplate):
-    key = device_trap
-
-    def generic(self, args, kws):
-        return signature(types.none) if not args and not kws else None
-
-
-ext.typing_registry.register_global(device_trap, types.Function(_TrapTemplate))
-# (numba-cuda-mlir's translation to NVVM IR takes inline PTX, not the llvm.trap intrinsic)
-ext.lower_builtin(device_trap)(lambda builder, target, args, kws: llvm.inline_asm(
-    None, [], "trap;", "", has_side_effects=True))
+#: PTX ``trap``: the kernel stops with a launch failure (cuda.coop's run-time checks)
+device_trap = ptx("trap;", False)
 
 
 IR = IrClasses((ir.Const,), (ir.Global, ir.FreeVar), (ir.Arg,), (ir.Expr,), (ir.Assign,),
@@ -58,6 +67,7 @@ class KernelRewrite(GroupCallRewrite, ext.WholeFunctionPlanner):
     device_function = staticmethod(device_function)
     cuda_module = cuda  # what the group helpers' device functions read as ``cuda``
     trap = staticmethod(device_trap)
+    ptx = staticmethod(ptx)
     known_values = "a constant or a global: numba-cuda-mlir's planners see no kernel arguments"
 
     def takes_constants(self, obj) -> bool:

@@ -24,6 +24,7 @@ _OPERANDS = {"build_tuple": lambda d: d.items, "static_getitem": lambda d: (d.va
              "unary": lambda d: (d.value,)}
 UNKNOWN = object()
 NOT_KNOWN = (UNKNOWN, False)
+_UNSUPPORTED = {}  # a backend's error class -> the same, a NotImplementedError too
 
 
 @dataclasses.dataclass(frozen=True)
@@ -198,6 +199,18 @@ class CallRewrite:
         new.append(self.ir.Assign(value, var, loc))
         self.func_ir._definitions[var.name] = [value]
         return var
+
+    def raised(self, e: CoopgenError):
+        """``e`` as this backend's error; a NotImplementedError stays one."""
+        return (self.unsupported if isinstance(e, NotImplementedError) else self.error)(str(e))
+
+    def unsupported(self, message: str):
+        """This backend's error that is a NotImplementedError too (cuda.coop's type for a form
+        outside what it serves)."""
+        cls = _UNSUPPORTED.get(self.error) or _UNSUPPORTED.setdefault(self.error, type(
+            self.error.__name__, (self.error, NotImplementedError),
+            {"__module__": self.error.__module__}))
+        return cls(message)
 
     def _drop_callee(self, func):
         """A replaced function's lookup would still be typed: make it a plain constant."""

@@ -42,17 +42,23 @@ MAX_MODULE_LINES, MAX_FUNCTION_LINES = 500, 80
 #: Group scans, ranks and counters as NVIDIA's suite has them: +90 (prefix callbacks with a
 #: state, aggregates and warp valid_items in the scan routes; radix ranks of signed and
 #: floating keys by their order; 64-bit atomic histogram counters); +11 where it met the rest.
+#: Groups as NVIDIA's suite has them: +152 (rank/count at every level, cuda.coop's finer-within-
+#: coarser; sum/reduce over a block's groups of warps, two warp reductions through shared
+#: memory; groups made at module level; NotImplementedError for grid and cluster collectives;
+#: a warp scan's valid lanes checked; the groups in a module of their own); +41 (a cluster's
+#: rank, count and sync: each backend's one-statement PTX device functions).
 #: NVIDIA's suite, second round: +62 (gpu_dataclass arguments on both compilers through one
 #: argument handler; device functions inlined into the kernel on numba-cuda-mlir, the
 #: lookups and copies that inlining leaves).
-MAX_RUNTIME_LINES = 8305
+MAX_RUNTIME_LINES = 8498
 #: issue 33: +8 (its rewrite's cuda module; arrays of a value's type); +37 (its device trap,
 #: literal dispatch of a ThreadData size, the link check following it; +6: its literal kernel
 #: arguments known to the rewrite, numba-cuda-mlir's local arrays sized by one); run-length
 #: decoding: +20 (a group helper that calls a primitive is inlined into the kernel).
+#: +10: its one-statement PTX device functions (the trap, a cluster's registers and barrier).
 #: NVIDIA's suite, second round: +88 (gpu_dataclass instances as records and their argument
 #: handler; the kernel's device functions that call coopgen inlined into it).
-MAX_MLIR_LINES = 1236
+MAX_MLIR_LINES = 1246
 #: issue 35: the CuTe DSL backend's own budget.
 MAX_CUTE_LINES = 900
 #: issue 36: the PyTorch surface and the autotuner, optional modules beside the staged runtime
