@@ -183,6 +183,13 @@ class CallRewrite:
             expr.args = [self._from_offset(new, expr.args[0], kws.pop("offset"), expr.loc),
                          *expr.args[1:]]
             expr.kws, self.changed = list(kws.items()), True
+        declared = [(k, v) for k, v in kws.items() if getattr(callee, "shape", None) is not None
+                    and callee.shape.declared is not None and expr.args and
+                    hasattr(self.trace.value(v)[0], "op_class")]
+        for k, v in declared:  # _block.exclusive_sum(x, out, state, prefix_op=Stateful): its
+            kws[k] = expr.args[-1]  # state is the last positional, the operator's 1-item array
+            expr.args, expr.kws, self.changed = expr.args[:-1], list(kws.items()), True
+            self._drop_unused([v])
         if getattr(callee, "_coopgen_shared_array", False):  # TempStorage.reserve(n, dtype)
             args = list(expr.args)
             count = self.trace.value(args[0])[0] if args else UNKNOWN

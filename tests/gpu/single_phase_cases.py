@@ -338,6 +338,37 @@ def qualified_ranks(cuda):
     return k
 
 
+class RunningPrefix:
+    def __call__(self_ptr, block_aggregate):
+        old = self_ptr[0]
+        self_ptr[0] = old + block_aggregate
+        return old
+
+
+def stateful_prefix(cuda):
+    # made here, so that the int32 state's callback is this one when the kernel compiles
+    prefix = coop.StatefulFunction(RunningPrefix, np.int32, name="running_prefix")
+
+    @cuda.jit
+    def k(d_in, d_out, d_final):
+        t = cuda.threadIdx.x
+        state = cuda.local.array(1, np.int32)
+        state[0] = 0
+        base = 0
+        while base < d_in.size:
+            item = cuda.local.array(1, np.int32)
+            scanned = cuda.local.array(1, np.int32)
+            item[0] = d_in[base + t]
+            _block.exclusive_sum(item, scanned, state, dtype="int32", threads_per_block=THREADS,
+                                 items_per_thread=1, prefix_op=prefix)
+            d_out[base + t] = scanned[0]
+            base += THREADS
+            cuda.syncthreads()
+        if t == 0:
+            d_final[0] = state[0]
+    return k
+
+
 def storage_items(cuda):
     @cuda.jit
     def k(output):
@@ -385,6 +416,10 @@ CASES = [
     Case("qualified_radix_rank_keys_and_inferred_indices", qualified_ranks,
          lambda rng: [rng.integers(0, 256, N).astype(np.uint32), np.zeros(N, np.int32),
                       np.zeros(N, np.int32)], _qualified_want),
+    Case("stateful_prefix_positional_state", stateful_prefix,
+         lambda rng: [np.arange(1, 4 * THREADS + 1, dtype=np.int32) % 5,
+                      np.zeros(4 * THREADS, np.int32), np.zeros(1, np.int32)],
+         lambda a: {1: np.cumsum(a[0]) - a[0], 2: np.array([a[0].sum()], np.int32)}),
     Case("temp_storage_items", storage_items, lambda rng: [np.zeros(THREADS, np.int32)],
          lambda a: {0: np.full(THREADS, 31, np.int32)}),
 ]
