@@ -54,6 +54,15 @@ REQUIRED = {"block.run_length": {"total_decoded_size": (
     "TotalDecodedSizeT)")}}
 
 
+#: cuda.coop.numba_mlir's single-phase calls (``coop._block.*``, ``coop._warp.*``; see
+#: CallShape.declared): the arguments ``name=True`` declares as passed positionally, and the
+#: keywords that name a dtype when given one rather than an array.
+SINGLE_PHASE_DECLARED = frozenset({"valid_items", "tile_predecessor_item", "tile_successor_item"})
+SINGLE_PHASE_DTYPES = {"keys": "dtype", "key_dtype": "dtype", "values": "value_dtype"}
+#: Their ``offset=n``: the global array passed (their first argument) is read from item n on.
+SINGLE_PHASE_OFFSET = ("load", "store")
+
+
 def factory_positionals(scope: str, name: str) -> tuple[str, ...]:
     table = FACTORY_POSITIONALS[scope]
     if name in table:
@@ -244,12 +253,26 @@ __all__ = ["block", "warp", "local", "shared", "TempStorage", "ThreadData", "Dec
 # memory namespaces. The same for both numba compilers in coopgen.
 numba_mlir = _pytypes.ModuleType("coopgen.coop.numba_mlir", __doc__)
 numba_mlir.__dict__.update({k: globals()[k] for k in __all__ if k not in ("block", "warp")})
+def _single_phase(value):
+    """A function of ``_block``/``_warp``: cuda.coop.numba_mlir's argument rules."""
+    if not isinstance(value, Invocable) or value.shape is None or value.shape.slots is None:
+        return value
+    return _dataclasses.replace(value, shape=_dataclasses.replace(
+        value.shape, declared=SINGLE_PHASE_DECLARED, dtype_keywords=SINGLE_PHASE_DTYPES,
+        offset_first=value.name.split(".")[-1] in SINGLE_PHASE_OFFSET))
+
+
 for _name, _scope in (("_block", block), ("_warp", warp)):  # with the algorithm enums
     _sub = _pytypes.ModuleType(f"coopgen.coop.numba_mlir.{_name}", _scope.__doc__)
-    _sub.__dict__.update({k: v for k, v in vars(_scope).items() if not k.startswith("__")},
-                         **_ALGORITHMS)
+    _sub.__dict__.update({k: _single_phase(v) for k, v in vars(_scope).items()
+                          if not k.startswith("__")}, **_ALGORITHMS)
     _sys.modules[_sub.__name__] = _sub
     setattr(numba_mlir, _name, _sub)
+#: Calls only the qualified namespace has, under another name: {name: the root call's name}.
+QUALIFIED_ALIASES = {"radix_rank_keys": "radix_rank"}
+for _name, _root in QUALIFIED_ALIASES.items():
+    setattr(numba_mlir, _name, _groups.GroupCall(_name, _groups.ROUTES[_root], _group_target,
+                                                 _group_api[_root].__doc__))
 numba_mlir.__dict__.update(ThreadDataLike=ThreadDataLike, TempStorageLike=TempStorageLike,
                            __version__=__version__, __file__=__file__)
 numba_mlir.__all__ = sorted(k for k in vars(numba_mlir) if not k.startswith("__"))

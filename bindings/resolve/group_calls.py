@@ -411,11 +411,8 @@ class GroupCallRewrite(CallRewrite):
                 offset = tile if offset is None else self._define(
                     new, self.ir.Expr.binop(operator.add, offset, tile, loc), loc)
         if offset is not None:  # source[offset:]
-            none = self._define(new, self.ir.Const(None, loc), loc)
-            slice_fn = self._define(new, self.ir.Global("slice", slice, loc), loc)
-            index = self._define(new, self.ir.Expr.call(slice_fn, [offset, none], (), loc), loc)
             moved = plan.offset_of or plan.like
-            kws[moved] = self._define(new, self.ir.Expr.getitem(kws[moved], index, loc), loc)
+            kws[moved] = self._from_offset(new, kws[moved], offset, loc)
         for var, helper, arguments in plan.checks:  # cuda.coop's run-time preconditions
             consts = [self._array_shape(kws[a[1]]) or 1 if isinstance(a, tuple) else a
                       for a in arguments]

@@ -12,6 +12,7 @@ import types
 import numpy as np
 
 from ..model.errors import CoopgenError
+from ..types.desc import host_dtype
 
 #: Attributes of an array argument known on the host; other objects' public attributes are too.
 ARRAY_ATTRIBUTES = ("shape", "size", "ndim")
@@ -177,6 +178,19 @@ class CallRewrite:
                 self.takes_constants(self.trace.callee(fdef.value)):
             self._temp_storage_subscript(new, expr, fdef)
         callee = self.trace.callee(expr.func)
+        kws = dict(expr.kws)
+        if getattr(getattr(callee, "shape", None), "offset_first", False) and expr.args \
+                and "offset" in kws:  # f(src, ..., offset=n) -> f(src[n:], ...)
+            expr.args = [self._from_offset(new, expr.args[0], kws.pop("offset"), expr.loc),
+                         *expr.args[1:]]
+            expr.kws, self.changed = list(kws.items()), True
+        declared = [(k, v) for k, v in kws.items() if getattr(callee, "shape", None) is not None
+                    and callee.shape.declared is not None and expr.args and
+                    hasattr(self.trace.value(v)[0], "op_class")]
+        for k, v in declared:  # _block.exclusive_sum(x, out, state, prefix_op=Stateful): its
+            kws[k] = expr.args[-1]  # state is the last positional, the operator's 1-item array
+            expr.args, expr.kws, self.changed = expr.args[:-1], list(kws.items()), True
+            self._drop_unused([v])
         if getattr(callee, "_coopgen_shared_array", False):  # TempStorage.reserve(n, dtype)
             args = list(expr.args)
             count = self.trace.value(args[0])[0] if args else UNKNOWN
@@ -190,9 +204,16 @@ class CallRewrite:
             self._thread_data(new, stmt, index)
             return True
         if getattr(callee, "_coopgen_host_call", False):
-            self._host_call(stmt, callee)
+            self._host_call(new, stmt, callee)
             return True
         return False
+
+    def _from_offset(self, new, source, offset, loc):
+        """``source[offset:]``."""
+        none = self._define(new, self.ir.Const(None, loc), loc)
+        slice_fn = self._define(new, self.ir.Global("slice", slice, loc), loc)
+        index = self._define(new, self.ir.Expr.call(slice_fn, [offset, none], (), loc), loc)
+        return self._define(new, self.ir.Expr.getitem(source, index, loc), loc)
 
     def _define(self, new, value, loc, name="$coopgen"):
         var = self.block.scope.redefine(name, loc)
@@ -261,7 +282,7 @@ class CallRewrite:
         expr.func = fdef.value
         self.changed = True
 
-    def _host_call(self, stmt, callee):
+    def _host_call(self, new, stmt, callee):
         expr = stmt.value
         values = {}
         for k, var in list(enumerate(expr.args)) + list(expr.kws):
@@ -278,6 +299,31 @@ class CallRewrite:
         self._replace_value(stmt, self.ir.Global(f"coopgen_{type(obj).__name__}", obj,
                                                  expr.loc))
         self._drop_unused(expr.list_vars())
+        if getattr(getattr(obj, "reserve", None), "_coopgen_shared_array", False):
+            self._storage_items(new, stmt.target.name, obj, expr.loc)
+
+    def _storage_items(self, new, name, storage, loc):
+        """``ts[i]`` of a TempStorage ``ts``: its ``size_in_bytes`` bytes, a uint8 shared array
+        of their own beside the primitives' scratch (as ``ts.reserve(size, uint8)``)."""
+        uses = [s for b in self.func_ir.blocks.values() for s in b.body
+                if type(s).__name__ in ("SetItem", "StaticSetItem") and s.target.name == name
+                or isinstance(s, self.ir.assign) and is_op(self.ir, s.value, "getitem",
+                                                           "static_getitem")
+                and s.value.value.name == name]
+        if not uses:
+            return
+        if storage.size is None:
+            raise self.error("coop.TempStorage: indexing it needs its size_in_bytes")
+        args = [self._define(new, self.ir.Const(storage.size, loc), loc),
+                self._define(new, self.ir.Global("uint8", np.uint8, loc), loc)]
+        kws = [("alignment", self._define(new, self.ir.Const(storage.alignment, loc), loc))]
+        array = self._define(new, self.ir.Expr.call(self._array_function(
+            new, self.arrays["shared"], loc), args, kws if storage.alignment else (), loc), loc)
+        for s in uses:
+            if isinstance(s, self.ir.assign):
+                s.value.value = array
+            else:
+                s.target = array
 
     def _drop_unused(self, variables):
         """What computed a host-made object's arguments is done on the host: variables defined
@@ -298,8 +344,9 @@ class CallRewrite:
                 self._replace_value(stmt, self.ir.Const(None, stmt.loc))
 
     def _thread_data(self, new, stmt, index):
-        """``ThreadData(n, dtype=None)`` -> ``local.array(n, dtype)``."""
-        expr = stmt.value
+        """``ThreadData(n, dtype=None)`` -> ``local.array(n, dtype)``; ``.items_per_thread``
+        is its ``size``."""
+        expr, target = stmt.value, stmt.target.name
         kws, args = dict(expr.kws), list(expr.args)
         shape = args[0] if args else kws.pop("items_per_thread", None)
         dtype = args[1] if len(args) > 1 else kws.pop("dtype", None)
@@ -319,13 +366,18 @@ class CallRewrite:
                 "dtype", np.int32 if given is int else np.float32, stmt.loc), stmt.loc)
         if dtype is None or isinstance(d := self.trace.definition(dtype), self.ir.const) \
                 and d.value is None:
-            root = self._first_use_source(stmt.target, index)
-            dtype = self._define(new, self.ir.Expr.getattr(root, "dtype", stmt.loc), stmt.loc)
+            root, is_dtype = self._first_use_source(stmt.target, index)
+            dtype = self._define(new, self.ir.Global("dtype", root, stmt.loc) if is_dtype else
+                                 self.ir.Expr.getattr(root, "dtype", stmt.loc), stmt.loc)
             array = self.arrays["thread_data"]  # its uses are checked to agree with that dtype
         func = self._array_function(new, array, stmt.loc)
         self._drop_callee(expr.func)
         self._replace_value(stmt, self.ir.Expr.call(
             func, [shape, dtype] + ([align] if align is not None else []), (), stmt.loc))
+        for use in (s for b in self.func_ir.blocks.values() for s in b.body):  # its attribute
+            if isinstance(use, self.ir.assign) and is_op(self.ir, use.value, "getattr") and \
+                    use.value.attr == "items_per_thread" and use.value.value.name == target:
+                self._replace_value(use, self.ir.Expr.getattr(use.value.value, "size", use.loc))
 
     def _called(self, func):
         """What a call calls, seen through cuda.coop's ``prim[temp_storage]`` subscript (which
@@ -349,9 +401,10 @@ class CallRewrite:
         return names
 
     def _first_use_source(self, target, index):
-        """The array, defined before ThreadData ``target``, whose dtype it takes, from its
-        first use: the array an item written into it comes from (``items[i] = d_in[j]``), or
-        another array (or a slice or element of one) of the first coopgen call using it."""
+        """(The array, defined before ThreadData ``target``, whose dtype it takes, False), from
+        its first use: the array an item written into it comes from (``items[i] = d_in[j]``),
+        or another array (or a slice or element of one) of the first coopgen call using it;
+        or (a dtype, True) where an item written is cast to one (``items[i] = int32(x)``)."""
         ir, blocks = self.ir, self.func_ir.blocks
         here = next(label for label, b in blocks.items() if b is self.block)
         before = {s.target.name for label, b in blocks.items() if label < here
@@ -375,7 +428,11 @@ class CallRewrite:
                     stmt.target.name in names:
                 d = self.trace.definition(stmt.value)
                 if is_op(ir, d, "getitem", "static_getitem") and (root := source(d.value)):
-                    return root
+                    return root, False
+                cast = self.trace.callee(d.func) if is_op(ir, d, "call") else None
+                if cast not in (int, float, bool, None) and not isinstance(cast, str) \
+                        and host_dtype(cast) is not None:
+                    return cast, True
                 continue
             if not is_call(ir, stmt):
                 continue
@@ -388,7 +445,7 @@ class CallRewrite:
                 used = args[1:]
             for root in used:
                 if (found := source(root)) is not None:
-                    return found
+                    return found, False
             raise self.error(
                 f"coop.ThreadData: cannot infer the dtype of {target.name!r} from its first "
                 f"use (line {stmt.loc.line}): no other array there is defined before it. "
