@@ -143,7 +143,24 @@ def _tokens(cursor) -> list[str]:
     return [t.spelling for t in cursor.get_tokens()]
 
 
+@functools.lru_cache(maxsize=64)
+def _source_bytes(path: str) -> bytes:
+    return Path(path).read_bytes()
+
+
+def _has_eq(cursor) -> bool:
+    """Whether the text of ``cursor`` has an ``=`` (tokenizing it is the slow part): False only
+    where its extent lies in one file and that text has none."""
+    start, end = cursor.extent.start, cursor.extent.end
+    if start.file is None or end.file is None or start.file.name != end.file.name \
+            or not 0 <= start.offset <= end.offset:
+        return True
+    return b"=" in _source_bytes(start.file.name)[start.offset:end.offset]
+
+
 def _default_after_eq(cursor) -> str | None:
+    if not _has_eq(cursor):
+        return None
     toks = _tokens(cursor)
     depth = 0
     for i, t in enumerate(toks):
@@ -178,15 +195,19 @@ class _Walker:
         self.classes: dict[str, tuple] = {}  # qualname -> (cursor, namespace path)
         self.enums: dict[str, tuple] = {}
         self.functions: dict[str, list] = {}  # qualname -> [(cursor, namespace path), ...]
+        self.rels: dict[str, str] = {}  # file name -> rel()
 
     def rel(self, cursor) -> str:
         f = cursor.location.file
         if f is None:
             return ""
-        try:
-            return Path(f.name).resolve().relative_to(self.root.resolve()).as_posix()
-        except ValueError:
-            return f.name
+        if f.name not in self.rels:  # resolving a path is slow, and a file has many cursors
+            try:
+                self.rels[f.name] = Path(f.name).resolve().relative_to(
+                    self.root.resolve()).as_posix()
+            except ValueError:
+                self.rels[f.name] = f.name
+        return self.rels[f.name]
 
     def walk(self, cursor, ns: tuple[str, ...]):
         K = self.K
