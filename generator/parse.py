@@ -6,6 +6,7 @@ every parameter's role still empty; ``roles.assign_roles`` fills them in afterwa
 from __future__ import annotations
 
 import functools
+import hashlib
 import os
 import re
 import subprocess
@@ -89,6 +90,38 @@ def clang_args(include_root: Path) -> list[str]:
     if cuda:
         args.append(f"--cuda-path={cuda}")
     return args
+
+
+def parse_key(include_root: Path, headers_digest: str, detail_classes: frozenset) -> str | None:
+    """What :func:`parse` of these headers depends on, hashed: the headers (their lock digest,
+    checked by ``headers.locate``), the classes asked for, this module's and the model's code,
+    libclang's version, its arguments (the include folders) and the CUDA toolkit's version. Two
+    parses alike in all of these give the same model, so a parse can be kept under this key.
+    None where libclang is not libclang-ng (its version unknown)."""
+    import importlib.metadata
+
+    try:
+        libclang = importlib.metadata.version("libclang-ng")
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    cuda = _cuda_path()
+    h = hashlib.sha256()
+    for part in (headers_digest, ",".join(sorted(detail_classes)), libclang,
+                 "\0".join(clang_args(include_root)), _cuda_version_line(cuda) if cuda else ""):
+        h.update(part.encode() + b"\0")
+    for module in (__file__, Path(__file__).with_name("model.py")):
+        h.update(Path(module).read_bytes())
+    return h.hexdigest()
+
+
+def _cuda_version_line(cuda: str) -> str:
+    """The toolkit's ``#define CUDA_VERSION`` line (cuda.h), the version of its headers."""
+    try:
+        text = Path(cuda, "include", "cuda.h").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
+    m = re.search(r"^#define\s+CUDA_VERSION\s+\d+", text, re.M)
+    return m.group(0) if m else ""
 
 
 def public_headers(include_root: Path) -> list[str]:
