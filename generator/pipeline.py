@@ -1,11 +1,18 @@
 """headers -> parse -> ordered model passes -> ApiModel. The only place the stages are chained."""
 from __future__ import annotations
 
+from pathlib import Path
+
 from coopgen.codegen import cache
 
 from .headers import LockEntry, locate
 from .model import ApiModel, from_json, to_json
 from .roles import apply_overrides, finalize, load_overrides
+
+
+def models_dir() -> Path:
+    """Where libclang's parses are kept (``coopgen cache`` shows and clears them)."""
+    return cache.root() / "models"
 
 
 def build_model(entry: LockEntry) -> tuple[ApiModel, list[str]]:
@@ -18,8 +25,8 @@ def build_model(entry: LockEntry) -> tuple[ApiModel, list[str]]:
     overrides = load_overrides()
     detail = frozenset(overrides.unstable)
     key = parse_key(located.include_root, entry.headers_digest, detail)
-    folder = cache.models_dir()
-    path = folder / f"{entry.cccl}-{key}.json" if folder is not None and key else None
+    kept = key and cache.shim_dir() is not None  # not with COOPGEN_DISABLE_CACHE
+    path = models_dir() / f"{entry.cccl}-{key}.json" if kept else None
     data = cache.read(path) if path is not None else None
     if data is not None:
         model = from_json(data.decode("utf-8"))

@@ -1,7 +1,6 @@
 """coopgen's on-disk cache, one folder (:func:`root`) computed here only: ``ltoir/`` holds
-compiled shim bundles (keyed in ``codegen.nvrtc``), ``cccl/<version>/`` the CCCL headers of lock
-entries fetched on demand (``coopgen.generator.headers``), ``models/`` libclang's parses of them
-(``coopgen generate``, keyed in ``generator.parse``). ``COOPGEN_CACHE_DIR``,
+compiled shims (keyed in ``codegen.nvrtc``), ``cccl/<version>/`` fetched CCCL headers
+(``generator.headers``), ``models/`` their parses (``generator.pipeline``). ``COOPGEN_CACHE_DIR``,
 ``COOPGEN_DISABLE_CACHE=1`` and ``COOPGEN_CACHE_MAX_SIZE`` (default 512M, 0: no cap) are read on
 every call. Failures are never fatal: an entry is framed (magic, length, sha256), so a damaged
 one is a CacheWarning and a recompile; a read-only or full folder makes writes give up; writes
@@ -42,12 +41,6 @@ def shim_dir() -> Path | None:
     """The folder of compiled shims; None when COOPGEN_DISABLE_CACHE disables it."""
     disabled = os.environ.get("COOPGEN_DISABLE_CACHE", "") not in ("", "0")
     return None if disabled else root() / "ltoir"
-
-
-def models_dir() -> Path | None:
-    """The folder of parsed API models (``coopgen generate``'s libclang parses, keyed by all
-    they depend on); None when COOPGEN_DISABLE_CACHE disables it."""
-    return None if shim_dir() is None else root() / "models"
 
 
 def headers_dir() -> Path:
@@ -133,8 +126,7 @@ def atomic_write(path: Path, data: bytes) -> None:
 
 
 def entries(folder: Path | None = None) -> list[tuple[Path, int, float]]:
-    """(path, size, last use) of every shim entry (of ``folder``'s: parsed models too), least
-    recently used first."""
+    """(path, size, last use) of every shim entry (or parse), least recently used first."""
     found = []
     try:
         with os.scandir(folder if folder is not None else root() / "ltoir") as it:
