@@ -292,17 +292,20 @@ def _tree_bytes(d: Path) -> int:
 
 def cmd_cache(args) -> int:
     from coopgen.codegen import cache
-    hdir = cache.headers_dir()
+
+    from . import pipeline
+    hdir, mdir = cache.headers_dir(), pipeline.models_dir()
     if args.action == "clear":  # every shim entry (and the fetched headers)
         removed, freed = 0, 0
-        for path, size, _ in cache.entries():
+        for path, size, _ in cache.entries() + cache.entries(mdir):
             with contextlib.suppress(OSError):  # removed meanwhile, or a read-only folder
                 path.unlink()
                 removed, freed = removed + 1, freed + size
         if args.headers and hdir.is_dir():
             freed += _tree_bytes(hdir)
             shutil.rmtree(hdir, ignore_errors=True)
-        print(f"removed {removed} entries from {cache.root() / 'ltoir'}"
+        print(f"removed {removed} entries from {cache.root() / 'ltoir'} and "
+              f"{mdir}"
               + (f" and the fetched headers in {hdir}" if args.headers else "")
               + f" ({_size(freed)})")
         return 0
@@ -313,6 +316,9 @@ def cmd_cache(args) -> int:
           f"{_size(sum(size for _, size, _ in shims))} of {cap} (COOPGEN_CACHE_MAX_SIZE; least "
           f"recently used go first)"
           + (" [disabled: COOPGEN_DISABLE_CACHE]" if cache.shim_dir() is None else ""))
+    models = cache.entries(mdir)
+    print(f"parsed API models: {mdir}: {len(models)} entries, "
+          f"{_size(sum(size for _, size, _ in models))} (coopgen generate's libclang parses)")
     fetched = [(d.name, _tree_bytes(d)) for d in sorted(hdir.iterdir()) if d.is_dir()] \
         if hdir.is_dir() else []
     print(f"fetched CCCL headers: {hdir}: "

@@ -10,6 +10,7 @@ type, and left out. Like the other emitters it returns text only, in model and t
 """
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, replace
 
@@ -35,6 +36,7 @@ STRUCT_COLUMNS = (("records", (RECORD,), "numpy structured dtypes"),
                   ("structs", (STRUCT,), "numba extension types with a `StructModel`"))
 
 
+@functools.lru_cache(maxsize=1)
 def columns() -> tuple[tuple[str, tuple], ...]:
     """(label, dtypes) of each column: every dtype coopgen spells (types.cpp.CPP_OF), then
     records and structs."""
@@ -88,7 +90,7 @@ def runtime_classes(entry: LockEntry, model: ApiModel) -> dict:
     return out
 
 
-#: refusal()'s answers by (class, overload, limits), then by (dtype index, operators,
+#: refusal()'s answers by (class, what of the overload it reads, limits), then by (dtype index, operators,
 #: limit index): what one table asked, the other tables need not, and the lock entries'
 #: classes are mostly the same specs.
 _ANSWERS: dict = {}
@@ -98,6 +100,14 @@ def _asked(cls) -> tuple:
     """What of a class spec refusal() reads (its names and template parameters, not its other
     methods or its text): the same class of two lock entries shares its answers."""
     return cls.name, cls.scope, cls.cpp, cls.template_params
+
+
+def _asked_of(ov, limits) -> tuple:
+    """What of an overload refusal() reads: its name (check_limits' methods, check_operators'
+    Sum, Max and Min) and those of its parameters that ``limits`` name (check_limits' params and
+    without). Overloads alike in these (most of a method's) share their answers."""
+    named = {n for lim in limits for n in lim.params + lim.without}
+    return ov.name, tuple(sorted(p.name for p in ov.params if p.name in named))
 
 
 class _Asker:
@@ -119,8 +129,9 @@ class _Asker:
     def _answers(self, cls, ov) -> dict:
         key = (cls.name, ov.signature)
         if key not in self.answers:
-            self.answers[key] = _ANSWERS.setdefault((_asked(cls), ov, self.class_limits(cls)),
-                                                    {})
+            limits = self.class_limits(cls)
+            self.answers[key] = _ANSWERS.setdefault(
+                (_asked(cls), _asked_of(ov, limits), limits), {})
         return self.answers[key]
 
     def _key(self, d, operators, limit: tuple | None) -> tuple:
@@ -160,14 +171,22 @@ class _Asker:
         ops += tuple(Operator(p.base, p.name, None, None, None, 0,
                               tuple(f.name for f in RECORD.fields))
                      for p in ov.params if p.base == "DecomposerT")
+        builtins = tuple(p for p in ov.params if p.role == "operator" and p.base in BUILTINS
+                         and p.name not in fixed)
+        # all the cell reads besides the answers (which overloads alike share)
+        answers, key = self._answers(cls, ov), ("cell", d, ops,
+                                                tuple((p.base, p.name) for p in builtins))
+        if key not in answers:
+            answers[key] = self._cell(cls, ov, d, ops, builtins)
+        return answers[key]
+
+    def _cell(self, cls, ov, d: int, ops, builtins) -> Cell:
         why = self.ask(cls, ov, d, ops)
         if why is not None:
             return Cell(refused=(why,))
         notes = [self.ask(cls, ov, d, ops, limit)
                  for limit in _conditional_limits(cls, ov, self.limits)]
-        for p in ov.params:
-            if p.role == "operator" and p.base in BUILTINS and p.name not in fixed:
-                notes.append(self._builtins_note(cls, ov, d, ops, p))
+        notes += [self._builtins_note(cls, ov, d, ops, p) for p in builtins]
         return Cell(notes=tuple(n for n in notes if n is not None))
 
     def _builtins_note(self, cls, ov, d: int, ops, p) -> str | None:

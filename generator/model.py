@@ -169,27 +169,87 @@ def snake_case(name: str) -> str:
 # --- serialization -------------------------------------------------------------------------
 
 def to_json(model: ApiModel) -> str:
-    return json.dumps(dataclasses.asdict(model), indent=1, sort_keys=True) + "\n"
+    """``json.dumps(dataclasses.asdict(model), indent=1, sort_keys=True)`` and a newline, made
+    by :func:`_encode` (json's own encoder is pure Python, and slow, when it indents)."""
+    out: list[str] = []
+    _encode(model, "\n", out)
+    return "".join(out) + "\n"
+
+
+_FIELD_NAMES: dict[type, list[str]] = {}
+
+
+def _encode(v, newline: str, out: list[str]) -> None:
+    """Append the JSON text of ``v`` (a dataclass as its fields, a tuple or list, a string, a
+    number, a bool or None) to ``out``, indented by one space a level like json.dumps."""
+    if isinstance(v, str):
+        out.append(_STR(v))
+    elif v is None or isinstance(v, (bool, int, float)):
+        out.append(json.dumps(v))
+    elif isinstance(v, (tuple, list)):
+        if not v:
+            out.append("[]")
+            return
+        inner = newline + " "
+        for i, x in enumerate(v):
+            out.append(("[" if i == 0 else ",") + inner)
+            _encode(x, inner, out)
+        out.append(newline + "]")
+    else:
+        names = _FIELD_NAMES.get(type(v))
+        if names is None:
+            names = _FIELD_NAMES[type(v)] = sorted(f.name for f in dataclasses.fields(v))
+        if not names:
+            out.append("{}")
+            return
+        inner = newline + " "
+        for i, name in enumerate(names):
+            out.append(("{" if i == 0 else ",") + inner + _STR(name) + ": ")
+            _encode(getattr(v, name), inner, out)
+        out.append(newline + "}")
+
+
+_STR = json.encoder.encode_basestring_ascii
 
 
 def _build(cls, data):
     """Rebuild a dataclass (recursively, with tuples) from ``dataclasses.asdict`` output."""
     kwargs = {}
-    for f in dataclasses.fields(cls):
-        if f.name not in data and f.default is not dataclasses.MISSING:
-            kwargs[f.name] = f.default  # a field newer than the file
+    for name, default, kind, target in _plan(cls):
+        if name not in data and default is not dataclasses.MISSING:
+            kwargs[name] = default  # a field newer than the file
             continue
-        v = data[f.name]
-        t = f.type if isinstance(f.type, str) else f.type.__name__
-        inner = re.match(r"tuple\[(\w+), \.\.\.\]", t)
-        if inner and inner.group(1) in _TYPES:
-            v = tuple(_build(_TYPES[inner.group(1)], x) for x in v)
-        elif inner:
+        v = data[name]
+        if kind == "objects":
+            v = tuple(_build(target, x) for x in v)
+        elif kind == "tuple":
             v = tuple(v)
-        elif t in _TYPES:
-            v = _build(_TYPES[t], v)
-        kwargs[f.name] = v
+        elif kind == "object":
+            v = _build(target, v)
+        kwargs[name] = v
     return cls(**kwargs)
+
+
+_PLANS: dict[type, tuple] = {}
+
+
+def _plan(cls) -> tuple:
+    """(name, default, kind, class) of each field of ``cls``, the kind saying how _build makes
+    it: "objects" (a tuple of model objects), "tuple" (of plain values), "object", "value"."""
+    if cls not in _PLANS:
+        plan = []
+        for f in dataclasses.fields(cls):
+            t = f.type if isinstance(f.type, str) else f.type.__name__
+            inner = re.match(r"tuple\[(\w+), \.\.\.\]", t)
+            if inner and inner.group(1) in _TYPES:
+                plan.append((f.name, f.default, "objects", _TYPES[inner.group(1)]))
+            elif inner:
+                plan.append((f.name, f.default, "tuple", None))
+            else:
+                plan.append((f.name, f.default, "object" if t in _TYPES else "value",
+                             _TYPES.get(t)))
+        _PLANS[cls] = tuple(plan)
+    return _PLANS[cls]
 
 
 _TYPES = {c.__name__: c for c in (TemplateParam, Param, Overload, EnumValue, Enum, TempStorage,

@@ -6,6 +6,7 @@ every parameter's role still empty; ``roles.assign_roles`` fills them in afterwa
 from __future__ import annotations
 
 import functools
+import hashlib
 import os
 import re
 import subprocess
@@ -91,6 +92,38 @@ def clang_args(include_root: Path) -> list[str]:
     return args
 
 
+def parse_key(include_root: Path, headers_digest: str, detail_classes: frozenset) -> str | None:
+    """What :func:`parse` of these headers depends on, hashed: the headers (their lock digest,
+    checked by ``headers.locate``), the classes asked for, this module's and the model's code,
+    libclang's version, its arguments (the include folders) and the CUDA toolkit's version. Two
+    parses alike in all of these give the same model, so a parse can be kept under this key.
+    None where libclang is not libclang-ng (its version unknown)."""
+    import importlib.metadata
+
+    try:
+        libclang = importlib.metadata.version("libclang-ng")
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    cuda = _cuda_path()
+    h = hashlib.sha256()
+    for part in (headers_digest, ",".join(sorted(detail_classes)), libclang,
+                 "\0".join(clang_args(include_root)), _cuda_version_line(cuda) if cuda else ""):
+        h.update(part.encode() + b"\0")
+    for module in (__file__, Path(__file__).with_name("model.py")):
+        h.update(Path(module).read_bytes())
+    return h.hexdigest()
+
+
+def _cuda_version_line(cuda: str) -> str:
+    """The toolkit's ``#define CUDA_VERSION`` line (cuda.h), the version of its headers."""
+    try:
+        text = Path(cuda, "include", "cuda.h").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
+    m = re.search(r"^#define\s+CUDA_VERSION\s+\d+", text, re.M)
+    return m.group(0) if m else ""
+
+
 def public_headers(include_root: Path) -> list[str]:
     found = []
     for pattern in HEADER_GLOBS:
@@ -143,7 +176,24 @@ def _tokens(cursor) -> list[str]:
     return [t.spelling for t in cursor.get_tokens()]
 
 
+@functools.lru_cache(maxsize=64)
+def _source_bytes(path: str) -> bytes:
+    return Path(path).read_bytes()
+
+
+def _has_eq(cursor) -> bool:
+    """Whether the text of ``cursor`` has an ``=`` (tokenizing it is the slow part): False only
+    where its extent lies in one file and that text has none."""
+    start, end = cursor.extent.start, cursor.extent.end
+    if start.file is None or end.file is None or start.file.name != end.file.name \
+            or not 0 <= start.offset <= end.offset:
+        return True
+    return b"=" in _source_bytes(start.file.name)[start.offset:end.offset]
+
+
 def _default_after_eq(cursor) -> str | None:
+    if not _has_eq(cursor):
+        return None
     toks = _tokens(cursor)
     depth = 0
     for i, t in enumerate(toks):
@@ -178,15 +228,19 @@ class _Walker:
         self.classes: dict[str, tuple] = {}  # qualname -> (cursor, namespace path)
         self.enums: dict[str, tuple] = {}
         self.functions: dict[str, list] = {}  # qualname -> [(cursor, namespace path), ...]
+        self.rels: dict[str, str] = {}  # file name -> rel()
 
     def rel(self, cursor) -> str:
         f = cursor.location.file
         if f is None:
             return ""
-        try:
-            return Path(f.name).resolve().relative_to(self.root.resolve()).as_posix()
-        except ValueError:
-            return f.name
+        if f.name not in self.rels:  # resolving a path is slow, and a file has many cursors
+            try:
+                self.rels[f.name] = Path(f.name).resolve().relative_to(
+                    self.root.resolve()).as_posix()
+            except ValueError:
+                self.rels[f.name] = f.name
+        return self.rels[f.name]
 
     def walk(self, cursor, ns: tuple[str, ...]):
         K = self.K

@@ -1,6 +1,6 @@
 """coopgen's on-disk cache, one folder (:func:`root`) computed here only: ``ltoir/`` holds
-compiled shim bundles (keyed in ``codegen.nvrtc``), ``cccl/<version>/`` the CCCL headers of lock
-entries fetched on demand (``coopgen.generator.headers``). ``COOPGEN_CACHE_DIR``,
+compiled shims (keyed in ``codegen.nvrtc``), ``cccl/<version>/`` fetched CCCL headers
+(``generator.headers``), ``models/`` their parses (``generator.pipeline``). ``COOPGEN_CACHE_DIR``,
 ``COOPGEN_DISABLE_CACHE=1`` and ``COOPGEN_CACHE_MAX_SIZE`` (default 512M, 0: no cap) are read on
 every call. Failures are never fatal: an entry is framed (magic, length, sha256), so a damaged
 one is a CacheWarning and a recompile; a read-only or full folder makes writes give up; writes
@@ -126,12 +126,12 @@ def atomic_write(path: Path, data: bytes) -> None:
 
 
 def entries(folder: Path | None = None) -> list[tuple[Path, int, float]]:
-    """(path, size, last use) of every shim entry, least recently used first."""
+    """(path, size, last use) of every shim entry (or parse), least recently used first."""
     found = []
     try:
         with os.scandir(folder if folder is not None else root() / "ltoir") as it:
             for e in it:
-                if e.name.endswith((".ltoir", ".ptx")) and not e.name.startswith(".tmp-"):
+                if e.name.endswith((".ltoir", ".ptx", ".json")) and not e.name.startswith(".tmp-"):
                     with contextlib.suppress(OSError):  # removed meanwhile
                         st = e.stat()
                         found.append((Path(e.path), st.st_size, st.st_mtime))

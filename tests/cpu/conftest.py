@@ -5,7 +5,8 @@ from coopgen.generator.headers import find_entry
 
 @pytest.fixture(scope="session")
 def fresh_models():
-    """Freshly generated models of every lock entry (one parse each per test session)."""
+    """Freshly generated models of every lock entry (one parse each per test session, by
+    libclang: not the parses ``coopgen generate`` keeps in coopgen's cache)."""
     pytest.importorskip("clang.cindex")
     from coopgen.generator.pipeline import build_model
 
@@ -13,6 +14,8 @@ def fresh_models():
 
     def get(cccl):
         if cccl not in cache:
-            cache[cccl] = build_model(find_entry(cccl))
+            with pytest.MonkeyPatch.context() as mp:
+                mp.setenv("COOPGEN_DISABLE_CACHE", "1")
+                cache[cccl] = build_model(find_entry(cccl))
         return cache[cccl]
     return get

@@ -139,13 +139,16 @@ def test_damaged_entries_are_compiled_again_and_replaced(folder):
 
 def test_cache_command_shows_and_clears(folder, capsys):
     cache.write(folder / "ltoir" / "x.ltoir", bytes(2048))
+    cache.write(folder / "models" / "3.0.1-x.json", b"{}")  # a parse coopgen generate kept
     (folder / "cccl" / "13.0.85").mkdir(parents=True)
     (folder / "cccl" / "13.0.85" / "h").write_bytes(bytes(10))
     assert cli.main(["cache"]) == 0
     out = capsys.readouterr().out
     assert str(folder) in out and "1 entries" in out and "13.0.85" in out
+    assert f"parsed API models: {folder / 'models'}: 1 entries" in out
     assert cli.main(["cache", "clear"]) == 0
-    assert "removed 1 entries" in capsys.readouterr().out
+    assert "removed 2 entries" in capsys.readouterr().out
     assert cache.entries() == [] and (folder / "cccl" / "13.0.85").is_dir()
+    assert not list((folder / "models").iterdir())
     assert cli.main(["cache", "clear", "--headers"]) == 0
     assert not (folder / "cccl").exists()

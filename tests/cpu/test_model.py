@@ -7,9 +7,10 @@ import sys
 import pytest
 
 from coopgen.generator import cli
-from coopgen.generator.headers import find_entry, load_lock
+from coopgen.generator.headers import find_entry, load_lock, locate
 from coopgen.generator.model import from_json, snake_case, to_json
 from coopgen.generator.report import coverage, diff
+from coopgen.generator.roles import load_overrides
 
 USER_FACING = {
     "BlockAdjacentDifference", "BlockDiscontinuity", "BlockExchange", "BlockHistogram",
@@ -191,10 +192,32 @@ def test_deterministic_across_hash_seeds(tmp_path):
             "print(hashlib.sha256(to_json(build_model(find_entry('3.0.1'))[0]).encode()).hexdigest())")
     outs = set()
     for seed in ("0", "12345"):
-        env = dict(os.environ, PYTHONHASHSEED=seed)
+        env = dict(os.environ, PYTHONHASHSEED=seed, COOPGEN_DISABLE_CACHE="1")
         outs.add(subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
                                 encoding="utf-8", errors="replace", check=True).stdout)
     assert len(outs) == 1
+
+
+def test_parse_kept_in_cache(fresh_models, tmp_path, monkeypatch):
+    """coopgen generate keeps each libclang parse in the cache, under a key of all it depends
+    on; a later build takes it from there (no parse) and gives the same model."""
+    from coopgen.generator import parse, pipeline
+    monkeypatch.setenv("COOPGEN_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("COOPGEN_DISABLE_CACHE", raising=False)
+    entry = find_entry("3.0.1")
+    assert pipeline.build_model(entry) == fresh_models("3.0.1")
+    [kept] = (tmp_path / "models").iterdir()
+    assert kept.name.startswith("3.0.1-")
+
+    def no_parse(*args, **kwargs):
+        raise AssertionError("parsed again despite the kept parse")
+    monkeypatch.setattr(parse, "parse", no_parse)
+    assert pipeline.build_model(entry) == fresh_models("3.0.1")
+    root, detail = locate(entry).include_root, frozenset(load_overrides().unstable)
+    assert kept.name == f"3.0.1-{parse.parse_key(root, entry.headers_digest, detail)}.json"
+    # other headers, or other classes asked for, are another parse
+    assert parse.parse_key(root, "sha256:other", detail) != kept.stem.split("-", 1)[1]
+    assert parse.parse_key(root, entry.headers_digest, frozenset()) != kept.stem.split("-", 1)[1]
 
 
 def test_generated_files_deterministic_and_headed(tmp_path):
@@ -209,7 +232,7 @@ def test_generated_files_deterministic_and_headed(tmp_path):
             " if p.is_file())).hexdigest())")
     digests = set()
     for seed in ("1", "999"):
-        env = dict(os.environ, PYTHONHASHSEED=seed)
+        env = dict(os.environ, PYTHONHASHSEED=seed, COOPGEN_DISABLE_CACHE="1")
         digests.add(subprocess.run([sys.executable, "-c", code, str(tmp_path / seed)], env=env,
                                    capture_output=True, encoding="utf-8", errors="replace", check=True).stdout)
     assert len(digests) == 1
