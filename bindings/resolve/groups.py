@@ -449,7 +449,8 @@ def histogram_shape(name, given, value_of, group):
         raise CoopgenError(f"coop.{name}: counter_dtype={dtype} must be an integer type")
     algorithm = constant(name, given, "algorithm", value_of, "atomic")
     counted = dtype
-    if "ATOMIC" in str(getattr(algorithm, "name", algorithm)).upper():
+    atomic = "ATOMIC" in str(getattr(algorithm, "name", algorithm)).upper()
+    if atomic:
         counted = ATOMIC_COUNTERS.get(dtype)
         if counted is None:
             raise CoopgenError(f"coop.{name}: counter_dtype={dtype} has no atomic add (the "
@@ -457,6 +458,8 @@ def histogram_shape(name, given, value_of, group):
                                f"or algorithm='sort'")
     out = {k: v for k, v in given.items() if k not in ("bins", "bins_per_thread",
                                                        "counter_dtype")}
+    if not atomic:  # CUB's sorting histogram radix-sorts the samples in place: it gets a copy
+        out["_copy:items"] = given["samples"]
     out.update({"=bins": Constant(bins), "=bins_per_thread": Constant(per_thread),
                 "=counter_dtype": Constant(dtype), "=counted_dtype": Constant(counted)})
     return out

@@ -42,7 +42,9 @@ MAX_MODULE_LINES, MAX_FUNCTION_LINES = 500, 80
 #: Group scans, ranks and counters as NVIDIA's suite has them: +90 (prefix callbacks with a
 #: state, aggregates and warp valid_items in the scan routes; radix ranks of signed and
 #: floating keys by their order; 64-bit atomic histogram counters); +11 where it met the rest.
-MAX_RUNTIME_LINES = 8243
+#: NVIDIA's suite, histograms: +24 (the sorting histogram gets a copy of its samples, which
+#: CUB sorts in place; a two-phase object's methods as entries of their own, histo.init).
+MAX_RUNTIME_LINES = 8267
 #: issue 33: +8 (its rewrite's cuda module; arrays of a value's type); +37 (its device trap,
 #: literal dispatch of a ThreadData size, the link check following it; +6: its literal kernel
 #: arguments known to the rewrite, numba-cuda-mlir's local arrays sized by one); run-length
