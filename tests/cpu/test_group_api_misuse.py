@@ -109,6 +109,14 @@ def short_atomic_counters(d_in, d_out):
     coop.histogram(block, items, bins=64, counter_dtype=np.int16)
 
 
+def negative_window_offset(d_in, d_out):
+    block = coop.this_block()
+    runs = coop.ThreadData(2, dtype=d_in.dtype)
+    coop.load(block, d_in, runs)
+    coop.store(block, d_out, coop.run_length_decode(block, runs, runs, decoded_items_per_thread=2,
+                                                    decoded_window_offset=-1))
+
+
 CASES = [
     (warp_group_to_block_call, r"coop.radix_sort_keys: the group this_warp\(\) does not fit "
                                r"this call; it takes coop.this_block\(\)"),
@@ -134,6 +142,8 @@ CASES = [
                            r"not both"),
     (short_atomic_counters, r"coop.histogram: counter_dtype=int16 has no atomic add \(the "
                             r"atomic algorithm's\); allowed: int32, uint32, int64, uint64"),
+    (negative_window_offset, r"coop.run_length_decode: decoded_window_offset=-1 is outside "
+                             r"\[0, inf\]"),
 ]
 
 

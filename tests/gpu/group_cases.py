@@ -539,6 +539,27 @@ def run_length_into(cuda):
     return k
 
 
+def run_length_checked(cuda, into, offset_dtype=np.uint32):
+    """run_length_decode (or _into, relative offsets too) of two runs a thread from a run-time
+    offset, whose preconditions trap (tests/gpu/test_group_api_traps.py runs bad inputs)."""
+    @cuda.jit
+    def k(values, lengths, output, relative, offset):
+        block = coop.this_block()
+        runs = coop.ThreadData(2, dtype=values.dtype)
+        sizes = coop.ThreadData(2, dtype=lengths.dtype)
+        coop.load(block, values, runs)
+        coop.load(block, lengths, sizes)
+        if into:
+            coop.run_length_decode_into(block, runs, sizes, output, decoded_items_per_thread=2,
+                                        relative_offsets=relative, destination_offset=offset,
+                                        decoded_offset_dtype=offset_dtype)
+        else:
+            coop.store(block, output, coop.run_length_decode(
+                block, runs, sizes, decoded_items_per_thread=2, decoded_window_offset=offset,
+                decoded_offset_dtype=offset_dtype))
+    return k
+
+
 def warps(cuda, width):
     @cuda.jit
     def k(d_in, d_out, d_sums):
