@@ -12,6 +12,7 @@ import hashlib
 import importlib
 import os
 import random
+import types
 from pathlib import Path
 
 import pytest
@@ -56,6 +57,8 @@ def _link_launches_on_cpu() -> None:
     cuda = importlib.import_module("numba_cuda_mlir").cuda
     dispatcher = type(cuda.jit(lambda: None))
     cuda.is_available = lambda: True  # the modules that skip without a GPU collect
+    # those reading the device's compute capability at import see the one linked for
+    cuda.get_current_device = lambda: types.SimpleNamespace(compute_capability=(9, 0))
     # the arrays a test makes before its launch are host arrays (typed as the device's are)
     cuda.to_device = lambda array, *args, **kws: np.array(array)
     cuda.device_array = lambda shape, dtype=np.float64, *args, **kws: np.zeros(shape, dtype)
@@ -70,6 +73,8 @@ def _link_launches_on_cpu() -> None:
         return launch
 
     dispatcher.__getitem__ = getitem
+    dispatcher.configure = lambda kernel, grid, block, *args, **kws: getitem(kernel,
+                                                                             (grid, block))
 
 
 def package_root() -> Path:

@@ -55,6 +55,15 @@ REQUIRED = {"block.run_length": {"total_decoded_size": (
     "TotalDecodedSizeT)")}}
 
 
+#: cuda.coop.numba_mlir's single-phase calls (``coop._block.*``, ``coop._warp.*``; see
+#: CallShape.declared): the arguments ``name=True`` declares as passed positionally, and the
+#: keywords that name a dtype when given one rather than an array.
+SINGLE_PHASE_DECLARED = frozenset({"valid_items", "tile_predecessor_item", "tile_successor_item"})
+SINGLE_PHASE_DTYPES = {"keys": "dtype", "key_dtype": "dtype", "values": "value_dtype"}
+#: Their ``offset=n``: the global array passed (their first argument) is read from item n on.
+SINGLE_PHASE_OFFSET = ("load", "store")
+
+
 def factory_positionals(scope: str, name: str) -> tuple[str, ...]:
     table = FACTORY_POSITIONALS[scope]
     if name in table:
@@ -170,7 +179,33 @@ for _sub in (block, warp, _types):
 # cuda.coop's algorithm enums (coop.BlockLoadAlgorithm, ...); the *Type enums of the selectors
 # are in the namespaces (coop.block.BlockExchangeType).
 globals().update(_ALGORITHMS)
-gpu_dataclass = _backends.provided("gpu_dataclass")
+
+
+def gpu_dataclass(instance, *, compute_temp_storage=True):
+    """A dataclass instance as a kernel argument, for each compiler installed: on numba-cuda
+    its fields are compile-time constants (primitives among them callable); on numba-cuda-mlir
+    its fields, numbers all, travel as one record (the kernel's ``cuda.jit`` takes
+    ``extensions=[coop.gpu_dataclass_argument_handler]``). With ``compute_temp_storage``, it
+    gains ``temp_storage_bytes_sum``/``_max`` and ``temp_storage_alignment``."""
+    makers = _backends.provided_by_each("gpu_dataclass")
+    if not makers:
+        return _backends.provided("gpu_dataclass")(instance)
+    for make in makers:
+        instance = make(instance, compute_temp_storage=compute_temp_storage)
+    return instance
+
+
+class _DataclassArguments:
+    """The argument handler of gpu_dataclass instances (``cuda.jit(extensions=[...])``): each
+    compiler's, which leave other arguments alone."""
+
+    def prepare_args(self, ty, val, stream=0, retr=None):
+        for handler in _backends.provided_by_each("gpu_dataclass_argument_handler"):
+            ty, val = handler.prepare_args(ty, val, stream=stream, retr=retr)
+        return ty, val
+
+
+gpu_dataclass_argument_handler = _DataclassArguments()
 
 
 def TempStorage(size_in_bytes=None, alignment=None, auto_sync=None, sharing="shared"):
@@ -210,7 +245,8 @@ class NoAlgorithm:
 
 
 __all__ = ["block", "warp", "local", "shared", "TempStorage", "ThreadData", "Decomposer",
-           "Invocable", "NoAlgorithm", "gpu_dataclass", "StatefulFunction", *sorted(_ALGORITHMS),
+           "Invocable", "NoAlgorithm", "gpu_dataclass", "gpu_dataclass_argument_handler",
+           "StatefulFunction", *sorted(_ALGORITHMS),
            *sorted(_group_api), "ThreadGroup", "ThreadHierarchy", "Hierarchy", "register"]
 
 # cuda.coop's qualified namespace (``import cuda.coop.numba_mlir as coop``): the group-first
@@ -218,12 +254,26 @@ __all__ = ["block", "warp", "local", "shared", "TempStorage", "ThreadData", "Dec
 # memory namespaces. The same for both numba compilers in coopgen.
 numba_mlir = _pytypes.ModuleType("coopgen.coop.numba_mlir", __doc__)
 numba_mlir.__dict__.update({k: globals()[k] for k in __all__ if k not in ("block", "warp")})
+def _single_phase(value):
+    """A function of ``_block``/``_warp``: cuda.coop.numba_mlir's argument rules."""
+    if not isinstance(value, Invocable) or value.shape is None or value.shape.slots is None:
+        return value
+    return _dataclasses.replace(value, shape=_dataclasses.replace(
+        value.shape, declared=SINGLE_PHASE_DECLARED, dtype_keywords=SINGLE_PHASE_DTYPES,
+        offset_first=value.name.split(".")[-1] in SINGLE_PHASE_OFFSET))
+
+
 for _name, _scope in (("_block", block), ("_warp", warp)):  # with the algorithm enums
     _sub = _pytypes.ModuleType(f"coopgen.coop.numba_mlir.{_name}", _scope.__doc__)
-    _sub.__dict__.update({k: v for k, v in vars(_scope).items() if not k.startswith("__")},
-                         **_ALGORITHMS)
+    _sub.__dict__.update({k: _single_phase(v) for k, v in vars(_scope).items()
+                          if not k.startswith("__")}, **_ALGORITHMS)
     _sys.modules[_sub.__name__] = _sub
     setattr(numba_mlir, _name, _sub)
+#: Calls only the qualified namespace has, under another name: {name: the root call's name}.
+QUALIFIED_ALIASES = {"radix_rank_keys": "radix_rank"}
+for _name, _root in QUALIFIED_ALIASES.items():
+    setattr(numba_mlir, _name, _groups.GroupCall(_name, _groups.ROUTES[_root], _group_target,
+                                                 _group_api[_root].__doc__))
 numba_mlir.__dict__.update(ThreadDataLike=ThreadDataLike, TempStorageLike=TempStorageLike,
                            __version__=__version__, __file__=__file__)
 numba_mlir.__all__ = sorted(k for k in vars(numba_mlir) if not k.startswith("__"))

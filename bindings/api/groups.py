@@ -10,7 +10,7 @@ scalars (``coop.sum(block, items)``), and every dtype coopgen binds goes through
 import dataclasses
 
 from ..resolve.groups import (Group, GroupCall, Route, decoded_window, full_tile,
-                              histogram_shape, load_keeps_unloaded, prefix_callback,
+                              histogram_shape, load_keeps_unloaded, mapped_group, prefix_callback,
                               radix_rank_bits, sort_order,
                               store_keeps_items)
 
@@ -27,12 +27,17 @@ _STORAGE = ("temp_storage", "temp_storage")
 #: cuda.coop traps on a run-time valid_items outside the group's tile (coopgen.resolve.groups)
 _VALID_SRC = (("valid_items", "items", "src"),)
 
+#: A reduction over a block's groups of warps: each warp's, then its group's warps' (a
+#: composed call of the rewrite's, of the warp reduction the route names)
+_MAPPED = dict(width=None, hook=mapped_group, special="mapped_reduce")
 
 #: A block scan's prefix callback (its state array the optional positional after the value)
 #: and aggregate; a warp scan's valid lanes and aggregate.
 _PREFIX = (("prefix_op", "prefix_op"), ("block_prefix_callback_op", "prefix_op"),
            ("aggregate_output", "block_aggregate"))
 _PARTIAL = (("valid_items", "valid_items"), ("aggregate_output", "warp_aggregate"))
+#: cuda.coop traps on a warp scan's run-time valid_items outside 1 to the warp's lanes
+_LANES = (("valid_items", "lanes", None),)
 
 
 def _block_scan(target: str, *extra) -> Route:
@@ -46,7 +51,7 @@ def _block_scan(target: str, *extra) -> Route:
 
 def _warp_scan(target: str, *extra, **kws) -> Route:
     return Route(target, (("value", "src"), *extra, *_PARTIAL, ("algorithm", None),
-                          ("temp_storage", None)), **kws)
+                          ("temp_storage", None)), bounds=_LANES, **kws)
 
 
 def _warp_sum(target: str) -> Route:
@@ -140,6 +145,8 @@ ROUTES = {
                       bounds=_VALID_SRC),
         "thread": Route("helper:thread_sum", (("value", "src"), ("broadcast", None)),
                         broadcast=True),
+        "warps_within_block": Route("warp.sum", (("value", "src"), ("broadcast", None)),
+                                    **_MAPPED),
     },
     "reduce": {
         "block": Route("block.reduce", (("value", "src"), ("binary_op", "binary_op"),
@@ -150,6 +157,9 @@ ROUTES = {
                                       ("broadcast", None), ("valid_items", "valid_items"),
                                       ("algorithm", None), ("temp_storage", None)),
                       defaults={"binary_op": "+"}, broadcast=True, bounds=_VALID_SRC),
+        "warps_within_block": Route("warp.reduce", (("value", "src"), ("binary_op", "binary_op"),
+                                                    ("broadcast", None)),
+                                    defaults={"binary_op": "+"}, **_MAPPED),
     },
     "exclusive_sum": {"block": _block_scan("block.exclusive_sum"),
                       "warp": _warp_sum("warp.exclusive_sum")},
@@ -169,7 +179,7 @@ ROUTES = {
                       choose=("mode", {
                           None: "warp.exclusive_scan", "exclusive": "warp.exclusive_scan",
                           "inclusive": "warp.inclusive_scan"}),
-                      defaults={"scan_op": "+"}),
+                      defaults={"scan_op": "+"}, bounds=_LANES),
     },
     "load": {
         "block": Route("block.load", (("source", "src"), ("output", "dst"),

@@ -140,4 +140,7 @@ def object_shape(p, fixed: dict, call_fixed: dict, args: tuple, kws: dict):
     declared |= {slot for slot, v in zip(p.host or (), args) if _stateful(v)}
     rest = [n for n in instance if n not in declared]
     instance = tuple(rest[:2] + [n for n in instance if n in declared] + rest[2:])
-    return p.shape.for_objects(instance, fixed, call_fixed)
+    params = [x for ms in p.methods.values() for m in ms for x in m.params]
+    scalars = [n for n in instance if (xs := [x for x in params if x.name == p.shape.rename.get(
+        n, n)]) and all(x.role == "count" and x.extent is None for x in xs)]
+    return p.shape.for_objects(instance, fixed, call_fixed, scalars)

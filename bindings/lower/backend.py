@@ -11,7 +11,8 @@ from .describe import host_dtype
 from .describe import device_function
 
 NAME = "numba-cuda"
-PROVIDES = {"gpu_dataclass": host_objects.gpu_dataclass, "device_function": device_function}
+PROVIDES = {"gpu_dataclass": host_objects.gpu_dataclass, "device_function": device_function,
+            "gpu_dataclass_argument_handler": host_objects.ARGUMENTS}
 
 
 def _current_device_cc():

@@ -36,6 +36,19 @@ def device_trap(typingctx):
     return types.none(), codegen
 
 
+def ptx(text: str, returns: bool):
+    """A device function of one PTX statement: ``() -> uint32`` (its ``$0``) or ``() -> None``."""
+    @intrinsic
+    def statement(typingctx):
+        def codegen(context, builder, signature, args):
+            out = builder.asm(llvm_ir.FunctionType(llvm_ir.IntType(32) if returns else
+                                                   llvm_ir.VoidType(), ()), text,
+                              "=r" if returns else "", (), side_effect=True)
+            return out if returns else context.get_dummy_value()
+        return (types.uint32 if returns else types.none)(), codegen
+    return statement
+
+
 IR = IrClasses(ir.const_types, ir.global_types + ir.freevar_types, ir.arg_types, ir.expr_types,
                ir.assign_types, ir.Assign, ir.Const, ir.Global, ir.Expr,
                lambda func_ir, var: guard(get_definition, func_ir, var))
@@ -77,6 +90,7 @@ class CoopgenRewrite(GroupCallRewrite, Rewrite):
     device_function = staticmethod(device_function)
     cuda_module = _cuda  # what the group helpers' device functions read as ``cuda``
     trap = staticmethod(device_trap)
+    ptx = staticmethod(ptx)
 
     def takes_constants(self, obj) -> bool:
         return takes_constants(obj)

@@ -11,7 +11,8 @@ from .describe import host_dtype
 from .describe import device_function
 
 NAME = "numba-cuda-mlir"
-PROVIDES = {"device_function": device_function}
+PROVIDES = {"device_function": device_function, "gpu_dataclass": objects.gpu_dataclass,
+            "gpu_dataclass_argument_handler": objects.DATACLASS_ARGUMENTS}
 _installed = False
 
 

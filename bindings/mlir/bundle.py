@@ -99,9 +99,31 @@ def _bound_threads(builder) -> None:
         attrs["nvvm.maxntid"] = ir.DenseI32ArrayAttr.get([block[0] * block[1] * block[2], 1, 1])
 
 
-def _is_coopgen(value) -> bool:
+def _is_coopgen(value, depth: int = 0) -> bool:
     name = getattr(value, "__name__", None) if isinstance(value, type(threading)) else None
-    return (name or type(value).__module__ or "").split(".")[0] == "coopgen"
+    if (name or type(value).__module__ or "").split(".")[0] == "coopgen":
+        return True
+    # a device function that calls coopgen: the kernel inlines it (coopgen.mlir.rewrite)
+    return depth < 4 and calls_coopgen(getattr(value, "py_func", None), depth + 1)
+
+
+def calls_coopgen(func, depth: int = 0) -> bool:
+    """Whether a Python function reads coopgen (a global or closure variable of its), itself
+    or through the device functions it calls."""
+    code = getattr(func, "__code__", None)
+    if code is None:
+        return False
+    cells = [c.cell_contents for c in func.__closure__ or () if _filled(c)]
+    return any(_is_coopgen(v, depth) for v in cells + [
+        func.__globals__.get(n) for n in code.co_names if n in func.__globals__])
+
+
+def _filled(cell) -> bool:
+    try:
+        cell.cell_contents
+    except ValueError:  # a closure variable not assigned yet
+        return False
+    return True
 
 
 def uses_coopgen(func_ir) -> bool:

@@ -1,11 +1,14 @@
-"""CUB objects in numba-cuda-mlir kernels: ``block.BlockHistogram`` as a value (its attributes
+"""CUB objects in numba-cuda-mlir kernels, and gpu_dataclass arguments: ``block.BlockHistogram`` as a value (its attributes
 are the methods; calling it constructs an object) and the methods of a constructed object,
 typed as bound functions and lowered with the object's pointer."""
+import dataclasses
 import functools
 
+import numpy as np
 from numba_cuda_mlir import extending as ext
 from numba_cuda_mlir._mlir.dialects import llvm
 from numba_cuda_mlir.numba_cuda import types
+from numba_cuda_mlir.numba_cuda.np import numpy_support
 from numba_cuda_mlir.numba_cuda.typing.templates import AbstractTemplate, AttributeTemplate
 
 from ..model import registry
@@ -80,3 +83,42 @@ def _method_template(cls_name: str, attr: str):
                    self_ptr=self_ptr, kept=kept)
 
     return ParentMethod
+
+
+def gpu_dataclass(instance, *, compute_temp_storage: bool = True):
+    """A dataclass instance as a numba-cuda-mlir kernel argument: its fields, numbers all, are
+    passed as one record (read as ``traits.scale`` in the kernel) through
+    :data:`DATACLASS_ARGUMENTS`, the ``extensions=`` handler of the kernel's ``cuda.jit``."""
+    cls = type(instance)
+    if cls not in _RECORDS:
+        fields = [(f.name, getattr(instance, f.name)) for f in dataclasses.fields(instance)]
+        numeric = all(isinstance(v, (bool, int, float, np.number, np.bool_)) for _, v in fields)
+        dtype = np.dtype([(n, np.asarray(v).dtype) for n, v in fields]) if numeric else None
+        _RECORDS[cls] = dtype
+
+        def record_type(val, c, cls=cls):
+            if _RECORDS[cls] is None:
+                raise CoopgenTypeError(
+                    f"gpu_dataclass {cls.__name__}: on numba-cuda-mlir a dataclass argument's "
+                    f"fields must be numbers (they travel as one record); use its other fields "
+                    f"as globals or closure variables")
+            return numpy_support.from_dtype(_RECORDS[cls])
+        ext.typeof_impl.register(cls)(record_type)
+        ext.refresh_registries()
+    return instance
+
+
+_RECORDS: dict = {}
+
+
+class DataclassArguments:
+    """numba-cuda-mlir argument extension: a gpu_dataclass instance becomes its record."""
+
+    def prepare_args(self, ty, val, stream=None, retr=None):
+        dtype = _RECORDS.get(type(val))
+        if dtype is None or not isinstance(ty, types.Record):  # (numba-cuda's: its own handler)
+            return ty, val
+        return ty, np.array([tuple(getattr(val, n) for n in dtype.names)], dtype)[0]
+
+
+DATACLASS_ARGUMENTS = DataclassArguments()

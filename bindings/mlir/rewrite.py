@@ -7,11 +7,13 @@ launch's shape, not its arguments: ``ThreadData(n)`` of a kernel argument ``n`` 
 numba's literal dispatch (coopgen.mlir.arrays), other sizes must be constants."""
 from numba_cuda_mlir import cuda
 from numba_cuda_mlir import extending as ext
+from numba_cuda_mlir._mlir import ir as mlir_ir
 from numba_cuda_mlir._mlir.dialects import llvm
 from numba_cuda_mlir.numba_cuda import types
 from numba_cuda_mlir.numba_cuda.core import inline_closurecall, ir, postproc
 from numba_cuda_mlir.numba_cuda.core.analysis import compute_cfg_from_blocks
-from numba_cuda_mlir.numba_cuda.core.ir_utils import get_definition, guard, simplify_CFG
+from numba_cuda_mlir.numba_cuda.core.ir_utils import (build_definitions, get_definition, guard,
+                                                      simplify_CFG)
 from numba_cuda_mlir.numba_cuda.typing.templates import AbstractTemplate, signature
 
 from ..resolve.group_calls import GroupCallRewrite
@@ -19,25 +21,33 @@ from ..resolve.kernel_ir import UNKNOWN, IrClasses, Trace, in_coopgen, is_call
 from ..resolve.kernel_ir import is_op
 from ..types.enums import CoopEnum
 from .arrays import ARRAYS, PrimitiveClassType
-from .bundle import uses_coopgen
+from .bundle import calls_coopgen, uses_coopgen
 from .describe import device_function
 from .typing import CoopgenTypeError
 
-def device_trap():
-    """PTX ``trap``: the kernel stops with a launch failure (cuda.coop's run-time checks)."""
+def ptx(text: str, returns: bool):
+    """A device function of one PTX statement: ``() -> uint32`` (its ``$0``) or ``() -> None``
+    (numba-cuda-mlir's translation to NVVM IR takes inline PTX, not LLVM's intrinsics)."""
+    def statement():
+        """Device code only."""
+    result = signature(types.uint32 if returns else types.none)
+
+    class Template(AbstractTemplate):
+        key = statement
+        generic = lambda self, args, kws: None if args or kws else result  # noqa: E731
+
+    def lower(builder, target, args, kws):
+        out = llvm.inline_asm(mlir_ir.IntegerType.get_signless(32) if returns else None, [],
+                              text, "=r" if returns else "", has_side_effects=True)
+        if returns:
+            builder.store_var(target, out)
+    ext.typing_registry.register_global(statement, types.Function(Template))
+    ext.lower_builtin(statement)(lower)
+    return statement
 
 
-class _TrapTemplate(AbstractTemplate):
-    key = device_trap
-
-    def generic(self, args, kws):
-        return signature(types.none) if not args and not kws else None
-
-
-ext.typing_registry.register_global(device_trap, types.Function(_TrapTemplate))
-# (numba-cuda-mlir's translation to NVVM IR takes inline PTX, not the llvm.trap intrinsic)
-ext.lower_builtin(device_trap)(lambda builder, target, args, kws: llvm.inline_asm(
-    None, [], "trap;", "", has_side_effects=True))
+#: PTX ``trap``: the kernel stops with a launch failure (cuda.coop's run-time checks)
+device_trap = ptx("trap;", False)
 
 
 IR = IrClasses((ir.Const,), (ir.Global, ir.FreeVar), (ir.Arg,), (ir.Expr,), (ir.Assign,),
@@ -57,6 +67,7 @@ class KernelRewrite(GroupCallRewrite, ext.WholeFunctionPlanner):
     device_function = staticmethod(device_function)
     cuda_module = cuda  # what the group helpers' device functions read as ``cuda``
     trap = staticmethod(device_trap)
+    ptx = staticmethod(ptx)
     known_values = "a constant or a global: numba-cuda-mlir's planners see no kernel arguments"
 
     def takes_constants(self, obj) -> bool:
@@ -64,6 +75,11 @@ class KernelRewrite(GroupCallRewrite, ext.WholeFunctionPlanner):
 
     def run(self) -> bool:
         self.func_ir, self.changed = self.state.func_ir, False
+        # numba-cuda-mlir's own inlining (device=True, inline=True) leaves the definitions of
+        # the inlined variables out
+        self.func_ir._definitions = build_definitions(self.func_ir.blocks)
+        if not self.is_device_function:
+            self._inline_device_functions()
         if not uses_coopgen(self.func_ir):
             return False
         self._no_objects_as_arguments()
@@ -92,15 +108,32 @@ class KernelRewrite(GroupCallRewrite, ext.WholeFunctionPlanner):
     def _inline(self, targets) -> None:
         """The group helpers that call a primitive, inlined (a device function's own shims are
         not linked into its kernel), as numba-cuda-mlir's inlining pass does."""
-        worker = inline_closurecall.InlineWorker(
-            self.state.typingctx, self.state.targetctx, self.state.locals, self.state.pipeline,
-            self.state.flags, validator=inline_closurecall.callee_ir_validator)
         for name in targets:
             block, i = next((b, i) for b in self.func_ir.blocks.values()
                             for i, s in enumerate(b.body)
                             if isinstance(s, ir.Assign) and s.target.name == name)
-            helper = self.trace.value(block.body[i].value.func)[0]
-            worker.inline_function(self.func_ir, block, i, helper.py_func)
+            self._inline_at(block, i, self.trace.value(block.body[i].value.func)[0].py_func)
+
+    def _inline_device_functions(self) -> None:
+        """The kernel's device functions that call coopgen, inlined (nested ones too): their
+        calls are planned with the kernel's launch, and a device function's own shims are not
+        linked into its kernel."""
+        while True:
+            found = next(((b, i, d.py_func) for b in self.func_ir.blocks.values()
+                          for i, s in enumerate(b.body) if is_call(IR, s)
+                          for d in [guard(get_definition, self.func_ir, s.value.func)]
+                          if isinstance(d, (ir.Global, ir.FreeVar)) and not in_coopgen(d.value)
+                          and calls_coopgen(getattr(d.value, "py_func", None))), None)
+            if found is None:
+                return
+            self._inline_at(*found)
+            self.changed = True
+
+    def _inline_at(self, block, index, py_func) -> None:
+        inline_closurecall.InlineWorker(
+            self.state.typingctx, self.state.targetctx, self.state.locals, self.state.pipeline,
+            self.state.flags, validator=inline_closurecall.callee_ir_validator).inline_function(
+            self.func_ir, block, index, py_func)
         for dead in compute_cfg_from_blocks(self.func_ir.blocks).dead_nodes():
             del self.func_ir.blocks[dead]
         postproc.PostProcessor(self.func_ir).run()

@@ -34,6 +34,12 @@ def tracing() -> bool:
     return any(getattr(b, "tracing", bool)() for b in installed)
 
 
+def provided_by_each(name: str) -> list:
+    """What each installed backend provides under ``name`` (a helper every compiler needs its
+    own of: ``gpu_dataclass`` registers the class with each)."""
+    return [b.PROVIDES[name] for b in installed if name in b.PROVIDES]
+
+
 def provided(name: str):
     """A helper users import that its compiler implements (``coop.gpu_dataclass``): the first
     installed backend's that has it."""

@@ -9,7 +9,7 @@ import numpy as np
 
 from ..model.errors import CoopgenError
 from . import group_helpers
-from .groups import Constant
+from .groups import UNSERVED, Constant
 from .kernel_ir import UNKNOWN, CallRewrite, is_op, plain
 
 
@@ -18,6 +18,14 @@ class GroupCallRewrite(CallRewrite):
     (``cuda_module``) for the helpers."""
     cuda_module = None
     trap = None  # the backend's device trap (a function its kernels can call)
+    ptx = None  # ptx(text, returns): the backend's device function of one PTX statement
+
+    def __init_subclass__(cls, **kws):
+        """A backend's cluster registers, made with the backend (its typing knows them)."""
+        super().__init_subclass__(**kws)
+        if cls.ptx is not None:
+            cls.cluster = {name: cls.ptx(*statement)
+                           for name, statement in group_helpers.CLUSTER_PTX.items()}
 
     def rewrite_call(self, new, stmt, index) -> bool:
         callee = self.trace.callee(stmt.value.func)
@@ -56,7 +64,7 @@ class GroupCallRewrite(CallRewrite):
         helpers = GroupCallRewrite._helpers.get(type(self))
         if helpers is None:
             helpers = GroupCallRewrite._helpers[type(self)] = group_helpers.for_backend(
-                self.cuda_module, self.device_function, self.trap)
+                self.cuda_module, self.device_function, self.trap, self.cluster)
         return self._define(new, self.ir.Global(name, helpers[name], loc), loc)
 
     def _call_helper(self, new, name: str, args, loc, calls_primitive=False):
@@ -79,6 +87,10 @@ class GroupCallRewrite(CallRewrite):
                 if group is not None:
                     known[name] = group
                 return group
+            if isinstance(d, self.ir.glob) and getattr(d.value, "_coopgen_group", False):
+                known[name] = d.value  # made on the host (a module's group): typed as nothing
+                self._redefine(d, self.ir.Const(None, d.loc))
+                return d.value
             if isinstance(d, self.ir.expr + self.ir.const + self.ir.glob + self.ir.arg) or \
                     not isinstance(getattr(d, "name", None), str):
                 return None
@@ -213,6 +225,31 @@ class GroupCallRewrite(CallRewrite):
         self._call_helper(new, "striped_read", [shared, out], loc)
         return out
 
+    def _mapped_reduce(self, new, plan, kws, loc):
+        """A reduction over a block's groups of warps (``this_block().group_by(n)``): each
+        warp's (CUB's WarpReduce), its lane 0's through shared memory to the first lanes of
+        every warp of its group, reduced again there (WarpReduce over as many lanes as the
+        group has warps); the result in every member, zero in a thread of no group."""
+        extra = dict(plan.extra_constants)
+        if self._is_thread_array(kws["src"]):
+            raise self.error(f"coop.{plan.target.name.split('.')[-1]}: over this_block()."
+                             f"group_by({extra['warps']}) takes one value a thread (a scalar), "
+                             f"not a per-thread array")
+        width = self._define(new, self.ir.Const(extra["warps"], loc), loc)
+        partial = self._call_entry(new, plan.target, kws, loc)
+        typed = self._array(new, "thread_data", 1, partial, loc)
+        shared = self._array(new, "shared", group_helpers.WARP,
+                             self._attribute(new, typed, "dtype", loc), loc)
+        gathered = self._call_helper(new, "mapped_gather", [shared, partial, width], loc)
+        valid = self._call_helper(new, "mapped_warps", [width], loc)
+        total = self._call_entry(new, plan.target, dict(kws, src=gathered, valid_items=valid),
+                                 loc)
+        helper, consts = group_helpers.query("warps_within_block", extra["warps"], "is_member",
+                                             None, extra["exhaustive"])
+        member = self._call_helper(new, helper, [self._define(new, self.ir.Const(c, loc), loc)
+                                                 for c in consts], loc)
+        return self._call_helper(new, "mapped_result", [shared, total, typed, member], loc)
+
     def _decoder(self, new, plan, kws, loc):
         """CUB's decoder made on the runs (``kws``: the constructor's) with the decoded size in
         a uint64 slot of its own, and a window's arrays: (decoder, size, items, offsets)."""
@@ -293,7 +330,7 @@ class GroupCallRewrite(CallRewrite):
             plan = call.plan(group, list(expr.args[1:]), dict(expr.kws),
                              lambda v: self.trace.value(v)[0], self._is_thread_array)
         except CoopgenError as e:
-            raise self.error(str(e)) from None
+            raise self.raised(e) from None
         self._check_bits(call, plan)
         for _, v in plan.kws:  # Python operators (globals, closure variables): device functions
             if not isinstance(v, Constant) and isinstance(self.trace.definition(v), self.ir.glob):
@@ -327,9 +364,11 @@ class GroupCallRewrite(CallRewrite):
             result = copies[0] if len(copies) == 1 else self._define(
                 new, self.ir.Expr.build_tuple(copies, loc), loc)
         self._drop_callee(expr.func)
-        if isinstance(plan.target, str):  # a helper of the first argument (a thread's sum)
-            call_expr = self.ir.Expr.call(self._helper(new, plan.target[7:], loc),
-                                          [kws[plan.like]], (), loc)
+        if isinstance(plan.target, str):  # a helper of the first argument (a thread's sum;
+            # of a scalar: the scalar)
+            first = kws[plan.like]
+            call_expr = self.ir.Expr.call(self._helper(new, plan.target[7:], loc), [first], (),
+                                          loc) if self._is_thread_array(first) else first
         else:
             target = self._define(new, self.ir.Global(plan.target.name.replace(".", "_"),
                                                       plan.target, loc), loc)
@@ -372,11 +411,8 @@ class GroupCallRewrite(CallRewrite):
                 offset = tile if offset is None else self._define(
                     new, self.ir.Expr.binop(operator.add, offset, tile, loc), loc)
         if offset is not None:  # source[offset:]
-            none = self._define(new, self.ir.Const(None, loc), loc)
-            slice_fn = self._define(new, self.ir.Global("slice", slice, loc), loc)
-            index = self._define(new, self.ir.Expr.call(slice_fn, [offset, none], (), loc), loc)
             moved = plan.offset_of or plan.like
-            kws[moved] = self._define(new, self.ir.Expr.getitem(kws[moved], index, loc), loc)
+            kws[moved] = self._from_offset(new, kws[moved], offset, loc)
         for var, helper, arguments in plan.checks:  # cuda.coop's run-time preconditions
             args = [self._array(new, "shared", a[1], self._dtype(new, a[2], loc), loc)
                     if isinstance(a, tuple) and a[0] == "shared" else self._define(
@@ -432,10 +468,13 @@ class GroupCallRewrite(CallRewrite):
         helper = group_helpers.query(group.kind, group.width, base, level, group.exhaustive) \
             if UNKNOWN not in (level, dtype) else None
         if helper is None:
-            raise self.error(f"coop.{group.describe()}.{name}: not available for this group"
-                             + (f" at level={level!r}" if level is not None else "")
-                             + " in kernels (rank/count at the thread, warp or block level, "
-                               "sync, is_member)")
+            error = self.error if group.kind not in UNSERVED else self.unsupported
+            raise error(f"coop.{group.describe()}.{name}: not available for this group"
+                        + (f" at level={level!r}" if level is not None else "")
+                        + " in kernels (rank/count at the levels thread, warp, block and grid "
+                          "down to the group's own, sync, is_member"
+                        + (f"; this group {UNSERVED[group.kind]}" if group.kind in UNSERVED
+                           else "") + ")")
         helper_name, constants = helper
         consts = [self._define(new, self.ir.Const(c, loc), loc) for c in constants]
         value = self.ir.Expr.call(self._helper(new, helper_name, loc), consts, (), loc)

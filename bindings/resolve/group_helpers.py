@@ -265,12 +265,25 @@ def lane_modulo(n):
     return lane() % n
 
 
+def lane_divided(n):
+    return lane() // n
+
+
+def warp_rank_divided(n):
+    return warp_rank() // n
+
+
 def constant(n):
     return n
 
 
 def warp_size():
     return WARP
+
+
+def mapped_groups(width, exhaustive):
+    """The block's groups of ``width`` warps (a partial last one counts when exhaustive)."""
+    return (warp_count() + (width - 1 if exhaustive else 0)) // width
 
 
 def lane_in_whole_groups(width):
@@ -281,52 +294,118 @@ def warp_in_whole_groups(width):
     return warp_rank() < (warp_count() // width) * width
 
 
-def query(kind: str, width, name: str, level: str, exhaustive: bool = True):
+def mapped_warps(width):
+    """The warps of this thread's group of ``width`` warps (fewer in a partial last one)."""
+    return min(width, warp_count() - warp_rank_divided(width) * width)
+
+
+def mapped_gather(shared, partial, width):
+    """Each warp's lane-0 ``partial`` through ``shared``: lane l gets its group's l-th warp's
+    (the last one's past the group's warps), for a second warp reduction of those."""
+    if lane() == 0:
+        shared[warp_rank()] = partial
+    cuda.syncthreads()  # noqa: F821
+    first = warp_rank_divided(width) * width
+    value = shared[first + min(lane(), mapped_warps(width) - 1)]
+    cuda.syncthreads()  # noqa: F821
+    return value
+
+
+def mapped_result(shared, total, result, member):
+    """Lane 0's ``total`` in every lane of its warp; zero in a thread of no group."""
+    if lane() == 0:
+        shared[warp_rank()] = total
+    cuda.syncthreads()  # noqa: F821
+    result[0] = 0
+    if member:
+        result[0] = shared[warp_rank()]
+    cuda.syncthreads()  # noqa: F821
+    return result[0]
+
+
+def cluster_thread_rank():
+    return cluster_block_rank() * block_count() + block_rank()  # noqa: F821
+
+
+def cluster_thread_count():
+    return cluster_block_count() * block_count()  # noqa: F821
+
+
+#: A thread-block cluster's special registers and barrier (sm_90), as each backend's PTX.
+CLUSTER_PTX = {"cluster_block_rank": ("mov.u32 $0, %cluster_ctarank;", True),
+               "cluster_block_count": ("mov.u32 $0, %cluster_nctarank;", True),
+               "cluster_sync": ("barrier.cluster.arrive;\n\tbarrier.cluster.wait;", False)}
+
+#: cuda.coop's levels, finest first; ``group.rank(level)`` is the rank of the finer of the
+#: group and the level within the coarser (``this_thread().rank("block")``: the thread's in the
+#: block; ``this_block().rank("thread")``: the same), ``count`` how many of the finer the
+#: coarser holds; the same level: rank 0 of 1.
+LEVELS = ("thread", "threads_within_warp", "warp", "warps_within_block", "block", "cluster",
+          "grid")
+
+
+def query(kind: str, width, name: str, level, exhaustive: bool = True):
     """(helper, its constant arguments) of ``group.rank(level)``/``count``/``sync()``/
     ``is_member()``, or None where the group has no such query."""
     if name == "is_member":  # a group made with exhaustive=False leaves out a partial group
         partial = {"threads_within_warp": "lane_in_whole_groups",
                    "warps_within_block": "warp_in_whole_groups"}.get(kind)
         return ("one", ()) if exhaustive or partial is None else (partial, (width,))
-    if kind == "threads_within_warp":
-        table = {("rank", "thread"): ("lane_modulo", (width,)),
-                 ("count", "thread"): ("constant", (width,)),
-                 ("rank", "warp"): ("zero", ()), ("count", "warp"): ("one", ()),
-                 ("sync", None): ("warp_sync", ())}
-    elif kind == "warps_within_block":
-        table = {("rank", "thread"): ("rank_modulo", (WARP * width,)),
-                 ("count", "thread"): ("constant", (WARP * width,)),
-                 ("rank", "warp"): ("warp_rank_modulo", (width,)),
-                 ("count", "warp"): ("constant", (width,)),
-                 ("sync", None): ("block_sync", ())}
-    else:
-        table = {(q, lv): (h, ()) for (k, q, lv), h in QUERIES.items() if k == kind}
-    return table.get((name, level))
+    if name == "sync":
+        return SYNCS.get(kind) if level is None else None
+    level = {"gpu_thread": "thread"}.get(level, level)
+    if kind not in LEVELS or level not in LEVELS or name not in ("rank", "count"):
+        return None
+    pair = tuple(sorted((kind, level), key=LEVELS.index))
+    if pair[0] == pair[1]:
+        return ("zero", ()) if name == "rank" else ("one", ())
+    found = RANKS.get(pair)
+    return None if found is None else found[name == "count"](width, exhaustive)
 
 
-#: (group kind, query, level) -> the helper's name
-QUERIES = {
-    ("thread", "rank", "thread"): "zero", ("thread", "count", "thread"): "one",
-    ("warp", "rank", "thread"): "lane", ("warp", "count", "thread"): "warp_size",
-    ("warp", "rank", "warp"): "zero", ("warp", "count", "warp"): "one",
-    ("block", "rank", "thread"): "block_rank", ("block", "count", "thread"): "block_count",
-    ("block", "rank", "warp"): "warp_rank", ("block", "count", "warp"): "warp_count",
-    ("block", "rank", "block"): "zero", ("block", "count", "block"): "one",
-    ("grid", "rank", "thread"): "grid_rank", ("grid", "count", "thread"): "grid_count",
-    ("grid", "rank", "block"): "grid_block_rank", ("grid", "count", "block"): "grid_block_count",
-    ("block", "sync", None): "block_sync", ("warp", "sync", None): "warp_sync",
-    ("thread", "sync", None): "warp_sync",
+def _fixed(helper):
+    return lambda width, exhaustive: (helper, ())
+
+
+def _sized(helper, scale=1):
+    return lambda width, exhaustive: (helper, (scale * width,))
+
+
+#: (finer, coarser) -> (rank's, count's (helper, constants) of the group's width)
+RANKS = {
+    ("thread", "threads_within_warp"): (_sized("lane_modulo"), _sized("constant")),
+    ("thread", "warp"): (_fixed("lane"), _fixed("warp_size")),
+    ("thread", "warps_within_block"): (_sized("rank_modulo", WARP), _sized("constant", WARP)),
+    ("thread", "block"): (_fixed("block_rank"), _fixed("block_count")),
+    ("thread", "cluster"): (_fixed("cluster_thread_rank"), _fixed("cluster_thread_count")),
+    ("thread", "grid"): (_fixed("grid_rank"), _fixed("grid_count")),
+    ("threads_within_warp", "warp"): (_sized("lane_divided"),
+                                      lambda width, _: ("constant", (WARP // width,))),
+    ("warp", "warps_within_block"): (_sized("warp_rank_modulo"), _sized("constant")),
+    ("warp", "block"): (_fixed("warp_rank"), _fixed("warp_count")),
+    ("warps_within_block", "block"): (_sized("warp_rank_divided"),
+                                      lambda width, exhaustive: ("mapped_groups",
+                                                                 (width, exhaustive))),
+    ("block", "cluster"): (_fixed("cluster_block_rank"), _fixed("cluster_block_count")),
+    ("block", "grid"): (_fixed("grid_block_rank"), _fixed("grid_block_count")),
 }
 
+#: group kind -> its barrier's helper (a thread's: its warp's)
+SYNCS = {"cluster": ("cluster_sync", ()), "block": ("block_sync", ()),
+         "warps_within_block": ("block_sync", ()),
+         "warp": ("warp_sync", ()), "threads_within_warp": ("warp_sync", ()),
+         "thread": ("warp_sync", ())}
 
-def for_backend(cuda_module, device_function, trap) -> dict:
+
+def for_backend(cuda_module, device_function, trap, cluster=()) -> dict:
     """{name: device function} compiled by ``device_function``, reading ``cuda_module`` as
-    ``cuda``, ``trap`` (the backend's device trap), numpy and each other by name."""
-    space = {"cuda": cuda_module, "WARP": WARP, "trap": trap, "np": np}
-    out = {}
+    ``cuda``, ``trap`` (the backend's device trap), ``cluster`` (its CLUSTER_PTX statements),
+    numpy and each other by name."""
+    space = {"cuda": cuda_module, "WARP": WARP, "trap": trap, "np": np, **dict(cluster)}
+    out = dict(cluster)
     for name, fn in list(globals().items()):
         if isinstance(fn, types.FunctionType) and fn.__module__ == __name__ and \
-                name not in ("for_backend", "query"):
+                name not in ("for_backend", "query", "_fixed", "_sized"):
             out[name] = device_function(types.FunctionType(fn.__code__, space, name,
                                                            fn.__defaults__))
     space.update(out)

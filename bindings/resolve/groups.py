@@ -18,93 +18,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..model.errors import CoopgenError
+from ..model.errors import CoopgenError, CoopgenUnsupported
+from .group_kinds import FAMILY, GROUP_SPELLING, UNSERVED, Group  # noqa: F401
 from .kernel_ir import UNKNOWN
 from .operators import StatefulFunction
 
-#: Group kinds (cuda.coop's names) -> the family whose routes serve them.
-FAMILY = {"block": "block", "warp": "warp", "threads_within_warp": "warp",
-          "thread": "thread", "cluster": "cluster", "grid": "grid",
-          "warps_within_block": "warps_within_block"}
-
-
 #: cuda.coop's meaning of Python's number types as dtypes.
 PYTHON_NUMBERS = {int: "int32", float: "float32", bool: "bool"}
-
-
-@dataclass(frozen=True)
-class Group:
-    """One CUDA thread group, known when the kernel compiles. ``width``: the threads of a
-    logical warp (``threads_within_warp``) or the warps of a ``warps_within_block`` group."""
-    kind: str
-    width: int | None = None
-    exhaustive: bool = True  # False: the threads or warps past the last whole group are no
-    # members (is_member() says so)
-
-    _coopgen_group = True
-
-    def group_by(self, count, *, exhaustive=True):
-        """A physical warp in logical warps of ``count`` threads, or a block in groups of
-        ``count`` warps."""
-        if isinstance(count, bool) or not isinstance(count, int):
-            raise CoopgenError(f"coop.{self.describe()}.group_by: count={count!r} must be an "
-                               f"integer constant")
-        if exhaustive not in (True, False):
-            raise CoopgenError(f"coop.{self.describe()}.group_by: exhaustive={exhaustive!r} "
-                               f"must be True or False")
-        if self.kind == "warp":
-            if not 1 <= count <= 32:
-                raise CoopgenError(f"coop.this_warp().group_by: count={count} threads; "
-                                   f"allowed: 1 to 32 (a logical warp within the physical "
-                                   f"warp; exchanges, loads, stores and sorts take powers of "
-                                   f"two only, as CUB does)")
-            return Group("threads_within_warp", count, bool(exhaustive))
-        if self.kind == "block":
-            if count < 1:
-                raise CoopgenError(f"coop.this_block().group_by: count={count} warps must be "
-                                   f"at least 1")
-            return Group("warps_within_block", count, bool(exhaustive))
-        raise CoopgenError(f"coop.{self.describe()}.group_by: only a warp (into threads) or a "
-                           f"block (into warps) can be grouped")
-
-    group_by._coopgen_host_call = True
-
-    @property
-    def family(self) -> str:
-        return FAMILY[self.kind]
-
-    # cuda.coop's host-side description of a group (its ThreadGroup's properties)
-    @property
-    def static_size(self) -> int | None:
-        """The group's thread count where it does not depend on the launch."""
-        return {"thread": 1, "warp": 32, "threads_within_warp": self.width,
-                "warps_within_block": 32 * (self.width or 0) or None}.get(self.kind)
-
-    @property
-    def group_thread_count(self) -> int:
-        if self.static_size is None:
-            raise CoopgenError(f"coop.{self.describe()}: its size comes from the launch")
-        return self.static_size
-
-    is_current = property(lambda self: True)
-    is_static = property(lambda self: self.static_size is not None)
-    parent = property(lambda self: {"threads_within_warp": Group("warp"),
-                                    "warps_within_block": Group("block")}.get(self.kind))
-    source = property(lambda self: self.describe())
-    block_dim = None
-
-    @property
-    def threads_in_warp(self) -> int | None:
-        """The logical warp width a warp primitive takes (None: the physical warp)."""
-        return self.width if self.kind == "threads_within_warp" else None
-
-    def describe(self) -> str:
-        partial = "" if self.exhaustive else ", exhaustive=False"
-        if self.kind == "threads_within_warp":
-            return f"this_warp().group_by({self.width}{partial})"
-        if self.kind == "warps_within_block":
-            return f"this_block().group_by({self.width}{partial})"
-        return f"this_{self.kind}()"
 
 
 @dataclass(frozen=True)
@@ -196,9 +116,10 @@ INT32 = (-(1 << 31), (1 << 31) - 1)
 
 def _bound_checks(name: str, route: Route, given: dict, group, value_of) -> tuple:
     """cuda.coop's run-time preconditions of ``route.bounds`` as device checks: valid items
-    within the group's tile, a rotation within the block, an offset that fits int32 or is not
-    negative, decodable run lengths (``array``: the decoded offsets' dtype parameter). Checked
-    on the device before any narrowing; a known value outside a known range is an error now."""
+    within the group's tile, a warp scan's valid lanes (1 to the warp's), a rotation within the
+    block, an offset that fits int32 or is not negative, decodable run lengths (``array``: the
+    decoded offsets' dtype parameter). Checked on the device before any narrowing; a known
+    value outside a known range is an error now."""
     checks = []
     block = group.family == "block"
     for param, kind, array in route.bounds:
@@ -215,6 +136,8 @@ def _bound_checks(name: str, route: Route, given: dict, group, value_of) -> tupl
             dtype = constant(name, given, array, value_of, "uint64")
             bits = 8 * np.dtype(getattr(dtype, "name", dtype)).itemsize
             check = ("check_run_lengths", (("shared", 3 * 32, "int64"), bits))
+        elif kind == "lanes":  # a warp scan's valid lanes: 1 to the warp's
+            check = ("check_within", (1, group.threads_in_warp or 32))
         else:  # "distance", by the shuffle's mode
             mode = constant(name, given, "mode", value_of, "down")
             if mode == "rotate" and block:
@@ -228,9 +151,8 @@ def _bound_checks(name: str, route: Route, given: dict, group, value_of) -> tupl
                      }.get(check[0], (None, None))
         if isinstance(known, (int, np.integer)) and low is not None and not low <= known <= high:
             raise CoopgenError(f"coop.{name}: {param}={known} is outside [{low}, {high}]")
-        if isinstance(v, Constant):
-            continue
-        checks.append((v, *check))
+        if not isinstance(v, Constant):
+            checks.append((v, *check))
     return tuple(checks)
 
 
@@ -257,7 +179,11 @@ class GroupCall:
     def route(self, group: Group) -> Route:
         route = self.routes.get(group.family)
         if route is None:
-            allowed = " or ".join(f"coop.this_{f}()" for f in self.routes)
+            allowed = " or ".join(GROUP_SPELLING.get(f, f"coop.this_{f}()") for f in self.routes)
+            why = UNSERVED.get(group.kind)
+            if why is not None:  # NotImplementedError, as cuda.coop's
+                raise CoopgenUnsupported(f"coop.{self.name}: the group {group.describe()} "
+                                         f"{why}; this call takes {allowed}")
             raise CoopgenError(f"coop.{self.name}: the group {group.describe()} does not fit "
                                f"this call; it takes {allowed}")
         return route
@@ -498,3 +424,10 @@ def store_keeps_items(name, given, value_of, group):
     if "TRANSPOSE" in str(getattr(algorithm, "name", algorithm)).upper():
         given = dict(given, **{"_copy:src": given["value"]})
     return given
+
+
+def mapped_group(name, given, value_of, group):
+    """A block's groups of warps (``this_block().group_by(n)``): their width and whether a
+    partial last group counts, for the rewrite's two-step warp reduction."""
+    return dict(given, **{"=warps": Constant(group.width),
+                          "=exhaustive": Constant(group.exhaustive)})

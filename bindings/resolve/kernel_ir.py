@@ -12,6 +12,7 @@ import types
 import numpy as np
 
 from ..model.errors import CoopgenError
+from ..types.desc import host_dtype
 
 #: Attributes of an array argument known on the host; other objects' public attributes are too.
 ARRAY_ATTRIBUTES = ("shape", "size", "ndim")
@@ -24,6 +25,7 @@ _OPERANDS = {"build_tuple": lambda d: d.items, "static_getitem": lambda d: (d.va
              "unary": lambda d: (d.value,)}
 UNKNOWN = object()
 NOT_KNOWN = (UNKNOWN, False)
+_UNSUPPORTED = {}  # a backend's error class -> the same, a NotImplementedError too
 
 
 @dataclasses.dataclass(frozen=True)
@@ -176,6 +178,19 @@ class CallRewrite:
                 self.takes_constants(self.trace.callee(fdef.value)):
             self._temp_storage_subscript(new, expr, fdef)
         callee = self.trace.callee(expr.func)
+        kws = dict(expr.kws)
+        if getattr(getattr(callee, "shape", None), "offset_first", False) and expr.args \
+                and "offset" in kws:  # f(src, ..., offset=n) -> f(src[n:], ...)
+            expr.args = [self._from_offset(new, expr.args[0], kws.pop("offset"), expr.loc),
+                         *expr.args[1:]]
+            expr.kws, self.changed = list(kws.items()), True
+        declared = [(k, v) for k, v in kws.items() if getattr(callee, "shape", None) is not None
+                    and callee.shape.declared is not None and expr.args and
+                    hasattr(self.trace.value(v)[0], "op_class")]
+        for k, v in declared:  # _block.exclusive_sum(x, out, state, prefix_op=Stateful): its
+            kws[k] = expr.args[-1]  # state is the last positional, the operator's 1-item array
+            expr.args, expr.kws, self.changed = expr.args[:-1], list(kws.items()), True
+            self._drop_unused([v])
         if getattr(callee, "_coopgen_shared_array", False):  # TempStorage.reserve(n, dtype)
             args = list(expr.args)
             count = self.trace.value(args[0])[0] if args else UNKNOWN
@@ -189,9 +204,16 @@ class CallRewrite:
             self._thread_data(new, stmt, index)
             return True
         if getattr(callee, "_coopgen_host_call", False):
-            self._host_call(stmt, callee)
+            self._host_call(new, stmt, callee)
             return True
         return False
+
+    def _from_offset(self, new, source, offset, loc):
+        """``source[offset:]``."""
+        none = self._define(new, self.ir.Const(None, loc), loc)
+        slice_fn = self._define(new, self.ir.Global("slice", slice, loc), loc)
+        index = self._define(new, self.ir.Expr.call(slice_fn, [offset, none], (), loc), loc)
+        return self._define(new, self.ir.Expr.getitem(source, index, loc), loc)
 
     def _define(self, new, value, loc, name="$coopgen"):
         var = self.block.scope.redefine(name, loc)
@@ -199,11 +221,36 @@ class CallRewrite:
         self.func_ir._definitions[var.name] = [value]
         return var
 
+    def raised(self, e: CoopgenError):
+        """``e`` as this backend's error; a NotImplementedError stays one."""
+        return (self.unsupported if isinstance(e, NotImplementedError) else self.error)(str(e))
+
+    def unsupported(self, message: str):
+        """This backend's error that is a NotImplementedError too (cuda.coop's type for a form
+        outside what it serves)."""
+        cls = _UNSUPPORTED.get(self.error) or _UNSUPPORTED.setdefault(self.error, type(
+            self.error.__name__, (self.error, NotImplementedError),
+            {"__module__": self.error.__module__}))
+        return cls(message)
+
     def _drop_callee(self, func):
         """A replaced function's lookup would still be typed: make it a plain constant."""
         for stmt in self._assignments(lambda s: s.target.name == func.name):
-            if func.name.startswith("$"):
+            if func.name.startswith("$") or self._only_called(func.name):
                 self._replace_value(stmt, self.ir.Const(None, stmt.loc))
+
+    def _only_called(self, name: str) -> bool:
+        """Whether a variable is read only as the function of calls (a temporary of inlined
+        code, whose name lost its ``$``)."""
+        for block in self.func_ir.blocks.values():
+            for stmt in block.body:
+                value = getattr(stmt, "value", None)
+                func = value.func if is_op(self.ir, value, "call") else None
+                reads = [v.name for v in stmt.list_vars()
+                         if v is not func and v is not getattr(stmt, "target", None)]
+                if name in reads:
+                    return False
+        return True
 
     def _assignments(self, test):
         return [s for s in self.block.body if isinstance(s, self.ir.assign) and test(s)]
@@ -235,7 +282,7 @@ class CallRewrite:
         expr.func = fdef.value
         self.changed = True
 
-    def _host_call(self, stmt, callee):
+    def _host_call(self, new, stmt, callee):
         expr = stmt.value
         values = {}
         for k, var in list(enumerate(expr.args)) + list(expr.kws):
@@ -252,6 +299,31 @@ class CallRewrite:
         self._replace_value(stmt, self.ir.Global(f"coopgen_{type(obj).__name__}", obj,
                                                  expr.loc))
         self._drop_unused(expr.list_vars())
+        if getattr(getattr(obj, "reserve", None), "_coopgen_shared_array", False):
+            self._storage_items(new, stmt.target.name, obj, expr.loc)
+
+    def _storage_items(self, new, name, storage, loc):
+        """``ts[i]`` of a TempStorage ``ts``: its ``size_in_bytes`` bytes, a uint8 shared array
+        of their own beside the primitives' scratch (as ``ts.reserve(size, uint8)``)."""
+        uses = [s for b in self.func_ir.blocks.values() for s in b.body
+                if type(s).__name__ in ("SetItem", "StaticSetItem") and s.target.name == name
+                or isinstance(s, self.ir.assign) and is_op(self.ir, s.value, "getitem",
+                                                           "static_getitem")
+                and s.value.value.name == name]
+        if not uses:
+            return
+        if storage.size is None:
+            raise self.error("coop.TempStorage: indexing it needs its size_in_bytes")
+        args = [self._define(new, self.ir.Const(storage.size, loc), loc),
+                self._define(new, self.ir.Global("uint8", np.uint8, loc), loc)]
+        kws = [("alignment", self._define(new, self.ir.Const(storage.alignment, loc), loc))]
+        array = self._define(new, self.ir.Expr.call(self._array_function(
+            new, self.arrays["shared"], loc), args, kws if storage.alignment else (), loc), loc)
+        for s in uses:
+            if isinstance(s, self.ir.assign):
+                s.value.value = array
+            else:
+                s.target = array
 
     def _drop_unused(self, variables):
         """What computed a host-made object's arguments is done on the host: variables defined
@@ -272,8 +344,9 @@ class CallRewrite:
                 self._replace_value(stmt, self.ir.Const(None, stmt.loc))
 
     def _thread_data(self, new, stmt, index):
-        """``ThreadData(n, dtype=None)`` -> ``local.array(n, dtype)``."""
-        expr = stmt.value
+        """``ThreadData(n, dtype=None)`` -> ``local.array(n, dtype)``; ``.items_per_thread``
+        is its ``size``."""
+        expr, target = stmt.value, stmt.target.name
         kws, args = dict(expr.kws), list(expr.args)
         shape = args[0] if args else kws.pop("items_per_thread", None)
         dtype = args[1] if len(args) > 1 else kws.pop("dtype", None)
@@ -293,13 +366,18 @@ class CallRewrite:
                 "dtype", np.int32 if given is int else np.float32, stmt.loc), stmt.loc)
         if dtype is None or isinstance(d := self.trace.definition(dtype), self.ir.const) \
                 and d.value is None:
-            root = self._first_use_source(stmt.target, index)
-            dtype = self._define(new, self.ir.Expr.getattr(root, "dtype", stmt.loc), stmt.loc)
+            root, is_dtype = self._first_use_source(stmt.target, index)
+            dtype = self._define(new, self.ir.Global("dtype", root, stmt.loc) if is_dtype else
+                                 self.ir.Expr.getattr(root, "dtype", stmt.loc), stmt.loc)
             array = self.arrays["thread_data"]  # its uses are checked to agree with that dtype
         func = self._array_function(new, array, stmt.loc)
         self._drop_callee(expr.func)
         self._replace_value(stmt, self.ir.Expr.call(
             func, [shape, dtype] + ([align] if align is not None else []), (), stmt.loc))
+        for use in (s for b in self.func_ir.blocks.values() for s in b.body):  # its attribute
+            if isinstance(use, self.ir.assign) and is_op(self.ir, use.value, "getattr") and \
+                    use.value.attr == "items_per_thread" and use.value.value.name == target:
+                self._replace_value(use, self.ir.Expr.getattr(use.value.value, "size", use.loc))
 
     def _called(self, func):
         """What a call calls, seen through cuda.coop's ``prim[temp_storage]`` subscript (which
@@ -308,21 +386,38 @@ class CallRewrite:
         return self.trace.callee(fdef.value if is_op(self.ir, fdef, "getitem", "static_getitem")
                                  else func)
 
+    def _copies(self, name: str) -> set:
+        """``name`` and the variables that copy it (``b = a``), through copies of copies."""
+        names, grew = {name}, True
+        copies = [(s.target.name, s.value.name) for b in self.func_ir.blocks.values()
+                  for s in b.body if isinstance(s, self.ir.assign) and
+                  type(s.value).__name__ == "Var"]
+        while grew:
+            grew = False
+            for new, old in copies:
+                if old in names and new not in names:
+                    names.add(new)
+                    grew = True
+        return names
+
     def _first_use_source(self, target, index):
-        """The array, defined before ThreadData ``target``, whose dtype it takes, from its
-        first use: the array an item written into it comes from (``items[i] = d_in[j]``), or
-        another array (or a slice or element of one) of the first coopgen call using it."""
+        """(The array, defined before ThreadData ``target``, whose dtype it takes, False), from
+        its first use: the array an item written into it comes from (``items[i] = d_in[j]``),
+        or another array (or a slice or element of one) of the first coopgen call using it;
+        or (a dtype, True) where an item written is cast to one (``items[i] = int32(x)``)."""
         ir, blocks = self.ir, self.func_ir.blocks
         here = next(label for label, b in blocks.items() if b is self.block)
         before = {s.target.name for label, b in blocks.items() if label < here
                   for s in b.body if isinstance(s, ir.assign)}
         before |= {s.target.name for s in self.block.body[:index] if isinstance(s, ir.assign)}
 
+        names = self._copies(target.name)  # inlined device functions pass it on in copies
+
         def source(root):
             d = self.trace.definition(root)
             while is_op(ir, d, "getitem", "static_getitem"):  # d_in of d_in[base:]
                 root, d = d.value, self.trace.definition(d.value)
-            if root.name != target.name and (isinstance(d, ir.arg) or is_op(
+            if root.name not in names and (isinstance(d, ir.arg) or is_op(
                     ir, d, "call") and root.name in before and not getattr(
                     self._called(d.func), "_coopgen_group_factory", False)):
                 return root
@@ -330,24 +425,27 @@ class CallRewrite:
 
         for stmt in (s for label in sorted(blocks) for s in blocks[label].body):
             if type(stmt).__name__ in ("SetItem", "StaticSetItem") and \
-                    stmt.target.name == target.name:
+                    stmt.target.name in names:
                 d = self.trace.definition(stmt.value)
                 if is_op(ir, d, "getitem", "static_getitem") and (root := source(d.value)):
-                    return root
+                    return root, False
+                cast = self.trace.callee(d.func) if is_op(ir, d, "call") else None
+                if cast not in (int, float, bool, None) and not isinstance(cast, str) \
+                        and host_dtype(cast) is not None:
+                    return cast, True
                 continue
             if not is_call(ir, stmt):
                 continue
             callee = self._called(stmt.value.func)
             args = list(stmt.value.args)
             used = args + [v for _, v in stmt.value.kws]
-            if not self.takes_constants(callee) or \
-                    not any(v.name == target.name for v in used):
+            if not self.takes_constants(callee) or not any(v.name in names for v in used):
                 continue
             if getattr(callee, "_coopgen_group_call", False):  # its arrays are positional
                 used = args[1:]
             for root in used:
                 if (found := source(root)) is not None:
-                    return found
+                    return found, False
             raise self.error(
                 f"coop.ThreadData: cannot infer the dtype of {target.name!r} from its first "
                 f"use (line {stmt.loc.line}): no other array there is defined before it. "

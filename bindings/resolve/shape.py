@@ -8,7 +8,7 @@ import enum
 from dataclasses import dataclass, field
 
 from ..model.errors import CoopgenError
-from ..types.desc import Function, Literal, Omitted, Other, Scalar, Struct
+from ..types.desc import Array, Function, Literal, Omitted, Other, Scalar, Struct
 
 
 def is_int_constant(ty) -> bool:
@@ -16,6 +16,10 @@ def is_int_constant(ty) -> bool:
     if isinstance(ty, Literal):
         ty = ty.value if isinstance(ty.value, int) and ty.type is not None else None
     return isinstance(ty, int) and not isinstance(ty, bool)
+
+
+def _value(ty):
+    return ty.value if isinstance(ty, Literal) else ty
 
 
 def is_operator(ty) -> bool:
@@ -49,10 +53,20 @@ class CallShape:
     scalar_output: str | None = None
     fixed_slots: frozenset = frozenset()
     operator_slots: frozenset = frozenset()
+    fixed_values: dict = field(default_factory=dict)  # a fixed slot's value: another skips it
+    scalar_slots: frozenset = frozenset()  # CUB has a number there: an array skips it
     # coopgen.coop: a Python operator's scans start from 0 without an initial value, as
     # cuda.coop's do (coopgen.block/warp keep CUB's undefined first output)
     python_zero: bool = False
     only: dict = field(default_factory=dict)  # argument -> its one value where CUB has none
+    # cuda.coop.numba_mlir's single-phase calls (``coop._block.load(src, dst, n, oob,
+    # items_per_thread=4)``): positionals fill the slots no keyword names; ``name=True`` for a
+    # name in ``declared`` says that its value is passed positionally, after the others; a
+    # keyword of ``dtype_keywords`` given a dtype rather than an array names that dtype
+    # (``keys="int32"`` is ``dtype="int32"``). None: Python's rules.
+    declared: frozenset | None = None
+    dtype_keywords: dict = field(default_factory=dict)
+    offset_first: bool = False  # ``offset=n`` passes the first argument from its item n on
 
     @classmethod
     def of_row(cls, prim: str, row, keywords) -> "CallShape":
@@ -64,20 +78,26 @@ class CallShape:
     def with_slots(self, slots) -> "CallShape":
         return dataclasses.replace(self, slots=None if slots is None else tuple(slots))
 
-    def for_objects(self, slots, fixed, call_fixed) -> "CallShape":
+    def for_objects(self, slots, fixed, call_fixed, scalars=()) -> "CallShape":
         """The shape of a two-phase object's calls: positional ``slots``; ``fixed`` the
-        template arguments its constructor fixed, ``call_fixed`` its call arguments."""
+        template arguments its constructor fixed, ``call_fixed`` its call arguments,
+        ``scalars`` the slots where CUB takes a number (``sort(keys, values)``)."""
         operators = {k for k, v in call_fixed.items() if callable(v) or isinstance(v, str)}
         return dataclasses.replace(
             self, slots=tuple(slots), scalar_output=self.object_scalar_output,
             fixed_slots=frozenset(n for n in slots if n in fixed),
-            operator_slots=frozenset(n for n in slots if self.rename.get(n, n) in operators))
+            fixed_values={n: fixed[n] for n in slots if n in fixed},
+            operator_slots=frozenset(n for n in slots if self.rename.get(n, n) in operators),
+            scalar_slots=frozenset(scalars))
 
     def name_arguments(self, args: tuple, kws: dict, *, error=CoopgenError) -> list[tuple]:
         """The call's arguments as (CUB's name, or its several spellings: the resolver picks the
         overload's; value; origin: in kernels an index into the folded arguments, positionals
         then keywords). ``error`` is raised for a call Python itself would refuse."""
         slots = list(self.slots)
+        keywords = [(k, v, len(args) + j) for j, (k, v) in enumerate(kws.items())]
+        if self.declared is not None:
+            slots, keywords = self._single_phase_slots(len(args), slots, keywords)
         # one item (a number, a record, a struct) first, not an array or a tuple
         if self.scalar_output in slots and args and not is_operator(args[0]) \
                 and isinstance(args[0], (Scalar, Struct, Literal, Other)):
@@ -87,15 +107,16 @@ class CallShape:
             # count (a newcomer's block.reduce(items, op), where cuda.coop's order has
             # items_per_thread second), and an object's fixed slots take only their kind
             while i < len(slots) and (
-                    slots[i] in self.fixed_slots and not is_int_constant(a)
+                    slots[i] in self.fixed_slots and not (is_int_constant(a) and _value(a) ==
+                                                          self.fixed_values.get(slots[i]))
+                    or slots[i] in self.scalar_slots and isinstance(a, Array)
                     or slots[i] in self.operator_slots and not is_operator(a)
                     or slots[i] == "items_per_thread" and is_operator(a)):
                 del slots[i]
         if len(args) > len(slots):
             raise error(f"{self.prim}: takes at most {len(slots)} positional arguments "
                         f"({', '.join(slots)}), got {len(args)}; pass the others by keyword")
-        given = [(slots[i], a, i) for i, a in enumerate(args)]
-        given += [(k, v, len(args) + j) for j, (k, v) in enumerate(kws.items())]
+        given = [(slots[i], a, i) for i, a in enumerate(args)] + keywords
         out, seen = [], {}  # CUB's name -> (the name given, value, origin)
         for name, value, origin in given:
             # dst=None, an omitted optional or a host None: the argument is not given
@@ -118,6 +139,26 @@ class CallShape:
             if spelled not in seen and source in seen:
                 out.append((spelled, *seen[source][1:]))
         return out
+
+    def _single_phase_slots(self, n_args: int, slots: list, keywords: list):
+        """The positional slots and keywords of a call under ``declared`` (see there)."""
+        def canonical(name):
+            spelled = self.rename.get(name, name)
+            return spelled if isinstance(spelled, str) else spelled[0]
+
+        keywords = [(self.dtype_keywords[k], v, o) if k in self.dtype_keywords
+                    and not isinstance(v, Array) else (k, v, o) for k, v, o in keywords]
+        marked = {k for k, v, _ in keywords if k in self.declared and k in slots
+                  and _value(v) is True}
+        named = {canonical(k) for k, _, _ in keywords}
+        free = [s for s in slots if canonical(s) not in named]
+        order = [s for s in slots if s in marked]  # the declared ones take the last positionals
+        if len(order) > n_args:
+            raise CoopgenError(f"{self.prim}: {', '.join(f'{k}=True' for k in order)} declare "
+                               f"{len(order)} trailing positional arguments, but the call "
+                               f"passes {n_args} positionals")
+        slots = free[:max(0, n_args - len(order))] + order + free[n_args - len(order):]
+        return slots, [(k, v, o) for k, v, o in keywords if k not in marked]
 
     def bit_range_names(self) -> tuple:
         return tuple(self.digits[:2])

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "gpu"))
-from group_cases import CASES  # noqa: E402
+from group_cases import CASES, cluster_queries  # noqa: E402
 
 COMPILERS = [c for c in ("numba", "numba_cuda_mlir") if importlib.util.find_spec(c)]
 
@@ -24,6 +24,16 @@ def test_group_call_links(case, compiler):
     threads = int(np.prod(block))
     args = case.inputs(dtype, threads, np.random.default_rng(0))
     res = link_as_launched(case.make(cuda, **case.params), block, *args)
+    assert res.kernel.local_bytes == 0 and res.kernel.spill_stores == 0
+
+
+@pytest.mark.parametrize("compiler", COMPILERS)
+def test_cluster_queries_link_to_its_registers(compiler):
+    """this_cluster()'s queries and sync (PTX's %cluster_ctarank, %cluster_nctarank and
+    barrier.cluster, sm_90) compile and link."""
+    from coopgen.linkcheck import link_as_launched
+    cuda = importlib.import_module(compiler).cuda
+    res = link_as_launched(cluster_queries(cuda), 64, np.zeros(5 * 64, np.int64))
     assert res.kernel.local_bytes == 0 and res.kernel.spill_stores == 0
 
 

@@ -109,6 +109,37 @@ def short_atomic_counters(d_in, d_out):
     coop.histogram(block, items, bins=64, counter_dtype=np.int16)
 
 
+def mapped_warps_load(d_in, d_out):
+    items = coop.ThreadData(4, dtype=d_in.dtype)
+    coop.load(coop.this_block().group_by(2), d_in, items)
+
+
+def mapped_warps_sum_of_items(d_in, d_out):
+    items = coop.ThreadData(4, dtype=d_in.dtype)
+    coop.load(coop.this_block(), d_in, items)
+    d_out[0] = coop.sum(coop.this_block().group_by(2), items)
+
+
+def warp_scan_of_no_lanes(d_in, d_out):
+    d_out[0] = coop.inclusive_sum(coop.this_warp().group_by(8), d_in[0], valid_items=0)
+
+
+def logical_warp_rank_in_a_block(d_in, d_out):
+    d_out[0] = coop.this_warp().group_by(8).rank("block")
+
+
+def grid_sum(d_in, d_out):
+    d_out[0] = coop.sum(coop.this_grid(), d_in[0])
+
+
+def grid_sync(d_in, d_out):
+    coop.this_grid().sync()
+
+
+def cluster_reduce(d_in, d_out):
+    d_out[0] = coop.reduce(coop.this_cluster(), d_in[0], binary_op="max")
+
+
 def negative_window_offset(d_in, d_out):
     block = coop.this_block()
     runs = coop.ThreadData(2, dtype=d_in.dtype)
@@ -142,8 +173,25 @@ CASES = [
                            r"not both"),
     (short_atomic_counters, r"coop.histogram: counter_dtype=int16 has no atomic add \(the "
                             r"atomic algorithm's\); allowed: int32, uint32, int64, uint64"),
+    (mapped_warps_load, r"coop.load: the group this_block\(\).group_by\(2\) does not fit this "
+                        r"call; it takes coop.this_block\(\) or coop.this_warp\(\)"),
+    (mapped_warps_sum_of_items, r"coop.sum: over this_block\(\).group_by\(2\) takes one value a "
+                                r"thread \(a scalar\), not a per-thread array"),
+    (warp_scan_of_no_lanes, r"coop.inclusive_sum: valid_items=0 is outside \[1, 8\]"),
+    (logical_warp_rank_in_a_block, r"coop.this_warp\(\).group_by\(8\).rank: not available for "
+                                   r"this group at level='block'"),
     (negative_window_offset, r"coop.run_length_decode: decoded_window_offset=-1 is outside "
                              r"\[0, inf\]"),
+]
+
+#: cuda.coop's NotImplementedError for groups without collectives (its "common V1" profile's)
+UNSERVED = [
+    (grid_sum, r"coop.sum: the group this_grid\(\) has no collective calls in cuda.coop's "
+               r"common V1 profile"),
+    (grid_sync, r"coop.this_grid\(\).sync: not available for this group.*common V1"),
+    (cluster_reduce, r"coop.reduce: the group this_cluster\(\) \(a thread-block cluster\) has "
+                     r"no collective calls in coopgen yet \(its rank, count, is_member and sync "
+                     r"work\); this call takes coop.this_block\(\)"),
 ]
 
 
@@ -151,4 +199,11 @@ CASES = [
 def test_misuse_is_a_clear_compile_time_error(kernel, message):
     x = np.zeros(512, np.int32)
     with pytest.raises(Exception, match=message):
+        link_as_launched(cuda.jit(kernel), 128, x, x)
+
+
+@pytest.mark.parametrize("kernel, message", UNSERVED, ids=[c[0].__name__ for c in UNSERVED])
+def test_groups_without_collectives_are_not_implemented(kernel, message):
+    x = np.zeros(512, np.int32)
+    with pytest.raises(NotImplementedError, match=message):
         link_as_launched(cuda.jit(kernel), 128, x, x)

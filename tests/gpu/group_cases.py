@@ -153,9 +153,13 @@ def warp_partial_sort(cuda):
 
 
 def _want_warp_partial_sort(a, t):
-    tiles = a[0].reshape(-1, 32 * ITEMS).copy()
-    tiles[:, 32 * ITEMS - 9:] = 99  # the keys past valid_items sort as oob_default
-    return [np.sort(tiles, axis=1).reshape(-1)]
+    # CUB sorts the valid keys into a warp tile's first valid_items places; the places after
+    # them hold its filler, which CUB leaves undefined (it does not reset a thread's first item)
+    valid = 32 * ITEMS - 9
+    tiles = a[0].reshape(-1, 32 * ITEMS)
+    want = np.full(tiles.shape, None, dtype=object)
+    want[:, :valid] = np.sort(tiles[:, :valid], axis=1)
+    return [want.reshape(-1)]
 
 
 def scalar_sorts(cuda):
@@ -210,6 +214,99 @@ def _want_membership(a, t):
     member = rank < (t // 32 // 2) * 64
     return [np.concatenate([rank % 8, np.full(rank.size, 8), member,
                             np.where(member, rank % 64, -1)])]
+
+
+MODULE_WARP = coop.this_warp()  # a group made on the host, outside any kernel
+
+
+def mapped_reductions(cuda, width, exhaustive):
+    """Sums and maxima over a block's groups of ``width`` warps, and a module's warp's sum."""
+    @cuda.jit
+    def k(d_in, d_sum, d_max, d_warp):
+        block = coop.this_block()
+        warps = block.group_by(width, exhaustive=exhaustive)
+        g = cuda.blockIdx.x * block.count() + block.rank()
+        d_sum[g] = coop.sum(warps, d_in[g])
+        d_max[g] = coop.reduce(warps, d_in[g], binary_op="max")
+        d_warp[g] = coop.sum(MODULE_WARP, d_in[g])
+    return k
+
+
+def _want_mapped(width, exhaustive):
+    """Each group's sum and maximum in its members (zero past the whole groups when not
+    exhaustive); each physical warp's sum."""
+    def want(a, t):
+        x = a[0].reshape(GRID, t)
+        sums, maxima, warp_sums = (np.zeros_like(x) for _ in range(3))
+        warps = -(-t // 32)
+        for b in range(GRID):
+            for w in range(warps):
+                lanes = slice(32 * w, min(32 * w + 32, t))
+                warp_sums[b, lanes] = x[b, lanes].sum(dtype=x.dtype)
+            groups = -(-warps // width) if exhaustive else warps // width
+            for gr in range(groups):
+                members = slice(32 * width * gr, min(32 * width * (gr + 1), t))
+                sums[b, members] = x[b, members].sum(dtype=x.dtype)
+                maxima[b, members] = x[b, members].max()
+        return [sums.reshape(-1), maxima.reshape(-1), warp_sums.reshape(-1)]
+    return want
+
+
+def level_queries(cuda):
+    """rank/count of each group at the levels around it (cuda.coop's: the finer's within the
+    coarser)."""
+    @cuda.jit
+    def k(d_out):
+        thread, warp, block = coop.this_thread(), coop.this_warp(), coop.this_block()
+        lanes, warps, grid = warp.group_by(8), block.group_by(2), coop.this_grid()
+        q = d_out.shape[0] // 12
+        g = grid.rank()
+        d_out[g] = thread.rank("block")
+        d_out[q + g] = warp.count("block")
+        d_out[2 * q + g] = lanes.rank("warp")
+        d_out[3 * q + g] = lanes.count("warp")
+        d_out[4 * q + g] = warps.rank("block")
+        d_out[5 * q + g] = warps.count("block")
+        d_out[6 * q + g] = warps.count("thread")
+        d_out[7 * q + g] = block.rank_as(np.int64, "grid")
+        d_out[8 * q + g] = block.count("grid")
+        d_out[9 * q + g] = grid.count("block")
+        d_out[10 * q + g] = thread.count("warp")
+        d_out[11 * q + g] = coop.sum(thread, d_out[g])
+    return k
+
+
+def _want_level_queries(a, t):
+    n = a[0].size // 12
+    rank = np.arange(n) % t
+    ones = np.ones(n, np.int64)
+    return [np.concatenate([rank, ones * -(-t // 32), (rank % 32) // 8, ones * 4, rank // 64,
+                            ones * -(-t // 64), ones * 64, np.arange(n) // t, ones * GRID,
+                            ones * GRID, ones * 32, rank])]
+
+
+def cluster_queries(cuda):
+    """A thread-block cluster's queries and barrier (launched with ``cluster=`` on sm_90)."""
+    @cuda.jit
+    def k(d_out):
+        cluster = coop.this_cluster()
+        cluster.sync()
+        q = d_out.shape[0] // 5
+        g = cuda.grid(1)
+        d_out[g] = cluster.rank("block")
+        d_out[q + g] = cluster.count("block")
+        d_out[2 * q + g] = cluster.is_member()
+        d_out[3 * q + g] = coop.this_thread().rank("cluster")
+        d_out[4 * q + g] = cluster.count("thread")
+    return k
+
+
+def want_cluster_queries(blocks, threads, cluster):
+    g = np.arange(blocks * threads)
+    block = g // threads
+    return np.concatenate([block % cluster, np.full(g.size, cluster), np.ones(g.size),
+                           (block % cluster) * threads + g % threads,
+                           np.full(g.size, cluster * threads)])
 
 
 def load_store(cuda, algorithm):
@@ -822,6 +919,14 @@ CASES = [
          dtypes=(np.int32, np.float64)),
     Case("membership", membership, lambda dt, t, rng: [np.zeros(4 * GRID * t, dt)],
          _want_membership, blocks=(96, (32, 5), (16, 2, 4)), dtypes=(np.int64,)),
+    *[Case(f"mapped_reductions_{w}_{'all' if e else 'whole'}", mapped_reductions,
+           lambda dt, t, rng: [_rand(dt, GRID * t, rng)] + [np.zeros(GRID * t, dt)
+                                                            for _ in range(3)],
+           _want_mapped(w, e), params={"width": w, "exhaustive": e}, outputs=3,
+           blocks=(128, (32, 5), (16, 2, 5)), dtypes=(np.int32, np.float64))
+      for w in (2, 3) for e in (True, False)],
+    Case("level_queries", level_queries, lambda dt, t, rng: [np.zeros(12 * GRID * t, dt)],
+         _want_level_queries, blocks=(96, (32, 5), (16, 2, 4)), dtypes=(np.int64,)),
     *[Case(f"load_store_{a}", load_store, _one_input, lambda a_, t: [a_[0]],
            params={"algorithm": a})
       for a in ("direct", "striped", "vectorize", "transpose", "warp_transpose")],

@@ -4,7 +4,7 @@ names (tests/gpu/group_cases.py holds the kernels)."""
 import numpy as np
 import pytest
 from gpu_util import block_id, cuda, dtype_id, launch, nthreads, rng_for, to_device, to_host
-from group_cases import CASES, GRID, ITEMS
+from group_cases import CASES, GRID, ITEMS, cluster_queries, want_cluster_queries
 
 pytestmark = pytest.mark.gpu
 
@@ -50,3 +50,18 @@ def test_group_call(case, dtype, block):
         keys, values = outs
         np.testing.assert_array_equal(args[0][values.reshape(GRID, -1) + np.arange(GRID)[:, None]
                                               * threads * ITEMS].reshape(-1), keys)
+
+
+def test_cluster_queries_and_sync():
+    """this_cluster()'s rank, count, is_member and sync in clusters of two blocks (sm_90; a
+    launch with ``cluster=``, which numba-cuda-mlir's dispatcher takes)."""
+    if cuda.get_current_device().compute_capability < (9, 0):
+        pytest.skip("thread-block clusters need sm_90")
+    kernel = cluster_queries(cuda)
+    try:
+        configured = kernel.configure((4, 1, 1), (64, 1, 1), cluster=(2, 1, 1))
+    except TypeError:
+        pytest.skip("this compiler's dispatcher launches no clusters (no configure(cluster=))")
+    out = to_device(np.zeros(5 * 4 * 64, np.int64))
+    configured(out)
+    np.testing.assert_array_equal(to_host(out), want_cluster_queries(4, 64, 2))
