@@ -14,6 +14,7 @@ from . import groups as _groups
 from . import warp as _warp
 from ..codegen.storage import TempStorage as _TempStorage
 from ..model import backends as _backends
+from ..model import errors as _errors
 from ..resolve.operators import StatefulFunction  # noqa: F401 (each backend compiles it)
 from ..types.enums import ALGORITHMS as _ALGORITHMS
 
@@ -277,3 +278,22 @@ numba_mlir.__dict__.update(ThreadDataLike=ThreadDataLike, TempStorageLike=TempSt
                            __version__=__version__, __file__=__file__)
 numba_mlir.__all__ = sorted(k for k in vars(numba_mlir) if not k.startswith("__"))
 _sys.modules[numba_mlir.__name__] = numba_mlir
+
+
+def _shared_memory_limits() -> dict:
+    """The current device's shared memory a block may have by default and by opting in."""
+    try:
+        from numba_cuda_mlir import cuda
+    except ImportError:
+        from numba import cuda
+    device = cuda.get_current_device()
+    return {"max_default_shared_memory_per_block": device.MAX_SHARED_MEMORY_PER_BLOCK,
+            "max_optin_shared_memory_per_block": device.MAX_SHARED_MEMORY_PER_BLOCK_OPTIN}
+
+
+# the names cuda.coop's tests import from its compiler's module: coopgen's compile-time error
+# (raised as the compiler's TypingError) and the device's shared memory limits
+_rewrites = _pytypes.ModuleType("coopgen.coop.numba_mlir._single_phase_rewrites")
+_rewrites.__dict__.update(CoopSinglePhaseRewriteError=_errors.CoopgenError,
+                          _query_device_shared_memory_limits=_shared_memory_limits)
+_sys.modules[_rewrites.__name__] = _rewrites

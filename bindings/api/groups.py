@@ -122,13 +122,16 @@ _BLOCK_EXCHANGE_MODES = dict(_EXCHANGE_MODES, **{
 def _decode(special: str, positional: int, *params, **kws) -> Route:
     """run_length_decode and _into: CUB's decoder on the runs, its decoded offsets (uint32 by
     default) in 64 bits unless given, so that 64-bit run lengths and window offsets neither wrap
-    nor send CUB's run search out of its table."""
+    nor send CUB's run search out of its table. Runs CUB cannot decode and a negative window
+    or destination offset trap before decoding."""
+    offset = next(name for name, _ in params if name.endswith("_offset"))
     return Route("block.run_length", (("run_values", "run_values"),
                                       ("run_lengths", "run_lengths")) + params + (
         ("decoded_items_per_thread", "decoded_items_per_thread"),
         ("relative_offsets", "relative_offsets"), ("decoded_offset_dtype", "decoded_offset"),
         _STORAGE), positional, hook=decoded_window, special=special,
-        defaults={"decoded_offset_dtype": "uint64"}, **kws)
+        defaults={"decoded_offset_dtype": "uint64"}, bounds=(
+            ("run_lengths", "runs", "decoded_offset_dtype"), (offset, "offset", None)), **kws)
 
 
 ROUTES = {

@@ -56,7 +56,10 @@ class Primitive(_TempStorageLayout, Entry):
 
     def __getattr__(self, name):
         """An object factory's methods (``histo.init``, ``rld.decode``) exist on the host too, as
-        cuda.coop's objects have them; they are called on the object a kernel makes."""
+        cuda.coop's objects have them; they are called on the object a kernel makes, and on
+        a two-phase object (``make_histogram``) on their own: ``histo.init(counters)``."""
+        if name in (self.__dict__.get("aliases") or {}) and self.fixed and self.constructor:
+            return _object_method(self, name)
         if name in (self.__dict__.get("aliases") or {}):
             def method(*args, **kws):
                 raise TypeError(f"{self.name}.{name}: call it inside a kernel, on the object "
@@ -70,6 +73,24 @@ class Primitive(_TempStorageLayout, Entry):
 
     def _layout(self) -> tuple[int, int]:
         return temp_storage_layout(self.cls, self.class_template_kws())
+
+
+class ObjectMethod(Primitive):
+    """A two-phase object's method as an entry of its own: CUB's method with the object's
+    template arguments (``histo.init.temp_storage_bytes``), called only in kernels."""
+
+    def __call__(self, *args, **kws):
+        raise TypeError(f"{self.label}: call it inside a kernel")
+
+
+@functools.cache  # one entry per object and method (numba registers each)
+def _object_method(obj: Primitive, name: str) -> ObjectMethod:
+    method = obj.aliases[name]
+    fixed = {obj.cls.value_type.keyword if k == "dtype" else k: v for k, v in obj.fixed.items()}
+    entry = ObjectMethod(f"{obj.cls.scope}.{obj.cls.name}.{method}", obj.cls,
+                         {"": obj.cls.overloads(method)}, fixed=fixed)
+    entry.label = f"{obj.name}.{name}"
+    return entry
 
 
 def _signature(p: Entry) -> inspect.Signature:

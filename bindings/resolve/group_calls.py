@@ -414,10 +414,11 @@ class GroupCallRewrite(CallRewrite):
             moved = plan.offset_of or plan.like
             kws[moved] = self._from_offset(new, kws[moved], offset, loc)
         for var, helper, arguments in plan.checks:  # cuda.coop's run-time preconditions
-            consts = [self._array_shape(kws[a[1]]) or 1 if isinstance(a, tuple) else a
-                      for a in arguments]
-            self._call_helper(new, helper, [var] + [self._define(new, self.ir.Const(c, loc), loc)
-                                                    for c in consts], loc)
+            args = [self._array(new, "shared", a[1], self._dtype(new, a[2], loc), loc)
+                    if isinstance(a, tuple) and a[0] == "shared" else self._define(
+                        new, self.ir.Const(self._array_shape(kws[a[1]]) or 1 if isinstance(
+                            a, tuple) else a, loc), loc) for a in arguments]
+            self._call_helper(new, helper, [var] + args, loc)
         kept = None
         for key, var in plan.extra:  # "_tile:num_valid": the tile's item count
             kind, name = key[1:].split(":")

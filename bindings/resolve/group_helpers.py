@@ -104,6 +104,71 @@ def check_block_rotation(value):
     check_within(value, 1, block_count() - 1)
 
 
+def check_not_negative(value):
+    if value < 0:
+        trap()  # noqa: F821
+
+
+def warp_total(value, biggest):
+    """The sum (or the largest) of a warp's ``value`` (int64), in its first lane: shuffles
+    among the lanes the block has in this warp."""
+    rank = block_rank()
+    lanes = min(WARP, block_count() - rank // WARP * WARP)
+    mask = np.uint32(0xFFFFFFFF) if lanes == WARP else np.uint32((1 << lanes) - 1)
+    step = WARP // 2
+    while step > 0:
+        other = cuda.shfl_down_sync(mask, value, step)  # noqa: F821
+        if rank % WARP + step < lanes:
+            value = max(value, other) if biggest else value + other
+        step //= 2
+    return value
+
+
+def check_run_lengths(lengths, slots, bits):
+    """cuda.coop's preconditions of run-length decoding, checked before CUB decodes: no
+    negative run, no empty run before a non-empty one (the runs in use come first, zero-length
+    padding after them), the runs' sum within the decoded offsets' ``bits``-bit type. A
+    thread's runs are read here, small enough to inline (a per-thread array passed on would
+    live in local memory); the block's part takes numbers."""
+    low, high, end = np.int64(0), np.int64(0), np.int64(0)
+    first = np.int64(block_rank() * lengths.shape[0])
+    empty = np.int64(1 << 62)  # the thread's first empty run (none)
+    for i in range(lengths.shape[0]):
+        run = lengths[i]
+        if run < 0:
+            trap()  # noqa: F821
+        low += np.int64(np.uint64(run) & np.uint64(0xFFFFFFFF))
+        high += np.int64(np.uint64(run) >> np.uint64(32))
+        end = first + i + 1 if run != 0 else end
+        empty = min(empty, first + i) if run == 0 else empty
+    check_block_runs(low, high, end, empty, slots, bits)
+
+
+def check_block_runs(low, high, end, empty, slots, bits):
+    """The block's runs: the sum in 32-bit halves (no int64 sum of them can wrap), the end of
+    the runs in use the largest, each warp's through ``slots`` (three a warp, shared), then the
+    block's. (Shuffles and barriers: numba-cuda-mlir's atomics in a device function are
+    global.)"""
+    low, high, end = warp_total(low, False), warp_total(high, False), warp_total(end, True)
+    warp = block_rank() // WARP
+    if block_rank() % WARP == 0:
+        slots[warp], slots[WARP + warp], slots[2 * WARP + warp] = low, high, end
+    cuda.syncthreads()  # noqa: F821
+    low, high, end = np.int64(0), np.int64(0), np.int64(0)
+    for w in range(warp_count()):
+        low, high, end = low + slots[w], high + slots[WARP + w], max(end, slots[2 * WARP + w])
+    cuda.syncthreads()  # noqa: F821 (the slots may be written again by a later call)
+    if high + (low >> 32) > (0xFFFFFFFF if bits == 64 else 0) or empty < end:
+        trap()  # noqa: F821 (the sum's bits from 32 on past the type; an empty run in use)
+
+
+def check_capacity(array, first, size):
+    """``size`` items from ``array[first]`` fit (cuda.coop traps before writing any)."""
+    n = np.uint64(array.shape[0])
+    if first > n or size > n - first:
+        trap()  # noqa: F821
+
+
 def block_broadcast(shared, value):
     """Thread 0's ``value`` in every thread of the block (a block reduction's result)."""
     if block_rank() == 0:
@@ -158,6 +223,9 @@ def decode_into(decoder, items, relative, total, destination, relative_destinati
     """Every window of ``decoder`` stored from ``destination[start]`` (and the relative offsets
     from ``relative_destination[start]`` when ``with_relative``); returns the decoded size."""
     size, first = np.uint64(total[0]), np.uint64(start)
+    check_capacity(destination, first, size)
+    if with_relative:
+        check_capacity(relative_destination, first, size)
     window = np.uint64(block_count()) * np.uint64(items.shape[0])
     begin = np.uint64(0)
     while begin < size:

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from ..model.errors import CoopgenError, CoopgenUnsupported
 from .group_kinds import FAMILY, GROUP_SPELLING, UNSERVED, Group  # noqa: F401
 from .kernel_ir import UNKNOWN
@@ -113,12 +115,11 @@ INT32 = (-(1 << 31), (1 << 31) - 1)
 
 
 def _bound_checks(name: str, route: Route, given: dict, group, value_of) -> tuple:
-    """cuda.coop's run-time preconditions of ``route.bounds`` as device checks: a count of
-    valid items within the group's tile (0 to members x items per thread), a warp scan's valid
-    lanes (1 to the warp's), a rotation within
-    the block (1 to threads - 1), an offset that fits int32. A value given by a variable is
-    checked on the device, before any narrowing to the target's type; a constant outside a
-    range known here is an error now."""
+    """cuda.coop's run-time preconditions of ``route.bounds`` as device checks: valid items
+    within the group's tile, a warp scan's valid lanes (1 to the warp's), a rotation within the
+    block, an offset that fits int32 or is not negative, decodable run lengths (``array``: the
+    decoded offsets' dtype parameter). Checked on the device before any narrowing; a known
+    value outside a known range is an error now."""
     checks = []
     block = group.family == "block"
     for param, kind, array in route.bounds:
@@ -129,6 +130,12 @@ def _bound_checks(name: str, route: Route, given: dict, group, value_of) -> tupl
             width = group.threads_in_warp or 32
             check = ("check_block_items", (("items", array),)) if block else \
                 ("check_items", (("items", array), width))
+        elif kind == "offset":
+            check = ("check_not_negative", ())
+        elif kind == "runs":  # shared slots (three per warp), the offsets' bits
+            dtype = constant(name, given, array, value_of, "uint64")
+            bits = 8 * np.dtype(getattr(dtype, "name", dtype)).itemsize
+            check = ("check_run_lengths", (("shared", 3 * 32, "int64"), bits))
         elif kind == "lanes":  # a warp scan's valid lanes: 1 to the warp's
             check = ("check_within", (1, group.threads_in_warp or 32))
         else:  # "distance", by the shuffle's mode
@@ -140,13 +147,13 @@ def _bound_checks(name: str, route: Route, given: dict, group, value_of) -> tupl
             else:
                 continue
         known = v.value if isinstance(v, Constant) else value_of(v)
-        low, high = check[1] if check[0] == "check_within" else (None, None)
-        if low is not None and isinstance(known, int) and not low <= known <= high:
+        low, high = {"check_within": check[1], "check_not_negative": (0, float("inf"))
+                     }.get(check[0], (None, None))
+        if isinstance(known, (int, np.integer)) and low is not None and not low <= known <= high:
             raise CoopgenError(f"coop.{name}: {param}={known} is outside [{low}, {high}]")
         if not isinstance(v, Constant):
             checks.append((v, *check))
     return tuple(checks)
-    value: object
 
 
 class GroupCall:
@@ -264,7 +271,6 @@ class GroupCall:
         return (chosen.target, chosen) if isinstance(chosen, Route) else (chosen, route)
 
 
-
 def constant(name: str, given: dict, key: str, value_of, default=None):
     """A parameter's host value (``default`` when not given); an error when not known."""
     if key not in given:
@@ -361,7 +367,6 @@ ATOMIC_COUNTERS = {"int32": "int32", "uint32": "uint32", "int64": "uint64", "uin
 def histogram_shape(name, given, value_of, group):
     """cuda.coop's histogram: ``bins`` (required), ``bins_per_thread`` (1) and
     ``counter_dtype`` (int32), known when the kernel compiles."""
-    import numpy as np
     bins = constant(name, given, "bins", value_of)
     if isinstance(bins, bool) or not isinstance(bins, int) or bins < 1:
         raise CoopgenError(f"coop.{name}: bins={bins!r} must be a positive integer constant "
@@ -376,7 +381,8 @@ def histogram_shape(name, given, value_of, group):
         raise CoopgenError(f"coop.{name}: counter_dtype={dtype} must be an integer type")
     algorithm = constant(name, given, "algorithm", value_of, "atomic")
     counted = dtype
-    if "ATOMIC" in str(getattr(algorithm, "name", algorithm)).upper():
+    atomic = "ATOMIC" in str(getattr(algorithm, "name", algorithm)).upper()
+    if atomic:
         counted = ATOMIC_COUNTERS.get(dtype)
         if counted is None:
             raise CoopgenError(f"coop.{name}: counter_dtype={dtype} has no atomic add (the "
@@ -384,6 +390,8 @@ def histogram_shape(name, given, value_of, group):
                                f"or algorithm='sort'")
     out = {k: v for k, v in given.items() if k not in ("bins", "bins_per_thread",
                                                        "counter_dtype")}
+    if not atomic:  # CUB's sorting histogram radix-sorts the samples in place: it gets a copy
+        out["_copy:items"] = given["samples"]
     out.update({"=bins": Constant(bins), "=bins_per_thread": Constant(per_thread),
                 "=counter_dtype": Constant(dtype), "=counted_dtype": Constant(counted)})
     return out

@@ -57,6 +57,41 @@ def test_object_factories_have_their_methods_on_the_host():
         histo.init()
 
 
+@pytest.mark.parametrize("algorithm", ["atomic", "sort"])
+def test_two_phase_object_methods_are_entries_of_their_own(algorithm):
+    """cuda.coop's two-phase histogram: ``histo.init``/``histo.composite`` size their temp
+    storage on the host and are called on their own in kernels (tests/gpu's
+    test_two_phase_histogram_methods_on_their_own runs it)."""
+    import numpy as np
+    from numba import cuda
+
+    from coopgen.linkcheck import link_as_launched
+    histo = coop.block.make_histogram(numba.int32, numba.int32, threads_per_block=64,
+                                      items_per_thread=2, bins=8, algorithm=algorithm)
+    init, composite = histo.init, histo.composite
+    assert init is histo.init and composite.temp_storage_bytes >= init.temp_storage_bytes >= 1
+    size, alignment = composite.temp_storage_bytes, composite.temp_storage_alignment
+    if algorithm == "sort":  # CUB's sorting histogram needs a radix sort's storage
+        assert size > 64
+
+    @cuda.jit
+    def k(d_in, d_out):
+        items = cuda.local.array(2, numba.int32)
+        counters = cuda.shared.array(8, numba.int32)
+        storage = coop.TempStorage(size, alignment)
+        init(counters, temp_storage=storage)
+        cuda.syncthreads()
+        items[0] = d_in[2 * cuda.threadIdx.x]
+        items[1] = d_in[2 * cuda.threadIdx.x + 1]
+        composite(items, counters, temp_storage=storage)
+        cuda.syncthreads()
+        if cuda.threadIdx.x < 8:
+            d_out[cuda.threadIdx.x] = counters[cuda.threadIdx.x]
+
+    res = link_as_launched(k, 64, np.arange(128, dtype=np.int32) % 8, np.zeros(8, np.int32))
+    assert res.kernel.local_bytes == 0
+
+
 def test_items_per_thread_mismatch_says_it_as_cuda_coop_does():
     from coopgen.linkcheck import link_cubin
 

@@ -94,21 +94,41 @@ def _trap_kernels(cuda, coop):
             "logical_warp_sum": (logical_warp_sum, 1), "full_tile": (full_tile, 0)}
 
 
+def _ptx(compiler, kernel, args, block=64) -> str:
+    """The linked PTX of ``kernel`` for ``args``, as launched with ``block`` threads."""
+    from coopgen.linkcheck import launch_config_on_cpu, link_ptx
+    if compiler == "numba":
+        from numba.cuda.typing.typeof import Purpose, typeof
+    else:
+        from numba_cuda_mlir.numba_cuda.typing.typeof import Purpose, typeof
+    signature = tuple(typeof(a, Purpose.argument) for a in args)
+    with launch_config_on_cpu(kernel, block, args):
+        return link_ptx(kernel, signature)
+
+
 @pytest.mark.parametrize("compiler", COMPILERS)
 @pytest.mark.parametrize("name", ["load_then_store", "rotate", "logical_warp_sum", "full_tile"])
 def test_run_time_counts_and_distances_are_checked_on_the_device(compiler, name):
     """cuda.coop traps on a run-time valid_items outside the tile or a rotation outside the
     block: one PTX trap per checked argument, none where nothing is given at run time."""
     from coopgen import coop
-    from coopgen.linkcheck import launch_config_on_cpu, link_ptx
     cuda = importlib.import_module(compiler + ".cuda")
     kernel, traps = _trap_kernels(cuda, coop)[name]
     args = (np.arange(256, dtype=np.int32), np.zeros(256, np.int32), np.int64(5))
-    if compiler == "numba":
-        from numba.cuda.typing.typeof import Purpose, typeof
-    else:
-        from numba_cuda_mlir.numba_cuda.typing.typeof import Purpose, typeof
-    signature = tuple(typeof(a, Purpose.argument) for a in args)
-    with launch_config_on_cpu(kernel, 64, args):
-        ptx = link_ptx(kernel, signature)
-    assert ptx.count("trap;") == traps
+    assert _ptx(compiler, kernel, args).count("trap;") == traps
+
+
+@pytest.mark.parametrize("compiler", COMPILERS)
+@pytest.mark.parametrize("into", [False, True])
+def test_run_length_preconditions_are_checked_on_the_device(compiler, into):
+    """cuda.coop traps on run lengths CUB cannot decode (negative, an empty run before a
+    non-empty one, past the decoded offsets' type alone or summed), a negative window or
+    destination offset, a destination too small: the kernel carries the traps (tests/gpu's
+    test_group_api_traps runs them, test_run_length_window the checks' logic)."""
+    from group_cases import run_length_checked
+    kernel = run_length_checked(importlib.import_module(compiler + ".cuda"), into)
+    args = (np.arange(64, dtype=np.int32), np.zeros(64, np.int64), np.zeros(64, np.int32),
+            np.zeros(64, np.uint32), np.int64(0))
+    # one trap a check at least (LLVM may merge some): negative or interior empty runs, the
+    # sum, the offset; the destination's and the relative offsets' room
+    assert _ptx(compiler, kernel, args).count("trap;") >= (4 if into else 3)

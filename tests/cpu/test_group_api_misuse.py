@@ -140,6 +140,14 @@ def cluster_reduce(d_in, d_out):
     d_out[0] = coop.reduce(coop.this_cluster(), d_in[0], binary_op="max")
 
 
+def negative_window_offset(d_in, d_out):
+    block = coop.this_block()
+    runs = coop.ThreadData(2, dtype=d_in.dtype)
+    coop.load(block, d_in, runs)
+    coop.store(block, d_out, coop.run_length_decode(block, runs, runs, decoded_items_per_thread=2,
+                                                    decoded_window_offset=-1))
+
+
 CASES = [
     (warp_group_to_block_call, r"coop.radix_sort_keys: the group this_warp\(\) does not fit "
                                r"this call; it takes coop.this_block\(\)"),
@@ -172,6 +180,8 @@ CASES = [
     (warp_scan_of_no_lanes, r"coop.inclusive_sum: valid_items=0 is outside \[1, 8\]"),
     (logical_warp_rank_in_a_block, r"coop.this_warp\(\).group_by\(8\).rank: not available for "
                                    r"this group at level='block'"),
+    (negative_window_offset, r"coop.run_length_decode: decoded_window_offset=-1 is outside "
+                             r"\[0, inf\]"),
 ]
 
 #: cuda.coop's NotImplementedError for groups without collectives (its "common V1" profile's)

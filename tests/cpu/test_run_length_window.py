@@ -187,3 +187,117 @@ def test_decode_into_stores_every_window(threads, prefix, with_relative):
         assert (rel_out[:3] == 9999).all() and (rel_out[3 + decoded.size:] == 9999).all()
     else:
         assert (rel_out == 9999).all()
+
+
+class Trap(Exception):
+    pass
+
+
+class ThreadedBlock:
+    """A block whose threads run a helper at once, as Python threads: ``syncthreads`` a barrier,
+    ``shfl_down_sync`` a warp's values swapped between two barriers of its lanes."""
+
+    def __init__(self, threads):
+        self.threads, self.mine, self.values = threads, __import__("threading").local(), {}
+        threading = __import__("threading")
+        self.barrier = threading.Barrier(threads)
+        self.warps = [threading.Barrier(min(32, threads - w)) for w in range(0, threads, 32)]
+        self.blockDim = SimpleNamespace(x=threads, y=1, z=1)
+
+    @property
+    def threadIdx(self):
+        return SimpleNamespace(x=self.mine.rank, y=0, z=0)
+
+    def syncthreads(self):
+        self.barrier.wait()
+
+    def shfl_down_sync(self, mask, value, step):
+        rank = self.mine.rank
+        lanes = self.warps[rank // 32]
+        self.values[rank] = value
+        lanes.wait()
+        source = rank + step
+        got = self.values[source] if source // 32 == rank // 32 and source < self.threads \
+            else value
+        lanes.wait()
+        return got
+
+    def run(self, body) -> list:
+        """``body(rank)`` in every thread; the exceptions raised (a trap breaks the barriers)."""
+        import threading
+        errors = []
+
+        def thread(rank):
+            self.mine.rank = rank
+            try:
+                body(rank)
+            except Exception as e:  # noqa: BLE001 (collected, then asserted)
+                errors.append(e)
+                for b in [self.barrier, *self.warps]:
+                    b.abort()
+        started = [threading.Thread(target=thread, args=(r,)) for r in range(self.threads)]
+        for t in started:
+            t.start()
+        for t in started:
+            t.join()
+        return errors
+
+
+def check_runs(lengths, threads, bits, runs=2):
+    """Whether group_helpers.check_run_lengths traps on these runs (``runs`` a thread)."""
+    cuda = ThreadedBlock(threads)
+
+    def trap():
+        raise Trap()
+    helpers = group_helpers.for_backend(cuda, lambda fn: fn, trap)
+    slots = np.zeros(96, np.int64)
+    errors = cuda.run(lambda rank: helpers["check_run_lengths"](
+        lengths[rank * runs:(rank + 1) * runs], slots, bits))
+    return any(isinstance(e, Trap) for e in errors)
+
+
+@pytest.mark.parametrize("threads", [32, 37, 64])
+@pytest.mark.parametrize("case, bits, traps", [
+    ("negative", 32, True), ("interior_zero", 32, True),
+    ("zero_then_run_in_a_later_warp", 64, True),
+    ("sum_over_32_bits", 32, True), ("one_over_32_bits", 32, True), ("sum_over_64_bits", 64, True),
+    ("padding", 32, False), ("all_empty", 32, False), ("sum_of_32_bits", 32, False),
+    ("sum_of_64_bits", 64, False), ("every_run_used", 32, False)])
+def test_run_length_preconditions(threads, case, bits, traps):
+    """test_run_length.py's invalid inputs trap, and the runs at the limits do not: no negative
+    run, no empty run before a used one (across threads and warps too), the sum within the
+    decoded offsets' type (each run alone too)."""
+    n = threads * 2
+    lengths = np.zeros(n, np.int64 if case == "negative" else np.uint64)
+    lengths[:3] = [3, 2, 4]
+    if case == "negative":
+        lengths[1] = -1
+    elif case == "interior_zero":
+        lengths[1] = 0
+    elif case == "zero_then_run_in_a_later_warp":
+        lengths[n - 1] = 7
+    elif case in ("sum_over_32_bits", "sum_of_32_bits"):
+        lengths[:3] = [2**32 - 3, 2, case == "sum_over_32_bits"]
+    elif case == "one_over_32_bits":
+        lengths[:3] = [2**32, 0, 0]
+    elif case in ("sum_over_64_bits", "sum_of_64_bits"):
+        lengths[:3] = [2**63, 2**63 - 2, 1 + (case == "sum_over_64_bits")]
+    elif case == "all_empty":
+        lengths[:] = 0
+    elif case == "every_run_used":
+        lengths[:] = 5
+    assert check_runs(lengths, threads, bits) == traps
+
+
+@pytest.mark.parametrize("first, size, traps", [(0, 9, False), (3, 6, False), (0, 10, True),
+                                                 (4, 6, True), (10, 0, True)])
+def test_destination_room_is_checked_before_writing(first, size, traps):
+    """run_length_decode_into's destination (and relative offsets) hold every decoded item."""
+    def trap():
+        raise Trap()
+    helpers = group_helpers.for_backend(SimpleNamespace(), lambda fn: fn, trap)
+    if traps:
+        with pytest.raises(Trap):
+            helpers["check_capacity"](np.zeros(9), np.uint64(first), np.uint64(size))
+    else:
+        helpers["check_capacity"](np.zeros(9), np.uint64(first), np.uint64(size))

@@ -459,6 +459,28 @@ def counting(cuda, kind, counter=None, width=32, descending=False):
     return k
 
 
+HISTOGRAM_BINS = 97  # more bins than a 64-thread block: two counters a thread, striped
+
+
+def histogram_kept(cuda, algorithm):
+    """cuda.coop's histogram (``algorithm`` "atomic" or "sort", whose CUB radix-sorts its
+    samples in place) of 97 bins at two counters a thread, int64 counters, then the samples
+    stored again: they must be as loaded."""
+    @cuda.jit
+    def k(d_in, d_counts, d_kept):
+        block = coop.this_block()
+        items = coop.ThreadData(ITEMS, dtype=d_in.dtype)
+        base = cuda.blockIdx.x * block.count() * ITEMS
+        coop.load(block, d_in, items, offset=base)
+        counts = coop.histogram(block, items, bins=HISTOGRAM_BINS, bins_per_thread=2,
+                                counter_dtype=np.int64, algorithm=algorithm)
+        slot = (cuda.blockIdx.x * block.count() + block.rank()) * 2
+        d_counts[slot] = counts[0]
+        d_counts[slot + 1] = counts[1]
+        coop.store(block, d_kept, items, offset=base)
+    return k
+
+
 TILES = 3  # the tiles a block scans one after the other, carrying its running prefix
 PREFIX_START = 5  # the running prefix's first value
 
@@ -614,6 +636,27 @@ def run_length_into(cuda):
     return k
 
 
+def run_length_checked(cuda, into, offset_dtype=np.uint32):
+    """run_length_decode (or _into, relative offsets too) of two runs a thread from a run-time
+    offset, whose preconditions trap (tests/gpu/test_group_api_traps.py runs bad inputs)."""
+    @cuda.jit
+    def k(values, lengths, output, relative, offset):
+        block = coop.this_block()
+        runs = coop.ThreadData(2, dtype=values.dtype)
+        sizes = coop.ThreadData(2, dtype=lengths.dtype)
+        coop.load(block, values, runs)
+        coop.load(block, lengths, sizes)
+        if into:
+            coop.run_length_decode_into(block, runs, sizes, output, decoded_items_per_thread=2,
+                                        relative_offsets=relative, destination_offset=offset,
+                                        decoded_offset_dtype=offset_dtype)
+        else:
+            coop.store(block, output, coop.run_length_decode(
+                block, runs, sizes, decoded_items_per_thread=2, decoded_window_offset=offset,
+                decoded_offset_dtype=offset_dtype))
+    return k
+
+
 def warps(cuda, width):
     @cuda.jit
     def k(d_in, d_out, d_sums):
@@ -719,6 +762,26 @@ def _want_counting(kind):
         out[:counts.size] = counts.reshape(-1)
         return [out]
     return want
+
+
+def _histogram_kept_inputs(dt, t, rng):
+    """Samples in 0..96 in a scrambled order (a sort would change it), as cuda.coop's test."""
+    i = np.arange(GRID * t * ITEMS, dtype=np.int64)
+    return [((i * 29 + i // 5 + rng.integers(0, 97)) % HISTOGRAM_BINS).astype(dt),
+            np.full(GRID * t * 2, -1, np.int64), np.zeros(GRID * t * ITEMS, dt)]
+
+
+def _want_histogram_kept(args, threads):
+    """Thread r's counters: bins r and r + threads (zero past the last bin), per block."""
+    x = _tiles(args[0], threads)
+    counts = np.zeros((GRID, threads, 2), np.int64)
+    for b in range(GRID):
+        per_bin = np.bincount(x[b].astype(np.int64), minlength=HISTOGRAM_BINS)
+        for i in range(2):
+            bins = np.arange(threads) + i * threads
+            inside = bins < HISTOGRAM_BINS
+            counts[b, inside, i] = per_bin[bins[inside]]
+    return [counts.reshape(-1), args[0]]
 
 
 def _want_warps(width):
@@ -901,6 +964,10 @@ CASES = [
         _rand(dt, GRID * t * ITEMS, rng, 0, 64), np.zeros(GRID * 64, c)], _want_counting(1),
         params={"kind": 1, "counter": c}, dtypes=(np.uint8, np.int64)) for c in (np.uint64,
                                                                                  np.int64)],
+    *[Case(f"histogram_kept_{a}", histogram_kept, _histogram_kept_inputs,
+           _want_histogram_kept, params={"algorithm": a}, outputs=2,
+           dtypes=(np.uint8, np.int32, np.uint64), blocks=(64, (8, 4, 2), 128))
+      for a in ("atomic", "sort")],
     *[Case(f"prefix_scan_{kind}", prefix_scans, _prefix_inputs(kind), _want_prefix(kind),
            params={"kind": kind}, outputs=2, dtypes=(np.int32, np.int64), blocks=(128, (16, 8)))
       for kind in range(2)],
