@@ -119,6 +119,18 @@ class GroupCallRewrite(CallRewrite):
         except CoopgenError as e:
             raise self.error(str(e)) from None
 
+    def _value_of(self):
+        """A variable's host value (``UNKNOWN`` if none); its ``fixed`` leaves out the values
+        numba-cuda reads from the launch's arguments (run-time values to the kernel)."""
+        def value_of(var):
+            return self.trace.value(var)[0]
+
+        def fixed(var):
+            value, from_launch = self.trace.value(var)
+            return UNKNOWN if from_launch else value
+        value_of.fixed = fixed
+        return value_of
+
     def _is_thread_array(self, var) -> bool:
         """Whether ``var`` is a per-thread array made in this function (a ThreadData, a local
         array, a group call's result), not a scalar."""
@@ -327,8 +339,8 @@ class GroupCallRewrite(CallRewrite):
                              f"(coop.this_block(), coop.this_warp(), "
                              f"coop.this_warp().group_by(n)) made in this kernel")
         try:
-            plan = call.plan(group, list(expr.args[1:]), dict(expr.kws),
-                             lambda v: self.trace.value(v)[0], self._is_thread_array)
+            plan = call.plan(group, list(expr.args[1:]), dict(expr.kws), self._value_of(),
+                             self._is_thread_array)
         except CoopgenError as e:
             raise self.raised(e) from None
         self._check_bits(call, plan)

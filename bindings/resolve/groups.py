@@ -146,7 +146,9 @@ def _bound_checks(name: str, route: Route, given: dict, group, value_of) -> tupl
                 check = ("check_within", INT32)
             else:
                 continue
-        known = v.value if isinstance(v, Constant) else value_of(v)
+        # a value the code fixes is checked now; one numba-cuda knows from the launch's
+        # arguments, on the device (a kernel is not compiled per value)
+        known = v.value if isinstance(v, Constant) else getattr(value_of, "fixed", value_of)(v)
         low, high = {"check_within": check[1], "check_not_negative": (0, float("inf"))
                      }.get(check[0], (None, None))
         if isinstance(known, (int, np.integer)) and low is not None and not low <= known <= high:
