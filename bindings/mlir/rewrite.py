@@ -123,6 +123,7 @@ class KernelRewrite(GroupCallRewrite, ext.WholeFunctionPlanner):
                           for i, s in enumerate(b.body) if is_call(IR, s)
                           for d in [guard(get_definition, self.func_ir, s.value.func)]
                           if isinstance(d, (ir.Global, ir.FreeVar)) and not in_coopgen(d.value)
+                          and getattr(d.value, "targetoptions", {}).get("inline") != "never"
                           and calls_coopgen(getattr(d.value, "py_func", None))), None)
             if found is None:
                 return

@@ -71,8 +71,9 @@ MAX_RUNTIME_LINES = 8754
 #: decoding: +20 (a group helper that calls a primitive is inlined into the kernel).
 #: +10: its one-statement PTX device functions (the trap, a cluster's registers and barrier).
 #: NVIDIA's suite, second round: +88 (gpu_dataclass instances as records and their argument
-#: handler; the kernel's device functions that call coopgen inlined into it).
-MAX_MLIR_LINES = 1246
+#: handler; the kernel's device functions that call coopgen inlined into it, unless
+#: marked inline="never").
+MAX_MLIR_LINES = 1247
 #: issue 35: the CuTe DSL backend's own budget.
 MAX_CUTE_LINES = 900
 #: issue 36: the PyTorch surface and the autotuner, optional modules beside the staged runtime
