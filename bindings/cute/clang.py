@@ -107,8 +107,9 @@ def resource_dir() -> str | None:
 
 @functools.cache
 def cuda_root() -> str:
-    """A folder clang takes as ``--cuda-path``: ``include/`` of the CUDA runtime headers and an
-    empty ``bin/`` (clang checks for it), made in coopgen's cache folder for the wheels'."""
+    """A folder clang takes as ``--cuda-path``: ``CUDA_HOME`` (or ``CUDA_PATH``), else one made
+    in coopgen's cache folder for the wheels' headers: ``include/`` of the CUDA runtime headers
+    and an empty ``bin/`` (clang checks for it)."""
     include = None
     for home in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH")):
         if home and (Path(home) / "include" / "cuda_runtime.h").is_file():
@@ -130,12 +131,18 @@ def cuda_root() -> str:
             link.symlink_to(Path(include).resolve(), target_is_directory=True)
         except FileExistsError:  # another process made it meanwhile
             pass
-    stub = root / "stub"
-    stub.mkdir(exist_ok=True)
-    # clang's CUDA wrapper includes it; the CUDA wheels ship no curand
+    return str(root)
+
+
+@functools.cache
+def stub_dir() -> str:
+    """The folder of the headers coopgen gives clang whatever the CUDA root: the prelude, and an
+    empty curand header (clang's CUDA wrapper includes it; the CUDA wheels ship none)."""
+    stub = _cache.root() / "clang-cuda" / "stub"
+    stub.mkdir(parents=True, exist_ok=True)
     (stub / "curand_mtgp32_kernel.h").touch()
     _cache.atomic_write(stub / "coopgen_clang_prelude.h", PRELUDE.encode())
-    return str(root)
+    return str(stub)
 
 
 def options(arch: str) -> list[str]:
@@ -146,7 +153,7 @@ def options(arch: str) -> list[str]:
     return ["-x", "cuda", "--cuda-device-only", f"--cuda-gpu-arch={arch}", f"--cuda-path={root}",
             "-nocudalib", "-std=c++17", "-O3", "-emit-llvm", "-c", "-w",
             "-Wno-unknown-cuda-version", *(["-resource-dir", res] if res else []),
-            f"-I{Path(root) / 'stub'}", f"-I{nvrtc.cccl_include_dir()}",
+            f"-I{stub_dir()}", f"-I{nvrtc.cccl_include_dir()}",
             "-include", "coopgen_clang_prelude.h", "-D_CCCL_META_UNROLL_LIMIT=10", *generated]
 
 

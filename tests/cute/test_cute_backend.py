@@ -3,6 +3,7 @@ to cubins for sm_90a and sm_100a, with the shims inlined (no calls) and the regi
 kept in registers (no local memory); misuse is refused by name."""
 import subprocess
 import sys
+from pathlib import Path
 
 import cutlass
 import cutlass.cute as cute
@@ -250,3 +251,22 @@ def test_host_calls_in_a_cute_program_make_two_phase_objects():
     assert block.BlockReduce(np.int32, threads_per_block=128).temp_storage_bytes == 24
     obj = block.sum(np.int32, 128, 4)
     assert obj.fixed and obj.temp_storage_bytes == 24
+
+
+def test_a_cuda_home_toolkit_compiles(monkeypatch, tmp_path):
+    """With CUDA_HOME set (a toolkit's folder: include/ and bin/), clang compiles the shims
+    against it, with coopgen's prelude found all the same."""
+    from cute_sort_tiles import sort_tiles
+    wheels = clang.cuda_root()  # the wheels' headers, as a toolkit folder lays them out
+    home = tmp_path / "cuda"
+    (home / "bin").mkdir(parents=True)
+    (home / "include").symlink_to(Path(wheels) / "include", target_is_directory=True)
+    monkeypatch.setenv("CUDA_HOME", str(home))
+    clang.cuda_root.cache_clear()
+    try:
+        assert clang.cuda_root() == str(home)
+        ptr = pointer(np.int32)
+        compiled = compile_for("sm_90a", sort_tiles(np.int32, 64, 2, 2), ptr, ptr, ptr)
+        assert compiled.artifacts.CUBIN[:4] == b"\x7fELF"
+    finally:
+        clang.cuda_root.cache_clear()
