@@ -65,21 +65,25 @@ def pointer(dtype, address: int = 0):
 
 
 class DeviceArray:
-    """A numpy array's bytes in device memory, through cuda.core and the driver API."""
+    """A numpy array's bytes in device memory, through the driver API (cuda.bindings), in the
+    context ``current_device`` made current."""
 
     def __init__(self, device, host: np.ndarray):
         from cuda.bindings import driver
-        self.host, self._driver = host, driver
-        self.buffer = device.allocate(max(host.nbytes, 16))
+        self.host, self._driver, self.address = host, driver, 0
+        err, address = driver.cuMemAlloc(max(host.nbytes, 16))
+        self._check((err,))
+        self.address = int(address)
         self._check(driver.cuMemcpyHtoD(self.address, host.ctypes.data, host.nbytes))
 
     def _check(self, result) -> None:
         if result[0] != self._driver.CUresult.CUDA_SUCCESS:
             raise RuntimeError(f"CUDA driver call failed: {result[0]}")
 
-    @property
-    def address(self) -> int:
-        return int(self.buffer.handle)
+    def __del__(self):
+        if self.address:
+            self._driver.cuMemFree(self.address)
+            self.address = 0
 
     def get(self) -> np.ndarray:
         out = np.empty_like(self.host)
