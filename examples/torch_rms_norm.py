@@ -83,23 +83,38 @@ def _run(x, w, eps, out, *, config):
     return out
 
 
+#: (x's dtype, x's shape, w's dtype, w's shape) -> (launch, grid, block, hidden) of the tuned
+#: kernel: a later call of a shape seen reads four fields and launches (the launcher still
+#: checks every tensor's dtype, rank, contiguity and device)
+_ready: dict = {}
+
+
 def rms_norm(x: torch.Tensor, w: torch.Tensor, eps: float = 1e-6,
              out: torch.Tensor | None = None, config: Config | None = None) -> torch.Tensor:
     """RMSNorm over the last axis of ``x`` (C-contiguous, float16 or bfloat16 on the GPU) with
     weight ``w`` (hidden,) of the same type, on PyTorch's current stream. Returns ``out`` (made
     when not given). ``config``: one of ``CONFIGS`` instead of the autotuned choice."""
-    hidden = x.shape[-1]
-    if x.dtype not in DTYPES or w.dtype != x.dtype or w.shape != (hidden,):
-        raise ValueError(f"rms_norm: x must be float16 or bfloat16 and w ({hidden},) of its "
-                         f"type, not {x.dtype} and {w.dtype} {tuple(w.shape)}")
+    ready = None if config is not None else _ready.get((x.dtype, x.shape, w.dtype, w.shape))
     if out is None:
         out = torch.empty_like(x, memory_format=torch.contiguous_format)
     elif out.shape != x.shape or out.dtype != x.dtype:
         raise ValueError(f"rms_norm: out must be {x.dtype} of shape {tuple(x.shape)}, not "
                          f"{out.dtype} of shape {tuple(out.shape)}")
+    if ready is not None:
+        launch, grid, block, hidden = ready
+        launch(grid, block, (x, w, out, hidden, eps))
+        return out
+    hidden = x.shape[-1]
+    if x.dtype not in DTYPES or w.dtype != x.dtype or w.shape != (hidden,):
+        raise ValueError(f"rms_norm: x must be float16 or bfloat16 and w ({hidden},) of its "
+                         f"type, not {x.dtype} and {w.dtype} {tuple(w.shape)}")
     if x.numel():
         if config is None:
             _run(x, w, eps, out)
+            launch, threads = launcher_for(DTYPES[x.dtype], hidden,
+                                           _run.config_for(x, w, eps, out))
+            _ready[x.dtype, x.shape, w.dtype, w.shape] = (
+                launch.launch, (x.numel() // hidden, 1, 1), (threads, 1, 1), hidden)
         else:
             _run.fn(x, w, eps, out, config=config)
     return out
