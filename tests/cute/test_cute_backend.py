@@ -270,3 +270,26 @@ def test_a_cuda_home_toolkit_compiles(monkeypatch, tmp_path):
         assert compiled.artifacts.CUBIN[:4] == b"\x7fELF"
     finally:
         clang.cuda_root.cache_clear()
+
+
+def _docs_blocks():
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root: tools/
+    from tools import docs_code
+    return [pytest.param(b, id=ident) for ident, b in docs_code.runnable() if b.compiler == "cute"]
+
+
+@pytest.mark.parametrize("block", _docs_blocks())
+def test_docs_blocks_link(block, tmp_path, monkeypatch):
+    """Each CuTe DSL block of the docs, run up to its last ``cute.compile`` (which links it for
+    CUTE_DSL_ARCH without a GPU); tests/gpu/test_docs_examples.py runs it whole on a GPU."""
+    import ast
+    monkeypatch.setenv("CUTE_DSL_ARCH", "sm_90a")
+    tree = ast.parse(block.code)
+    last = max(i for i, s in enumerate(tree.body) if "cute.compile" in ast.unparse(s))
+    tree.body = tree.body[:last + 1]
+    path = tmp_path / "docs_example.py"  # CuTe DSL reads a kernel's source from its file
+    path.write_text(block.code, encoding="utf-8")
+    scope = {"__name__": "docs_example"}
+    exec(compile(tree, str(path), "exec"), scope)  # noqa: S102
+    from cutlass.base_dsl.jit_executor import JitCompiledFunction
+    assert any(isinstance(v, JitCompiledFunction) for v in scope.values()), sorted(scope)
