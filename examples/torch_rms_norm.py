@@ -94,10 +94,11 @@ def rms_norm(x: torch.Tensor, w: torch.Tensor, eps: float = 1e-6,
     """RMSNorm over the last axis of ``x`` (C-contiguous, float16 or bfloat16 on the GPU) with
     weight ``w`` (hidden,) of the same type, on PyTorch's current stream. Returns ``out`` (made
     when not given). ``config``: one of ``CONFIGS`` instead of the autotuned choice."""
-    ready = None if config is not None else _ready.get((x.dtype, x.shape, w.dtype, w.shape))
+    shape = x.shape
+    ready = None if config is not None else _ready.get((x.dtype, shape, w.dtype, w.shape))
     if out is None:
         out = torch.empty_like(x, memory_format=torch.contiguous_format)
-    elif out.shape != x.shape or out.dtype != x.dtype:
+    elif out.shape != shape or out.dtype != x.dtype:
         raise ValueError(f"rms_norm: out must be {x.dtype} of shape {tuple(x.shape)}, not "
                          f"{out.dtype} of shape {tuple(out.shape)}")
     if ready is not None:

@@ -126,9 +126,11 @@ class Launcher:
             kind = self._kind(type(a))
             if kind == TENSOR:
                 names[f"D{i}"] = a.dtype
-                checks.append(f"type(a{i}) is T{i} and a{i}.dtype is D{i} and a{i}.dim() == "
-                              f"{a.dim()} and {'' if a.is_contiguous() else 'not '}"
-                              f"a{i}.is_contiguous() and a{i}.get_device() == {a.get_device()}")
+                # a view sees any rank as one flat array: its rank is no part of the signature
+                rank = "" if i in self.views else f"a{i}.dim() == {a.dim()} and "
+                checks.append(f"type(a{i}) is T{i} and a{i}.dtype is D{i} and {rank}"
+                              f"{'' if a.is_contiguous() else 'not '}a{i}.is_contiguous() "
+                              f"and a{i}.get_device() == {a.get_device()}")
             else:
                 checks.append(f"type(a{i}) is T{i}" if kind == SCALAR else "False")
         return checks, names
