@@ -103,8 +103,10 @@ def link(archs) -> None:
         t0 = time.perf_counter()
         compiled = cute.compile[cute.GPUArch(arch), cute.KeepCUBIN](
             sort_tiles(np.int32, 256, 16, 8), *(pointer(np.int32) for _ in range(3)))
+        cubin = compiled.artifacts.CUBIN  # the bytes, or the file CuTe DSL wrote them to
+        size = os.path.getsize(cubin) if isinstance(cubin, str) else len(cubin)
         print(f"{arch}: compiled and linked in {time.perf_counter() - t0:.1f} s, "
-              f"{len(compiled.artifacts.CUBIN)} bytes of cubin")
+              f"{size} bytes of cubin")
 
 
 def run() -> int:
