@@ -20,6 +20,7 @@ import numpy as np
 os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")  # compiling without a GPU needs an arch
 # where KeepCUBIN writes its file (else the working directory)
 os.environ.setdefault("CUTE_DSL_DUMP_DIR", os.path.join(tempfile.gettempdir(), "coopgen-cute"))
+os.makedirs(os.environ["CUTE_DSL_DUMP_DIR"], exist_ok=True)
 
 import cutlass  # noqa: E402
 import cutlass.cute as cute  # noqa: E402
