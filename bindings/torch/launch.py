@@ -27,17 +27,34 @@ _driver = None
 
 
 def driver():
-    """libcuda's ``cuLaunchKernel``, ``cuFuncSetAttribute`` and ``cuGetErrorName``, typed once."""
+    """libcuda's ``cuFuncSetAttribute`` and ``cuGetErrorName``, typed once, and
+    ``launch_kernel``: its ``cuLaunchKernel`` untyped, the launch's hot call. Without argtypes
+    ctypes converts nothing itself (about half the host time of a typed call of 11
+    arguments): each call passes the pointers as ``c_void_p`` (made once per specialization,
+    and once per stream) and the dimensions and shared bytes as Python ints, which ``dim3``
+    has checked are positive (each fits a C int: a kernel's dimensions are below 2**31)."""
     global _driver
     if _driver is None:
         lib = ctypes.CDLL("libcuda.so.1")
-        lib.cuLaunchKernel.restype = ctypes.c_int
-        lib.cuLaunchKernel.argtypes = [ctypes.c_void_p] + [ctypes.c_uint] * 7 + \
-            [ctypes.c_void_p] * 3
         lib.cuFuncSetAttribute.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_int]
         lib.cuGetErrorName.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_char_p)]
+        lib.launch_kernel = lib["cuLaunchKernel"]  # a second function object: no argtypes
+        lib.launch_kernel.restype = ctypes.c_int
         _driver = lib
     return _driver
+
+
+class StreamPointers(dict):
+    """raw stream handle -> its ``c_void_p``, made once per stream (a few per process)."""
+
+    def __missing__(self, stream: int):
+        if len(self) > 64:  # streams made and dropped in a loop: start again
+            self.clear()
+        self[stream] = pointer = ctypes.c_void_p(stream)
+        return pointer
+
+
+STREAM_POINTERS = StreamPointers()
 
 
 def check(err: int, what: str) -> None:
@@ -198,12 +215,13 @@ class Specialization:
             "try:", "    pack_into(buffer, 0, *values)",
             "except struct_error as e:", "    not_fit(e)",
             "err = launch_kernel(function, grid[0], grid[1], grid[2], block[0], block[1], "
-            "block[2], sharedmem, stream, params, None)",
+            "block[2], sharedmem, stream_pointers[stream], params, None)",
             "if err:", "    check(err, 'cuLaunchKernel')"])
         scope.update(pack_into=self.struct.pack_into, buffer=self.buffer, check=check,
                      struct_error=(struct.error, OverflowError), not_fit=_not_fit,
-                     not_whole=_not_whole, launch_kernel=driver().cuLaunchKernel,
-                     function=self.function, sharedmem=self.sharedmem, params=self.params)
+                     not_whole=_not_whole, launch_kernel=driver().launch_kernel,
+                     function=ctypes.c_void_p(self.function), sharedmem=self.sharedmem,
+                     params=self.params, stream_pointers=STREAM_POINTERS)
         exec(compile(code, "<coopgen.torch launch>", "exec"), scope)  # noqa: S102
         return scope["launch"]
 
