@@ -72,8 +72,9 @@ MAX_RUNTIME_LINES = 8754
 #: +10: its one-statement PTX device functions (the trap, a cluster's registers and barrier).
 #: NVIDIA's suite, second round: +88 (gpu_dataclass instances as records and their argument
 #: handler; the kernel's device functions that call coopgen inlined into it, unless
-#: marked inline="never").
-MAX_MLIR_LINES = 1247
+#: marked inline="never"). +11: its local and shared record arrays seen as records (their
+#: length counted bytes, so loops over it ran past the array).
+MAX_MLIR_LINES = 1258
 #: issue 35: the CuTe DSL backend's own budget.
 MAX_CUTE_LINES = 900
 #: issue 36: the PyTorch surface and the autotuner, optional modules beside the staged runtime

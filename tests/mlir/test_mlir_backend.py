@@ -323,3 +323,31 @@ def test_a_record_result_gets_room_for_its_bytes():
     slots = [line for line in text.splitlines() if "llvm.alloca" in line]
     assert any("x i8" in line and "alignment = 4" in line for line in slots), slots
     assert not any("x !llvm.ptr" in line for line in slots), slots
+
+
+def test_record_arrays_count_records():
+    """coopgen's local and shared record arrays hold bytes, but their shape, size and len()
+    count records, as a kernel argument's do (they counted bytes: a loop over range(len(a))
+    of 13 8-byte records ran 104 times, the copy a group call makes ran past both arrays)."""
+    import re
+
+    from numba_cuda_mlir import cuda
+    from numba_cuda_mlir.numba_cuda.typing.typeof import Purpose, typeof
+    from coopgen import local, shared
+
+    rec = np.dtype([("a", np.int32), ("b", np.float32)], align=True)
+
+    @cuda.jit
+    def sizes(out):
+        a = local.array(13, rec)
+        s = shared.array((3, 5), rec)
+        t = local.array((2, 7), rec)
+        out[0] = a.shape[0] * 10000 + a.size * 100 + len(a)
+        out[1] = s.shape[0] * 10000 + s.shape[1] * 100 + s.size
+        out[2] = t.shape[0] * 10000 + t.shape[1] * 100 + t.size
+
+    out = np.zeros(3, np.int64)
+    with linkcheck.launch_config_on_cpu(sizes, 32, (out,)):
+        ptx = linkcheck.link_ptx(sizes, (typeof(out, Purpose.argument),))
+    constants = {int(v) for v in re.findall(r"mov\.u64\s+%rd\d+, (\d+);", ptx)}
+    assert {131313, 30515, 20714} <= constants, sorted(constants)
