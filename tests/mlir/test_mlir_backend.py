@@ -351,3 +351,30 @@ def test_record_arrays_count_records():
         ptx = linkcheck.link_ptx(sizes, (typeof(out, Purpose.argument),))
     constants = {int(v) for v in re.findall(r"mov\.u64\s+%rd\d+, (\d+);", ptx)}
     assert {131313, 30515, 20714} <= constants, sorted(constants)
+
+
+def test_a_warps_64_bit_sums_shuffle_both_halves():
+    """numba-cuda-mlir 0.6.0 shuffles only the low 32 bits of an int64 (truncated, then sign
+    extended), so the warp sums of run-length decoding's preconditions lost the high halves: the
+    runs 2**63 + 2**63 summed to 0 and did not trap. Each int64 now crosses as two 32-bit
+    halves: three sums of a warp, five steps each, two shuffles a step."""
+    import re
+
+    from numba_cuda_mlir import cuda
+    from numba_cuda_mlir.numba_cuda.typing.typeof import Purpose, typeof
+    from coopgen import coop
+
+    @cuda.jit
+    def decode(values, lengths, output):
+        block = coop.this_block()
+        runs, sizes = coop.ThreadData(1), coop.ThreadData(1)
+        coop.load(block, values, runs)
+        coop.load(block, lengths, sizes)
+        decoded = coop.run_length_decode(block, runs, sizes, decoded_items_per_thread=2,
+                                         decoded_window_offset=0, decoded_offset_dtype=np.uint64)
+        coop.store(block, output, decoded)
+
+    args = (np.arange(32, dtype=np.int32), np.zeros(32, np.uint64), np.zeros(64, np.int32))
+    with linkcheck.launch_config_on_cpu(decode, 32, args):
+        ptx = linkcheck.link_ptx(decode, tuple(typeof(a, Purpose.argument) for a in args))
+    assert len(re.findall(r"\bshfl\.sync\.down\.b32\b", ptx)) == 3 * 5 * 2
