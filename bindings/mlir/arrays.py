@@ -184,7 +184,18 @@ def register_array(array, space: str, cls=SizedArray) -> None:
                                       alignment=max(align, ty.alignment or 1))
         else:
             value = shared_memory(builder, shape, element, max(align, ty.alignment or 1))
+        if isinstance(ty.dtype, types.Record):
+            value = record_view(value, ty)
         builder.store_var(target, value)
+
+
+def record_view(data, ty: SizedArray):
+    """A record array's bytes as numba-cuda-mlir's record arrays are (a kernel argument's): sizes
+    and strides that count records, so ``.shape``, ``.size`` and ``len()`` count records."""
+    strides = [math.prod(ty.shape[i + 1:]) for i in range(len(ty.shape))]
+    view = ir.MemRefType.get(list(ty.shape), ir.MemRefType(data.type).element_type,
+                             ir.StridedLayoutAttr.get(0, strides), data.type.memory_space)
+    return memref.reinterpret_cast(view, data, [], [], [], [0], list(ty.shape), strides)
 
 
 def shared_memory(builder, shape: list, element, align: int):

@@ -109,6 +109,15 @@ def check_not_negative(value):
         trap()  # noqa: F821
 
 
+def shuffle_down(mask, value, step):
+    """``cuda.shfl_down_sync`` of an int64, as two 32-bit halves (numba-cuda-mlir 0.6.0 shuffles
+    only the low 32 bits of a 64-bit value; numba-cuda shuffles signed halves only)."""
+    bits = np.uint64(value)
+    low = cuda.shfl_down_sync(mask, np.int32(bits & np.uint64(0xFFFFFFFF)), step)  # noqa: F821
+    high = cuda.shfl_down_sync(mask, np.int32(bits >> np.uint64(32)), step)  # noqa: F821
+    return np.int64(np.uint64(np.uint32(high)) << np.uint64(32) | np.uint64(np.uint32(low)))
+
+
 def warp_total(value, biggest):
     """The sum (or the largest) of a warp's ``value`` (int64), in its first lane: shuffles
     among the lanes the block has in this warp."""
@@ -117,7 +126,7 @@ def warp_total(value, biggest):
     mask = np.uint32(0xFFFFFFFF) if lanes == WARP else np.uint32((1 << lanes) - 1)
     step = WARP // 2
     while step > 0:
-        other = cuda.shfl_down_sync(mask, value, step)  # noqa: F821
+        other = shuffle_down(mask, value, step)
         if rank % WARP + step < lanes:
             value = max(value, other) if biggest else value + other
         step //= 2

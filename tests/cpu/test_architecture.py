@@ -64,7 +64,8 @@ MAX_MODULE_LINES, MAX_FUNCTION_LINES = 500, 80
 #: device's shared memory limits).
 #: +14: a value numba-cuda reads from the launch's arguments is bounded on the device, not
 #: at compile time (the plans' value lookup tells fixed values from launch values).
-MAX_RUNTIME_LINES = 8754
+#: +9: a warp's int64 sums shuffled as two 32-bit halves (numba-cuda-mlir shuffles 32 bits).
+MAX_RUNTIME_LINES = 8763
 #: issue 33: +8 (its rewrite's cuda module; arrays of a value's type); +37 (its device trap,
 #: literal dispatch of a ThreadData size, the link check following it; +6: its literal kernel
 #: arguments known to the rewrite, numba-cuda-mlir's local arrays sized by one); run-length
@@ -72,8 +73,9 @@ MAX_RUNTIME_LINES = 8754
 #: +10: its one-statement PTX device functions (the trap, a cluster's registers and barrier).
 #: NVIDIA's suite, second round: +88 (gpu_dataclass instances as records and their argument
 #: handler; the kernel's device functions that call coopgen inlined into it, unless
-#: marked inline="never").
-MAX_MLIR_LINES = 1247
+#: marked inline="never"). +11: its local and shared record arrays seen as records (their
+#: length counted bytes, so loops over it ran past the array).
+MAX_MLIR_LINES = 1258
 #: issue 35: the CuTe DSL backend's own budget.
 MAX_CUTE_LINES = 900
 #: issue 36: the PyTorch surface and the autotuner, optional modules beside the staged runtime

@@ -38,3 +38,24 @@ def test_matches_numpy(batch):
     results = runner.run_batch(batch)
     bad = [r.line() for r in results if r.status != "ok"]
     assert not bad, f"seed {SEED}:\n" + "\n".join(bad)
+
+
+#: Configurations that once failed (``--repro`` lines), run on every compiler.
+REGRESSIONS = [
+    # numba-cuda-mlir: a record array's length counted bytes, so the group call's copy of
+    # the keys ran past both arrays (odd item counts kept the loop; it faulted)
+    '{"cls":"BlockMergeSort","sig":"Sort(KeyT (&)[ItemsPerThread], CompareOp)","surface":"group",'
+    '"dtype":"record","value_dtype":"","block":[32],"ipt":13,"tkw":[],"op":"py_rec_less",'
+    '"omit":[],"warp":0,"seed":1803394410,"storage":"implicit","ctor":""}',
+    '{"cls":"BlockMergeSort","sig":"Sort(KeyT (&)[ItemsPerThread], CompareOp)","surface":"group",'
+    '"dtype":"record","value_dtype":"","block":[8,4],"ipt":13,"tkw":[],"op":"py_rec_less",'
+    '"omit":[],"warp":0,"seed":787058733,"storage":"shared","ctor":""}',
+    '{"cls":"BlockMergeSort","sig":"Sort(KeyT (&)[ItemsPerThread], CompareOp)","surface":"group",'
+    '"dtype":"record","value_dtype":"","block":[32],"ipt":11,"tkw":[],"op":"py_rec_less",'
+    '"omit":[],"warp":0,"seed":501094675,"storage":"implicit","ctor":""}',
+]
+
+
+@pytest.mark.parametrize("line", REGRESSIONS, ids=range(len(REGRESSIONS)))
+def test_a_configuration_that_failed_matches_numpy(line):
+    test_matches_numpy([space.Config.from_json(line)])

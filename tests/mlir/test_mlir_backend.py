@@ -323,3 +323,58 @@ def test_a_record_result_gets_room_for_its_bytes():
     slots = [line for line in text.splitlines() if "llvm.alloca" in line]
     assert any("x i8" in line and "alignment = 4" in line for line in slots), slots
     assert not any("x !llvm.ptr" in line for line in slots), slots
+
+
+def test_record_arrays_count_records():
+    """coopgen's local and shared record arrays hold bytes, but their shape, size and len()
+    count records, as a kernel argument's do (they counted bytes: a loop over range(len(a))
+    of 13 8-byte records ran 104 times, the copy a group call makes ran past both arrays)."""
+    import re
+
+    from numba_cuda_mlir import cuda
+    from numba_cuda_mlir.numba_cuda.typing.typeof import Purpose, typeof
+    from coopgen import local, shared
+
+    rec = np.dtype([("a", np.int32), ("b", np.float32)], align=True)
+
+    @cuda.jit
+    def sizes(out):
+        a = local.array(13, rec)
+        s = shared.array((3, 5), rec)
+        t = local.array((2, 7), rec)
+        out[0] = a.shape[0] * 10000 + a.size * 100 + len(a)
+        out[1] = s.shape[0] * 10000 + s.shape[1] * 100 + s.size
+        out[2] = t.shape[0] * 10000 + t.shape[1] * 100 + t.size
+
+    out = np.zeros(3, np.int64)
+    with linkcheck.launch_config_on_cpu(sizes, 32, (out,)):
+        ptx = linkcheck.link_ptx(sizes, (typeof(out, Purpose.argument),))
+    constants = {int(v) for v in re.findall(r"mov\.u64\s+%rd\d+, (\d+);", ptx)}
+    assert {131313, 30515, 20714} <= constants, sorted(constants)
+
+
+def test_a_warps_64_bit_sums_shuffle_both_halves():
+    """numba-cuda-mlir 0.6.0 shuffles only the low 32 bits of an int64 (truncated, then sign
+    extended), so the warp sums of run-length decoding's preconditions lost the high halves: the
+    runs 2**63 + 2**63 summed to 0 and did not trap. Each int64 now crosses as two 32-bit
+    halves: three sums of a warp, five steps each, two shuffles a step."""
+    import re
+
+    from numba_cuda_mlir import cuda
+    from numba_cuda_mlir.numba_cuda.typing.typeof import Purpose, typeof
+    from coopgen import coop
+
+    @cuda.jit
+    def decode(values, lengths, output):
+        block = coop.this_block()
+        runs, sizes = coop.ThreadData(1), coop.ThreadData(1)
+        coop.load(block, values, runs)
+        coop.load(block, lengths, sizes)
+        decoded = coop.run_length_decode(block, runs, sizes, decoded_items_per_thread=2,
+                                         decoded_window_offset=0, decoded_offset_dtype=np.uint64)
+        coop.store(block, output, decoded)
+
+    args = (np.arange(32, dtype=np.int32), np.zeros(32, np.uint64), np.zeros(64, np.int32))
+    with linkcheck.launch_config_on_cpu(decode, 32, args):
+        ptx = linkcheck.link_ptx(decode, tuple(typeof(a, Purpose.argument) for a in args))
+    assert len(re.findall(r"\bshfl\.sync\.down\.b32\b", ptx)) == 3 * 5 * 2
