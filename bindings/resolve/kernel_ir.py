@@ -13,6 +13,7 @@ import numpy as np
 
 from ..model.errors import CoopgenError
 from ..types.desc import host_dtype
+from .entry import Entry
 
 #: Attributes of an array argument known on the host; other objects' public attributes are too.
 ARRAY_ATTRIBUTES = ("shape", "size", "ndim")
@@ -203,10 +204,53 @@ class CallRewrite:
         if getattr(callee, "_coopgen_thread_data", False):
             self._thread_data(new, stmt, index)
             return True
+        if getattr(callee, "_coopgen_fused_call", False):
+            self._fused_call(new, stmt, callee)
+            return True
+        self._positive_counts(callee, expr)
         if getattr(callee, "_coopgen_host_call", False):
             self._host_call(new, stmt, callee)
             return True
         return False
+
+    def _positive_counts(self, callee, expr):
+        """A per-thread count a call gives as a constant is a positive int (cuda.coop's
+        words): a float or a bool is not taken as one."""
+        if not isinstance(callee, Entry) or callee.shape is None or callee.shape.slots is None:
+            return
+        try:
+            named = callee.shape.name_arguments(tuple(expr.args), dict(expr.kws))
+        except CoopgenError:  # typing names the arguments' error
+            return
+        for name, var, _ in named:
+            name = name if isinstance(name, str) else name[0]
+            value = self.trace.value(var)[0] if name.endswith("per_thread") else UNKNOWN
+            if value is not UNKNOWN and (isinstance(value, (bool, np.bool_, float, np.floating))
+                                         or isinstance(value, (int, np.integer)) and value < 1):
+                raise self.error(f"{callee.name}: {name} must be a compile-time positive "
+                                 f"integer, got {value!r}")
+
+    def _fused_call(self, new, stmt, fused):
+        """``fused(constructor's arguments, method's arguments, temp_storage=ts)`` ->
+        ``parent(..., temp_storage=ts).method(...)`` (coopgen.api.twophase.FusedCall)."""
+        expr, loc = stmt.value, stmt.loc
+        kws = dict(expr.kws)
+        if len(expr.args) > len(fused.slots) or set(kws) - set(fused.slots) - {"temp_storage"} \
+                or set(kws) & set(fused.slots[:len(expr.args)]):
+            raise self.error(f"{fused.label}: takes ({', '.join(fused.slots)}, "
+                             f"temp_storage=None); got {len(expr.args)} positional arguments "
+                             f"and {sorted(kws)}")
+        kws.update(zip(fused.slots, expr.args))
+        if missing := [n for n in fused.slots if n not in kws]:
+            raise self.error(f"{fused.label}: missing argument {missing[0]!r}")
+        parent = self._define(new, self.ir.Global("coopgen_parent", fused.owner, loc), loc)
+        obj = self._define(new, self.ir.Expr.call(parent, [], [(k, kws[k]) for k in (
+            *fused.slots[:fused.constructor_slots], "temp_storage") if k in kws], loc), loc)
+        method = self._define(new, self.ir.Expr.getattr(obj, fused.alias, loc), loc)
+        args = [kws[n] if n else self._define(new, self.ir.Const(int(default), loc), loc)
+                for n, default in fused.method_call]
+        self._drop_callee(expr.func)
+        self._replace_value(stmt, self.ir.Expr.call(method, args, (), loc))
 
     def _from_offset(self, new, source, offset, loc):
         """``source[offset:]``."""

@@ -64,7 +64,10 @@ MAX_MODULE_LINES, MAX_FUNCTION_LINES = 500, 80
 #: device's shared memory limits).
 #: +14: a value numba-cuda reads from the launch's arguments is bounded on the device, not
 #: at compile time (the plans' value lookup tells fixed values from launch values).
-MAX_RUNTIME_LINES = 8754
+#: +104: cuda.coop's fused decode made on the host (``rld.decode(dtypes, with_...)``: its
+#: host checks and call slots; the shared rewrite making the object and calling its method),
+#: and a constant per-thread count that is not a positive int refused before typing.
+MAX_RUNTIME_LINES = 8858
 #: issue 33: +8 (its rewrite's cuda module; arrays of a value's type); +37 (its device trap,
 #: literal dispatch of a ThreadData size, the link check following it; +6: its literal kernel
 #: arguments known to the rewrite, numba-cuda-mlir's local arrays sized by one); run-length
