@@ -80,7 +80,13 @@ class ObjectMethod(Primitive):
     template arguments (``histo.init.temp_storage_bytes``), called only in kernels."""
 
     def __call__(self, *args, **kws):
-        raise TypeError(f"{self.label}: call it inside a kernel")
+        """On the host, a method of an object its constructor makes (``rld.decode``) gives
+        cuda.coop's fused call (coopgen.api.twophase.FusedCall); others are kernels' only."""
+        owner = self.__dict__.get("owner")
+        if owner is None or owner.infer is not None:
+            raise TypeError(f"{self.label}: call it inside a kernel")
+        from .twophase import FusedCall
+        return FusedCall(owner, self.label.rsplit(".", 1)[1], args, kws)
 
 
 @functools.cache  # one entry per object and method (numba registers each)
@@ -89,7 +95,7 @@ def _object_method(obj: Primitive, name: str) -> ObjectMethod:
     fixed = {obj.cls.value_type.keyword if k == "dtype" else k: v for k, v in obj.fixed.items()}
     entry = ObjectMethod(f"{obj.cls.scope}.{obj.cls.name}.{method}", obj.cls,
                          {"": obj.cls.overloads(method)}, fixed=fixed)
-    entry.label = f"{obj.name}.{name}"
+    entry.label, entry.owner = f"{obj.name}.{name}", obj
     return entry
 
 

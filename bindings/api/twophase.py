@@ -144,3 +144,57 @@ def object_shape(p, fixed: dict, call_fixed: dict, args: tuple, kws: dict):
     scalars = [n for n in instance if (xs := [x for x in params if x.name == p.shape.rename.get(
         n, n)]) and all(x.role == "count" and x.extent is None for x in xs)]
     return p.shape.for_objects(instance, fixed, call_fixed, scalars)
+
+
+class FusedCall:
+    """cuda.coop's fused form of a two-phase object's method, made on the host
+    (``rld.decode(run_length_dtype, ..., with_relative_offsets=True)``): called in a kernel
+    with the constructor's arguments, then the method's arrays and values, it makes the object
+    and calls the method on it (the shared rewrite writes the two calls). The dtypes are
+    checked here; coopgen reads the types from the arrays the kernel passes. ``with_<name>``
+    adds one of the method's optional arguments to the call."""
+    _coopgen_fused_call = True
+
+    def __init__(self, owner, alias: str, args: tuple, kws: dict):
+        self.owner, self.alias, label = owner, alias, f"{owner.name}.{alias}"
+        params = {x.name: x for m in owner.cls.overloads(owner.aliases[alias]) for x in m.params}
+        spelled = {n: owner.shape.rename.get(n, n) for n in owner.method_args[alias]}
+        everywhere = set.intersection(*({x.name for x in m.params} for m in
+                                        owner.cls.overloads(owner.aliases[alias])))
+        optional = {n for n, cub in spelled.items()
+                    if cub not in everywhere or params[cub].default is not None}
+        dtypes = list(args) + [v for k, v in kws.items() if k.endswith("_dtype")]
+        for k, v in kws.items():
+            if not (k.endswith("_dtype") or k.startswith("with_") and k[5:] in optional):
+                raise TypeError(f"{label}: unexpected keyword {k!r} on the host; it takes "
+                                f"dtypes and {', '.join(sorted('with_' + n for n in optional))}")
+        try:
+            for i, value in enumerate(dtypes):
+                if value is not None:
+                    cpp.as_dtype(value, label, f"argument {i + 1}")
+        except CoopgenError as e:
+            raise ValueError(str(e)) from None
+        taken = owner.template_keywords()
+        ctor = [n for n in owner.shape.slots if owner.shape.rename.get(n, n) not in taken
+                and n not in taken]
+        method = [n for n in owner.method_args[alias]
+                  if n not in optional or kws.get(f"with_{n}")]
+        # the method's arrays, then its values (cuda.coop's order: outputs before an offset)
+        method.sort(key=lambda n: params[spelled[n]].extent is None)
+        self.slots, self.constructor_slots = tuple(ctor + method), len(ctor)
+        # the method's positional call: (name, or None for CUB's default, that default)
+        order = [(n, params[spelled[n]].default) for n in owner.method_args[alias]]
+        while order[-1][0] not in method:
+            order.pop()
+        self.method_call = tuple((n if n in method else None, d) for n, d in order)
+        self.label = label
+
+    temp_storage_bytes = property(lambda self: self.owner.temp_storage_bytes)
+    temp_storage_alignment = property(lambda self: self.owner.temp_storage_alignment)
+    files = property(lambda self: self.owner.files)
+
+    def __call__(self, *args, **kws):
+        raise TypeError(f"{self.label}: call it inside a kernel")
+
+    def __repr__(self):
+        return f"<coopgen {self.label}({', '.join(self.slots)})>"

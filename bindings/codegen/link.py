@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 
 from cuda.core import Linker, LinkerOptions, ObjectCode
 
+from . import nvrtc
+
 
 @dataclass
 class FunctionInfo:
@@ -83,7 +85,7 @@ _SUFFIXES = {"ltoir": "LTOIR", "ptx": "PTXSource", "cubin": "Cubin", "fatbin": "
              "o": "Object", "a": "Archive"}
 
 
-def _to_object_code(piece, i: int) -> ObjectCode:
+def _to_object_code(piece, i: int, arch) -> ObjectCode:
     """A compiler's pieces: LTO-IR bytes (the kernel), ObjectCode (NVRTC-compiled .cu files)
     or a linking file (the ShimBundle among them), found by its class (or a base class)."""
     if isinstance(piece, ObjectCode):
@@ -94,15 +96,19 @@ def _to_object_code(piece, i: int) -> ObjectCode:
         with open(piece, "rb") as f:
             return _MAKERS[_SUFFIXES[piece.rpartition(".")[2]]](f.read(), name=piece)
     for cls in type(piece).__mro__:
+        data = getattr(piece, "data", None)
+        if cls.__name__ == "CUSource":  # CUDA C++ (a declare_device's link=): NVRTC's LTO-IR
+            data = data if isinstance(data, str) else data.decode()
+            return ObjectCode.from_ltoir(nvrtc.compile_ltoir(data, arch=f"sm_{arch[0]}{arch[1]}"),
+                                         name=str(piece.name))
         if (make := _MAKERS.get(cls.__name__)) is not None:
-            data = piece.data.encode() if isinstance(piece.data, str) else piece.data
-            return make(data, name=str(piece.name))
+            return make(data.encode() if isinstance(data, str) else data, name=str(piece.name))
     raise TypeError(f"don't know how to link {piece!r}")
 
 
 def _link(pieces, arch, output: str, **options):
     """(code, log) of LTO-linking ``pieces`` (compile_all's) for sm_<arch>."""
-    objs = [_to_object_code(p, i) for i, p in enumerate(pieces)]
+    objs = [_to_object_code(p, i, arch) for i, p in enumerate(pieces)]
     linker = Linker(*objs, options=LinkerOptions(arch=f"sm_{arch[0]}{arch[1]}",
                                                  link_time_optimization=True, **options))
     try:

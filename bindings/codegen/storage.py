@@ -12,6 +12,8 @@ compile-time error."""
 import hashlib
 import itertools
 
+from .shims import STORAGE, Shim
+
 
 SHARING = ("shared", "exclusive")
 _ids = itertools.count()
@@ -55,19 +57,32 @@ class TempStorage:
     _coopgen_host_call = True
 
     def reserve(self, count, dtype, alignment=None):
-        """cuda.coop's caller array kept beside the primitives' scratch: inside a kernel,
-        ``count`` items of ``dtype`` in shared memory, untouched by the primitives using this
-        storage (an array of its own, as ``coopgen.shared.array(count, dtype, alignment)``)."""
+        """cuda.coop's caller array in this storage: inside a kernel, ``count`` items of
+        ``dtype`` in shared memory, as cuda.coop lays them out: a "shared" storage's
+        reservations and its primitives' scratch share its bytes (each from its start: the
+        storage holds the largest), an "exclusive" storage gives each its own slice. Each call
+        site is one array, the same on every trip round a loop."""
         raise NotImplementedError("TempStorage.reserve can only be called inside a kernel")
 
-    reserve._coopgen_shared_array = True  # the rewrite makes it that shared array
+    reserve._coopgen_shared_array = True  # the rewrite makes it a reserved array (reservation)
+
+
+def reservation(obj: TempStorage, nbytes: int, alignment: int, index: int):
+    """The shim of ``obj.reserve(...)`` of ``nbytes`` bytes (``index``: its use of ``obj``,
+    an exclusive storage's slice order): a member of the storage's type and an accessor
+    returning its address."""
+    h = hashlib.sha256(repr((obj.symbol, index, nbytes, alignment)).encode()).hexdigest()[:12]
+    symbol, member = f"coopgen_reserve_{h}", f"r_{h}_{index}"
+    return Shim(symbol, f"COOPGEN_SHIM void* {symbol}()\n{{\n  return {STORAGE}."
+                        f"{obj.symbol}.{member};\n}}",
+                temp_storage=(obj, f"alignas({alignment}) unsigned char", f"{member}[{nbytes}]"))
 
 
 def definition(obj: TempStorage, members: list[tuple[str, str]]) -> str:
     """The C++ type ``<symbol>_t`` of ``obj``'s storage, of ``members`` (C++ type, member name;
     an exclusive storage's end in ``_<call index>``), a member of the kernel's storage struct."""
     if obj.sharing == "exclusive":  # slices in call order, as a user adding them up lays them
-        members = sorted(members, key=lambda m: int(m[1].rsplit("_", 1)[1]))
+        members = sorted(members, key=lambda m: int(m[1].split("[")[0].rsplit("_", 1)[1]))
     body = "".join(f"  {t} {n};\n" for t, n in members)
     name = f"{obj.symbol}_t"
     align = f"alignas({obj.alignment}) " if obj.alignment else ""

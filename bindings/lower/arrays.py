@@ -22,7 +22,7 @@ from numba.cuda.vector_types import VectorType, vector_types
 
 from ..codegen.bundle import Shim
 from ..codegen.shims import SHARED_ALIGNMENT, STORAGE
-from ..codegen.storage import TempStorage
+from ..codegen.storage import TempStorage, reservation
 from ..types.enums import CoopEnum, CoopEnumMeta
 from .bundle import bundle_for
 from .errors import CoopgenTypeError
@@ -141,8 +141,9 @@ def vector_type(value):
     return vector if vector is not None and vector.user_facing_object is value else None
 
 
-def _make_array_function(space: str, array_type=SizedArray, array=None):
-    """Give ``array`` (made here when None: the rewrite's own) numba typing and lowering."""
+def _make_array_function(space: str, array_type=SizedArray, array=None, reserved=False):
+    """Give ``array`` (made here when None: the rewrite's own) numba typing and lowering;
+    ``reserved``: a TempStorage's reservation, whose storage is its last argument."""
     if array is None:
         def array(shape, dtype, alignment=None):
             raise NotImplementedError(f"coopgen.{space}.array can only be called in a kernel")
@@ -153,8 +154,8 @@ def _make_array_function(space: str, array_type=SizedArray, array=None):
         prefer_literal = True
 
         def generic(self, args, kws):
-            return positional_signature(_array_type(space, args, kws, array_type), args, kws,
-                                        lead=ARRAY_PARAMETERS[:len(args)])
+            ty = _array_type(space, args[:-1] if reserved else args, kws, array_type)
+            return positional_signature(ty, args, kws, lead=ARRAY_PARAMETERS[:len(args)])
 
     infer_global(array, types.Function(Template))
 
@@ -172,6 +173,8 @@ def _make_array_function(space: str, array_type=SizedArray, array=None):
         if space == "shared":
             name, addrspace = _get_unique_smem_id("_coopgen_smem"), nvvm.ADDRSPACE_SHARED
             nbytes = ret.size * context.get_abi_sizeof(context.get_data_type(ret.dtype))
+            if reserved:
+                return _reserved_array(context, builder, ret, nbytes, sig.args[-1].obj)
             if nbytes >= STORAGE_ARRAY_BYTES:
                 return _storage_array(context, builder, ret, nbytes, align)
         # numba allocates no bfloat16 arrays; its data is an i16, and so is the array's
@@ -195,6 +198,21 @@ def _storage_array(context, builder, aryty, nbytes: int, align: int):
     symbol = "coopgen_array_" + hashlib.sha256(repr(key).encode()).hexdigest()[:12]
     bundle.add(Shim(symbol, f"COOPGEN_SHIM void* {symbol}()\n{{\n  return {STORAGE}.{symbol};\n}}",
                     shared_array=(nbytes, align)))
+    return _array_at(context, builder, aryty, symbol)
+
+
+def _reserved_array(context, builder, aryty, nbytes: int, storage):
+    """``storage.reserve(...)``: its member of the storage (coopgen.codegen.storage)."""
+    bundle = bundle_for(context.active_code_library, module=builder.module)
+    align = max(aryty.alignment or 1, context.get_abi_alignment(context.get_data_type(
+        aryty.dtype)))
+    shim = reservation(storage, nbytes, align, bundle.next_use_index(storage.symbol))
+    bundle.add(shim)
+    return _array_at(context, builder, aryty, shim.symbol)
+
+
+def _array_at(context, builder, aryty, symbol: str):
+    """The array at the address the accessor shim ``symbol`` returns."""
     i8p = ir.IntType(8).as_pointer()
     data = builder.call(cgutils.get_or_insert_function(builder.module, ir.FunctionType(i8p, []),
                                                        symbol), [])
@@ -213,6 +231,13 @@ local_array = _make_array_function("local")
 shared_array = _make_array_function("shared")
 thread_data_array = _make_array_function("local", ThreadDataArray)
 thread_data_array.__qualname__ = "local.thread_data"
+
+
+def _reserve(shape, dtype, alignment, storage):
+    """``storage.reserve(shape, dtype, alignment)`` in a kernel (the rewrite's)."""
+
+
+reserved_array = _make_array_function("shared", array=_reserve, reserved=True)
 
 
 def register_array(array, space: str) -> None:

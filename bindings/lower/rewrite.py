@@ -21,7 +21,7 @@ from ..resolve.kernel_ir import NOT_KNOWN, UNKNOWN, IrClasses, Trace
 from ..resolve.kernel_ir import in_coopgen, is_call, is_host_constant, is_op, plain
 from ..resolve.operators import cell_value
 from . import host_objects
-from .arrays import local_array, shared_array, thread_data_array
+from .arrays import local_array, reserved_array, shared_array, thread_data_array
 from .describe import device_function
 from .errors import CoopgenTypeError
 from .bundle import launch_config
@@ -86,7 +86,8 @@ def takes_constants(obj) -> bool:
 @register_rewrite("before-inference")
 class CoopgenRewrite(GroupCallRewrite, Rewrite):
     ir, error = IR, CoopgenTypeError
-    arrays = {"local": local_array, "thread_data": thread_data_array, "shared": shared_array}
+    arrays = {"local": local_array, "thread_data": thread_data_array, "shared": shared_array,
+              "reserved": reserved_array}
     device_function = staticmethod(device_function)
     cuda_module = _cuda  # what the group helpers' device functions read as ``cuda``
     trap = staticmethod(device_trap)

@@ -5,17 +5,21 @@ import math
 
 import numba_cuda_mlir._mlir.ir as ir
 from numba_cuda_mlir import extending as ext
-from numba_cuda_mlir._mlir.dialects import memref
+from numba_cuda_mlir._mlir.dialects import arith, builtin, func, llvm, memref
+from numba_cuda_mlir.lowering_utilities import memref_descriptor_type
+from numba_cuda_mlir.mlir_lowering import get_or_insert_function
 from numba_cuda_mlir.models import ArrayModel, CPointerModel, IntegerModel, OpaqueModel
 from numba_cuda_mlir.numba_cuda import types
 from numba_cuda_mlir.numba_cuda.core import errors
+from numba_cuda_mlir.numba_cuda.np.numpy_support import as_dtype
 from numba_cuda_mlir.numba_cuda.typing.npydecl import parse_dtype
 from numba_cuda_mlir.numba_cuda.typing.templates import AbstractTemplate, signature
 
 from ..codegen.shims import SHARED_ALIGNMENT
-from ..codegen.storage import TempStorage
+from ..codegen.storage import TempStorage, reservation
 from ..model.errors import CoopgenError
 from ..types.enums import CoopEnum
+from .bundle import bundle_for
 
 ARRAY_PARAMETERS = ("shape", "dtype", "alignment")
 
@@ -157,22 +161,28 @@ def array_type(space: str, args, kws, cls=SizedArray) -> SizedArray:
 ARRAYS: dict = {}
 
 
-def register_array(array, space: str, cls=SizedArray) -> None:
-    """Typing and lowering of ``array`` (coopgen.local.array or coopgen.shared.array)."""
-    ARRAYS[space if cls is SizedArray else "thread_data"] = array
+def register_array(array, space: str, cls=SizedArray, name=None) -> None:
+    """Typing and lowering of ``array`` (coopgen.local.array or coopgen.shared.array; name
+    "reserved": a TempStorage's reservation, whose storage is its last argument)."""
+    ARRAYS[name or (space if cls is SizedArray else "thread_data")] = array
+    reserved = name == "reserved"
 
     class Template(AbstractTemplate):
         key = array
         prefer_literal = True
 
         def generic(self, args, kws):
-            return signature(array_type(space, args, kws, cls), *args, *kws.values())
+            ty = array_type(space, args[:-1] if reserved else args, kws, cls)
+            return signature(ty, *args, *kws.values())
 
     ext.typing_registry.register_global(array, types.Function(Template))
 
     @ext.lower_builtin(array, types.VarArg(types.Any))
     def lower(builder, target, args, kws):
         ty = builder.get_numba_type(target)
+        if reserved:
+            builder.store_var(target, _reserved(builder, ty, builder.get_numba_type(args[-1])))
+            return
         align = SHARED_ALIGNMENT if space == "shared" else 16
         element = builder.get_storage_type(ty.dtype)
         shape = list(ty.shape)
@@ -209,9 +219,39 @@ def shared_memory(builder, shape: list, element, align: int):
     return memref.get_global(mtype, name)
 
 
+def _reserved(builder, ty, storage):
+    """``storage.reserve(...)``: a memref over its member of the storage, whose address its
+    accessor shim returns (coopgen.codegen.storage.reservation)."""
+    dtype = as_dtype(ty.dtype)
+    bundle = bundle_for(builder, "TempStorage.reserve")
+    shim = reservation(storage.obj, ty.size * dtype.itemsize, max(ty.alignment or 1,
+                                                                  dtype.alignment),
+                       bundle.next_use_index(storage.obj.symbol))
+    bundle.add(shim)
+    pointer = llvm.PointerType.get()
+    callee = get_or_insert_function(shim.symbol, ir.FunctionType.get([], [pointer]),
+                                    builder.mlir_gpu_module)
+    data = func.call([pointer], callee.name.value, [])
+    i64 = ir.IntegerType.get_signless(64)
+    desc = llvm.UndefOp(memref_descriptor_type(len(ty.shape))).result
+    fields = [(data, [0]), (data, [1]), (0, [2])] + [(n, [3, i]) for i, n in enumerate(
+        ty.shape)] + [(math.prod(ty.shape[i + 1:]), [4, i]) for i in range(len(ty.shape))]
+    for value, at in fields:
+        value = value if isinstance(value, ir.Value) else arith.constant(i64, value)
+        desc = llvm.insertvalue(desc, value, ir.DenseI64ArrayAttr.get(at))
+    return builtin.unrealized_conversion_cast([builder.get_mlir_type(ty)], [desc])
+
+
 def thread_data(shape, dtype):
     """``coop.ThreadData(n)`` in a kernel, once its dtype is known (coopgen.mlir.rewrite)."""
 
 
 thread_data.__qualname__ = "local.thread_data"
 register_array(thread_data, "local", ThreadDataArray)
+
+
+def reserve(shape, dtype, alignment, storage):
+    """``storage.reserve(shape, dtype, alignment)`` in a kernel (the rewrite's)."""
+
+
+register_array(reserve, "shared", name="reserved")

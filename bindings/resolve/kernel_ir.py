@@ -13,6 +13,7 @@ import numpy as np
 
 from ..model.errors import CoopgenError
 from ..types.desc import host_dtype
+from .object_forms import ObjectForms
 
 #: Attributes of an array argument known on the host; other objects' public attributes are too.
 ARRAY_ATTRIBUTES = ("shape", "size", "ndim")
@@ -94,6 +95,9 @@ class Trace:
             return self._argument(d.index, ())
         if is_op(ir, d, "getattr"):
             return self._attribute(d)
+        if is_op(ir, d, "call") and getattr(callee := self.callee(d.func), "_coopgen_host_call",
+                                            False):
+            return self.host_object(d, callee)[0], False  # (UNKNOWN, False): not known
         operands = _OPERANDS.get(d.op) if isinstance(d, ir.expr) else None
         known = [self.value(x) for x in operands(d)] if operands is not None else [NOT_KNOWN]
         if any(v is UNKNOWN for v, _ in known):
@@ -136,12 +140,28 @@ class Trace:
         self.keys.append((index, path))
         return v, True
 
+    def host_object(self, expr, callee):
+        """(what a call made on the host, ``coop.TempStorage(n)``, gives, None), or (UNKNOWN,
+        the argument not known): made once per call, so each block's rewrite sees it."""
+        made = self.func_ir.__dict__.setdefault("_coopgen_host_objects", {})
+        if made.get(id(expr), (None,))[0] is expr:
+            return made[id(expr)][1], None
+        values = {}
+        for k, var in list(enumerate(expr.args)) + list(expr.kws):
+            values[k] = plain(self.value(var)[0])
+            if values[k] is UNKNOWN:
+                return UNKNOWN, k
+        obj = callee(*[values[i] for i in range(len(expr.args))],
+                     **{k: v for k, v in values.items() if not isinstance(k, int)})
+        made[id(expr)] = (expr, obj)
+        return obj, None
+
     def callee(self, var):
         """The Python object a call calls, when the host knows it."""
         return None if (value := self.value(var)[0]) is UNKNOWN else value
 
 
-class CallRewrite:
+class CallRewrite(ObjectForms):
     """The rewrite of one block's calls (``func_ir``, ``block``, ``trace``, ``changed``; new
     statements go to ``new``, the block's statements before the one rewritten). A backend
     gives its IR classes, its error class, its array functions (``arrays``: "local" and
@@ -192,21 +212,38 @@ class CallRewrite:
             expr.args, expr.kws, self.changed = expr.args[:-1], list(kws.items()), True
             self._drop_unused([v])
         if getattr(callee, "_coopgen_shared_array", False):  # TempStorage.reserve(n, dtype)
-            args = list(expr.args)
-            count = self.trace.value(args[0])[0] if args else UNKNOWN
-            if isinstance(count, (int, np.integer)):  # a constant expression: its value
-                args[0] = self._define(new, self.ir.Const(int(count), stmt.loc), stmt.loc)
-            func = self._array_function(new, self.arrays["shared"], stmt.loc)
-            self._drop_callee(expr.func)
-            self._replace_value(stmt, self.ir.Expr.call(func, args, expr.kws, stmt.loc))
+            self._reserve(new, stmt, fdef)
             return True
         if getattr(callee, "_coopgen_thread_data", False):
             self._thread_data(new, stmt, index)
             return True
+        if getattr(callee, "_coopgen_fused_call", False):
+            self._fused_call(new, stmt, callee)
+            return True
+        self._positive_counts(callee, expr)
         if getattr(callee, "_coopgen_host_call", False):
             self._host_call(new, stmt, callee)
             return True
         return False
+
+    def _reserve(self, new, stmt, fdef):
+        """``storage.reserve(n, dtype, alignment=None)`` (or through a copy of the method)
+        -> ``reserved(n, dtype, alignment, storage)``: its array in the storage."""
+        expr, loc = stmt.value, stmt.loc
+        kws = dict(expr.kws)
+        args = list(expr.args) + [kws.pop(k) for k in ("num_elems", "dtype", "alignment")[
+            len(expr.args):] if k in kws]
+        if kws or not 2 <= len(args) <= 3 or not is_op(self.ir, fdef, "getattr"):
+            raise self.error("TempStorage.reserve: takes (num_elems, dtype, alignment=None), "
+                             "called on a coop.TempStorage")
+        count = self.trace.value(args[0])[0]
+        if isinstance(count, (int, np.integer)):  # a constant expression: its value
+            args[0] = self._define(new, self.ir.Const(int(count), loc), loc)
+        if len(args) == 2:
+            args.append(self._define(new, self.ir.Const(None, loc), loc))
+        func = self._array_function(new, self.arrays["reserved"], loc)
+        self._replace_value(stmt, self.ir.Expr.call(func, [*args, fdef.value], (), loc))
+        self._drop_unused([expr.func])
 
     def _from_offset(self, new, source, offset, loc):
         """``source[offset:]``."""
@@ -284,17 +321,11 @@ class CallRewrite:
 
     def _host_call(self, new, stmt, callee):
         expr = stmt.value
-        values = {}
-        for k, var in list(enumerate(expr.args)) + list(expr.kws):
-            value, _ = self.trace.value(var)
-            if value is UNKNOWN:
-                which = f"argument {k + 1}" if isinstance(k, int) else f"{k}="
-                raise self.error(
-                    f"{getattr(callee, '__qualname__', callee)}: {which} must be known when "
-                    f"the kernel compiles ({self.known_values})")
-            values[k] = plain(value)
-        obj = callee(*[values[i] for i in range(len(expr.args))],
-                     **{k: v for k, v in values.items() if not isinstance(k, int)})
+        obj, k = self.trace.host_object(expr, callee)
+        if obj is UNKNOWN:
+            which = f"argument {k + 1}" if isinstance(k, int) else f"{k}="
+            raise self.error(f"{getattr(callee, '__qualname__', callee)}: {which} must be known "
+                             f"when the kernel compiles ({self.known_values})")
         self._drop_callee(expr.func)
         self._replace_value(stmt, self.ir.Global(f"coopgen_{type(obj).__name__}", obj,
                                                  expr.loc))

@@ -70,3 +70,49 @@ def test_two_phase_radix_calls_take_bits_or_values():
                   Literal(4, Scalar("int64"))) == {
         "keys": 0, "items_per_thread": 1, "begin_bit": 2, "end_bit": 3}
     assert _named(bits, ITEMS, ITEMS) == {"keys": 0, "values": 1}
+
+
+@pytest.mark.parametrize("compiler", COMPILERS)
+@pytest.mark.parametrize("count", [1.5, True, 0])
+def test_a_per_thread_count_is_a_positive_integer(compiler, count):
+    """cuda.coop's error (its class is coopgen's compile-time error) and words for a count
+    that is not a positive int, raised by the rewrite before typing."""
+    from coopgen.linkcheck import link_as_launched
+    cuda = importlib.import_module(compiler).cuda
+    _block = coop.numba_mlir._block
+
+    @cuda.jit
+    def kernel(d_values, d_lengths):
+        values = coop.local.array(1, dtype=np.uint32)
+        lengths = coop.local.array(1, dtype=np.uint32)
+        size = coop.local.array(1, dtype=np.uint32)
+        items = coop.local.array(1, dtype=np.uint32)
+        values[0] = d_values[cuda.threadIdx.x]
+        lengths[0] = d_lengths[cuda.threadIdx.x]
+        rld = _block.run_length(values, lengths, count, 1, size, decoded_offset_dtype="uint32")
+        rld.decode(items, 0)
+
+    with pytest.raises(CoopgenError, match="block.run_length: runs_per_thread must be a "
+                                           "compile-time positive integer"):
+        link_as_launched(kernel, THREADS, np.zeros(THREADS, np.uint32),
+                         np.ones(THREADS, np.uint32))
+
+
+def test_fused_decode_on_the_host():
+    """rld.decode(...) made on the host: its call's slots follow its with_ flags, its storage
+    is the decoder's, and what it is given is checked."""
+    rld = coop.numba_mlir._block.run_length(np.uint32, THREADS, 2, 4,
+                                            decoded_offset_dtype=np.uint32)
+    full = rld.decode(np.uint32, np.uint32, with_relative_offsets=True,
+                      with_decoded_window_offset=True, relative_offset_dtype=np.uint32)
+    assert full.slots == ("run_values", "run_lengths", "total_decoded_size", "decoded_items",
+                          "relative_offsets", "decoded_window_offset")
+    assert rld.decode().slots[3:] == ("decoded_items",)
+    assert (full.temp_storage_bytes, full.temp_storage_alignment) == \
+        (rld.temp_storage_bytes, rld.temp_storage_alignment) != (0, 0)
+    with pytest.raises(ValueError, match="argument 1=.*is not a dtype"):
+        rld.decode("no such type")
+    with pytest.raises(TypeError, match="unexpected keyword 'with_items'"):
+        rld.decode(with_items=True)
+    with pytest.raises(TypeError, match="call it inside a kernel"):
+        full(1, 2, 3)

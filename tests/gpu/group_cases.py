@@ -99,6 +99,66 @@ def _want_reserved(a, t):
     return [(x[:, pick % t] + pick + 3 * x.sum(axis=1, keepdims=True)).reshape(-1)]
 
 
+def reservations_share_their_storage(cuda):
+    """cuda.coop's layout of reservations: a "shared" storage's share its bytes (from its
+    start), an "exclusive" storage's get slices of their own, beside its primitives'."""
+    @cuda.jit
+    def k(d_in, d_out):
+        block = coop.this_block()
+        r = block.rank()
+        base = cuda.blockIdx.x * 128
+        storage = coop.TempStorage()
+        wide = storage.reserve(256, d_in.dtype, alignment=16)
+        narrow = storage.reserve(128, d_in.dtype)  # the first half of wide
+        exclusive = coop.TempStorage(sharing="exclusive")
+        first = exclusive.reserve(128, d_in.dtype)
+        second = exclusive.reserve(128, d_in.dtype)
+        wide[r] = d_in[base + r] + r
+        wide[r + 128] = d_in[base + r]
+        first[r] = d_in[base + r] * 2
+        second[r] = d_in[base + r] + 1
+        cuda.syncthreads()
+        seen = narrow[(r * 7) % 128]
+        total = coop.sum(block, first[r], temp_storage=exclusive)
+        cuda.syncthreads()
+        d_out[base + r] = seen + first[(r * 3) % 128] + second[(r * 5) % 128] + total
+    return k
+
+
+def _want_shared_reservations(a, t):
+    x, r = a[0].reshape(GRID, t), np.arange(t)
+    seen = x[:, (r * 7) % 128] + (r * 7) % 128
+    return [(seen + 2 * x[:, (r * 3) % 128] + x[:, (r * 5) % 128] + 1
+             + 2 * x.sum(axis=1, keepdims=True)).reshape(-1)]
+
+
+LARGE = 13 * 1024  # int32 items: past the 48 KB a kernel may declare statically
+
+
+def large_reservation(cuda):
+    @cuda.jit
+    def k(d_in, d_out):
+        block = coop.this_block()
+        r = block.rank()
+        base = cuda.blockIdx.x * 128
+        storage = coop.TempStorage(alignment=16, sharing="exclusive")
+        own = storage.reserve(128, d_in.dtype)
+        big = storage.reserve(LARGE, np.int32)
+        own[r] = d_in[base + r]
+        for i in range(r, LARGE, 128):
+            big[i] = i
+        cuda.syncthreads()
+        total = coop.sum(block, own[r], temp_storage=storage)
+        cuda.syncthreads()
+        d_out[base + r] = own[127 - r] + big[LARGE - 1 - r] + total
+    return k
+
+
+def _want_large_reservation(a, t):
+    x, r = a[0].reshape(GRID, t), np.arange(t)
+    return [(x[:, ::-1] + (LARGE - 1 - r) + x.sum(axis=1, keepdims=True)).reshape(-1)]
+
+
 def partial_transpose_load(cuda, warp):
     @cuda.jit(device=True, inline="always")
     def marked(items, r):
@@ -913,6 +973,13 @@ CASES = [
     Case("reserved_beside_scratch", reserved_beside_scratch,
          lambda dt, t, rng: [_rand(dt, GRID * t, rng), np.zeros(GRID * t, dt)],
          _want_reserved, blocks=(128, (16, 8), (4, 4, 8)), dtypes=(np.int32, np.float64)),
+    Case("reservations_share_their_storage", reservations_share_their_storage,
+         lambda dt, t, rng: [_rand(dt, GRID * t, rng), np.zeros(GRID * t, dt)],
+         _want_shared_reservations, blocks=(128, (16, 8), (4, 4, 8)),
+         dtypes=(np.int32, np.float64)),
+    Case("large_reservation", large_reservation,
+         lambda dt, t, rng: [_rand(dt, GRID * t, rng), np.zeros(GRID * t, dt)],
+         _want_large_reservation, blocks=(128, (4, 4, 8)), dtypes=(np.int32, np.float64)),
     Case("warp_scalar_store", warp_scalar_store,
          lambda dt, t, rng: [_rand(dt, GRID * t, rng), np.zeros(GRID * t, dt)],
          lambda a, t: [a[0] + 1], blocks=(128, (32, 2), (8, 4, 2)),

@@ -381,6 +381,68 @@ def storage_items(cuda):
     return k
 
 
+def run_length_fused(offsets: bool):
+    """cuda.coop's fused decode made on the host (``rld.decode(...)``): the constructor's
+    arguments, then the method's, in one call; with relative offsets, a window offset and
+    its temp storage, or the decoded items alone (window 0, CUB's own storage)."""
+    def make(cuda):
+        rld = _block.run_length(np.int32, THREADS, 2, 4, decoded_offset_dtype=np.uint32)
+        decode = rld.decode(np.uint32, np.uint32, with_relative_offsets=offsets,
+                            with_decoded_window_offset=offsets, relative_offset_dtype=np.uint32)
+        size, align = decode.temp_storage_bytes, decode.temp_storage_alignment
+
+        _load, _ = _movers(cuda)
+
+        @cuda.jit(device=True)
+        def out(d_items, d_relative, d_size, items, relative, total):
+            t = cuda.threadIdx.x
+            for i in range(4):
+                d_items[t * 4 + i] = items[i]
+                d_relative[t * 4 + i] = relative[i]
+            if t == 0:
+                d_size[0] = total[0]
+
+        def with_offsets(d_values, d_lengths, d_items, d_relative, d_size, window):
+            values = coop.local.array(2, dtype=d_values.dtype)
+            lengths = coop.local.array(2, dtype=d_lengths.dtype)
+            total = coop.local.array(1, dtype=np.uint32)
+            items = coop.local.array(4, dtype=d_values.dtype)
+            relative = coop.local.array(4, dtype=np.uint32)
+            _load(d_values, values, False)
+            _load(d_lengths, lengths, False)
+            decode(values, lengths, total, items, relative, window,
+                   temp_storage=coop.TempStorage(size, align))
+            out(d_items, d_relative, d_size, items, relative, total)
+
+        def items_only(d_values, d_lengths, d_items, d_relative, d_size, window):
+            runs = coop.local.array(4, dtype=d_values.dtype)  # values, then lengths
+            total = coop.local.array(1, dtype=np.uint32)
+            items = coop.local.array(4, dtype=d_values.dtype)
+            zeros = coop.local.array(4, dtype=np.uint32)
+            for i in range(4):
+                zeros[i] = 0
+            _load(d_values, runs[:2], False)
+            _load(d_lengths, runs[2:], False)
+            decode(runs[:2], runs[2:], total, items)
+            out(d_items, d_relative, d_size, items, zeros, total)
+        return cuda.jit(with_offsets if offsets else items_only)
+
+    def inputs(rng):
+        low = 3 if offsets else 2  # the window lies within the decoded items
+        return [rng.integers(-99, 99, 2 * THREADS).astype(np.int32),
+                rng.integers(low, low + 3, 2 * THREADS).astype(np.uint32),
+                np.zeros(4 * THREADS, np.int32), np.ones(4 * THREADS, np.uint32),
+                np.zeros(1, np.uint32), np.uint32(50 if offsets else 0)]
+
+    def want(a):
+        decoded = np.repeat(a[0], a[1])
+        relative = np.concatenate([np.arange(n) for n in a[1]])
+        w = slice(int(a[5]), int(a[5]) + 4 * THREADS)
+        return {2: decoded[w], 3: relative[w] if offsets else np.zeros(4 * THREADS),
+                4: [a[1].sum()]}
+    return Case(f"run_length_fused_decode{'_offsets_window' * offsets}", make, inputs, want)
+
+
 def _qualified_want(args):
     order = np.argsort(args[0] & np.uint32(15), kind="stable")
     ranks = np.empty(N, np.int32)
@@ -422,4 +484,5 @@ CASES = [
          lambda a: {1: np.cumsum(a[0]) - a[0], 2: np.array([a[0].sum()], np.int32)}),
     Case("temp_storage_items", storage_items, lambda rng: [np.zeros(THREADS, np.int32)],
          lambda a: {0: np.full(THREADS, 31, np.int32)}),
+    run_length_fused(True), run_length_fused(False),
 ]
