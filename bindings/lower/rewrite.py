@@ -5,13 +5,15 @@ the dispatcher keys its kernels on (as on the block shape); objects made from co
 temp_storage=ts)``; Python operators become device functions; ``ThreadData(n)`` is
 ``local.array(n, dtype)``; numba's local/shared arrays passed to a primitive become coopgen's,
 whose type carries the shape (items per thread and bins are inferred from it)."""
+import contextvars
 import types as pytypes
 
 from llvmlite import ir as llvm_ir
 from numba import cuda as _cuda
 from numba.cuda import types
 from numba.cuda.core import ir
-from numba.cuda.core.ir_utils import get_definition, guard
+from numba.cuda.core.inline_closurecall import InlineWorker
+from numba.cuda.core.ir_utils import build_definitions, get_definition, guard
 from numba.cuda.core.rewrites import Rewrite, register_rewrite
 from numba.cuda.extending import intrinsic
 
@@ -58,13 +60,23 @@ def _is_coopgen(obj) -> bool:
     return isinstance(obj, host_objects.ENTRY_CLASSES) or in_coopgen(obj)
 
 
-def _device_function_calling_primitives(obj) -> bool:
-    """A ``@cuda.jit(device=True)`` function reading a name of coopgen's (globals, closure)."""
+#: How many times the rewrite goes over a function at most (a pass may leave calls for the next).
+_PASSES = 8
+#: Set while a device function is inlined here: its own rewrite then leaves it as it is.
+_inlining: contextvars.ContextVar = contextvars.ContextVar("coopgen_inlining", default=False)
+
+
+def _device_function_calling_primitives(obj, args=()) -> bool:
+    """A ``@cuda.jit(device=True)`` function reading a name of coopgen's (globals, closure),
+    or given one of coopgen's objects (``args``: the host values of a call's arguments):
+    compiled once per signature, it would keep the first launch's block shape, so it is
+    inlined into its caller (numba-cuda's ``inline=`` defaults to "never" and cannot tell)."""
     options = getattr(obj, "targetoptions", None)
     fn = getattr(obj, "py_func", None)
-    if not isinstance(options, dict) or not options.get("device") or fn is None \
-            or options.get("inline") == "always":
+    if not isinstance(options, dict) or not options.get("device") or fn is None:
         return False
+    if any(f"{type(v).__module__}.".startswith("coopgen.") for v in args):
+        return True
     names, codes = set(), [fn.__code__]
     while codes:
         code = codes.pop()
@@ -96,28 +108,72 @@ class CoopgenRewrite(GroupCallRewrite, Rewrite):
     def takes_constants(self, obj) -> bool:
         return takes_constants(obj)
 
+    def __init__(self, state=None):
+        super().__init__(state)
+        self.state = state
+
     def match(self, func_ir, block, typemap, calltypes):
+        """The whole function at its first block (numba offers them last first): its device
+        functions that call coopgen inlined, then every block in order, until nothing
+        changes; the blocks' statements are replaced in place."""
+        if _inlining.get() or func_ir.__dict__.get("_coopgen_rewritten"):
+            return False
+        func_ir._coopgen_rewritten = self.given = block
         cfg = launch_config()
         launched = cfg is not None and func_ir.func_id.func is getattr(cfg.dispatcher,
                                                                        "py_func", None)
         launch_args = (getattr(cfg, "args", None) or ()) if launched else None
-        self.func_ir, self.block, self.changed = func_ir, block, False
-        self.trace = Trace(IR, func_ir, launch_args, _is_coopgen)
-        new = block.copy()
-        new.clear()
-        for index, stmt in enumerate(block.body):
-            if is_call(IR, stmt):
-                self._call(new, stmt, index)
-            new.append(stmt)
-        if self.trace.keys:
-            depends_on(cfg.dispatcher, self.trace.keys)
+        self.func_ir, self.changed = func_ir, False
+        self._inline_device_functions()
+        changed, self.changed = self.changed, True
+        for _ in range(_PASSES):
+            if not self.changed:
+                break
+            self.changed = False
+            self.trace = Trace(IR, func_ir, launch_args, _is_coopgen)
+            for _, self.block in sorted(func_ir.blocks.items()):
+                new = self.block.copy()
+                new.clear()
+                for index, stmt in enumerate(self.block.body):
+                    if is_call(IR, stmt):
+                        self._call(new, stmt, index)
+                    new.append(stmt)
+                self.block.body = new.body
+            if self.trace.keys:
+                depends_on(cfg.dispatcher, self.trace.keys)
+            changed |= self.changed
         if launched and any(host_objects.is_host_object(a) for a in launch_args):
             host_objects.pass_host_objects()
-        self.new_block = new
-        return self.changed
+        return changed
 
     def apply(self):
-        return self.new_block
+        return self.given
+
+    def _inline_device_functions(self) -> None:
+        """The device functions that call coopgen, inlined here (nested ones too, numba's
+        inline="always" ones among them) before any call is rewritten: a group, a
+        ThreadData or a TempStorage passed to one is then the kernel's own."""
+        worker = InlineWorker(self.state.typingctx, self.state.targetctx, self.state.locals,
+                              self.state.pipeline, self.state.flags)
+        while True:
+            trace = Trace(IR, self.func_ir)
+            found = next(((b, i, trace.callee(s.value.func).py_func)
+                          for b in self.func_ir.blocks.values() for i, s in enumerate(b.body)
+                          if is_call(IR, s) and _device_function_calling_primitives(
+                              trace.callee(s.value.func), [trace.value(v)[0] for v in (
+                                  *s.value.args, *dict(s.value.kws).values())])), None)
+            if found is None:
+                return
+            # the blocks inlined join a copy of the function's table: numba's rewrite loop
+            # still holds (and checks) the table it started with
+            self.func_ir.blocks = dict(self.func_ir.blocks)
+            token = _inlining.set(True)  # its own rewrite leaves it to this function's
+            try:
+                worker.inline_function(self.func_ir, *found)
+            finally:
+                _inlining.reset(token)
+            self.func_ir._definitions = build_definitions(self.func_ir.blocks)
+            self.changed = True
 
     def _constant(self, new, value, loc):
         """A variable holding ``value``; a tuple built from items (to type as literals)."""
@@ -130,10 +186,6 @@ class CoopgenRewrite(GroupCallRewrite, Rewrite):
             return
         expr = stmt.value
         callee = self.trace.callee(expr.func)
-        if _device_function_calling_primitives(callee):
-            # compiled once per signature, it would keep the first launch's block shape:
-            # inlined (numba's inline pass runs next), its primitives are the kernel's
-            callee.targetoptions["inline"] = "always"
         if not takes_constants(callee):
             return
         if callee in _NUMBA_ARRAYS:

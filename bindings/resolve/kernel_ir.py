@@ -395,8 +395,7 @@ class CallRewrite(ObjectForms):
         if given in (int, float):  # cuda.coop: Python's int and float are 32-bit
             dtype = self._define(new, self.ir.Global(
                 "dtype", np.int32 if given is int else np.float32, stmt.loc), stmt.loc)
-        if dtype is None or isinstance(d := self.trace.definition(dtype), self.ir.const) \
-                and d.value is None:
+        if dtype is None or given is None:  # not given, or None (a constant or a global)
             root, is_dtype = self._first_use_source(stmt.target, index)
             dtype = self._define(new, self.ir.Global("dtype", root, stmt.loc) if is_dtype else
                                  self.ir.Expr.getattr(root, "dtype", stmt.loc), stmt.loc)

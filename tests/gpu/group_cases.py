@@ -159,6 +159,45 @@ def _want_large_reservation(a, t):
     return [(x[:, ::-1] + (LARGE - 1 - r) + x.sum(axis=1, keepdims=True)).reshape(-1)]
 
 
+def helpers(cuda):
+    """A group, a ThreadData typed only by its use in an ``inline="always"`` helper, and a
+    TempStorage reserving in another helper, all passed to device functions."""
+    @cuda.jit(device=True, inline="always")
+    def load_into(group, source, items):
+        coop.load(group, source, items)
+
+    @cuda.jit(device=True)
+    def load_tile(group, source):
+        items = coop.ThreadData(items_per_thread=ITEMS)
+        load_into(group, source, items)
+        return items
+
+    @cuda.jit(device=True, inline="always")
+    def allocate(storage):
+        alias = storage
+        return alias.reserve(128, np.float64)
+
+    @cuda.jit
+    def k(d_in, d_out):
+        block = coop.this_block()
+        r = block.rank()
+        tile = d_in[cuda.blockIdx.x * 128 * ITEMS:]
+        items = load_tile(block, tile)
+        storage = coop.TempStorage(sharing="exclusive")
+        halves = allocate(storage)
+        halves[r] = r + 0.5
+        cuda.syncthreads()
+        for i in range(ITEMS):
+            items[i] += halves[127 - r]
+        coop.store(block, d_out[cuda.blockIdx.x * 128 * ITEMS:], items)
+    return k
+
+
+def _want_helpers(a, t):
+    x = a[0].reshape(GRID, t, ITEMS)
+    return [(x + (t - 1 - np.arange(t))[None, :, None] + 0.5).reshape(-1)]
+
+
 def partial_transpose_load(cuda, warp):
     @cuda.jit(device=True, inline="always")
     def marked(items, r):
@@ -980,6 +1019,9 @@ CASES = [
     Case("large_reservation", large_reservation,
          lambda dt, t, rng: [_rand(dt, GRID * t, rng), np.zeros(GRID * t, dt)],
          _want_large_reservation, blocks=(128, (4, 4, 8)), dtypes=(np.int32, np.float64)),
+    Case("device_helpers", helpers,
+         lambda dt, t, rng: [_rand(dt, GRID * t * ITEMS, rng), np.zeros(GRID * t * ITEMS, dt)],
+         _want_helpers, blocks=(128, (4, 4, 8)), dtypes=(np.float64, np.float32)),
     Case("warp_scalar_store", warp_scalar_store,
          lambda dt, t, rng: [_rand(dt, GRID * t, rng), np.zeros(GRID * t, dt)],
          lambda a, t: [a[0] + 1], blocks=(128, (32, 2), (8, 4, 2)),
