@@ -270,7 +270,8 @@ class _Walker:
     def walk(self, cursor, ns: tuple[str, ...]):
         K = self.K
         for ch in cursor.get_children():
-            if ch.kind == K.NAMESPACE:
+            kind = ch.kind  # each property of a cursor is a call into libclang: read it once
+            if kind == K.NAMESPACE:
                 if not ns and ch.spelling != "cub":
                     continue
                 # CUB's ABI namespace (e.g. CUB_300001_SM_900) is inline: strip it from names.
@@ -278,14 +279,14 @@ class _Walker:
                 self.walk(ch, ns if inline else ns + (ch.spelling,))
             elif not ns:
                 continue
-            elif ch.kind == K.CLASS_TEMPLATE and self.wanted(ch, ns):
+            elif kind == K.CLASS_TEMPLATE and self.wanted(ch, ns):
                 rel = self.rel(ch)
                 if rel.startswith(("cub/block/", "cub/warp/")) and ch.is_definition():
                     self.classes.setdefault("::".join(ns + (ch.spelling,)), (ch, ns))
-            elif ch.kind == K.ENUM_DECL and ch.is_definition() and ns == ("cub",):
+            elif kind == K.ENUM_DECL and ns == ("cub",) and ch.is_definition():
                 if self.rel(ch).startswith(("cub/block/", "cub/warp/", "cub/thread/")):
                     self.enums.setdefault("cub::" + ch.spelling, ch)
-            elif ch.kind in (K.FUNCTION_TEMPLATE, K.FUNCTION_DECL) and self.free_function(ch, ns):
+            elif kind in (K.FUNCTION_TEMPLATE, K.FUNCTION_DECL) and self.free_function(ch, ns):
                 self.functions.setdefault("::".join(ns + (ch.spelling,)), []).append((ch, ns))
 
     def free_function(self, cursor, ns: tuple[str, ...]) -> bool:
@@ -311,11 +312,12 @@ class _Walker:
         K = self.K
         out = []
         for ch in cursor.get_children():
-            if ch.kind == K.TEMPLATE_TYPE_PARAMETER:
+            ck = ch.kind
+            if ck == K.TEMPLATE_TYPE_PARAMETER:
                 kind, cpp = "type", ""
-            elif ch.kind == K.TEMPLATE_NON_TYPE_PARAMETER:
+            elif ck == K.TEMPLATE_NON_TYPE_PARAMETER:
                 kind, cpp = "value", ch.type.spelling
-            elif ch.kind == K.TEMPLATE_TEMPLATE_PARAMETER:
+            elif ck == K.TEMPLATE_TEMPLATE_PARAMETER:
                 kind, cpp = "template", ""
             else:
                 continue
@@ -368,14 +370,16 @@ class _Walker:
         K, A = self.K, self.ci.AccessSpecifier
         ctors, methods = [], []
         for ch in cursor.get_children():
-            if ch.access_specifier != A.PUBLIC or (ch.kind in (K.CONSTRUCTOR, K.CXX_METHOD)
-                                                  and ch.is_deleted_method()):
+            kind = ch.kind
+            if kind not in (K.CONSTRUCTOR, K.CXX_METHOD, K.FUNCTION_TEMPLATE) \
+                    or ch.access_specifier != A.PUBLIC \
+                    or (kind != K.FUNCTION_TEMPLATE and ch.is_deleted_method()):
                 continue  # deleted members (WarpExchange() = delete) are not API
             # A templated constructor is a FUNCTION_TEMPLATE spelled "Class<Args...>".
-            if ch.kind == K.CONSTRUCTOR or (ch.kind == K.FUNCTION_TEMPLATE
-                                            and ch.spelling.split("<")[0] == cursor.spelling):
+            if kind == K.CONSTRUCTOR or (kind == K.FUNCTION_TEMPLATE
+                                         and ch.spelling.split("<")[0] == cursor.spelling):
                 ctors.append(self.overload(ch, "constructor", cls_name, inherited_from))
-            elif ch.kind in (K.CXX_METHOD, K.FUNCTION_TEMPLATE) and not ch.spelling.startswith("operator"):
+            elif not ch.spelling.startswith("operator"):
                 methods.append(self.overload(ch, "method", cls_name, inherited_from))
         return ctors, methods
 
