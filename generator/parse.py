@@ -187,12 +187,15 @@ def _is_hidden(path: str, line: int) -> bool:
     return any(a < line < b for a, b in _hidden_ranges(path))
 
 
+_COMMENT_MARK = re.compile(r"^\s*(//[!/]<?|/\*[*!]<?|\*/|\*)")
+
+
 def _clean_comment(raw: str | None) -> str:
     if not raw:
         return ""
     lines = []
     for line in raw.splitlines():
-        line = re.sub(r"^\s*(//[!/]<?|/\*[*!]<?|\*/|\*)", "", line).rstrip()
+        line = _COMMENT_MARK.sub("", line).rstrip()
         lines.append(line[1:] if line.startswith(" ") else line)
     return "\n".join(lines).strip().removesuffix("*/").strip()
 
