@@ -88,22 +88,27 @@ def generate_entries(entries: tuple[headers.LockEntry, ...]) -> None:
         run = map
         if workers > 1:
             run = stack.enter_context(ProcessPoolExecutor(workers)).map
+        made = {}
         for results in run(generate_run, runs):
-            for warnings, summary, page in results:
+            for entry, (warnings, summary, page, model, bound) in results:
                 for w in warnings:
                     print(f"warning: {w}", file=sys.stderr)
                 print(summary)
                 types_page = page or types_page
-    write_release_files(types_page)
+                made[entry.cccl] = (model, bound)
+    write_release_files(types_page, made)
 
 
-def generate_run(entries) -> list[tuple[list[str], str, str | None]]:
-    return [generate_entry(e) for e in entries]
+def generate_run(entries) -> list[tuple[headers.LockEntry, tuple]]:
+    return [(e, generate_entry(e)) for e in entries]
 
 
-def generate_entry(entry: headers.LockEntry) -> tuple[list[str], str, str | None]:
-    """Parse and write one lock entry: (the parser's warnings, a line that sums it up, and
-    for the default entry the supported-types page, of the table its docstrings made)."""
+def generate_entry(entry: headers.LockEntry) -> tuple[list[str], str, str | None, ApiModel,
+                                                      frozenset[str]]:
+    """Parse and write one lock entry: (the parser's warnings, a line that sums it up, for the
+    default entry the supported-types page, of the table its docstrings made; the model and
+    the overloads it binds, for the pages of every entry)."""
+    from .emit import bound_keys
     from .emit_docs import emit_types_page
     from .pipeline import build_model
     from .write import write_docs, write_outputs
@@ -114,21 +119,24 @@ def generate_entry(entry: headers.LockEntry) -> tuple[list[str], str, str | None
     written += write_docs(entry, model, docs_api_dir())
     page = emit_types_page(entry, model) if entry == headers.load_lock()[0] else None
     n = sum(len(c.methods) + len(c.constructors) for c in model.classes)
-    return list(warnings), (f"CCCL {entry.cccl}: {len(model.classes)} classes, {n} overloads, "
-                            f"{len(model.enums)} enums, {len(model.diagnostics)} parse errors; "
-                            f"wrote {len(written)} files in {time.perf_counter() - t0:.2f} s"), page
+    summary = (f"CCCL {entry.cccl}: {len(model.classes)} classes, {n} overloads, "
+               f"{len(model.enums)} enums, {len(model.diagnostics)} parse errors; "
+               f"wrote {len(written)} files in {time.perf_counter() - t0:.2f} s")
+    return list(warnings), summary, page, model, frozenset(bound_keys(model))
 
 
-def write_release_files(types_page: str | None = None) -> None:
+def write_release_files(types_page: str | None = None, made: dict | None = None) -> None:
     """The files every lock entry appears in: the API index, the release matrix, the docs nav,
     the generated package's release list and its copy of the lock; and the supported-types
-    page (``types_page``, else made from the default entry's model)."""
+    page (``types_page``, else made from the default entry's model). ``made``: CCCL version ->
+    (model, bound overloads) of the entries just generated (the others' are read back)."""
     from .emit import bound_keys
     from .write import write_lock_copy, write_release_pages
 
-    entries = headers.load_lock()
-    models = [load_model(e) for e in entries]
-    bound = [frozenset(bound_keys(m)) for m in models]
+    entries, made = headers.load_lock(), made or {}
+    models = [made[e.cccl][0] if e.cccl in made else load_model(e) for e in entries]
+    bound = [made[e.cccl][1] if e.cccl in made else frozenset(bound_keys(m))
+             for e, m in zip(entries, models)]
     write_release_pages(entries, models, bound, docs_api_dir(), _checkout() / "mkdocs.yml",
                         generated_dir(), types_page)
     write_lock_copy(headers.lock_path(), generated_dir())

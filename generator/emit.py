@@ -7,6 +7,7 @@ the runtime; these modules are data.
 """
 from __future__ import annotations
 
+import functools
 import re
 from pathlib import Path
 
@@ -215,6 +216,27 @@ def _frozen(value):
     return tuple(value) if isinstance(value, list) else value
 
 
+def _per_model(path_of):
+    """Remember a table's reading of the models last asked about (by identity; read again when
+    the table's file changes): the emitters of one model ask for it once per class."""
+    def wrap(read):
+        kept: dict = {}
+
+        @functools.wraps(read)
+        def cached(model: ApiModel):
+            path = path_of()
+            stat = path.stat()
+            key = (id(model), str(path), stat.st_mtime_ns, stat.st_size)
+            if key not in kept or kept[key][0] is not model:
+                if len(kept) >= 8:
+                    kept.clear()
+                kept[key] = (model, read(model))
+            return kept[key][1]
+        return cached
+    return wrap
+
+
+@_per_model(lambda: PYTHONIC_PATH)
 def load_pythonic(model: ApiModel) -> tuple[list[dict], tuple]:
     """The naming table, validated against the model: every class, method and parameter name
     must exist. Returns (rows as PythonicSpec keyword dicts, the shared keyword aliases)."""
@@ -339,6 +361,7 @@ def _cpp_value(value) -> str:
     return ("true" if value else "false") if isinstance(value, bool) else str(value)
 
 
+@_per_model(lambda: LIMITS_PATH)
 def limit_specs(model: ApiModel) -> list:
     """The LimitSpecs of the limits table that apply to this model. Unknown keys, classes,
     methods and parameters are errors; a limit on a template keyword or enum value this

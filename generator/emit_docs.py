@@ -138,21 +138,32 @@ def split_doc(doc: str) -> tuple[str, dict[str, str], dict[str, str], str]:
             {k: text(v) for k, v in tparams.items()}, text(returns))
 
 
+#: (text every match holds, pattern, replacement) of the inline markup, in the order applied:
+#: a rule whose text is absent from a line cannot match there, and is skipped.
+_INLINE = tuple((needle, re.compile(pattern), repl) for needle, pattern, repl in (
+    ("![", r"!\[[^\]]*\]\((?!https?:)[^)]*\)", ""),  # CUB's own images (not shipped)
+    ("<tt>", r"<tt>(.*?)</tt>", r"`\1`"),
+    ("<b>", r"<b>(.*?)</b>", r"**\1**"),
+    (".html", r"\[([^\]]+)\]\([^)]*\.html[^)]*\)", r"\1"),  # links into CUB's site
+    (":ref:`", r":ref:`([^`<]+?)\s*<[^`>]+>`", r"\1"),
+    (":ref:`", r":ref:`([^`]+)`", r"\1"),
+    (":sub:`", r"\\ ?:sub:`([^`]+)`", r"<sub>\1</sub>"),
+    (":sub:`", r":sub:`([^`]+)`", r"<sub>\1</sub>"),
+    (":", r":\w+:(?:\w+:)?`([^`]+)`", r"`\1`"),
+    ("``", r"``([^`]+)``", r"`\1`"),
+    ("@", r"@[pc]\s+(\w+)", r"`\1`"),
+    ("@", r"@e\s+(\w+)", r"*\1*"),  # Doxygen's emphasis
+))
+_ALIAS = re.compile(r"@(\w+)")
+
+
 def _inline(text: str, aliases: dict[str, str]) -> str:
     """Inline markup: RST roles and literals, Doxygen words, escapes."""
-    text = re.sub(r"!\[[^\]]*\]\((?!https?:)[^)]*\)", "", text)  # CUB's own images (not shipped)
-    text = re.sub(r"<tt>(.*?)</tt>", r"`\1`", text)
-    text = re.sub(r"<b>(.*?)</b>", r"**\1**", text)
-    text = re.sub(r"\[([^\]]+)\]\([^)]*\.html[^)]*\)", r"\1", text)  # links into CUB's site
-    text = re.sub(r":ref:`([^`<]+?)\s*<[^`>]+>`", r"\1", text)
-    text = re.sub(r":ref:`([^`]+)`", r"\1", text)
-    text = re.sub(r"\\ ?:sub:`([^`]+)`", r"<sub>\1</sub>", text)
-    text = re.sub(r":sub:`([^`]+)`", r"<sub>\1</sub>", text)
-    text = re.sub(r":\w+:(?:\w+:)?`([^`]+)`", r"`\1`", text)
-    text = re.sub(r"``([^`]+)``", r"`\1`", text)
-    text = re.sub(r"@[pc]\s+(\w+)", r"`\1`", text)
-    text = re.sub(r"@e\s+(\w+)", r"*\1*", text)  # Doxygen's emphasis
-    text = re.sub(r"@(\w+)", lambda m: aliases.get(m.group(1), m.group(0)), text)
+    for needle, pattern, repl in _INLINE:
+        if needle in text:
+            text = pattern.sub(repl, text)
+    if "@" in text:
+        text = _ALIAS.sub(lambda m: aliases.get(m.group(1), m.group(0)), text)
     return text.replace("\\ ", "")
 
 

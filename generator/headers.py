@@ -204,16 +204,17 @@ def digest_headers(include_root: Path) -> tuple[str, int]:
                           f"CCCL include root, the folder holding cub/, cuda/, nv/ and thrust/ "
                           f"(in the nvidia-cuda-cccl wheel: {WHEEL_INCLUDE_DIR})")
     lines = []
+    root = str(include_root)
     for tree in DIGESTED_TREES:
-        base = include_root / tree
-        if not base.is_dir():
+        if not os.path.isdir(os.path.join(root, tree)):
             continue
-        for dirpath, dirnames, filenames in os.walk(base):
+        # plain strings: a Path per file costs more than hashing it
+        for dirpath, dirnames, filenames in os.walk(os.path.join(root, tree)):
             dirnames.sort()
+            rel = os.path.relpath(dirpath, root).replace(os.sep, "/")
             for name in filenames:
-                p = Path(dirpath) / name
-                rel = p.relative_to(include_root).as_posix()
-                lines.append(f"{rel}\0{hashlib.sha256(p.read_bytes()).hexdigest()}\n")
+                with open(os.path.join(dirpath, name), "rb") as f:
+                    lines.append(f"{rel}/{name}\0{hashlib.sha256(f.read()).hexdigest()}\n")
     lines.sort()
     h = hashlib.sha256("".join(lines).encode())
     return "sha256:" + h.hexdigest(), len(lines)

@@ -9,6 +9,7 @@ import functools
 import hashlib
 import os
 import re
+import shutil
 import subprocess
 import tempfile
 from pathlib import Path
@@ -92,6 +93,30 @@ def clang_args(include_root: Path) -> list[str]:
     return args
 
 
+@functools.lru_cache(maxsize=4)
+def _preamble(args: tuple[str, ...]) -> str | None:
+    """A precompiled header of what every parse includes before the headers (clang's CUDA
+    runtime wrapper: the toolkit's runtime headers, libstdc++'s <cmath>, ...; about a fifth of a
+    parse), made once per process under ``args`` (``clang_args`` less the include root) and
+    removed when the process ends (a worker of ``coopgen generate`` too). None where clang
+    cannot save it (an error in those headers): the parse then reads them itself."""
+    import multiprocessing.util
+
+    ci = _clang()
+    folder = tempfile.mkdtemp(prefix="coopgen-preamble-")
+    multiprocessing.util.Finalize(None, shutil.rmtree, args=(folder,),
+                                  kwargs={"ignore_errors": True}, exitpriority=0)
+    path = str(Path(folder, "preamble.pch"))
+    tu = ci.Index.create().parse(
+        "coopgen_preamble.cu", args=list(args), unsaved_files=[("coopgen_preamble.cu", "")],
+        options=ci.TranslationUnit.PARSE_INCOMPLETE | ci.TranslationUnit.PARSE_SKIP_FUNCTION_BODIES)
+    try:
+        tu.save(path)
+    except ci.TranslationUnitSaveError:
+        return None
+    return path
+
+
 def parse_key(include_root: Path, headers_digest: str, detail_classes: frozenset) -> str | None:
     """What :func:`parse` of these headers depends on, hashed: the headers (their lock digest,
     checked by ``headers.locate``), the classes asked for, this module's and the model's code,
@@ -162,12 +187,15 @@ def _is_hidden(path: str, line: int) -> bool:
     return any(a < line < b for a, b in _hidden_ranges(path))
 
 
+_COMMENT_MARK = re.compile(r"^\s*(//[!/]<?|/\*[*!]<?|\*/|\*)")
+
+
 def _clean_comment(raw: str | None) -> str:
     if not raw:
         return ""
     lines = []
     for line in raw.splitlines():
-        line = re.sub(r"^\s*(//[!/]<?|/\*[*!]<?|\*/|\*)", "", line).rstrip()
+        line = _COMMENT_MARK.sub("", line).rstrip()
         lines.append(line[1:] if line.startswith(" ") else line)
     return "\n".join(lines).strip().removesuffix("*/").strip()
 
@@ -245,7 +273,8 @@ class _Walker:
     def walk(self, cursor, ns: tuple[str, ...]):
         K = self.K
         for ch in cursor.get_children():
-            if ch.kind == K.NAMESPACE:
+            kind = ch.kind  # each property of a cursor is a call into libclang: read it once
+            if kind == K.NAMESPACE:
                 if not ns and ch.spelling != "cub":
                     continue
                 # CUB's ABI namespace (e.g. CUB_300001_SM_900) is inline: strip it from names.
@@ -253,14 +282,14 @@ class _Walker:
                 self.walk(ch, ns if inline else ns + (ch.spelling,))
             elif not ns:
                 continue
-            elif ch.kind == K.CLASS_TEMPLATE and self.wanted(ch, ns):
+            elif kind == K.CLASS_TEMPLATE and self.wanted(ch, ns):
                 rel = self.rel(ch)
                 if rel.startswith(("cub/block/", "cub/warp/")) and ch.is_definition():
                     self.classes.setdefault("::".join(ns + (ch.spelling,)), (ch, ns))
-            elif ch.kind == K.ENUM_DECL and ch.is_definition() and ns == ("cub",):
+            elif kind == K.ENUM_DECL and ns == ("cub",) and ch.is_definition():
                 if self.rel(ch).startswith(("cub/block/", "cub/warp/", "cub/thread/")):
                     self.enums.setdefault("cub::" + ch.spelling, ch)
-            elif ch.kind in (K.FUNCTION_TEMPLATE, K.FUNCTION_DECL) and self.free_function(ch, ns):
+            elif kind in (K.FUNCTION_TEMPLATE, K.FUNCTION_DECL) and self.free_function(ch, ns):
                 self.functions.setdefault("::".join(ns + (ch.spelling,)), []).append((ch, ns))
 
     def free_function(self, cursor, ns: tuple[str, ...]) -> bool:
@@ -286,11 +315,12 @@ class _Walker:
         K = self.K
         out = []
         for ch in cursor.get_children():
-            if ch.kind == K.TEMPLATE_TYPE_PARAMETER:
+            ck = ch.kind
+            if ck == K.TEMPLATE_TYPE_PARAMETER:
                 kind, cpp = "type", ""
-            elif ch.kind == K.TEMPLATE_NON_TYPE_PARAMETER:
+            elif ck == K.TEMPLATE_NON_TYPE_PARAMETER:
                 kind, cpp = "value", ch.type.spelling
-            elif ch.kind == K.TEMPLATE_TEMPLATE_PARAMETER:
+            elif ck == K.TEMPLATE_TEMPLATE_PARAMETER:
                 kind, cpp = "template", ""
             else:
                 continue
@@ -343,14 +373,16 @@ class _Walker:
         K, A = self.K, self.ci.AccessSpecifier
         ctors, methods = [], []
         for ch in cursor.get_children():
-            if ch.access_specifier != A.PUBLIC or (ch.kind in (K.CONSTRUCTOR, K.CXX_METHOD)
-                                                  and ch.is_deleted_method()):
+            kind = ch.kind
+            if kind not in (K.CONSTRUCTOR, K.CXX_METHOD, K.FUNCTION_TEMPLATE) \
+                    or ch.access_specifier != A.PUBLIC \
+                    or (kind != K.FUNCTION_TEMPLATE and ch.is_deleted_method()):
                 continue  # deleted members (WarpExchange() = delete) are not API
             # A templated constructor is a FUNCTION_TEMPLATE spelled "Class<Args...>".
-            if ch.kind == K.CONSTRUCTOR or (ch.kind == K.FUNCTION_TEMPLATE
-                                            and ch.spelling.split("<")[0] == cursor.spelling):
+            if kind == K.CONSTRUCTOR or (kind == K.FUNCTION_TEMPLATE
+                                         and ch.spelling.split("<")[0] == cursor.spelling):
                 ctors.append(self.overload(ch, "constructor", cls_name, inherited_from))
-            elif ch.kind in (K.CXX_METHOD, K.FUNCTION_TEMPLATE) and not ch.spelling.startswith("operator"):
+            elif not ch.spelling.startswith("operator"):
                 methods.append(self.overload(ch, "method", cls_name, inherited_from))
         return ctors, methods
 
@@ -461,8 +493,10 @@ def parse(include_root: Path, *, cccl: str, headers_digest: str,
         headers += sorted(p.relative_to(include_root).as_posix()
                           for p in include_root.glob(pattern))
     source = "".join(f"#include <{h}>\n" for h in headers)
+    args = clang_args(include_root)
+    pch = _preamble(tuple(a for a in args if a != f"-isystem{include_root}"))
     tu = ci.Index.create().parse(
-        "coopgen_all_headers.cu", args=clang_args(include_root),
+        "coopgen_all_headers.cu", args=args + (["-include-pch", pch] if pch else []),
         unsaved_files=[("coopgen_all_headers.cu", source)],
         options=ci.TranslationUnit.PARSE_SKIP_FUNCTION_BODIES)
     walker = _Walker(ci, include_root, detail_classes)

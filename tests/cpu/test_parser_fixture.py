@@ -104,3 +104,34 @@ def test_free_functions(model):
     thread_load = model.function("ThreadFixtureLoad").overloads[0]
     assert thread_load.template_params[0].cpp_type == "FixtureModifier"
     assert [e.name for e in model.enums] == ["BlockFixtureAlgorithm", "FixtureModifier"]
+
+
+
+def test_preamble_made_once_per_process_and_removed_with_it(tmp_path):
+    """A process precompiles clang's CUDA runtime wrapper once for all its parses and removes
+    it when it ends: a worker of ``coopgen generate`` too (a worker ends without atexit)."""
+    import os
+    import subprocess
+    import sys
+
+    script = tmp_path / "parse_twice.py"
+    script.write_text(
+        "import sys, tempfile\n"
+        "from concurrent.futures import ProcessPoolExecutor\n"
+        "from pathlib import Path\n"
+        "from coopgen.generator import parse\n\n"
+        "def parse_twice(root):\n"
+        "    for _ in range(2):\n"
+        "        parse.parse(Path(root), cccl='fixture', headers_digest='none')\n"
+        "    assert parse._preamble.cache_info().misses == 1\n"
+        "    return sorted(p.name for p in Path(tempfile.gettempdir()).glob('coopgen-preamble-*'))\n\n"
+        "if __name__ == '__main__':\n"
+        "    with ProcessPoolExecutor(1) as pool:\n"
+        "        print(len(pool.submit(parse_twice, sys.argv[1]).result()))\n"
+        "    print(len(parse_twice(sys.argv[1])))\n", encoding="utf-8")
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    out = subprocess.run([sys.executable, str(script), str(FIXTURE)], check=True, text=True,
+                         capture_output=True, env=dict(os.environ, TMPDIR=str(tmp))).stdout
+    assert out.split() == ["1", "1"]  # the worker's, then (the worker's removed) the process's
+    assert not list(tmp.glob("coopgen-preamble-*"))
