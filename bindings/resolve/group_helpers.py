@@ -110,8 +110,8 @@ def check_not_negative(value):
 
 
 def shuffle_down(mask, value, step):
-    """``cuda.shfl_down_sync`` of an int64, as two 32-bit halves (numba-cuda-mlir 0.6.0 shuffles
-    only the low 32 bits of a 64-bit value; numba-cuda shuffles signed halves only)."""
+    """``cuda.shfl_down_sync`` of an int64 as two int32 halves: numba-cuda-mlir 0.6.0 shuffles
+    only the low 32 bits of a 64-bit value (int32 is what both compilers shuffle whole)."""
     bits = np.uint64(value)
     low = cuda.shfl_down_sync(mask, np.int32(bits & np.uint64(0xFFFFFFFF)), step)  # noqa: F821
     high = cuda.shfl_down_sync(mask, np.int32(bits >> np.uint64(32)), step)  # noqa: F821
