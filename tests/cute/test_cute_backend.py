@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from kernels import CASES, everything, pointer, python_operators
 
-from coopgen import block
+from coopgen import block, warp
 from coopgen.cute import call, clang
 
 ARCHS = ("sm_90a", "sm_100a")
@@ -144,6 +144,21 @@ def test_python_operators_link_inlined(arch):
     ptx = compiled.artifacts.PTX
     assert "call.uni" not in ptx and ".local" not in ptx
 
+
+def test_python_operators_of_one_bytecode_keep_their_own_bodies():
+    """Two lambdas differing only in the function they call (cutlass.max, cutlass.min) are two
+    traced functions: the scan takes the minimum and the reduction the maximum (one symbol for
+    both made the GPU's min scan a max scan)."""
+    high, low = (lambda a, b: cutlass.max(a, b)), (lambda a, b: cutlass.min(a, b))
+
+    def body(x):
+        items = cute.make_rmem_tensor(4, cutlass.Int32)
+        block.load(x, items)
+        x[1] = warp.reduce(items[0], high)
+        block.inclusive_scan(items, items, scan_op=low)
+        block.store(x, items)
+    ptx = cute.compile[cute.KeepPTX](_kernel_with(body), pointer(np.int32)).artifacts.PTX
+    assert "min.s32" in ptx and "max.s32" in ptx
 
 
 def test_the_readme_kernel_links_for_each_arch(capsys):
