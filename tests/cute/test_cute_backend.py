@@ -168,11 +168,14 @@ def test_the_readme_kernel_links_for_each_arch(capsys):
     assert all(f"{arch}: compiled and linked" in out for arch in ARCHS), out
 
 
+@pytest.mark.parametrize("dtype,threads,items", ((np.int32, 128, 4), (np.int64, 256, 8)),
+                         ids=("int32-128x4", "int64-256x8"))
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_each_gpu_case_links(name):
-    """What the GPU tests run compiles and links here (int32, 128 threads, 4 items)."""
-    launch, _ = CASES[name](np.int32, 128, 4)
-    ptr = pointer(np.int32)
+def test_each_gpu_case_links(name, dtype, threads, items):
+    """What the GPU tests run compiles and links here: the narrowest and the widest of their
+    configurations (an explicit storage sized for the one may not fit the other)."""
+    launch, _ = CASES[name](dtype, threads, items)
+    ptr = pointer(dtype)
     ptx = compile_for("sm_90a", launch, ptr, ptr, ptr).artifacts.PTX
     assert "call.uni" not in ptx and ".local" not in ptx
 
