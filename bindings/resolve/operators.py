@@ -26,24 +26,16 @@ def cell_value(cell):
 
 
 def function_identity(fn, depth: int = 0) -> tuple:
-    """What a Python function compiles to: its code, the global and attribute names it reads,
-    and what its closure captured (device functions by their own identity). Two closures made
-    by one factory share their code; the captured values tell them apart, so one kernel may
-    use both; two functions of one bytecode calling different functions differ by name."""
+    """What a Python function compiles to: its code, the names it reads and what its closure
+    captured (device functions by their own identity). Closures of one factory, or lambdas of
+    one bytecode calling cutlass.max and cutlass.min, differ there: one kernel may use both."""
+    code = fn.__code__
     captured = []
     for value in map(cell_value, fn.__closure__ or ()):
         inner = getattr(value, "py_func", None)
         captured.append(function_identity(inner, depth + 1) if inner is not None and depth < 8
                         else repr(value))
-    return (fn.__module__, fn.__qualname__, _code_identity(fn.__code__), tuple(captured))
-
-
-def _code_identity(code) -> tuple:
-    """A code object's bytecode with the names it reads (``lambda a, b: cutlass.max(a, b)``
-    and ``cutlass.min`` differ there alone) and its constants, nested code objects (a
-    comprehension, an inner lambda) by their own identity, not their address."""
-    consts = tuple(_code_identity(c) if hasattr(c, "co_code") else c for c in code.co_consts)
-    return (code.co_code, code.co_names, consts)
+    return fn.__module__, fn.__qualname__, code.co_code, code.co_names, code.co_consts, captured
 
 
 def describe_function(disp, text: str = "") -> Function:

@@ -5,7 +5,7 @@ NVRTC cache still hits)."""
 import numpy as np
 from numba import cuda
 
-from coopgen.resolve.operators import Operator, describe_function, function_identity
+from coopgen.resolve.operators import Operator, describe_function
 from coopgen.types.desc import INT32
 
 
@@ -49,9 +49,3 @@ def test_functions_of_one_bytecode_calling_different_functions_get_their_own_sym
     assert low.py_func.__code__.co_code == high.py_func.__code__.co_code
     assert _symbol(low) != _symbol(high)
 
-
-def test_a_function_with_an_inner_code_object_has_a_symbol_of_every_process():
-    """An inner code object (a generator expression) counts by its code, not its address."""
-    def total(a, b):
-        return sum(x for x in (a, b))
-    assert " at 0x" not in repr(function_identity(total))
