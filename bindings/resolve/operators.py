@@ -26,16 +26,16 @@ def cell_value(cell):
 
 
 def function_identity(fn, depth: int = 0) -> tuple:
-    """What a Python function compiles to: its code and what its closure captured (device
-    functions by their own identity). Two closures made by one factory share their code; the
-    captured values tell them apart, so one kernel may use both."""
+    """What a Python function compiles to: its code, the names it reads and what its closure
+    captured (device functions by their own identity). Closures of one factory, or lambdas of
+    one bytecode calling cutlass.max and cutlass.min, differ there: one kernel may use both."""
     code = fn.__code__
     captured = []
     for value in map(cell_value, fn.__closure__ or ()):
         inner = getattr(value, "py_func", None)
         captured.append(function_identity(inner, depth + 1) if inner is not None and depth < 8
                         else repr(value))
-    return (fn.__module__, fn.__qualname__, code.co_code, code.co_consts, tuple(captured))
+    return fn.__module__, fn.__qualname__, code.co_code, code.co_names, code.co_consts, captured
 
 
 def describe_function(disp, text: str = "") -> Function:

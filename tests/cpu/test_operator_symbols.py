@@ -38,3 +38,14 @@ def test_closures_of_one_factory_get_their_own_symbols():
 def test_a_closure_symbol_is_stable():
     assert _symbol(combining(add, np.int32(3))) == _symbol(combining(add, np.int32(3)))
     assert _symbol(add) == _symbol(add)
+
+
+def test_functions_of_one_bytecode_calling_different_functions_get_their_own_symbols():
+    """``lambda a, b: math.fmin(a, b)`` and ``math.fmax``: the same bytecode, the same
+    qualified name, the names they read differ (one symbol would give both one body)."""
+    import math
+    low, high = (cuda.jit(device=True)(f) for f in (lambda a, b: math.fmin(a, b),
+                                                     lambda a, b: math.fmax(a, b)))
+    assert low.py_func.__code__.co_code == high.py_func.__code__.co_code
+    assert _symbol(low) != _symbol(high)
+

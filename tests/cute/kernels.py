@@ -251,17 +251,19 @@ STORAGE = TempStorage()
 
 
 def explicit_storage(dtype, threads: int, items: int):
-    """Temp storage given explicitly: a shared byte tensor for the load, a coopgen.TempStorage
-    shared by a sum and a max reduction (thread 0 writes sum + max)."""
+    """Temp storage given explicitly: a shared byte tensor for the load, of the bytes its
+    TempStorage needs (a tile of items, plus padding where CUB pads its exchange), a
+    coopgen.TempStorage shared by a sum and a max reduction (thread 0 writes sum + max)."""
     T = NUMBERS[np.dtype(dtype).type]
     tile = threads * items
+    load_bytes = block.load(dtype, threads, items, "warp_transpose").temp_storage_bytes
 
     @cute.kernel
     def kernel(x: cute.Tensor, y: cute.Tensor, z: cute.Tensor):
         tid, _, _ = cute.arch.thread_idx()
         bid, _, _ = cute.arch.block_idx()
         smem = cutlass.memory.SmemAllocator()
-        raw = smem.allocate_tensor(cutlass.Uint8, cute.make_layout(tile * 8), 16)
+        raw = smem.allocate_tensor(cutlass.Uint8, cute.make_layout(load_bytes), 16)
         keys = cute.make_rmem_tensor(items, T)
         block.load(cute.local_tile(x, (tile,), (bid,)), keys, algorithm="warp_transpose",
                    temp_storage=raw)

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from kernels import CASES, everything, pointer, python_operators
 
-from coopgen import block
+from coopgen import block, warp
 from coopgen.cute import call, clang
 
 ARCHS = ("sm_90a", "sm_100a")
@@ -145,6 +145,21 @@ def test_python_operators_link_inlined(arch):
     assert "call.uni" not in ptx and ".local" not in ptx
 
 
+def test_python_operators_of_one_bytecode_keep_their_own_bodies():
+    """Two lambdas differing only in the function they call (cutlass.max, cutlass.min) are two
+    traced functions: the scan takes the minimum and the reduction the maximum (one symbol for
+    both made the GPU's min scan a max scan)."""
+    high, low = (lambda a, b: cutlass.max(a, b)), (lambda a, b: cutlass.min(a, b))
+
+    def body(x):
+        items = cute.make_rmem_tensor(4, cutlass.Int32)
+        block.load(x, items)
+        x[1] = warp.reduce(items[0], high)
+        block.inclusive_scan(items, items, scan_op=low)
+        block.store(x, items)
+    ptx = cute.compile[cute.KeepPTX](_kernel_with(body), pointer(np.int32)).artifacts.PTX
+    assert "min.s32" in ptx and "max.s32" in ptx
+
 
 def test_the_readme_kernel_links_for_each_arch(capsys):
     from cute_sort_tiles import link
@@ -153,11 +168,14 @@ def test_the_readme_kernel_links_for_each_arch(capsys):
     assert all(f"{arch}: compiled and linked" in out for arch in ARCHS), out
 
 
+@pytest.mark.parametrize("dtype,threads,items", ((np.int32, 128, 4), (np.int64, 256, 8)),
+                         ids=("int32-128x4", "int64-256x8"))
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_each_gpu_case_links(name):
-    """What the GPU tests run compiles and links here (int32, 128 threads, 4 items)."""
-    launch, _ = CASES[name](np.int32, 128, 4)
-    ptr = pointer(np.int32)
+def test_each_gpu_case_links(name, dtype, threads, items):
+    """What the GPU tests run compiles and links here: the narrowest and the widest of their
+    configurations (an explicit storage sized for the one may not fit the other)."""
+    launch, _ = CASES[name](dtype, threads, items)
+    ptr = pointer(dtype)
     ptx = compile_for("sm_90a", launch, ptr, ptr, ptr).artifacts.PTX
     assert "call.uni" not in ptx and ".local" not in ptx
 

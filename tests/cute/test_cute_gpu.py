@@ -57,11 +57,18 @@ def test_gives_numpys_answer(device, name, dtype, threads, items):
 
 
 def test_everything_kernel_runs(device):
-    """The link check's kernel, run: its sorted, scanned tile and its warp values."""
+    """The link check's kernel, run: its sorted, scanned tile; in thread 0 of each block the
+    tile's sum + max, in lane 0 of each other warp its warp's sum + max + inclusive sum (lane
+    0's own item) of the threads' first scanned items."""
     threads, items = 128, 4
     x = data(np.int32, GRID * threads * items, np.random.default_rng(3))
     y, z = run(device, everything(np.int32, threads, items), np.int32, x, x.size, x.size)
     tiles = np.sort(x.reshape(GRID, -1), axis=1)
     excl = np.cumsum(tiles, axis=1, dtype=np.int32) - tiles
-    np.testing.assert_array_equal(y.reshape(GRID, -1), np.maximum.accumulate(excl, axis=1))
-    assert (z[::threads] == tiles.sum(axis=1, dtype=np.int32) + tiles.max(axis=1)).all()
+    scanned = np.maximum.accumulate(excl, axis=1)
+    np.testing.assert_array_equal(y.reshape(GRID, -1), scanned)
+    z = z[:GRID * threads].reshape(GRID, threads)  # one item per thread
+    np.testing.assert_array_equal(z[:, 0], tiles.sum(axis=1, dtype=np.int32) + tiles.max(axis=1))
+    firsts = scanned[:, ::items].reshape(GRID, -1, 32)  # blocked: thread t's first item
+    lane0 = firsts.sum(axis=2, dtype=np.int32) + firsts.max(axis=2) + firsts[:, :, 0]
+    np.testing.assert_array_equal(z[:, 32::32], lane0[:, 1:])
