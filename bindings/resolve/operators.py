@@ -35,7 +35,13 @@ def function_identity(fn, depth: int = 0) -> tuple:
         inner = getattr(value, "py_func", None)
         captured.append(function_identity(inner, depth + 1) if inner is not None and depth < 8
                         else repr(value))
-    return fn.__module__, fn.__qualname__, code.co_code, code.co_names, code.co_consts, captured
+    return fn.__module__, fn.__qualname__, _code(code), captured
+
+
+def _code(code) -> tuple:
+    """Bytecode, names read and constants; inner code objects by content, not address."""
+    return code.co_code, code.co_names, tuple(_code(c) if hasattr(c, "co_code") else c
+                                              for c in code.co_consts)
 
 
 def describe_function(disp, text: str = "") -> Function:

@@ -49,3 +49,13 @@ def test_functions_of_one_bytecode_calling_different_functions_get_their_own_sym
     assert low.py_func.__code__.co_code == high.py_func.__code__.co_code
     assert _symbol(low) != _symbol(high)
 
+
+
+def test_inner_code_is_identified_by_content_not_address():
+    """An operator holding a comprehension: its identity names no address, so its symbol (and
+    the shim cache keyed on it) is the same in every process."""
+    from coopgen.resolve.operators import function_identity
+
+    def total_of_squares(a, b):
+        return sum([v * v for v in (a, b)])
+    assert " at 0x" not in repr(function_identity(total_of_squares))
