@@ -230,9 +230,11 @@ class CallRewrite(ObjectForms):
         """``storage.reserve(n, dtype, alignment=None)`` (or through a copy of the method)
         -> ``reserved(n, dtype, alignment, storage)``: its array in the storage."""
         expr, loc = stmt.value, stmt.loc
-        kws = dict(expr.kws)
-        args = list(expr.args) + [kws.pop(k) for k in ("num_elems", "dtype", "alignment")[
-            len(expr.args):] if k in kws]
+        kws, args = dict(expr.kws), list(expr.args)
+        for name in ("num_elems", "dtype", "alignment")[len(args):]:
+            if name not in kws:  # a later keyword without this one stays in kws: refused
+                break
+            args.append(kws.pop(name))
         if kws or not 2 <= len(args) <= 3 or not is_op(self.ir, fdef, "getattr"):
             raise self.error("TempStorage.reserve: takes (num_elems, dtype, alignment=None), "
                              "called on a coop.TempStorage")

@@ -66,3 +66,19 @@ def test_a_large_reservation_is_dynamic(compiler):
     res = _link(compiler, _large)
     assert res.smem < STATIC_SHARED_LIMIT
     assert dynamic_requirement(res.cubin)[0] >= 13 * 1024 * 4
+
+
+def _alignment_without_dtype(cuda):
+    @cuda.jit
+    def k(d_out):
+        storage = coop.TempStorage()
+        a = storage.reserve(128, alignment=16)  # no dtype: alignment must not take its slot
+        a[cuda.threadIdx.x] = 1
+        d_out[cuda.threadIdx.x] = a[cuda.threadIdx.x]
+    return k
+
+
+@pytest.mark.parametrize("compiler", COMPILERS)
+def test_a_later_keyword_without_the_dtype_is_refused(compiler):
+    with pytest.raises(Exception, match=r"TempStorage.reserve: takes \(num_elems, dtype"):
+        _link(compiler, _alignment_without_dtype)
