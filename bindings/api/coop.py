@@ -43,6 +43,8 @@ FACTORY_POSITIONALS = {
         "*": ("dtype", "items_per_thread", "threads_in_warp"),
     },
 }
+#: The operator arguments a factory may take where items_per_thread is (_operator_before_items).
+OPERATOR_SLOTS = ("binary_op", "scan_op", "compare_op", "difference_op", "flag_op")
 #: Factories that take no temp_storage= (cuda.coop raises NotImplementedError for them).
 NO_EXPLICIT_STORAGE = ("histogram",)
 NO_STORAGE_WHY = ("Explicit temp_storage is not supported for {0}. (cuda.coop's API has "
@@ -71,6 +73,21 @@ def factory_positionals(scope: str, name: str) -> tuple[str, ...]:
     return table[max((k for k in table if k[0] == "*" and name.endswith(k[1:])), key=len)]
 
 
+def _operator_before_items(positional: tuple, args: tuple, function) -> tuple:
+    """``positional`` with the operator moved before items_per_thread where the call passes an
+    operator in items_per_thread's slot: cuda.coop's ``make_reduce(dtype, threads, op)`` (its
+    block reduce takes ``(dtype, threads_per_block, binary_op, items_per_thread)``), beside
+    ``make_exclusive_scan(dtype, threads, items_per_thread, op)``."""
+    if "items_per_thread" not in positional:
+        return positional
+    i = positional.index("items_per_thread")
+    ops = [n for n in positional[i + 1:] if n in OPERATOR_SLOTS]
+    if i >= len(args) or not ops or not (callable(args[i]) or isinstance(args[i], str)):
+        return positional
+    rest = [n for n in positional[i:] if n != ops[0]]
+    return positional[:i] + (ops[0],) + tuple(rest)
+
+
 def _factory(scope: str, name: str, function):
     # then the rest of the function's own host order (make_load(dtype, tpb, ipt, "striped"))
     first = factory_positionals(scope, name)
@@ -83,7 +100,8 @@ def _factory(scope: str, name: str, function):
         if len(args) > len(positional):
             raise TypeError(f"coop.{scope}.make_{name}: takes at most {len(positional)} "
                             f"positional arguments ({', '.join(positional)}), got {len(args)}")
-        for key, value in zip(positional, args):
+        names = _operator_before_items(positional, args, function)
+        for key, value in zip(names, args):
             if key in kws:
                 raise TypeError(f"coop.{scope}.make_{name}: {key} given twice")
             kws[key] = value

@@ -7,7 +7,7 @@ import re
 from ..model import registry
 from ..model.errors import CoopgenError
 from ..resolve.templates import class_template_args
-from ..types.cpp import STRUCT_DECLS
+from ..types.cpp import STRUCT_DECLS, TYPE_HEADERS
 from ..types.desc import Array, Storage
 from . import nvrtc
 from .shims import cfg_struct
@@ -26,7 +26,8 @@ def resolved_layout(cls, args: tuple) -> tuple[int, int]:
     """(bytes, alignment) of ``cls``'s TempStorage for template arguments ``args``, as
     (TParam, C++ spelling) pairs."""
     structs = "".join(STRUCT_DECLS[v] + "\n" for _, v in args if v in STRUCT_DECLS)
-    source = (f"#include <{cls.header}>\n" + structs + cfg_struct("coopgen_layout", cls, args)
+    includes = "".join(f"#include <{h}>\n" for h in (*TYPE_HEADERS, cls.header))
+    source = (includes + structs + cfg_struct("coopgen_layout", cls, args)
               + '\nextern "C" __device__ const unsigned long long coopgen_ts_size = '
               "sizeof(typename ::cub::coopgen_layout::prim::TempStorage);\n"
               'extern "C" __device__ const unsigned long long coopgen_ts_align = '

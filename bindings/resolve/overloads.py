@@ -13,7 +13,7 @@ from ..types.desc import UINT8, Array, Scalar, Storage, Struct, unliteral
 from .limits import check_limits
 from .operators import as_operator, check_operators
 from .plan import (ARRAY_ROLES, OMITTABLE_OUTPUTS, RANGE_ROLES, Attempt, Binding, Mismatch,
-                   NoMatch, Plan)
+                   NoMatch, Plan, plain_number)
 from .shape import spelled_for
 from .templates import template_args, template_keywords
 
@@ -233,11 +233,12 @@ def _bind_param(att: Attempt, p: PSpec, ty, index: int) -> Binding:
         if not isinstance(ut, (Scalar, Struct)):
             raise NoMatch(f"{p.name!r} must be a scalar, got {ty}")
         known = att.dtypes.get(p.base)
-        if known is not None and all(isinstance(t, Scalar) and t.kind not in ("bool", "vector")
-                                     for t in (ut, known)):
+        if known is not None and plain_number(ut) and plain_number(known):
             ut = known  # a number is converted at the call, like a C++ argument
         else:
             att.need_dtype(p.base, ty, p.name)
+            if plain_number(ut):  # ... also to a type a later argument or keyword names
+                att.converted.add(p.base)
         # records, user types, half, complex and vectors go by pointer
         ctype = (cpp.ctype(ut, prim, p.name) + "*" if cpp.by_pointer(ut)
                  else cpp.scalar_ctype(ut, prim, p.name))

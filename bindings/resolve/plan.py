@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 
 from ..model.spec import ClassSpec, MSpec, PSpec, TParam
 from ..types import cpp
-from ..types.desc import unliteral
+from ..types.desc import Scalar, unliteral
 
 ARRAY_ROLES = ("input_array", "output_array", "inout_array")
 #: Ranges: any indexable of compile-time size in C++; a coopgen local/shared array here.
@@ -27,6 +27,11 @@ class Binding:
     type: object  # description of the argument / returned value (None: nothing passed)
     ctype: str  # C type of the shim parameter ("" when nothing is passed at run time)
     operator: object = None  # coopgen.resolve.operators.Operator
+
+
+def plain_number(t) -> bool:
+    """A number C++ converts implicitly at a call (not a bool, vector, record or user type)."""
+    return isinstance(t, Scalar) and t.kind not in ("bool", "vector")
 
 
 @dataclass(frozen=True)
@@ -59,6 +64,9 @@ class Attempt:
     method: MSpec
     dtypes: dict = field(default_factory=dict)  # C++ type name -> dtype
     extents: dict = field(default_factory=dict)  # extent name -> (value, where from)
+    #: dtypes taken from a number passed by value, which C++ converts at the call: a later
+    #: array or template keyword of another number type replaces them
+    converted: set = field(default_factory=set)
 
     def need_dtype(self, name: str, dt, pname: str) -> None:
         dt = unliteral(dt)
@@ -68,6 +76,10 @@ class Attempt:
                 raise NoMatch(f"parameter {pname!r} must hold {fixed}, got {dt}")
             return
         old = self.dtypes.get(name)
+        if name in self.converted and plain_number(dt):
+            self.converted.discard(name)
+            self.dtypes[name] = dt
+            return
         if old is not None and old != dt and name not in LOOSE_TYPES:
             raise Mismatch(f"{self.prim}: parameter {pname!r} has dtype {dt}, but {name} is "
                            f"already {old} from another argument (all {name} arguments must "

@@ -23,6 +23,10 @@ def add(a, b):
     return a + b
 
 
+def maximum(a, b):
+    return a if a > b else b
+
+
 def less(a, b):
     return a < b
 
@@ -167,3 +171,47 @@ def test_a_stateful_function_is_found_by_its_states_dtype_however_named():
         coop.block.exclusive_sum(items, items, prefix_op=state)
         coop.block.store(d_out, items)
     assert link(k).local_bytes == 0
+
+
+def test_cuda_coops_make_reduce_takes_the_operator_third():
+    """cuda.coop's documented example: ``make_reduce(numba.int32, threads_per_block, op)``, its
+    block reduce's (dtype, threads_per_block, binary_op, items_per_thread); the scans' other
+    order (items_per_thread, then the operator) still works."""
+    reduce = coop.block.make_reduce(numba.int32, 128, maximum)
+    assert "items_per_thread" not in repr(reduce)  # the operator did not take its slot
+    assert coop.block.make_reduce(numba.int32, 128, maximum, 4).class_template_kws()[
+        "items_per_thread"] == 4
+    assert coop.block.make_exclusive_scan(numba.int32, 128, 2, add).class_template_kws()[
+        "items_per_thread"] == 2
+
+    def k(d_in, d_out):
+        d_out[cuda.threadIdx.x] = reduce(d_in[cuda.threadIdx.x])
+    assert link(k).cubin
+
+
+def test_a_number_literal_takes_the_dtype_the_object_was_made_for():
+    """``block_exclusive_sum(1)`` of an int32 object (cuda.coop's example): the literal is an
+    int64 to numba, converted at the call as C++ converts it, not a second dtype of T; two
+    arrays of different dtypes are still refused."""
+    scan = coop.block.make_exclusive_sum(numba.int32, 128, 1)
+
+    def k(d_in, d_out):
+        d_out[cuda.threadIdx.x] = scan(1)
+    assert link(k).cubin
+
+    def mixed(d_in, d_out):
+        items = coop.local.array(4, numba.int64)
+        coop.block.exclusive_sum(d_in[:4], items)
+    with pytest.raises(TypingError, match="all T arguments must share one dtype"):
+        link(mixed)
+
+
+def test_complex_keys_merge_sort_reports_its_temp_storage():
+    """The TempStorage size of a merge sort of complex128 keys (cuda.coop's user-defined-type
+    example): CUB's ``keys_shared[ITEMS_PER_TILE + 1]``, computed with the complex header."""
+    def real_greater(a, b):
+        return a[0].real > b[0].real
+
+    sort = coop.block.make_merge_sort_keys(dtype=numba.complex128, threads_per_block=128,
+                                           items_per_thread=3, compare_op=real_greater)
+    assert sort.temp_storage_bytes == (128 * 3 + 1) * 16
