@@ -74,10 +74,9 @@ def factory_positionals(scope: str, name: str) -> tuple[str, ...]:
 
 
 def _operator_before_items(positional: tuple, args: tuple, function) -> tuple:
-    """``positional`` with the operator moved before items_per_thread where the call passes an
-    operator in items_per_thread's slot: cuda.coop's ``make_reduce(dtype, threads, op)`` (its
-    block reduce takes ``(dtype, threads_per_block, binary_op, items_per_thread)``), beside
-    ``make_exclusive_scan(dtype, threads, items_per_thread, op)``."""
+    """``positional`` with the operator before items_per_thread where an operator is in its slot:
+    cuda.coop's ``make_reduce(dtype, threads, op)`` beside ``make_exclusive_scan(dtype, threads,
+    items_per_thread, op)``."""
     if "items_per_thread" not in positional:
         return positional
     i = positional.index("items_per_thread")

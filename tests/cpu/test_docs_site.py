@@ -166,14 +166,54 @@ def _launch(kernel, block, *args):
     """Compile and link the kernel for sm_90 as this launch would (block shape, argument types
     and values), with no GPU: by the backend of the kernel's compiler."""
     from coopgen.linkcheck import link_as_launched
+    torch_launcher = sys.modules.get("coopgen.torch.launcher")
+    if torch_launcher is not None and isinstance(kernel, torch_launcher.Launcher):
+        kernel, args = kernel.kernel, _as_the_launcher_passes(kernel, args)
     result = link_as_launched(kernel, block, *args, arch=(9, 0))
     assert result.cubin
 
 
+def _as_the_launcher_passes(launcher, args) -> list:
+    """A coopgen.torch launch's arguments as its first launch hands them to numba, with host
+    arrays for the (CPU) tensors: its views and scalar types applied."""
+    out = []
+    for i, a in enumerate(args):
+        if hasattr(a, "numpy"):
+            a = a.numpy()
+            view = launcher.views.get(i)
+            a = a if view is None else a.reshape(-1) if view == "flat" else \
+                a.reshape(-1).view(np.dtype(view))
+        elif i in launcher.scalars and type(a) in (int, float):
+            a = launcher.scalars[i](a)
+        out.append(a)
+    return out
+
+
+class _OnTheHost(ast.NodeTransformer):
+    """A PyTorch block on a CPU build of PyTorch: its tensors made in host memory
+    (``device="cuda"`` -> ``"cpu"``), and nothing from its first use of ``torch.cuda`` on
+    (streams, synchronization: they need a GPU)."""
+
+    def visit_keyword(self, node):
+        if node.arg == "device" and isinstance(node.value, ast.Constant) and \
+                node.value.value == "cuda":
+            node.value = ast.Constant("cpu")
+        return node
+
+    def visit_Module(self, node):
+        self.generic_visit(node)
+        uses_gpu = [i for i, stmt in enumerate(node.body) if any(
+            isinstance(n, ast.Attribute) and n.attr == "cuda" and isinstance(n.value, ast.Name)
+            and n.value.id == "torch" for n in ast.walk(stmt))]
+        if uses_gpu:
+            node.body = node.body[:uses_gpu[0]]
+        return node
+
+
 @pytest.mark.parametrize("block", [pytest.param(b, id=ident) for ident, b in docs_code.runnable()])
 def test_example_compiles(block, tmp_path, monkeypatch):
-    if block.needs_torch:
-        pytest.skip("needs PyTorch and a GPU: tests/gpu/test_docs_examples.py runs it")
+    if block.needs_torch:  # linked from CPU tensors; tests/gpu/test_docs_examples.py runs it
+        pytest.importorskip("torch", reason="PyTorch is not installed")
     if block.compiler == "numba_cuda_mlir":
         pytest.importorskip("numba_cuda_mlir", reason="numba-cuda-mlir is not installed")
     elif block.compiler == "cute":
@@ -185,7 +225,13 @@ def test_example_compiles(block, tmp_path, monkeypatch):
         monkeypatch.setattr(cuda, "device_array_like", lambda a, *_, **__: np.empty_like(a))
         monkeypatch.setattr(cuda, "device_array",
                             lambda shape, dtype=np.float64, *_, **__: np.empty(shape, dtype))
-    tree = _up_to_last_launch(ast.fix_missing_locations(_Launches().visit(ast.parse(block.code))))
+    tree = ast.parse(block.code)
+    if block.needs_torch:
+        tree = _OnTheHost().visit(tree)
+    tree = _up_to_last_launch(ast.fix_missing_locations(_Launches().visit(tree)))
+    if block.needs_torch:
+        assert any(isinstance(n, ast.Name) and n.id == "_launch" for n in ast.walk(tree)), \
+            "a PyTorch block whose kernels launch only after it uses torch.cuda links nothing here"
     path = tmp_path / "example.py"  # numba reads kernels' source from a file
     path.write_text(block.code, encoding="utf-8")
     exec(compile(tree, str(path), "exec"), {"__name__": "docs_example", "_launch": _launch})
