@@ -107,8 +107,11 @@ def l2_bytes() -> int:
 
 
 def sets_for(rows: int, hidden: int, l2_bytes: int) -> int:
-    """How many copies of x (and of each y) a batch cycles through."""
-    return max(1, -(-L2_MULTIPLE * l2_bytes // (rows * hidden * 2)))
+    """How many copies of x (and of each y) a batch cycles through: enough to hold
+    ``L2_MULTIPLE`` L2s, but no more than the calls of one ``time_queued`` (``BATCHES *
+    PER_BATCH``; the most sets any timing here reaches, so copies past them were never read:
+    a 1 x 1024 row would otherwise make 100,000 of them)."""
+    return max(1, min(BATCHES * PER_BATCH, -(-L2_MULTIPLE * l2_bytes // (rows * hidden * 2))))
 
 
 # --- the Triton peer ------------------------------------------------------------------------
@@ -239,6 +242,10 @@ def _compiled_for(dtype: str, hidden: int):
     """torch.compile of the eager function for rows of one width, the row count dynamic."""
     import torch
     if (dtype, hidden) not in _compiled:
+        import torch._inductor.config as inductor
+        # each process times the configs of Inductor's kernels itself, as a cold compile does
+        # (the wide sweep's caches are filled by other processes sharing the GPU)
+        inductor.autotune_local_cache = False
         torch._dynamo.reset()  # a fresh compile for every dtype and width
         _compiled.clear()
         _compiled[dtype, hidden] = torch.compile(_eager, dynamic=None)
@@ -339,8 +346,13 @@ def config_shape(dtype: str, hidden: int, config) -> dict:
             "regs": _registers(dtype, hidden, config)}
 
 
-def shape_row(dtype: str, rows: int, hidden: int, sweep: bool = False) -> dict:
+def shape_row(dtype: str, rows: int, hidden: int, sweep: bool = False,
+              numba_launch: bool = True) -> dict:
+    """One shape's figures. ``numba_launch``: also the host time of the example's own numba
+    launch (``numba_launch_host_us``; numba-cuda compiles a kernel that uses a block's shape
+    once per grid, so the wide sweep leaves it out)."""
     import torch
+    started = time.perf_counter()
 
     tdtype = getattr(torch, dtype)
     gen = torch.Generator(device="cuda").manual_seed(2026 + rows + hidden)
@@ -375,14 +387,16 @@ def shape_row(dtype: str, rows: int, hidden: int, sweep: bool = False) -> dict:
                                   e2e_us=end_to_end_us(calls[name], sets),
                                   graph_us=graph_us(calls[name], sets))
     row["regs"] = tuned["regs"]
-    row["numba_launch_host_us"] = _enqueue_us(
-        lambda i: example.rms_norm(xs[i], w, EPS, out=ys["coopgen"][i]), sets)
+    if numba_launch:
+        row["numba_launch_host_us"] = _enqueue_us(
+            lambda i: example.rms_norm(xs[i], w, EPS, out=ys["coopgen"][i]), sets)
     row["sweep"] = _sweep(dtype, rows, hidden, xs, w, ys, want, sets) if sweep else []
     calls.clear()  # frees the copies of x and y before the next shape's
     xs.clear()
     ys.clear()
     del x64, w64, want, got
     torch.cuda.empty_cache()
+    row["seconds"] = time.perf_counter() - started
     return row
 
 
@@ -455,7 +469,8 @@ def table_lines(rows) -> list[str]:
             + "".join(f" {LABELS[p]} GB/s (x copy) |" for p in peers)
             + " coopgen / fastest peer | host µs per call: coopgen / "
             + " / ".join(short[p] for p in peers[1:]) + " |"
-            " end to end µs: coopgen / fastest peer | CUDA graph µs: coopgen / fastest peer |",
+            " end to end µs: coopgen / fastest peer | CUDA graph µs per call: coopgen / "
+            + " / ".join(short[p] for p in peers[1:]) + " |",
             "|---|---|---|" + "---|" * len(peers) + "---|---|---|---|"]
     body = []
     for r in rows:
@@ -466,14 +481,13 @@ def table_lines(rows) -> list[str]:
                         for p in names)
         best = fastest_peer(r)
         ratio = peers["coopgen"]["GBps"] / peers[best]["GBps"]
-        host = " / ".join(f"{peers[p]['host_us']:.1f}" for p in names)
-        ends = []
-        for key in ("e2e_us", "graph_us"):
-            other = _best_other(r, key)
-            ends.append(f" {peers['coopgen'][key]:.1f} / {peers[other][key]:.1f} "
-                        f"({short[other]}) |")
+        host, graph = (" / ".join(f"{peers[p][key]:.1f}" for p in names)
+                       for key in ("host_us", "graph_us"))
+        other = _best_other(r, "e2e_us")
         body.append(f"| {r['rows']} x {r['hidden']} | {r['dtype']} | {copy:.0f} |{cells} "
-                    f"**{ratio:.3f}** ({LABELS[best]}) | {host} |{''.join(ends)}")
+                    f"**{ratio:.3f}** ({LABELS[best]}) | {host} | "
+                    f"{peers['coopgen']['e2e_us']:.1f} / {peers[other]['e2e_us']:.1f} "
+                    f"({short[other]}) | {graph} |")
     return head + body
 
 
@@ -540,20 +554,27 @@ def summary_lines(s: dict) -> list[str]:
                                                          s["graph_us_median"].items())]
 
 
-def _merge(path: str, row: dict, env: dict) -> list[dict]:
-    """The file's shapes with ``row`` added (or replacing the same shape's); written back."""
+def _shape_key(row: dict) -> tuple:
+    return row["dtype"], row["rows"], row["hidden"]
+
+
+def merge(path: str, rows, env: dict) -> list[dict]:
+    """The file's shapes with ``rows`` added (each replacing the same shape's); written back
+    with ``env`` and the summary of every shape the file then holds."""
     try:
         with open(path, encoding="utf-8") as f:
             saved = json.load(f)
     except (OSError, ValueError):
         saved = {}
-    key = (row["dtype"], row["rows"], row["hidden"])
-    rows = [r for r in saved.get("rmsnorm", []) if (r["dtype"], r["rows"], r["hidden"]) != key]
-    rows.append(row)
-    rows.sort(key=lambda r: (DTYPES.index(r["dtype"]), r["hidden"], r["rows"]))
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump({"environment": env, "rmsnorm": rows, "summary": summary(rows)}, f, indent=1)
-    return rows
+    new = {_shape_key(r): r for r in rows}
+    merged = [r for r in saved.get("rmsnorm", []) if _shape_key(r) not in new] + list(new.values())
+    merged.sort(key=lambda r: (DTYPES.index(r["dtype"]), r["hidden"], r["rows"]))
+    tmp = f"{path}.tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump({"environment": env, "rmsnorm": merged, "summary": summary(merged)}, f,
+                  indent=1)
+    os.replace(tmp, path)  # a run cut short leaves the last whole file
+    return merged
 
 
 def _environment() -> dict:
@@ -570,6 +591,259 @@ def _environment() -> dict:
     return env
 
 
+# --- the wide sweep on a GPU host: compile caches filled by a pool, then the timing ----------
+#
+# Compiles dominate a cold sweep: every candidate of coopgen's autotuner (numba's typing,
+# lowering and link), Triton's kernel per width, torch.compile per dtype and width, QuACK's
+# CuTe DSL kernel per width. The sweep first runs each of them once in a pool of processes on
+# the host's cores, filling each one's on-disk cache (numba's ``cache=True`` entries of the
+# example's kernels, Triton's, Inductor's FX graph and AOT caches, QuACK's compiled objects),
+# then times the shapes on 1 to N GPUs, one process each, which load what the pool compiled.
+# Nothing is timed in the pool; coopgen's autotuner times its candidates in the timing
+# processes, from an empty autotune cache, so no shape was tuned before the run.
+
+#: environment variable -> its folder under the sweep's cache folder
+COMPILE_CACHES = {"NUMBA_CACHE_DIR": "numba", "TRITON_CACHE_DIR": "triton",
+                  "TORCHINDUCTOR_CACHE_DIR": "inductor", "QUACK_CACHE_DIR": "quack"}
+PRECOMPILE_ORDER = ("compile", "quack", "coopgen", "triton")  # the longest compiles first
+
+
+def sweep_groups(dtypes, hiddens) -> list[tuple[str, int]]:
+    """(dtype, hidden) of the sweep: a timing process takes whole groups (torch.compile
+    compiles once per group; each coopgen key is its own anyway)."""
+    return [(d, h) for d in dtypes for h in hiddens]
+
+
+def group_cost(hidden: int, rows) -> float:
+    """A guess of a group's seconds of timing: a part per group (torch.compile traces it again
+    and every peer loads its kernels), a part per shape, and the bytes the big shapes move."""
+    return 3.0 + sum(0.5 + 3.0 * n * hidden / (32768 * 16384) for n in rows)
+
+
+def split_groups(groups, rows, parts: int) -> list[list]:
+    """The groups of each of ``parts`` timing processes: the costliest group first to the
+    least loaded process; each process keeps the sweep's order."""
+    loads, out = [0.0] * parts, [[] for _ in range(parts)]
+    for g in sorted(groups, key=lambda g: -group_cost(g[1], rows)):
+        i = loads.index(min(loads))
+        out[i].append(g)
+        loads[i] += group_cost(g[1], rows)
+    order = {g: k for k, g in enumerate(groups)}
+    return [sorted(p, key=order.get) for p in out]
+
+
+def precompile_tasks(groups, rows, quack: bool) -> list[tuple]:
+    """The pool's tasks, (peer, dtype, hidden, row counts, index in ``CONFIGS``), each
+    compiling what a timing process meets first for that width: coopgen's candidates, Triton
+    and QuACK at the first row count (numba-cuda keys the cache entry of a kernel that uses its
+    block's shape on its first launch's grid), torch.compile at the first and at the first
+    dynamic one (more than one row; Inductor sizes its kernels by it). Candidates that make the
+    same kernel (variant and block) compile once."""
+    import torch_rms_norm
+    first = rows[0]
+    later = [n for n in rows if n > 1]
+    compile_rows = (first, later[0]) if first <= 1 and later else (first,)
+    tasks, seen = [], set()
+    for dtype, hidden in groups:
+        tasks.append(("compile", dtype, hidden, compile_rows, None))
+        if quack:
+            tasks.append(("quack", dtype, hidden, (first,), None))
+        tasks.append(("triton", dtype, hidden, (first,), None))
+        for index, config in enumerate(torch_rms_norm.CONFIGS):
+            try:
+                arguments = torch_rms_norm.kernel_plan(dtype, hidden, config)[1]
+            except ValueError:  # no candidate for this width
+                continue
+            if arguments not in seen:
+                seen.add(arguments)
+                tasks.append(("coopgen", dtype, hidden, (first,), index))
+    return sorted(tasks, key=lambda t: PRECOMPILE_ORDER.index(t[0]))
+
+
+def _pool_process() -> None:
+    os.environ["TORCHINDUCTOR_COMPILE_THREADS"] = "1"  # Inductor compiles in the process
+
+
+def precompile_one(task) -> tuple[str, float, str | None]:
+    """Run one task on small tensors of its width on the GPU: (peer, seconds, error)."""
+    import torch
+    kind, dtype, hidden, rows, index = task
+    started, error = time.perf_counter(), None
+    try:
+        tdtype = getattr(torch, dtype)
+        w = torch.ones(hidden, device="cuda", dtype=tdtype)
+        for n in rows:
+            x = torch.randn(n, hidden, device="cuda").to(tdtype)
+            if kind == "coopgen":
+                import torch_rms_norm
+                torch_rms_norm.rms_norm(x, w, EPS, out=torch.empty_like(x),
+                                        config=torch_rms_norm.CONFIGS[index])
+            elif kind == "triton":
+                triton_rms_norm(x, w, EPS, torch.empty_like(x))
+            elif kind == "quack":
+                quack_rms_norm(x, w, EPS)
+            else:
+                torch._dynamo.maybe_mark_dynamic(x, 0)
+                _compiled_for(dtype, hidden)(x, w)
+        torch.cuda.synchronize()
+    except Exception as e:  # noqa: BLE001 (the timing compiles it again, and says why)
+        error = f"{type(e).__name__}: {e}"
+    return kind, time.perf_counter() - started, error
+
+
+def precompile(tasks, jobs: int) -> dict:
+    """Run ``tasks`` in a pool of ``jobs`` processes; per peer: tasks, process seconds,
+    failures; and the wall seconds."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+    started = time.perf_counter()
+    peers: dict = {}
+    try:
+        with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"),
+                                 initializer=_pool_process) as pool:
+            for task, (kind, seconds, error) in zip(tasks, pool.map(precompile_one, tasks)):
+                p = peers.setdefault(kind, {"tasks": 0, "seconds": 0.0, "failed": []})
+                p["tasks"] += 1
+                p["seconds"] += seconds
+                if error:
+                    p["failed"].append(f"{task[1]} {task[2]} {task[4]}: {error[:300]}")
+    except BrokenProcessPool as e:  # a process died: the timing compiles what is missing
+        peers["pool"] = {"tasks": 0, "seconds": 0.0, "failed": [f"{type(e).__name__}: {e}"]}
+    return {"jobs": jobs, "tasks": len(tasks), "wall_s": time.perf_counter() - started,
+            "peers": peers}
+
+
+def precompile_lines(stats: dict) -> list[str]:
+    peers = stats["peers"]
+    lines = [f"precompile: {stats['tasks']} tasks on {stats['jobs']} processes in "
+             f"{stats['wall_s']:.1f} s (process seconds: " + ", ".join(
+                 f"{LABELS.get(k, k)} {p['tasks']} in {p['seconds']:.0f} s"
+                 for k, p in peers.items()) + ")"]
+    for kind, p in peers.items():
+        lines += [f"  {LABELS.get(kind, kind)} failed: {f}" for f in p["failed"][:5]]
+        if len(p["failed"]) > 5:
+            lines.append(f"  ... and {len(p['failed']) - 5} more")
+    return lines
+
+
+def _devices(count: int) -> list[str]:
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    devices = visible.split(",") if visible else [str(i) for i in range(count)]
+    if len(devices) < count:
+        raise SystemExit(f"rmsnorm: --gpus {count}, but CUDA_VISIBLE_DEVICES names "
+                         f"{len(devices)}")
+    return devices[:count]
+
+
+def _gpu_count(value: str) -> int:
+    if value == "all":
+        import torch
+        return torch.cuda.device_count()
+    return int(value)
+
+
+def time_part(args, part: int, parts: int) -> int:
+    """The timing process ``part`` of ``parts``: its groups' shapes, each merged into
+    ``--json`` as it finishes."""
+    rows_list = [int(n) for n in args.rows.split(",")]
+    groups = split_groups(sweep_groups(args.dtypes.split(","), map(int, args.hiddens.split(","))),
+                          rows_list, parts)[part]
+    if not args.keep_cache and not os.environ.get("COOPGEN_AUTOTUNE_CACHE"):
+        import tempfile
+        os.environ["COOPGEN_AUTOTUNE_CACHE"] = tempfile.mkdtemp(prefix="coopgen-autotune-")
+    env, rows = _environment(), []
+    tag = f"[GPU {part}/{parts} {env['gpu']}]" if parts > 1 else f"[{env['gpu']}]"
+    print(f"{tag} {len(groups)} widths: " + ", ".join(f"{d} {h}" for d, h in groups),
+          flush=True)
+    for dtype, hidden in groups:
+        started = time.perf_counter()
+        for n in rows_list:
+            row = shape_row(dtype, n, hidden, numba_launch=False)
+            rows = merge(args.json, [row], env) if args.json else rows + [row]
+            print(table_lines([row])[-1], flush=True)
+        print(f"{tag} {dtype} {hidden}: {len(rows_list)} shapes in "
+              f"{time.perf_counter() - started:.1f} s", flush=True)
+    if not args.json:
+        print("\n".join(summary_lines(summary(rows))))
+    return 0
+
+
+def run_sweep(args) -> int:
+    """Fill the compile caches (``--jobs`` processes), time the shapes on ``--gpus`` GPUs, merge
+    the parts into ``--json`` and print the table, the summary and each phase's seconds."""
+    import shutil
+    import subprocess
+    import tempfile
+    started = time.perf_counter()
+    gpus = _gpu_count(args.gpus)
+    devices = _devices(gpus)
+    root = os.path.abspath(args.cache_dir)
+    for var, sub in COMPILE_CACHES.items():
+        os.environ[var] = os.path.join(root, sub)
+        os.makedirs(os.environ[var], exist_ok=True)
+    os.environ["COOPGEN_RMSNORM_CACHE"] = "1"  # the example's kernels: numba's cache=True
+    rows = [int(n) for n in args.rows.split(",")]
+    groups = sweep_groups(args.dtypes.split(","), [int(h) for h in args.hiddens.split(",")])
+    phases: dict = {}
+    print(f"rmsnorm sweep: {len(groups) * len(rows)} shapes ({len(groups)} dtypes x widths, "
+          f"{len(rows)} row counts) on {gpus} GPU(s); QuACK "
+          f"{'installed' if quack_installed() else 'not installed'}; caches in {root}",
+          flush=True)
+    if args.jobs:
+        stats = precompile(precompile_tasks(groups, rows, quack_installed()), args.jobs)
+        phases["precompile_s"] = round(stats["wall_s"], 1)
+        phases["precompile"] = stats
+        print("\n".join(precompile_lines(stats)), flush=True)
+    out = os.path.abspath(args.json) if args.json else os.path.join(root, "sweep.json")
+    # beside the output: what a run cut short timed is there (``--table`` reads the parts)
+    parts_dir = tempfile.mkdtemp(prefix="rmsnorm-parts-", dir=os.path.dirname(out))
+    t0 = time.perf_counter()
+    procs = []
+    for i, device in enumerate(devices):
+        part_json = os.path.join(parts_dir, f"part{i}.json")
+        env = dict(os.environ, CUDA_VISIBLE_DEVICES=device)
+        if not args.keep_cache:  # every shape is tuned during the run
+            env["COOPGEN_AUTOTUNE_CACHE"] = tempfile.mkdtemp(prefix=f"autotune-{i}-", dir=root)
+        command = [sys.executable, os.path.abspath(__file__), "--sweep", "--part",
+                   f"{i}/{gpus}", "--dtypes", args.dtypes, "--hiddens", args.hiddens,
+                   "--rows", args.rows, "--json", part_json] + \
+            (["--keep-cache"] if args.keep_cache else [])
+        procs.append((subprocess.Popen(command, env=env), part_json))
+    failed, seconds, parts = 0, [], []
+    for proc, part_json in procs:
+        failed += proc.wait() != 0
+        seconds.append(round(time.perf_counter() - t0, 1))
+        try:
+            with open(part_json, encoding="utf-8") as f:
+                parts.append(json.load(f))
+        except (OSError, ValueError):  # a part that timed no shape
+            pass
+    phases["timing_s"] = round(time.perf_counter() - t0, 1)
+    phases["timing_per_gpu_s"] = seconds
+    if not parts:
+        print("rmsnorm sweep: no shape was timed", file=sys.stderr)
+        return 1
+    env = dict(parts[0]["environment"])
+    names = [p["environment"]["gpu"] for p in parts]
+    env["gpus"] = names
+    if len(names) > 1:
+        env["gpu"] = f"{len(names)} x {names[0]}" if len(set(names)) == 1 else " + ".join(names)
+    env["phases"] = phases
+    merged = merge(out, [r for p in parts for r in p["rmsnorm"]], env)
+    if failed == 0:
+        shutil.rmtree(parts_dir, ignore_errors=True)
+    phases["total_s"] = round(time.perf_counter() - started, 1)
+    print("\n" + run_line(env) + "\n")
+    print("\n".join(table_lines(merged) + [""] + summary_lines(summary(merged))))
+    print(f"phases: precompile {phases.get('precompile_s', 0):.1f} s, timing "
+          f"{phases['timing_s']:.1f} s (per GPU: "
+          + ", ".join(f"{s:.1f}" for s in seconds) + f"), total {phases['total_s']:.1f} s; "
+          f"written to {out}" + (f"; {failed} timing process(es) failed, their parts kept in "
+                                 f"{parts_dir}" if failed else ""))
+    return 1 if failed else 0
+
+
 def main(argv=None) -> int:
     import argparse
     import tempfile
@@ -581,29 +855,34 @@ def main(argv=None) -> int:
     parser.add_argument("--hiddens", default=",".join(map(str, SWEEP_HIDDENS)))
     parser.add_argument("--rows", default=",".join(map(str, SWEEP_ALL_ROWS)))
     parser.add_argument("--json", help="merge each shape's figures into this file")
-    parser.add_argument("--table", help="print the table and summary of this file, time nothing")
+    parser.add_argument("--table", nargs="+", metavar="JSON",
+                        help="print the table and summary of these files' shapes, time nothing")
     parser.add_argument("--keep-cache", action="store_true",
                         help="use the autotuner's usual cache (default: a fresh one)")
+    parser.add_argument("--gpus", default="1",
+                        help="time on this many GPUs, a process each ('all': every visible one)")
+    parser.add_argument("--jobs", type=int, default=min(os.cpu_count() or 1, 32),
+                        help="processes filling the compile caches first (0: none)")
+    parser.add_argument("--cache-dir", default=os.path.join(tempfile.gettempdir(),
+                                                             "coopgen-rmsnorm-sweep"),
+                        help="the compile caches' folder (kept: a later slice reuses it)")
+    parser.add_argument("--part", help=argparse.SUPPRESS)  # "i/n": one timing process
     args = parser.parse_args(argv)
     if args.table:
-        with open(args.table, encoding="utf-8") as f:
-            rows = json.load(f)["rmsnorm"]
+        shapes: dict = {}
+        for path in args.table:
+            with open(path, encoding="utf-8") as f:
+                shapes.update((_shape_key(r), r) for r in json.load(f)["rmsnorm"])
+        rows = sorted(shapes.values(),
+                      key=lambda r: (DTYPES.index(r["dtype"]), r["hidden"], r["rows"]))
         print("\n".join(table_lines(rows) + [""] + summary_lines(summary(rows))))
         return 0
     if not args.sweep:
         parser.error("--sweep or --table")
-    if not args.keep_cache:  # every shape is tuned during the run
-        os.environ["COOPGEN_AUTOTUNE_CACHE"] = tempfile.mkdtemp(prefix="coopgen-autotune-")
-    env, rows = _environment(), []
-    print(run_line(env) + f" QuACK: {'installed' if quack_installed() else 'not installed'}")
-    for dtype in args.dtypes.split(","):
-        for hidden in map(int, args.hiddens.split(",")):
-            for n in map(int, args.rows.split(",")):
-                row = shape_row(dtype, n, hidden)
-                rows = _merge(args.json, row, env) if args.json else rows + [row]
-                print(table_lines([row])[-1], flush=True)
-    print("\n".join(summary_lines(summary(rows))))
-    return 0
+    if args.part:
+        part, parts = map(int, args.part.split("/"))
+        return time_part(args, part, parts)
+    return run_sweep(args)
 
 
 if __name__ == "__main__":
