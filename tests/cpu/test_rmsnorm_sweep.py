@@ -165,3 +165,28 @@ def test_parts_merge_into_one_file_and_one_table(tmp_path, capsys):
     table = capsys.readouterr().out
     assert f"over {len(rows)} shapes" in table
     assert table.count("| float16 |") + table.count("| bfloat16 |") == len(rows)
+
+
+def test_a_timing_process_times_its_widths_into_its_file(tmp_path, monkeypatch):
+    import argparse
+    fixture = json.loads(FIXTURE.read_text(encoding="utf-8"))
+    template, env = fixture["rmsnorm"][0], fixture["environment"]
+    timed = []
+
+    def shape_row(dtype, rows, hidden, sweep=False, numba_launch=True):
+        assert not numba_launch  # the sweep leaves numba's own launch out
+        timed.append((dtype, rows, hidden))
+        return dict(template, dtype=dtype, rows=rows, hidden=hidden)
+
+    monkeypatch.setattr(rmsnorm, "shape_row", shape_row)
+    monkeypatch.setattr(rmsnorm, "_environment", lambda: env)
+    path = tmp_path / "part1.json"
+    args = argparse.Namespace(rows="1,4", dtypes="float16,bfloat16", hiddens="1024,8192",
+                              keep_cache=True, json=str(path))
+    assert rmsnorm.time_part(args, 1, 2) == 0
+    groups = rmsnorm.split_groups(rmsnorm.sweep_groups(["float16", "bfloat16"], [1024, 8192]),
+                                  [1, 4], 2)[1]
+    assert timed == [(d, n, h) for d, h in groups for n in (1, 4)]
+    saved = json.loads(path.read_text(encoding="utf-8"))
+    assert sorted((r["dtype"], r["rows"], r["hidden"]) for r in saved["rmsnorm"]) == \
+        sorted(timed)

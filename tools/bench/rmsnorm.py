@@ -747,7 +747,8 @@ def time_part(args, part: int, parts: int) -> int:
     """The timing process ``part`` of ``parts``: its groups' shapes, each merged into
     ``--json`` as it finishes."""
     rows_list = [int(n) for n in args.rows.split(",")]
-    groups = split_groups(sweep_groups(args.dtypes.split(","), map(int, args.hiddens.split(","))),
+    groups = split_groups(sweep_groups(args.dtypes.split(","),
+                                       [int(h) for h in args.hiddens.split(",")]),
                           rows_list, parts)[part]
     if not args.keep_cache and not os.environ.get("COOPGEN_AUTOTUNE_CACHE"):
         import tempfile
@@ -786,7 +787,7 @@ def run_sweep(args) -> int:
     rows = [int(n) for n in args.rows.split(",")]
     groups = sweep_groups(args.dtypes.split(","), [int(h) for h in args.hiddens.split(",")])
     phases: dict = {}
-    print(f"rmsnorm sweep: {len(groups) * len(rows)} shapes ({len(groups)} dtypes x widths, "
+    print(f"rmsnorm sweep: {len(groups) * len(rows)} shapes ({len(groups)} of dtype and width, "
           f"{len(rows)} row counts) on {gpus} GPU(s); QuACK "
           f"{'installed' if quack_installed() else 'not installed'}; caches in {root}",
           flush=True)
@@ -796,6 +797,7 @@ def run_sweep(args) -> int:
         phases["precompile"] = stats
         print("\n".join(precompile_lines(stats)), flush=True)
     out = os.path.abspath(args.json) if args.json else os.path.join(root, "sweep.json")
+    os.makedirs(os.path.dirname(out), exist_ok=True)
     # beside the output: what a run cut short timed is there (``--table`` reads the parts)
     parts_dir = tempfile.mkdtemp(prefix="rmsnorm-parts-", dir=os.path.dirname(out))
     t0 = time.perf_counter()
