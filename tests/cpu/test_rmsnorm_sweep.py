@@ -182,7 +182,7 @@ def test_a_timing_process_times_its_widths_into_its_file(tmp_path, monkeypatch):
     monkeypatch.setattr(rmsnorm, "_environment", lambda: env)
     path = tmp_path / "part1.json"
     args = argparse.Namespace(rows="1,4", dtypes="float16,bfloat16", hiddens="1024,8192",
-                              keep_cache=True, json=str(path))
+                              keep_cache=True, json=str(path), deadline=None)
     assert rmsnorm.time_part(args, 1, 2) == 0
     groups = rmsnorm.split_groups(rmsnorm.sweep_groups(["float16", "bfloat16"], [1024, 8192]),
                                   [1, 4], 2)[1]
@@ -190,3 +190,32 @@ def test_a_timing_process_times_its_widths_into_its_file(tmp_path, monkeypatch):
     saved = json.loads(path.read_text(encoding="utf-8"))
     assert sorted((r["dtype"], r["rows"], r["hidden"]) for r in saved["rmsnorm"]) == \
         sorted(timed)
+
+
+def test_a_failed_shape_is_reported_and_a_deadline_stops_the_rest(tmp_path, monkeypatch):
+    import argparse
+    import time
+    fixture = json.loads(FIXTURE.read_text(encoding="utf-8"))
+    template = fixture["rmsnorm"][0]
+
+    def shape_row(dtype, rows, hidden, sweep=False, numba_launch=True):
+        if rows == 4:
+            raise AssertionError("rmsnorm coopgen: error 3x the tolerance")
+        return dict(template, dtype=dtype, rows=rows, hidden=hidden)
+
+    monkeypatch.setattr(rmsnorm, "shape_row", shape_row)
+    monkeypatch.setattr(rmsnorm, "_environment", lambda: dict(fixture["environment"]))
+    path = tmp_path / "part0.json"
+    args = argparse.Namespace(rows="1,4,16", dtypes="bfloat16", hiddens="1024",
+                              keep_cache=True, json=str(path), deadline=None)
+    assert rmsnorm.time_part(args, 0, 1) == 1  # the failure counts
+    saved = json.loads(path.read_text(encoding="utf-8"))
+    assert [r["rows"] for r in saved["rmsnorm"]] == [1, 16]
+    assert saved["environment"]["failed"] == [
+        "bfloat16:4x1024: AssertionError: rmsnorm coopgen: error 3x the tolerance"]
+    late = argparse.Namespace(rows="1,16", dtypes="bfloat16", hiddens="2048", keep_cache=True,
+                              json=str(tmp_path / "late.json"), deadline=time.time() + 1)
+    assert rmsnorm.time_part(late, 0, 1) == 0
+    saved = json.loads((tmp_path / "late.json").read_text(encoding="utf-8"))
+    assert saved["rmsnorm"] == []  # nothing started past the deadline, and it says so
+    assert saved["environment"]["not_timed"] == ["bfloat16:1x2048", "bfloat16:16x2048"]

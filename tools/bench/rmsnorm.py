@@ -571,8 +571,8 @@ def merge(path: str, rows, env: dict) -> list[dict]:
     merged.sort(key=lambda r: (DTYPES.index(r["dtype"]), r["hidden"], r["rows"]))
     tmp = f"{path}.tmp"
     with open(tmp, "w", encoding="utf-8") as f:
-        json.dump({"environment": env, "rmsnorm": merged, "summary": summary(merged)}, f,
-                  indent=1)
+        json.dump({"environment": env, "rmsnorm": merged,
+                   "summary": summary(merged) if merged else {}}, f, indent=1)
     os.replace(tmp, path)  # a run cut short leaves the last whole file
     return merged
 
@@ -743,9 +743,16 @@ def _gpu_count(value: str) -> int:
     return int(value)
 
 
+def shape_cost(rows: int, hidden: int) -> float:
+    """A guess of one shape's seconds of timing (``group_cost``'s part per shape)."""
+    return 0.5 + 3.0 * rows * hidden / (32768 * 16384)
+
+
 def time_part(args, part: int, parts: int) -> int:
     """The timing process ``part`` of ``parts``: its groups' shapes, each merged into
-    ``--json`` as it finishes."""
+    ``--json`` as it finishes. A shape that fails is reported and the next one timed; past
+    ``--deadline`` (seconds since the epoch, less a shape's guessed time) no shape starts."""
+    import traceback
     rows_list = [int(n) for n in args.rows.split(",")]
     groups = split_groups(sweep_groups(args.dtypes.split(","),
                                        [int(h) for h in args.hiddens.split(",")]),
@@ -753,21 +760,37 @@ def time_part(args, part: int, parts: int) -> int:
     if not args.keep_cache and not os.environ.get("COOPGEN_AUTOTUNE_CACHE"):
         import tempfile
         os.environ["COOPGEN_AUTOTUNE_CACHE"] = tempfile.mkdtemp(prefix="coopgen-autotune-")
-    env, rows = _environment(), []
+    deadline = args.deadline or math.inf
+    env, rows, failed, skipped = _environment(), [], [], []
+    env.update(failed=failed, not_timed=skipped)
     tag = f"[GPU {part}/{parts} {env['gpu']}]" if parts > 1 else f"[{env['gpu']}]"
     print(f"{tag} {len(groups)} widths: " + ", ".join(f"{d} {h}" for d, h in groups),
           flush=True)
     for dtype, hidden in groups:
         started = time.perf_counter()
-        for n in rows_list:
-            row = shape_row(dtype, n, hidden, numba_launch=False)
+        for i, n in enumerate(rows_list):
+            name = f"{dtype}:{n}x{hidden}"
+            if time.time() + 2 * shape_cost(n, hidden) + (3.0 if i == 0 else 0.0) > deadline:
+                skipped.append(name)
+                continue
+            try:
+                row = shape_row(dtype, n, hidden, numba_launch=False)
+            except Exception as e:  # noqa: BLE001 (reported; the other shapes still count)
+                failed.append(f"{name}: {type(e).__name__}: {e}"[:500])
+                print(f"{tag} FAILED {failed[-1]}", flush=True)
+                traceback.print_exc()
+                continue
             rows = merge(args.json, [row], env) if args.json else rows + [row]
             print(table_lines([row])[-1], flush=True)
         print(f"{tag} {dtype} {hidden}: {len(rows_list)} shapes in "
               f"{time.perf_counter() - started:.1f} s", flush=True)
-    if not args.json:
+    if skipped:
+        print(f"{tag} past the deadline: {len(skipped)} shapes not timed", flush=True)
+    if args.json:  # the part's last word: its failures and the shapes it did not time
+        merge(args.json, [], env)
+    if not args.json and rows:
         print("\n".join(summary_lines(summary(rows))))
-    return 0
+    return 1 if failed else 0
 
 
 def run_sweep(args) -> int:
@@ -777,6 +800,7 @@ def run_sweep(args) -> int:
     import subprocess
     import tempfile
     started = time.perf_counter()
+    deadline = time.time() + args.budget - 15 if args.budget else None  # 15 s: the merge
     gpus = _gpu_count(args.gpus)
     devices = _devices(gpus)
     root = os.path.abspath(args.cache_dir)
@@ -810,12 +834,18 @@ def run_sweep(args) -> int:
         command = [sys.executable, os.path.abspath(__file__), "--sweep", "--part",
                    f"{i}/{gpus}", "--dtypes", args.dtypes, "--hiddens", args.hiddens,
                    "--rows", args.rows, "--json", part_json] + \
-            (["--keep-cache"] if args.keep_cache else [])
+            (["--keep-cache"] if args.keep_cache else []) + \
+            (["--deadline", str(deadline)] if deadline else [])
         procs.append((subprocess.Popen(command, env=env), part_json))
-    failed, seconds, parts = 0, [], []
-    for proc, part_json in procs:
-        failed += proc.wait() != 0
-        seconds.append(round(time.perf_counter() - t0, 1))
+    ended: dict = {}
+    while len(ended) < len(procs):  # each process's seconds as it ends
+        for i, (proc, _) in enumerate(procs):
+            if i not in ended and proc.poll() is not None:
+                ended[i] = (proc.returncode, round(time.perf_counter() - t0, 1))
+        time.sleep(0.2)
+    failed = sum(rc != 0 for rc, _ in ended.values())
+    seconds, parts = [ended[i][1] for i in range(len(procs))], []
+    for _, part_json in procs:
         try:
             with open(part_json, encoding="utf-8") as f:
                 parts.append(json.load(f))
@@ -823,21 +853,28 @@ def run_sweep(args) -> int:
             pass
     phases["timing_s"] = round(time.perf_counter() - t0, 1)
     phases["timing_per_gpu_s"] = seconds
-    if not parts:
+    if not any(p["rmsnorm"] for p in parts):
         print("rmsnorm sweep: no shape was timed", file=sys.stderr)
         return 1
     env = dict(parts[0]["environment"])
+    for key in ("failed", "not_timed"):
+        env[key] = [name for p in parts for name in p["environment"].get(key, [])]
     names = [p["environment"]["gpu"] for p in parts]
     env["gpus"] = names
     if len(names) > 1:
         env["gpu"] = f"{len(names)} x {names[0]}" if len(set(names)) == 1 else " + ".join(names)
     env["phases"] = phases
+    phases["total_s"] = round(time.perf_counter() - started, 1)
     merged = merge(out, [r for p in parts for r in p["rmsnorm"]], env)
     if failed == 0:
         shutil.rmtree(parts_dir, ignore_errors=True)
-    phases["total_s"] = round(time.perf_counter() - started, 1)
     print("\n" + run_line(env) + "\n")
     print("\n".join(table_lines(merged) + [""] + summary_lines(summary(merged))))
+    timed = sum(len(p["rmsnorm"]) for p in parts)
+    print(f"timed {timed} of {len(groups) * len(rows)} shapes"
+          + (f"; not timed before the budget's end: {len(env['not_timed'])}"
+             if env["not_timed"] else "")
+          + (f"; failed: {'; '.join(env['failed'])}" if env["failed"] else ""))
     print(f"phases: precompile {phases.get('precompile_s', 0):.1f} s, timing "
           f"{phases['timing_s']:.1f} s (per GPU: "
           + ", ".join(f"{s:.1f}" for s in seconds) + f"), total {phases['total_s']:.1f} s; "
@@ -868,7 +905,11 @@ def main(argv=None) -> int:
     parser.add_argument("--cache-dir", default=os.path.join(tempfile.gettempdir(),
                                                              "coopgen-rmsnorm-sweep"),
                         help="the compile caches' folder (kept: a later slice reuses it)")
+    parser.add_argument("--budget", type=float, default=0,
+                        help="seconds for the whole sweep: past them no shape starts, and the "
+                             "table shows what was timed (0: no limit)")
     parser.add_argument("--part", help=argparse.SUPPRESS)  # "i/n": one timing process
+    parser.add_argument("--deadline", type=float, help=argparse.SUPPRESS)  # epoch seconds
     args = parser.parse_args(argv)
     if args.table:
         shapes: dict = {}

@@ -11,7 +11,9 @@
 #     bash tools/bench/rmsnorm_gpu.sh all      # tests, then sweep
 #
 # GPUS=N times the sweep on N GPUs of the host (one process each, whole widths each); JOBS=N
-# processes fill the compile caches first (default: the host's cores, at most 32). SITE=DIR
+# processes fill the compile caches first (default: the host's cores, at most 32); BUDGET=S
+# seconds for the sweep (default 500: no shape starts past them, and the table shows what was
+# timed; 0: no limit), so a sweep fits a call limited to 10 minutes with the set-up. SITE=DIR
 # puts a `pip install --target DIR` folder on PYTHONPATH, with CuTe DSL's dsl_packages under
 # it (pip --target skips the .pth file that adds them). A sweep cut short keeps each GPU's
 # shapes in $OUT/rmsnorm-parts-*/: `python3 tools/bench/rmsnorm.py --table $OUT/rmsnorm-parts-*/*.json`.
@@ -52,7 +54,7 @@ tests() {
 sweep() {  # sweep [rmsnorm.py options]: every shape (or the slice named) into one JSON
   local rc
   step "sweep${1:+-$2}" "$python" tools/bench/rmsnorm.py --sweep --gpus "${GPUS:-1}" \
-    ${JOBS:+--jobs "$JOBS"} --json "$out/rmsnorm-sweep.json" "$@"
+    ${JOBS:+--jobs "$JOBS"} --budget "${BUDGET:-500}" --json "$out/rmsnorm-sweep.json" "$@"
   rc=$?
   if [ -f "$out/rmsnorm-sweep.json" ]; then
     "$python" tools/bench/rmsnorm.py --table "$out/rmsnorm-sweep.json" > "$out/rmsnorm-sweep.md"
