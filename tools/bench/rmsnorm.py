@@ -513,7 +513,8 @@ def sweep_lines(rows) -> list[str]:
 def run_line(env: dict) -> str:
     """The run's date, GPU and versions, as a sentence for RESULTS.md."""
     names = (("python", "Python"), ("torch", "PyTorch"), ("triton", "Triton"),
-             ("numba-cuda", "numba-cuda"), ("nvrtc", "NVRTC"), ("cccl", "CCCL"))
+             ("quack", "QuACK"), ("numba-cuda", "numba-cuda"), ("nvrtc", "NVRTC"),
+             ("cccl", "CCCL"))
     versions = ", ".join(f"{label} {env[key]}" for key, label in names if key in env)
     return f"Run of {env.get('date', '?')} on {env.get('gpu', '?')}: {versions}."
 
@@ -588,6 +589,11 @@ def _environment() -> dict:
             env[name] = __import__(name).__version__
         except (ImportError, AttributeError):
             pass
+    from importlib import metadata
+    try:
+        env["numba-cuda"] = metadata.version("numba-cuda")
+    except metadata.PackageNotFoundError:
+        pass
     return env
 
 
@@ -929,4 +935,7 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # run as the module "rmsnorm" (this folder is sys.path[0]): the pool's processes and the
+    # timing processes then name its functions alike (Triton's and Inductor's cache keys)
+    import rmsnorm
+    sys.exit(rmsnorm.main())
