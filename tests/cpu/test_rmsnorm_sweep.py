@@ -219,3 +219,11 @@ def test_a_failed_shape_is_reported_and_a_deadline_stops_the_rest(tmp_path, monk
     saved = json.loads((tmp_path / "late.json").read_text(encoding="utf-8"))
     assert saved["rmsnorm"] == []  # nothing started past the deadline, and it says so
     assert saved["environment"]["not_timed"] == ["bfloat16:1x2048", "bfloat16:16x2048"]
+
+
+def test_the_plan_names_every_width_once(capsys):
+    assert rmsnorm.main(["--sweep", "--plan", "--gpus", "2"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("306 shapes; the pool: ")
+    widths = [w for line in out[1:] for w in line.split("of timing: ")[1].split(", ")]
+    assert len(widths) == len(set(widths)) == 34 and len(out) == 3

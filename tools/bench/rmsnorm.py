@@ -799,6 +799,22 @@ def time_part(args, part: int, parts: int) -> int:
     return 1 if failed else 0
 
 
+def plan_lines(args) -> list[str]:
+    """What ``run_sweep`` would do: the pool's tasks per peer, each GPU's widths and guessed
+    seconds of timing."""
+    rows = [int(n) for n in args.rows.split(",")]
+    groups = sweep_groups(args.dtypes.split(","), [int(h) for h in args.hiddens.split(",")])
+    tasks = precompile_tasks(groups, rows, quack_installed())
+    kinds = {k: sum(t[0] == k for t in tasks) for k in PRECOMPILE_ORDER}
+    lines = [f"{len(groups) * len(rows)} shapes; the pool: {len(tasks)} compile tasks ("
+             + ", ".join(f"{LABELS[k]} {n}" for k, n in kinds.items() if n) + ")"]
+    for i, part in enumerate(split_groups(groups, rows, _gpu_count(args.gpus))):
+        lines.append(f"GPU {i}: {len(part)} widths, about "
+                     f"{sum(group_cost(h, rows) for _, h in part):.0f} s of timing: "
+                     + ", ".join(f"{d} {h}" for d, h in part))
+    return lines
+
+
 def run_sweep(args) -> int:
     """Fill the compile caches (``--jobs`` processes), time the shapes on ``--gpus`` GPUs, merge
     the parts into ``--json`` and print the table, the summary and each phase's seconds."""
@@ -914,6 +930,8 @@ def main(argv=None) -> int:
     parser.add_argument("--budget", type=float, default=0,
                         help="seconds for the whole sweep: past them no shape starts, and the "
                              "table shows what was timed (0: no limit)")
+    parser.add_argument("--plan", action="store_true",
+                        help="print the pool's compile tasks and each GPU's widths, run nothing")
     parser.add_argument("--part", help=argparse.SUPPRESS)  # "i/n": one timing process
     parser.add_argument("--deadline", type=float, help=argparse.SUPPRESS)  # epoch seconds
     args = parser.parse_args(argv)
@@ -931,6 +949,9 @@ def main(argv=None) -> int:
     if args.part:
         part, parts = map(int, args.part.split("/"))
         return time_part(args, part, parts)
+    if args.plan:
+        print("\n".join(plan_lines(args)))
+        return 0
     return run_sweep(args)
 
 
