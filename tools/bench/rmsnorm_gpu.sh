@@ -44,7 +44,7 @@ tests() {
   local parallel=()
   if "$python" -c "import xdist" 2>/dev/null; then parallel=(-n "${TEST_WORKERS:-4}"); fi
   step test_torch "$python" -m pytest -q -m gpu tests/gpu/test_torch.py -k "not host_time" \
-    "${parallel[@]}" -p no:cacheprovider
+    ${parallel[@]+"${parallel[@]}"} -p no:cacheprovider
   local rc=$?
   step test_torch_host_time "$python" -m pytest -q -m gpu tests/gpu/test_torch.py -k host_time \
     -s -p no:cacheprovider || rc=$?
