@@ -190,6 +190,8 @@ def test_a_timing_process_times_its_widths_into_its_file(tmp_path, monkeypatch):
     saved = json.loads(path.read_text(encoding="utf-8"))
     assert sorted((r["dtype"], r["rows"], r["hidden"]) for r in saved["rmsnorm"]) == \
         sorted(timed)
+    # what the timing loaded from the caches and compiled itself (no kernel here)
+    assert saved["environment"]["caches"] == dict.fromkeys(rmsnorm.CACHE_COUNTS, 0)
 
 
 def test_a_failed_shape_is_reported_and_a_deadline_stops_the_rest(tmp_path, monkeypatch):

@@ -754,6 +754,37 @@ def shape_cost(rows: int, hidden: int) -> float:
     return 0.5 + 3.0 * rows * hidden / (32768 * 16384)
 
 
+CACHE_COUNTS = ("coopgen_loaded", "coopgen_compiled", "aot_hit", "fx_hit", "fx_miss")
+
+
+def cache_text(c: dict) -> str:
+    return (f"coopgen kernels loaded {c['coopgen_loaded']}, compiled {c['coopgen_compiled']}; "
+            f"torch.compile graphs from the AOT cache {c['aot_hit']}, from the FX graph cache "
+            f"{c['fx_hit']}, compiled {c['fx_miss']}")
+
+
+def cache_counts(dtype: str, hidden: int) -> dict:
+    """How many of coopgen's candidate kernels for the width this process loaded from numba's
+    cache or compiled, and its AOT autograd cache hits and Inductor FX graph cache hits and
+    misses (a miss: a graph compiled) so far: what shows that the pool filled the caches the
+    timing reads."""
+    import torch_rms_norm
+    from torch._dynamo.utils import counters
+    out = {"coopgen_loaded": 0, "coopgen_compiled": 0,
+           "aot_hit": counters["aot_autograd"]["autograd_cache_hit"],
+           "fx_hit": counters["inductor"]["fxgraph_cache_hit"],
+           "fx_miss": counters["inductor"]["fxgraph_cache_miss"]}
+    for config in torch_rms_norm.CONFIGS:
+        try:
+            arguments = torch_rms_norm.kernel_plan(dtype, hidden, config)[1]
+        except ValueError:
+            continue
+        stats = example.make_kernel(*arguments).stats
+        out["coopgen_loaded"] += sum(stats.cache_hits.values())
+        out["coopgen_compiled"] += sum(stats.cache_misses.values())
+    return out
+
+
 def time_part(args, part: int, parts: int) -> int:
     """The timing process ``part`` of ``parts``: its groups' shapes, each merged into
     ``--json`` as it finishes. A shape that fails is reported and the next one timed; past
@@ -768,12 +799,14 @@ def time_part(args, part: int, parts: int) -> int:
         os.environ["COOPGEN_AUTOTUNE_CACHE"] = tempfile.mkdtemp(prefix="coopgen-autotune-")
     deadline = args.deadline or math.inf
     env, rows, failed, skipped = _environment(), [], [], []
-    env.update(failed=failed, not_timed=skipped)
+    caches = dict.fromkeys(CACHE_COUNTS, 0)
+    env.update(failed=failed, not_timed=skipped, caches=caches)
     tag = f"[GPU {part}/{parts} {env['gpu']}]" if parts > 1 else f"[{env['gpu']}]"
     print(f"{tag} {len(groups)} widths: " + ", ".join(f"{d} {h}" for d, h in groups),
           flush=True)
     for dtype, hidden in groups:
         started = time.perf_counter()
+        before = cache_counts(dtype, hidden)
         for i, n in enumerate(rows_list):
             name = f"{dtype}:{n}x{hidden}"
             if time.time() + 2 * shape_cost(n, hidden) + (3.0 if i == 0 else 0.0) > deadline:
@@ -788,8 +821,11 @@ def time_part(args, part: int, parts: int) -> int:
                 continue
             rows = merge(args.json, [row], env) if args.json else rows + [row]
             print(table_lines([row])[-1], flush=True)
+        counts = {k: v - before[k] for k, v in cache_counts(dtype, hidden).items()}
+        for k, v in counts.items():
+            caches[k] += v
         print(f"{tag} {dtype} {hidden}: {len(rows_list)} shapes in "
-              f"{time.perf_counter() - started:.1f} s", flush=True)
+              f"{time.perf_counter() - started:.1f} s; {cache_text(counts)}", flush=True)
     if skipped:
         print(f"{tag} past the deadline: {len(skipped)} shapes not timed", flush=True)
     if args.json:  # the part's last word: its failures and the shapes it did not time
@@ -881,6 +917,8 @@ def run_sweep(args) -> int:
     env = dict(parts[0]["environment"])
     for key in ("failed", "not_timed"):
         env[key] = [name for p in parts for name in p["environment"].get(key, [])]
+    env["caches"] = {k: sum(p["environment"].get("caches", {}).get(k, 0) for p in parts)
+                     for k in CACHE_COUNTS}
     names = [p["environment"]["gpu"] for p in parts]
     env["gpus"] = names
     if len(names) > 1:
@@ -897,6 +935,7 @@ def run_sweep(args) -> int:
           + (f"; not timed before the budget's end: {len(env['not_timed'])}"
              if env["not_timed"] else "")
           + (f"; failed: {'; '.join(env['failed'])}" if env["failed"] else ""))
+    print("caches read by the timing: " + cache_text(env["caches"]))
     print(f"phases: precompile {phases.get('precompile_s', 0):.1f} s, timing "
           f"{phases['timing_s']:.1f} s (per GPU: "
           + ", ".join(f"{s:.1f}" for s in seconds) + f"), total {phases['total_s']:.1f} s; "
