@@ -46,6 +46,7 @@ bfloat16 host arrays come from ml_dtypes (``pip install "coopgen[bf16]"``).
 from __future__ import annotations
 
 import functools
+import os
 
 import numpy as np
 from _compiler import cuda, libdevice  # numba-cuda's, or numba-cuda-mlir's (COOPGEN_COMPILER)
@@ -65,6 +66,9 @@ MAX_THREADS = 1024
 #: 7168- and 8192-wide rows against 0.95-0.98x at 32 (tools/bench/RESULTS.md); nothing spills.
 SM_THREADS = 2048
 DTYPES = ("float16", "bfloat16")
+#: ``COOPGEN_RMSNORM_CACHE=1``: ``make_kernel``'s kernels are ``cache=True`` kernels (numba's
+#: on-disk cache, in ``NUMBA_CACHE_DIR`` where set), one cache file per variant
+KERNEL_CACHE = os.environ.get("COOPGEN_RMSNORM_CACHE") == "1"
 
 
 def plan(hidden: int, threads: int | None = None) -> tuple[int, int]:
@@ -88,7 +92,7 @@ def plan(hidden: int, threads: int | None = None) -> tuple[int, int]:
 @functools.lru_cache(maxsize=None)
 def make_kernel(dtype: str, items: int, full: bool, convert_once: bool = False,
                 striped: bool = False, blocked: bool = False, threads: int | None = None,
-                tail: bool = False):
+                tail: bool = False, cache: bool | None = None):
     """The kernel for rows of ``dtype`` with ``items`` elements per thread. ``full``: every row
     is exactly threads * items long, and x, w and y come as uint32 words (two elements each);
     otherwise they come as elements and load guarded. ``convert_once``: keep each element's
@@ -103,7 +107,10 @@ def make_kernel(dtype: str, items: int, full: bool, convert_once: bool = False,
     block size it will launch with, for its launch bounds (``SM_THREADS``). ``tail`` (with
     ``full``, not ``striped`` or ``blocked``): rows of whole 16-byte vectors (a multiple of 8
     elements) narrower than threads * items: the rows still come as words in 16-byte vectors,
-    and a thread loads and stores only its vectors that lie in the row (zeros past it)."""
+    and a thread loads and stores only its vectors that lie in the row (zeros past it).
+    ``cache`` (default ``KERNEL_CACHE``): a ``cache=True`` kernel whose cache file names the
+    variant, so processes compiling other variants at once never write the same file (numba
+    keeps one index per function and rewrites it on every save)."""
     element = np.dtype(dtype)
     words = items // 2
     quads = items // 4
@@ -111,7 +118,7 @@ def make_kernel(dtype: str, items: int, full: bool, convert_once: bool = False,
     # full rows only: the guarded element-by-element path would spill at 32 registers
     bounds = {"launch_bounds": (threads, SM_THREADS // threads)} \
         if threads and full and items <= VECTOR * VECTORS else {}
-    @cuda.jit(**bounds)
+
     def rms_norm_kernel(x, w, y, hidden, eps):
         if full and striped:
             base = cuda.blockIdx.x * (hidden >> 2)
@@ -192,7 +199,12 @@ def make_kernel(dtype: str, items: int, full: bool, convert_once: bool = False,
         else:
             block.store(y[base:], out, items, "direct", hidden)
 
-    return rms_norm_kernel
+    if KERNEL_CACHE if cache is None else cache:
+        variant = f"{dtype}_{items}_{threads}_" + "".join(
+            "1" if flag else "0" for flag in (full, convert_once, striped, blocked, tail))
+        rms_norm_kernel.__qualname__ += "_" + variant
+        bounds["cache"] = True
+    return cuda.jit(**bounds)(rms_norm_kernel)
 
 
 def _strided_memory_view():

@@ -47,10 +47,15 @@ def threads_for(hidden: int, vectors: int) -> int:
     return threads
 
 
-@functools.lru_cache(maxsize=None)
-def launcher_for(dtype: str, hidden: int, config: Config):
-    """(launcher, threads) of the example's kernel for rows of ``hidden`` under ``config``."""
+def kernel_plan(dtype: str, hidden: int, config: Config) -> tuple[int, tuple, object]:
+    """(threads, ``example.make_kernel``'s arguments, the view of x, w and y) of the example's
+    kernel for rows of ``hidden`` under ``config``; ValueError where ``config`` is no candidate
+    for that width (its variant cannot hold the row, or the width leaves it fewer vectors a
+    thread than it names: the kernel of another candidate)."""
     threads, items = example.plan(hidden, threads_for(hidden, config.vectors))
+    if items != example.VECTOR * config.vectors:
+        raise ValueError(f"rms_norm: {config.vectors} vectors a thread are {threads} x {items} "
+                         f"for rows of {hidden}: the kernel of {items // example.VECTOR}")
     full = threads * items == hidden  # items are whole vectors: striped fits them
     whole = hidden % example.VECTOR == 0  # rows of whole 16-byte vectors
     words = {"sliced": whole, "elements": False}.get(config.variant, full)
@@ -59,13 +64,19 @@ def launcher_for(dtype: str, hidden: int, config: Config):
         raise ValueError(f"rms_norm: the {config.variant} variant is not one for rows of "
                          f"{hidden} at {threads} x {items}")
     striped = config.variant == "striped"
-    kernel = example.make_kernel(dtype, items, words, config.convert_once, striped,
-                                 config.variant == "blocked", threads, tail=words and not full)
     # x, w and y as words (16-byte accesses) or flat rows of elements: views the kernel asks
     # for
     view = (np.uint64 if striped else np.uint32) if words else "flat"
+    return threads, (dtype, items, words, config.convert_once, striped,
+                     config.variant == "blocked", threads, words and not full), view
+
+
+@functools.lru_cache(maxsize=None)
+def launcher_for(dtype: str, hidden: int, config: Config):
+    """(launcher, threads) of the example's kernel for rows of ``hidden`` under ``config``."""
+    threads, arguments, view = kernel_plan(dtype, hidden, config)
     # hidden and eps: Python numbers passed as the kernel's int32 and float32
-    return ct.launcher(kernel, views={0: view, 1: view, 2: view},
+    return ct.launcher(example.make_kernel(*arguments), views={0: view, 1: view, 2: view},
                        scalars={3: np.int32, 4: np.float32}), threads
 
 
@@ -74,7 +85,8 @@ def _key(x, w, eps, out):
     return x.dtype, hidden, pow2(x.numel() // hidden)
 
 
-@autotune(CONFIGS, _key, name="examples.rms_norm", version="1")
+# version 2: candidates that repeat another's kernel for a width are no candidates for it
+@autotune(CONFIGS, _key, name="examples.rms_norm", version="2")
 def _run(x, w, eps, out, *, config):
     hidden = x.shape[-1]
     launch, threads = launcher_for(DTYPES[x.dtype], hidden, config)

@@ -5,6 +5,7 @@ its errors, the custom op's fake implementation traced by torch.export, and the 
 choice and its cache reused by a second process. The first launch of a signature is recorded
 here with its argument types as numba types them (tests/gpu/test_torch.py launches for real).
 Skipped where PyTorch is absent."""
+import ctypes
 import json
 import struct
 import subprocess
@@ -65,9 +66,12 @@ def launches(monkeypatch):
     made = []
 
     class Driver:
-        def cuLaunchKernel(self, function, gx, gy, gz, bx, by, bz, shared, stream, params, _):
+        def launch_kernel(self, function, gx, gy, gz, bx, by, bz, shared, stream, params, _):
+            # the untyped cuLaunchKernel: pointers as c_void_p, dimensions as Python ints
+            assert isinstance(function, ctypes.c_void_p) and isinstance(stream, ctypes.c_void_p)
+            assert all(type(n) is int for n in (gx, gy, gz, bx, by, bz, shared))
             spec = next(s for s in made_specs if s.params is params)
-            made.append(((gx, gy, gz), (bx, by, bz), shared, stream,
+            made.append(((gx, gy, gz), (bx, by, bz), shared, stream.value,
                          spec.struct.unpack_from(spec.buffer)))
             return 0
 

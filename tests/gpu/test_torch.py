@@ -189,6 +189,31 @@ def test_rms_norm_every_config(config, hidden):
     _assert_close(trn.rms_norm(x, w, 1e-6, config=config), x, w, 1e-6)
 
 
+def test_rms_norm_refuses_what_it_cannot_read_and_the_op_reads_any_layout():
+    # a shape seen takes the tuned launch straight away; the launcher's guard still sees a
+    # tensor that is not contiguous, in host memory or of another dtype
+    x, w = _inputs((16, 4096), torch.bfloat16, 31)
+    out = torch.full_like(x, float("nan"))
+    _assert_close(trn.rms_norm(x, w, 1e-6, out=out), x, w, 1e-6)
+    wide = torch.zeros(16, 8192, device="cuda", dtype=torch.bfloat16)
+    strided = wide[:, ::2]  # (16, 4096), not contiguous
+    strided.copy_(x)
+    with pytest.raises(ValueError, match="must be C-contiguous"):
+        trn.rms_norm(strided, w, 1e-6, out=out)
+    with pytest.raises(ValueError, match="must be C-contiguous"):
+        trn.rms_norm(x, w, 1e-6, out=wide[:, ::2])
+    with pytest.raises(ValueError, match="in host memory"):
+        trn.rms_norm(x.cpu(), w.cpu(), 1e-6)
+    with pytest.raises(ValueError, match="x must be float16 or bfloat16"):
+        trn.rms_norm(x.float(), w.float(), 1e-6)
+    with pytest.raises(ValueError, match="out must be"):
+        trn.rms_norm(x, w, 1e-6, out=out.float())
+    torch.cuda.synchronize()
+    _assert_close(out, x, w, 1e-6)  # nothing above wrote it
+    op = trn.register()
+    _assert_close(op(strided, w, 1e-6), x, w, 1e-6)  # the op reads any layout
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_cuda_graph_capture_and_replay(dtype):
     x, w = _inputs((64, 5120), dtype, 23)
@@ -274,7 +299,7 @@ def test_autotune_cache_reused_by_a_second_process(tmp_path):
                                       check=True, capture_output=True, encoding="utf-8", errors="replace"
                                       ).stdout.splitlines()[-1]) for _ in range(2)]
     assert runs[0][1] == 1 and runs[1] == [runs[0][0], 0]  # timed once, then read
-    assert len(list(tmp_path.glob("examples.rms_norm-v1-*.json"))) == 1
+    assert len(list(tmp_path.glob("examples.rms_norm-v2-*.json"))) == 1
 
 
 def _host_us(call, n=200):

@@ -107,8 +107,11 @@ def l2_bytes() -> int:
 
 
 def sets_for(rows: int, hidden: int, l2_bytes: int) -> int:
-    """How many copies of x (and of each y) a batch cycles through."""
-    return max(1, -(-L2_MULTIPLE * l2_bytes // (rows * hidden * 2)))
+    """How many copies of x (and of each y) a batch cycles through: enough to hold
+    ``L2_MULTIPLE`` L2s, but no more than the calls of one ``time_queued`` (``BATCHES *
+    PER_BATCH``; the most sets any timing here reaches, so copies past them were never read:
+    a 1 x 1024 row would otherwise make 100,000 of them)."""
+    return max(1, min(BATCHES * PER_BATCH, -(-L2_MULTIPLE * l2_bytes // (rows * hidden * 2))))
 
 
 # --- the Triton peer ------------------------------------------------------------------------
@@ -239,6 +242,10 @@ def _compiled_for(dtype: str, hidden: int):
     """torch.compile of the eager function for rows of one width, the row count dynamic."""
     import torch
     if (dtype, hidden) not in _compiled:
+        import torch._inductor.config as inductor
+        # each process times the configs of Inductor's kernels itself, as a cold compile does
+        # (the wide sweep's caches are filled by other processes sharing the GPU)
+        inductor.autotune_local_cache = False
         torch._dynamo.reset()  # a fresh compile for every dtype and width
         _compiled.clear()
         _compiled[dtype, hidden] = torch.compile(_eager, dynamic=None)
@@ -339,8 +346,13 @@ def config_shape(dtype: str, hidden: int, config) -> dict:
             "regs": _registers(dtype, hidden, config)}
 
 
-def shape_row(dtype: str, rows: int, hidden: int, sweep: bool = False) -> dict:
+def shape_row(dtype: str, rows: int, hidden: int, sweep: bool = False,
+              numba_launch: bool = True) -> dict:
+    """One shape's figures. ``numba_launch``: also the host time of the example's own numba
+    launch (``numba_launch_host_us``; numba-cuda compiles a kernel that uses a block's shape
+    once per grid, so the wide sweep leaves it out)."""
     import torch
+    started = time.perf_counter()
 
     tdtype = getattr(torch, dtype)
     gen = torch.Generator(device="cuda").manual_seed(2026 + rows + hidden)
@@ -375,14 +387,16 @@ def shape_row(dtype: str, rows: int, hidden: int, sweep: bool = False) -> dict:
                                   e2e_us=end_to_end_us(calls[name], sets),
                                   graph_us=graph_us(calls[name], sets))
     row["regs"] = tuned["regs"]
-    row["numba_launch_host_us"] = _enqueue_us(
-        lambda i: example.rms_norm(xs[i], w, EPS, out=ys["coopgen"][i]), sets)
+    if numba_launch:
+        row["numba_launch_host_us"] = _enqueue_us(
+            lambda i: example.rms_norm(xs[i], w, EPS, out=ys["coopgen"][i]), sets)
     row["sweep"] = _sweep(dtype, rows, hidden, xs, w, ys, want, sets) if sweep else []
     calls.clear()  # frees the copies of x and y before the next shape's
     xs.clear()
     ys.clear()
     del x64, w64, want, got
     torch.cuda.empty_cache()
+    row["seconds"] = time.perf_counter() - started
     return row
 
 
@@ -455,7 +469,8 @@ def table_lines(rows) -> list[str]:
             + "".join(f" {LABELS[p]} GB/s (x copy) |" for p in peers)
             + " coopgen / fastest peer | host µs per call: coopgen / "
             + " / ".join(short[p] for p in peers[1:]) + " |"
-            " end to end µs: coopgen / fastest peer | CUDA graph µs: coopgen / fastest peer |",
+            " end to end µs: coopgen / fastest peer | CUDA graph µs per call: coopgen / "
+            + " / ".join(short[p] for p in peers[1:]) + " |",
             "|---|---|---|" + "---|" * len(peers) + "---|---|---|---|"]
     body = []
     for r in rows:
@@ -466,14 +481,13 @@ def table_lines(rows) -> list[str]:
                         for p in names)
         best = fastest_peer(r)
         ratio = peers["coopgen"]["GBps"] / peers[best]["GBps"]
-        host = " / ".join(f"{peers[p]['host_us']:.1f}" for p in names)
-        ends = []
-        for key in ("e2e_us", "graph_us"):
-            other = _best_other(r, key)
-            ends.append(f" {peers['coopgen'][key]:.1f} / {peers[other][key]:.1f} "
-                        f"({short[other]}) |")
+        host, graph = (" / ".join(f"{peers[p][key]:.1f}" for p in names)
+                       for key in ("host_us", "graph_us"))
+        other = _best_other(r, "e2e_us")
         body.append(f"| {r['rows']} x {r['hidden']} | {r['dtype']} | {copy:.0f} |{cells} "
-                    f"**{ratio:.3f}** ({LABELS[best]}) | {host} |{''.join(ends)}")
+                    f"**{ratio:.3f}** ({LABELS[best]}) | {host} | "
+                    f"{peers['coopgen']['e2e_us']:.1f} / {peers[other]['e2e_us']:.1f} "
+                    f"({short[other]}) | {graph} |")
     return head + body
 
 
@@ -499,7 +513,8 @@ def sweep_lines(rows) -> list[str]:
 def run_line(env: dict) -> str:
     """The run's date, GPU and versions, as a sentence for RESULTS.md."""
     names = (("python", "Python"), ("torch", "PyTorch"), ("triton", "Triton"),
-             ("numba-cuda", "numba-cuda"), ("nvrtc", "NVRTC"), ("cccl", "CCCL"))
+             ("quack", "QuACK"), ("numba-cuda", "numba-cuda"), ("nvrtc", "NVRTC"),
+             ("cccl", "CCCL"))
     versions = ", ".join(f"{label} {env[key]}" for key, label in names if key in env)
     return f"Run of {env.get('date', '?')} on {env.get('gpu', '?')}: {versions}."
 
@@ -540,20 +555,27 @@ def summary_lines(s: dict) -> list[str]:
                                                          s["graph_us_median"].items())]
 
 
-def _merge(path: str, row: dict, env: dict) -> list[dict]:
-    """The file's shapes with ``row`` added (or replacing the same shape's); written back."""
+def _shape_key(row: dict) -> tuple:
+    return row["dtype"], row["rows"], row["hidden"]
+
+
+def merge(path: str, rows, env: dict) -> list[dict]:
+    """The file's shapes with ``rows`` added (each replacing the same shape's); written back
+    with ``env`` and the summary of every shape the file then holds."""
     try:
         with open(path, encoding="utf-8") as f:
             saved = json.load(f)
     except (OSError, ValueError):
         saved = {}
-    key = (row["dtype"], row["rows"], row["hidden"])
-    rows = [r for r in saved.get("rmsnorm", []) if (r["dtype"], r["rows"], r["hidden"]) != key]
-    rows.append(row)
-    rows.sort(key=lambda r: (DTYPES.index(r["dtype"]), r["hidden"], r["rows"]))
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump({"environment": env, "rmsnorm": rows, "summary": summary(rows)}, f, indent=1)
-    return rows
+    new = {_shape_key(r): r for r in rows}
+    merged = [r for r in saved.get("rmsnorm", []) if _shape_key(r) not in new] + list(new.values())
+    merged.sort(key=lambda r: (DTYPES.index(r["dtype"]), r["hidden"], r["rows"]))
+    tmp = f"{path}.tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump({"environment": env, "rmsnorm": merged,
+                   "summary": summary(merged) if merged else {}}, f, indent=1)
+    os.replace(tmp, path)  # a run cut short leaves the last whole file
+    return merged
 
 
 def _environment() -> dict:
@@ -567,7 +589,360 @@ def _environment() -> dict:
             env[name] = __import__(name).__version__
         except (ImportError, AttributeError):
             pass
+    from importlib import metadata
+    try:
+        env["numba-cuda"] = metadata.version("numba-cuda")
+    except metadata.PackageNotFoundError:
+        pass
     return env
+
+
+# --- the wide sweep on a GPU host: compile caches filled by a pool, then the timing ----------
+#
+# Compiles dominate a cold sweep: every candidate of coopgen's autotuner (numba's typing,
+# lowering and link), Triton's kernel per width, torch.compile per dtype and width, QuACK's
+# CuTe DSL kernel per width. The sweep first runs each of them once in a pool of processes on
+# the host's cores, filling each one's on-disk cache (numba's ``cache=True`` entries of the
+# example's kernels, Triton's, Inductor's FX graph and AOT caches, QuACK's compiled objects),
+# then times the shapes on 1 to N GPUs, one process each, which load what the pool compiled.
+# Nothing is timed in the pool; coopgen's autotuner times its candidates in the timing
+# processes, from an empty autotune cache, so no shape was tuned before the run.
+
+#: environment variable -> its folder under the sweep's cache folder
+COMPILE_CACHES = {"NUMBA_CACHE_DIR": "numba", "TRITON_CACHE_DIR": "triton",
+                  "TORCHINDUCTOR_CACHE_DIR": "inductor", "QUACK_CACHE_DIR": "quack"}
+PRECOMPILE_ORDER = ("compile", "quack", "coopgen", "triton")  # the longest compiles first
+
+
+def sweep_groups(dtypes, hiddens) -> list[tuple[str, int]]:
+    """(dtype, hidden) of the sweep: a timing process takes whole groups (torch.compile
+    compiles once per group; each coopgen key is its own anyway)."""
+    return [(d, h) for d in dtypes for h in hiddens]
+
+
+def group_cost(hidden: int, rows) -> float:
+    """A guess of a group's seconds of timing: a part per group (torch.compile traces it again
+    and every peer loads its kernels), a part per shape, and the bytes the big shapes move."""
+    return 3.0 + sum(0.5 + 3.0 * n * hidden / (32768 * 16384) for n in rows)
+
+
+def split_groups(groups, rows, parts: int) -> list[list]:
+    """The groups of each of ``parts`` timing processes: the costliest group first to the
+    least loaded process; each process keeps the sweep's order."""
+    loads, out = [0.0] * parts, [[] for _ in range(parts)]
+    for g in sorted(groups, key=lambda g: -group_cost(g[1], rows)):
+        i = loads.index(min(loads))
+        out[i].append(g)
+        loads[i] += group_cost(g[1], rows)
+    order = {g: k for k, g in enumerate(groups)}
+    return [sorted(p, key=order.get) for p in out]
+
+
+def precompile_tasks(groups, rows, quack: bool) -> list[tuple]:
+    """The pool's tasks, (peer, dtype, hidden, row counts, index in ``CONFIGS``), each
+    compiling what a timing process meets first for that width: coopgen's candidates, Triton
+    and QuACK at the first row count (numba-cuda keys the cache entry of a kernel that uses its
+    block's shape on its first launch's grid), torch.compile at the first and at the first
+    dynamic one (more than one row; Inductor sizes its kernels by it). Candidates that make the
+    same kernel (variant and block) compile once."""
+    import torch_rms_norm
+    first = rows[0]
+    later = [n for n in rows if n > 1]
+    compile_rows = (first, later[0]) if first <= 1 and later else (first,)
+    tasks, seen = [], set()
+    for dtype, hidden in groups:
+        tasks.append(("compile", dtype, hidden, compile_rows, None))
+        if quack:
+            tasks.append(("quack", dtype, hidden, (first,), None))
+        tasks.append(("triton", dtype, hidden, (first,), None))
+        for index, config in enumerate(torch_rms_norm.CONFIGS):
+            try:
+                arguments = torch_rms_norm.kernel_plan(dtype, hidden, config)[1]
+            except ValueError:  # no candidate for this width
+                continue
+            if arguments not in seen:
+                seen.add(arguments)
+                tasks.append(("coopgen", dtype, hidden, (first,), index))
+    return sorted(tasks, key=lambda t: PRECOMPILE_ORDER.index(t[0]))
+
+
+def _pool_process() -> None:
+    os.environ["TORCHINDUCTOR_COMPILE_THREADS"] = "1"  # Inductor compiles in the process
+
+
+def precompile_one(task) -> tuple[str, float, str | None]:
+    """Run one task on small tensors of its width on the GPU: (peer, seconds, error)."""
+    import torch
+    kind, dtype, hidden, rows, index = task
+    started, error = time.perf_counter(), None
+    try:
+        tdtype = getattr(torch, dtype)
+        w = torch.ones(hidden, device="cuda", dtype=tdtype)
+        for n in rows:
+            x = torch.randn(n, hidden, device="cuda").to(tdtype)
+            if kind == "coopgen":
+                import torch_rms_norm
+                torch_rms_norm.rms_norm(x, w, EPS, out=torch.empty_like(x),
+                                        config=torch_rms_norm.CONFIGS[index])
+            elif kind == "triton":
+                triton_rms_norm(x, w, EPS, torch.empty_like(x))
+            elif kind == "quack":
+                quack_rms_norm(x, w, EPS)
+            else:
+                torch._dynamo.maybe_mark_dynamic(x, 0)
+                _compiled_for(dtype, hidden)(x, w)
+        torch.cuda.synchronize()
+    except Exception as e:  # noqa: BLE001 (the timing compiles it again, and says why)
+        error = f"{type(e).__name__}: {e}"
+    return kind, time.perf_counter() - started, error
+
+
+def precompile(tasks, jobs: int) -> dict:
+    """Run ``tasks`` in a pool of ``jobs`` processes; per peer: tasks, process seconds,
+    failures; and the wall seconds."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+    started = time.perf_counter()
+    peers: dict = {}
+    try:
+        with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"),
+                                 initializer=_pool_process) as pool:
+            for task, (kind, seconds, error) in zip(tasks, pool.map(precompile_one, tasks)):
+                p = peers.setdefault(kind, {"tasks": 0, "seconds": 0.0, "failed": []})
+                p["tasks"] += 1
+                p["seconds"] += seconds
+                if error:
+                    p["failed"].append(f"{task[1]} {task[2]} {task[4]}: {error[:300]}")
+    except BrokenProcessPool as e:  # a process died: the timing compiles what is missing
+        peers["pool"] = {"tasks": 0, "seconds": 0.0, "failed": [f"{type(e).__name__}: {e}"]}
+    return {"jobs": jobs, "tasks": len(tasks), "wall_s": time.perf_counter() - started,
+            "peers": peers}
+
+
+def precompile_lines(stats: dict) -> list[str]:
+    peers = stats["peers"]
+    lines = [f"precompile: {stats['tasks']} tasks on {stats['jobs']} processes in "
+             f"{stats['wall_s']:.1f} s (process seconds: " + ", ".join(
+                 f"{LABELS.get(k, k)} {p['tasks']} in {p['seconds']:.0f} s"
+                 for k, p in peers.items()) + ")"]
+    for kind, p in peers.items():
+        lines += [f"  {LABELS.get(kind, kind)} failed: {f}" for f in p["failed"][:5]]
+        if len(p["failed"]) > 5:
+            lines.append(f"  ... and {len(p['failed']) - 5} more")
+    return lines
+
+
+def _devices(count: int) -> list[str]:
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    devices = visible.split(",") if visible else [str(i) for i in range(count)]
+    if len(devices) < count:
+        raise SystemExit(f"rmsnorm: --gpus {count}, but CUDA_VISIBLE_DEVICES names "
+                         f"{len(devices)}")
+    return devices[:count]
+
+
+def _gpu_count(value: str) -> int:
+    if value == "all":
+        import torch
+        return torch.cuda.device_count()
+    return int(value)
+
+
+def shape_cost(rows: int, hidden: int) -> float:
+    """A guess of one shape's seconds of timing (``group_cost``'s part per shape)."""
+    return 0.5 + 3.0 * rows * hidden / (32768 * 16384)
+
+
+CACHE_COUNTS = ("coopgen_loaded", "coopgen_compiled", "aot_hit", "fx_hit", "fx_miss")
+
+
+def cache_text(c: dict) -> str:
+    return (f"coopgen kernels loaded {c['coopgen_loaded']}, compiled {c['coopgen_compiled']}; "
+            f"torch.compile graphs from the AOT cache {c['aot_hit']}, from the FX graph cache "
+            f"{c['fx_hit']}, compiled {c['fx_miss']}")
+
+
+def cache_counts(dtype: str, hidden: int) -> dict:
+    """How many of coopgen's candidate kernels for the width this process loaded from numba's
+    cache or compiled, and its AOT autograd cache hits and Inductor FX graph cache hits and
+    misses (a miss: a graph compiled) so far: what shows that the pool filled the caches the
+    timing reads."""
+    import torch_rms_norm
+    from torch._dynamo.utils import counters
+    out = {"coopgen_loaded": 0, "coopgen_compiled": 0,
+           "aot_hit": counters["aot_autograd"]["autograd_cache_hit"],
+           "fx_hit": counters["inductor"]["fxgraph_cache_hit"],
+           "fx_miss": counters["inductor"]["fxgraph_cache_miss"]}
+    for config in torch_rms_norm.CONFIGS:
+        try:
+            arguments = torch_rms_norm.kernel_plan(dtype, hidden, config)[1]
+        except ValueError:
+            continue
+        stats = getattr(example.make_kernel(*arguments), "stats", None)  # numba-cuda's
+        if stats is not None:
+            out["coopgen_loaded"] += sum(stats.cache_hits.values())
+            out["coopgen_compiled"] += sum(stats.cache_misses.values())
+    return out
+
+
+def time_part(args, part: int, parts: int) -> int:
+    """The timing process ``part`` of ``parts``: its groups' shapes, each merged into
+    ``--json`` as it finishes. A shape that fails is reported and the next one timed; past
+    ``--deadline`` (seconds since the epoch, less a shape's guessed time) no shape starts."""
+    import traceback
+    rows_list = [int(n) for n in args.rows.split(",")]
+    groups = split_groups(sweep_groups(args.dtypes.split(","),
+                                       [int(h) for h in args.hiddens.split(",")]),
+                          rows_list, parts)[part]
+    if not args.keep_cache and not os.environ.get("COOPGEN_AUTOTUNE_CACHE"):
+        import tempfile
+        os.environ["COOPGEN_AUTOTUNE_CACHE"] = tempfile.mkdtemp(prefix="coopgen-autotune-")
+    deadline = args.deadline or math.inf
+    env, rows, failed, skipped = _environment(), [], [], []
+    caches = dict.fromkeys(CACHE_COUNTS, 0)
+    env.update(failed=failed, not_timed=skipped, caches=caches)
+    tag = f"[GPU {part}/{parts} {env['gpu']}]" if parts > 1 else f"[{env['gpu']}]"
+    print(f"{tag} {len(groups)} widths: " + ", ".join(f"{d} {h}" for d, h in groups),
+          flush=True)
+    for dtype, hidden in groups:
+        started = time.perf_counter()
+        before = cache_counts(dtype, hidden)
+        for i, n in enumerate(rows_list):
+            name = f"{dtype}:{n}x{hidden}"
+            if time.time() + 2 * shape_cost(n, hidden) + (3.0 if i == 0 else 0.0) > deadline:
+                skipped.append(name)
+                continue
+            try:
+                row = shape_row(dtype, n, hidden, numba_launch=False)
+            except Exception as e:  # noqa: BLE001 (reported; the other shapes still count)
+                failed.append(f"{name}: {type(e).__name__}: {e}"[:500])
+                print(f"{tag} FAILED {failed[-1]}", flush=True)
+                traceback.print_exc()
+                continue
+            rows = merge(args.json, [row], env) if args.json else rows + [row]
+            print(table_lines([row])[-1], flush=True)
+        counts = {k: v - before[k] for k, v in cache_counts(dtype, hidden).items()}
+        for k, v in counts.items():
+            caches[k] += v
+        print(f"{tag} {dtype} {hidden}: {len(rows_list)} shapes in "
+              f"{time.perf_counter() - started:.1f} s; {cache_text(counts)}", flush=True)
+    if skipped:
+        print(f"{tag} past the deadline: {len(skipped)} shapes not timed", flush=True)
+    if args.json:  # the part's last word: its failures and the shapes it did not time
+        merge(args.json, [], env)
+    if not args.json and rows:
+        print("\n".join(summary_lines(summary(rows))))
+    return 1 if failed else 0
+
+
+def plan_lines(args) -> list[str]:
+    """What ``run_sweep`` would do: the pool's tasks per peer, each GPU's widths and guessed
+    seconds of timing."""
+    rows = [int(n) for n in args.rows.split(",")]
+    groups = sweep_groups(args.dtypes.split(","), [int(h) for h in args.hiddens.split(",")])
+    tasks = precompile_tasks(groups, rows, quack_installed())
+    kinds = {k: sum(t[0] == k for t in tasks) for k in PRECOMPILE_ORDER}
+    lines = [f"{len(groups) * len(rows)} shapes; the pool: {len(tasks)} compile tasks ("
+             + ", ".join(f"{LABELS[k]} {n}" for k, n in kinds.items() if n) + ")"]
+    for i, part in enumerate(split_groups(groups, rows, _gpu_count(args.gpus))):
+        lines.append(f"GPU {i}: {len(part)} widths, about "
+                     f"{sum(group_cost(h, rows) for _, h in part):.0f} s of timing: "
+                     + ", ".join(f"{d} {h}" for d, h in part))
+    return lines
+
+
+def run_sweep(args) -> int:
+    """Fill the compile caches (``--jobs`` processes), time the shapes on ``--gpus`` GPUs, merge
+    the parts into ``--json`` and print the table, the summary and each phase's seconds."""
+    import shutil
+    import subprocess
+    import tempfile
+    started = time.perf_counter()
+    deadline = time.time() + args.budget - 15 if args.budget else None  # 15 s: the merge
+    gpus = _gpu_count(args.gpus)
+    devices = _devices(gpus)
+    root = os.path.abspath(args.cache_dir)
+    for var, sub in COMPILE_CACHES.items():
+        os.environ[var] = os.path.join(root, sub)
+        os.makedirs(os.environ[var], exist_ok=True)
+    os.environ["COOPGEN_RMSNORM_CACHE"] = "1"  # the example's kernels: numba's cache=True
+    rows = [int(n) for n in args.rows.split(",")]
+    groups = sweep_groups(args.dtypes.split(","), [int(h) for h in args.hiddens.split(",")])
+    phases: dict = {}
+    print(f"rmsnorm sweep: {len(groups) * len(rows)} shapes ({len(groups)} of dtype and width, "
+          f"{len(rows)} row counts) on {gpus} GPU(s); QuACK "
+          f"{'installed' if quack_installed() else 'not installed'}; caches in {root}",
+          flush=True)
+    if args.jobs:
+        stats = precompile(precompile_tasks(groups, rows, quack_installed()), args.jobs)
+        phases["precompile_s"] = round(stats["wall_s"], 1)
+        phases["precompile"] = stats
+        print("\n".join(precompile_lines(stats)), flush=True)
+    out = os.path.abspath(args.json) if args.json else os.path.join(root, "sweep.json")
+    os.makedirs(os.path.dirname(out), exist_ok=True)
+    # beside the output: what a run cut short timed is there (``--table`` reads the parts)
+    parts_dir = tempfile.mkdtemp(prefix="rmsnorm-parts-", dir=os.path.dirname(out))
+    t0 = time.perf_counter()
+    procs = []
+    for i, device in enumerate(devices):
+        part_json = os.path.join(parts_dir, f"part{i}.json")
+        env = dict(os.environ, CUDA_VISIBLE_DEVICES=device)
+        if not args.keep_cache:  # every shape is tuned during the run
+            env["COOPGEN_AUTOTUNE_CACHE"] = tempfile.mkdtemp(prefix=f"autotune-{i}-", dir=root)
+        command = [sys.executable, os.path.abspath(__file__), "--sweep", "--part",
+                   f"{i}/{gpus}", "--dtypes", args.dtypes, "--hiddens", args.hiddens,
+                   "--rows", args.rows, "--json", part_json] + \
+            (["--keep-cache"] if args.keep_cache else []) + \
+            (["--deadline", str(deadline)] if deadline else [])
+        procs.append((subprocess.Popen(command, env=env), part_json))
+    ended: dict = {}
+    while len(ended) < len(procs):  # each process's seconds as it ends
+        for i, (proc, _) in enumerate(procs):
+            if i not in ended and proc.poll() is not None:
+                ended[i] = (proc.returncode, round(time.perf_counter() - t0, 1))
+        time.sleep(0.2)
+    failed = sum(rc != 0 for rc, _ in ended.values())
+    seconds, parts = [ended[i][1] for i in range(len(procs))], []
+    for _, part_json in procs:
+        try:
+            with open(part_json, encoding="utf-8") as f:
+                parts.append(json.load(f))
+        except (OSError, ValueError):  # a part that timed no shape
+            pass
+    phases["timing_s"] = round(time.perf_counter() - t0, 1)
+    phases["timing_per_gpu_s"] = seconds
+    if not any(p["rmsnorm"] for p in parts):
+        print("rmsnorm sweep: no shape was timed", file=sys.stderr)
+        return 1
+    env = dict(parts[0]["environment"])
+    for key in ("failed", "not_timed"):
+        env[key] = [name for p in parts for name in p["environment"].get(key, [])]
+    env["caches"] = {k: sum(p["environment"].get("caches", {}).get(k, 0) for p in parts)
+                     for k in CACHE_COUNTS}
+    names = [p["environment"]["gpu"] for p in parts]
+    env["gpus"] = names
+    if len(names) > 1:
+        env["gpu"] = f"{len(names)} x {names[0]}" if len(set(names)) == 1 else " + ".join(names)
+    env["phases"] = phases
+    phases["total_s"] = round(time.perf_counter() - started, 1)
+    merged = merge(out, [r for p in parts for r in p["rmsnorm"]], env)
+    if failed == 0:
+        shutil.rmtree(parts_dir, ignore_errors=True)
+    print("\n" + run_line(env) + "\n")
+    print("\n".join(table_lines(merged) + [""] + summary_lines(summary(merged))))
+    timed = sum(len(p["rmsnorm"]) for p in parts)
+    print(f"timed {timed} of {len(groups) * len(rows)} shapes"
+          + (f"; not timed before the budget's end: {len(env['not_timed'])}"
+             if env["not_timed"] else "")
+          + (f"; failed: {'; '.join(env['failed'])}" if env["failed"] else ""))
+    print("caches read by the timing: " + cache_text(env["caches"]))
+    print(f"phases: precompile {phases.get('precompile_s', 0):.1f} s, timing "
+          f"{phases['timing_s']:.1f} s (per GPU: "
+          + ", ".join(f"{s:.1f}" for s in seconds) + f"), total {phases['total_s']:.1f} s; "
+          f"written to {out}" + (f"; {failed} timing process(es) failed, their parts kept in "
+                                 f"{parts_dir}" if failed else ""))
+    return 1 if failed else 0
 
 
 def main(argv=None) -> int:
@@ -581,30 +956,47 @@ def main(argv=None) -> int:
     parser.add_argument("--hiddens", default=",".join(map(str, SWEEP_HIDDENS)))
     parser.add_argument("--rows", default=",".join(map(str, SWEEP_ALL_ROWS)))
     parser.add_argument("--json", help="merge each shape's figures into this file")
-    parser.add_argument("--table", help="print the table and summary of this file, time nothing")
+    parser.add_argument("--table", nargs="+", metavar="JSON",
+                        help="print the table and summary of these files' shapes, time nothing")
     parser.add_argument("--keep-cache", action="store_true",
                         help="use the autotuner's usual cache (default: a fresh one)")
+    parser.add_argument("--gpus", default="1",
+                        help="time on this many GPUs, a process each ('all': every visible one)")
+    parser.add_argument("--jobs", type=int, default=min(os.cpu_count() or 1, 32),
+                        help="processes filling the compile caches first (0: none)")
+    parser.add_argument("--cache-dir", default=os.path.join(tempfile.gettempdir(),
+                                                             "coopgen-rmsnorm-sweep"),
+                        help="the compile caches' folder (kept: a later slice reuses it)")
+    parser.add_argument("--budget", type=float, default=0,
+                        help="seconds for the whole sweep: past them no shape starts, and the "
+                             "table shows what was timed (0: no limit)")
+    parser.add_argument("--plan", action="store_true",
+                        help="print the pool's compile tasks and each GPU's widths, run nothing")
+    parser.add_argument("--part", help=argparse.SUPPRESS)  # "i/n": one timing process
+    parser.add_argument("--deadline", type=float, help=argparse.SUPPRESS)  # epoch seconds
     args = parser.parse_args(argv)
     if args.table:
-        with open(args.table, encoding="utf-8") as f:
-            rows = json.load(f)["rmsnorm"]
+        shapes: dict = {}
+        for path in args.table:
+            with open(path, encoding="utf-8") as f:
+                shapes.update((_shape_key(r), r) for r in json.load(f)["rmsnorm"])
+        rows = sorted(shapes.values(),
+                      key=lambda r: (DTYPES.index(r["dtype"]), r["hidden"], r["rows"]))
         print("\n".join(table_lines(rows) + [""] + summary_lines(summary(rows))))
         return 0
     if not args.sweep:
         parser.error("--sweep or --table")
-    if not args.keep_cache:  # every shape is tuned during the run
-        os.environ["COOPGEN_AUTOTUNE_CACHE"] = tempfile.mkdtemp(prefix="coopgen-autotune-")
-    env, rows = _environment(), []
-    print(run_line(env) + f" QuACK: {'installed' if quack_installed() else 'not installed'}")
-    for dtype in args.dtypes.split(","):
-        for hidden in map(int, args.hiddens.split(",")):
-            for n in map(int, args.rows.split(",")):
-                row = shape_row(dtype, n, hidden)
-                rows = _merge(args.json, row, env) if args.json else rows + [row]
-                print(table_lines([row])[-1], flush=True)
-    print("\n".join(summary_lines(summary(rows))))
-    return 0
+    if args.part:
+        part, parts = map(int, args.part.split("/"))
+        return time_part(args, part, parts)
+    if args.plan:
+        print("\n".join(plan_lines(args)))
+        return 0
+    return run_sweep(args)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # run as the module "rmsnorm" (this folder is sys.path[0]): the pool's processes and the
+    # timing processes then name its functions alike (Triton's and Inductor's cache keys)
+    import rmsnorm
+    sys.exit(rmsnorm.main())
