@@ -141,9 +141,19 @@ def stub_dir() -> str:
     empty curand header (clang's CUDA wrapper includes it; the CUDA wheels ship none)."""
     stub = _cache.root() / "clang-cuda" / "stub"
     stub.mkdir(parents=True, exist_ok=True)
-    (stub / "curand_mtgp32_kernel.h").touch()
-    _cache.atomic_write(stub / "coopgen_clang_prelude.h", PRELUDE.encode())
+    # written only when missing or different: a PCH that read them holds their times
+    _write_if_changed(stub / "curand_mtgp32_kernel.h", b"")
+    _write_if_changed(stub / "coopgen_clang_prelude.h", PRELUDE.encode())
     return str(stub)
+
+
+def _write_if_changed(path: Path, data: bytes) -> None:
+    try:
+        if path.read_bytes() == data:
+            return
+    except OSError:
+        pass
+    _cache.atomic_write(path, data)
 
 
 def options(arch: str) -> list[str]:
@@ -219,8 +229,8 @@ def precompiled_header(arch: str) -> str | None:
             return str(path)
         # the PCH names its header, which must stay where it was: one per key, beside it
         header = folder / f"{key}.cuh"
-        _cache.atomic_write(header, "".join(f"#include <{h}>\n"
-                                            for h in canonical_includes()).encode())
+        _write_if_changed(header, "".join(f"#include <{h}>\n"
+                                          for h in canonical_includes()).encode())
         fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=".pch")
         os.close(fd)
         try:
