@@ -139,9 +139,11 @@ def cuda_root() -> str:
 def stub_dir() -> str:
     """The folder of the headers coopgen gives clang whatever the CUDA root: the prelude, and an
     empty curand header (clang's CUDA wrapper includes it; the CUDA wheels ship none)."""
-    stub = _cache.root() / "clang-cuda" / "stub"
+    # one folder per prelude, its files written only when missing or different: a PCH that
+    # read them holds their times, so no process (of another coopgen, too) may rewrite them
+    version = hashlib.sha256(PRELUDE.encode()).hexdigest()[:12]
+    stub = _cache.root() / "clang-cuda" / f"stub-{version}"
     stub.mkdir(parents=True, exist_ok=True)
-    # written only when missing or different: a PCH that read them holds their times
     _write_if_changed(stub / "curand_mtgp32_kernel.h", b"")
     _write_if_changed(stub / "coopgen_clang_prelude.h", PRELUDE.encode())
     return str(stub)
@@ -247,7 +249,8 @@ def precompiled_header(arch: str) -> str | None:
     return str(path)
 
 
-_pch_failed: set = set()
+_pch_failed: set = set()  # keys this process makes no PCH of (clang failed, or it went stale)
+_pch_dropped: dict = {}
 
 
 def _clang(source: str, arch: str, pch: str | None):
@@ -277,11 +280,14 @@ def compile_bitcode(source: str, arch: str) -> str:
     done, data = _clang(source, arch, pch)
     if data is None and pch is not None:
         # a header changed since the PCH was made, or the PCH is damaged: parse the headers,
-        # and drop the PCH if that works (the next compile makes a new one)
+        # and drop the PCH if that works (the next compile makes a new one, once a process)
         done, data = _clang(source, arch, None)
         if data is not None:
             with contextlib.suppress(OSError):
                 os.unlink(pch)
+            _pch_dropped[pch] = _pch_dropped.get(pch, 0) + 1
+            if _pch_dropped[pch] > 1:
+                _pch_failed.add(_pch_key(arch))
     if data is None:
         raise ClangError(f"clang ({clang_identity()}) could not compile the CUB shims for "
                          f"{arch}", (done.stderr or done.stdout).strip())
