@@ -54,7 +54,9 @@ def main(argv=None) -> int:
     ap.add_argument("--configs", type=int, default=200, help="configurations to draw")
     ap.add_argument("--seed", type=int, default=None, help="seed of the draw (default: random)")
     ap.add_argument("--workers", type=int, default=1, help="processes (one CUDA context each)")
-    ap.add_argument("--batch", type=int, default=8, help="configurations per kernel")
+    ap.add_argument("--batch", type=int, default=None,
+                    help="configurations per kernel (default 8; cute: 40, its compiles cost "
+                         "more per kernel)")
     ap.add_argument("--only", default=None, help="overloads whose 'Class::Signature' contains this")
     ap.add_argument("--surface", default=None,
                     help="call every configuration through this surface: 'group' (cuda.coop's "
@@ -95,7 +97,7 @@ def main(argv=None) -> int:
         dtypes = a.dtypes.split(",") if a.dtypes else backend_dtypes
         configs = space.draw(a.configs, seed, a.only, block, dtypes, a.surface, skip,
                              group_calls)
-    batches = runner.batches_of(configs, a.batch)
+    batches = runner.batches_of(configs, a.batch or (40 if a.backend == "cute" else 8))
     print(f"seed {seed}: {len(configs)} configurations in {len(batches)} kernels, "
           f"{a.workers} worker(s){', compile only' if a.compile_only else ''}", flush=True)
     t0 = time.time()
