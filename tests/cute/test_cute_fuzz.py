@@ -100,3 +100,21 @@ def test_each_array_has_its_own_aligned_part_of_the_buffer():
     src = fuzz_cute.kernel_source(configs)
     assert src.count("= view(buf, ") == len(slots)
     assert "@cute.kernel" in src and "block=(64, 1, 1)" in src
+
+
+def test_a_batchs_arrays_go_through_the_buffer_unchanged():
+    """What a launch copies in and out: every array (of the drawn dtypes and sizes) packed at
+    its offset and read back as it was; a kernel that changes one array changes no other."""
+    configs = draw(10, seed=4, block=(32, 2))
+    args = runner._flat_args(configs, runner._host_arrays(configs))
+    host = fuzz_cute.pack(configs, args)
+    back = fuzz_cute.unpack(configs, args, host)
+    assert [(b.dtype, b.shape) for b in back] == [(a.dtype, a.shape) for a in args]
+    for a, b in zip(args, back):
+        np.testing.assert_array_equal(a.view(np.uint8), b.view(np.uint8))
+    slots, _ = fuzz_cute.layout(configs)
+    off, _, _ = slots[3]
+    host[off:off + args[3].nbytes] = 0xFF
+    changed = [not np.array_equal(a.view(np.uint8), b.view(np.uint8))
+               for a, b in zip(args, fuzz_cute.unpack(configs, args, host))]
+    assert changed == [i == 3 and args[3].nbytes > 0 for i in range(len(args))]

@@ -192,9 +192,7 @@ def run_kernel(configs, args, compile_only: bool, build) -> list[np.ndarray] | N
     device = _current_device()
     compiled = cute.compile(mod.launch, _pointer())
     from cuda.bindings import driver
-    host = np.zeros(size, np.uint8)
-    for (off, _, _), a in zip(slots, args):
-        host[off:off + a.nbytes] = np.ascontiguousarray(a).view(np.uint8).reshape(-1)
+    host = pack(configs, args)
     err, address = driver.cuMemAlloc(size)
     _check((err,))
     try:
@@ -204,7 +202,24 @@ def run_kernel(configs, args, compile_only: bool, build) -> list[np.ndarray] | N
         _check(driver.cuMemcpyDtoH(host.ctypes.data, address, size))
     finally:
         driver.cuMemFree(address)
+    return unpack(configs, args, host)
+
+
+def pack(configs, args) -> np.ndarray:
+    """The batch's buffer: each array's bytes at its offset (layout)."""
+    slots, size = layout(configs)
+    host = np.zeros(size, np.uint8)
+    for (off, dtype, n), a in zip(slots, args, strict=True):
+        assert a.size == n and a.dtype == families.np_dtype(dtype), (dtype, n, a.dtype, a.size)
+        host[off:off + a.nbytes] = np.ascontiguousarray(a).view(np.uint8).reshape(-1)
+    return host
+
+
+def unpack(configs, args, host: np.ndarray) -> list[np.ndarray]:
+    """The arrays in the buffer (shaped and typed as ``args``)."""
+    slots, _ = layout(configs)
     return [host[off:off + a.nbytes].view(a.dtype).copy() for (off, _, _), a in zip(slots, args)]
 
 
-__all__ = ["CUTE", "DTYPES", "kernel_source", "layout", "run_kernel", "skip_reason"]
+__all__ = ["CUTE", "DTYPES", "kernel_source", "layout", "pack", "run_kernel", "skip_reason",
+           "unpack"]
