@@ -18,8 +18,9 @@ from coopgen.cute import call  # noqa: E402
 
 
 def draw(n: int, seed: int, **kw):
-    return space.draw(n, seed, dtypes=fuzz_cute.DTYPES, skip=fuzz_cute.skip_reason,
-                      group_calls=False, **kw)
+    return space.draw(n, seed, dtypes=kw.pop("dtypes", fuzz_cute.DTYPES),
+                      skip=fuzz_cute.skip_reason, group_calls=False, refuse=fuzz_cute.refused,
+                      **kw)
 
 
 @pytest.fixture
@@ -47,6 +48,15 @@ def test_a_seeded_batch_of_fuzz_kernels_links(arch, cute_compiler, monkeypatch):
         assert c.label() in resolved, f"{c.label()} resolved to none of {sorted(resolved)}"
 
 
+def test_half_precision_items_link_with_cubs_operators(cute_compiler, monkeypatch):
+    configs = draw(10, seed=20261129, block=(64,), dtypes=("float16", "bfloat16"))
+    assert {c.dtype for c in configs} == {"float16", "bfloat16"}
+    assert not any(c.op.startswith("py_") for c in configs)
+    resolved = _compile(configs, "sm_90a", monkeypatch)
+    for c in configs:
+        assert c.label() in resolved, f"{c.label()} resolved to none of {sorted(resolved)}"
+
+
 def test_what_the_first_fuzz_runs_refused_links(cute_compiler, monkeypatch):
     """An exclusive max scan of int64, whose identity (int64's minimum) is a numpy constant;
     and beside it a histogram (bins in shared memory) and a radix rank (a digit extractor
@@ -68,6 +78,7 @@ def test_the_draw_leaves_out_what_the_backend_does_not_bind():
     for c in draw(400, seed=11):
         assert c.surface != "group"
         assert c.dtype in fuzz_cute.DTYPES
+        assert not (c.dtype in ("float16", "bfloat16") and c.op.startswith("py_"))
         assert not any(p.role in unbound or p.base in fuzz_cute.UNBOUND_BASES
                        for p in c.method.params), c.label()
     skipped = {f"{c.name}::{m.signature}": why
@@ -82,6 +93,7 @@ def test_list_says_why_each_overload_is_skipped(capsys):
     assert cli.main(["--backend", "cute", "--list"]) == 0
     out = capsys.readouterr().out
     assert "SKIP cuda.coop's group-first calls" in out
+    assert "SKIP Python operators on float16" in out
     assert "coopgen.cute binds no prefix callbacks" in out
     drawn = out.count("\nDRAW ") + out.startswith("DRAW ")
     assert f"{drawn} overloads drawn" in out and drawn > 150

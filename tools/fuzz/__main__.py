@@ -20,15 +20,16 @@ BACKENDS = {"numba-cuda": (None, True, None),
 
 
 def backend_profile(name: str):
-    """(skip, group_calls, dtypes) of a backend (tools.fuzz.cute imports no cutlass)."""
+    """(skip, group_calls, dtypes, refuse) of a backend (tools.fuzz.cute imports no
+    cutlass)."""
     skip, group_calls, dtypes = BACKENDS[name]
     if skip == "cute":
         from . import cute
-        return cute.skip_reason, group_calls, cute.DTYPES
-    return skip, group_calls, dtypes
+        return cute.skip_reason, group_calls, cute.DTYPES, cute.refused
+    return skip, group_calls, dtypes, None
 
 
-def _list_overloads(skip, group_calls: bool, dtypes) -> int:
+def _list_overloads(skip, group_calls: bool, dtypes, refuse=None) -> int:
     drawn = skipped = 0
     for cls, m, fam, reason in space.overloads(skip):
         if fam is not None and not space.dtype_pool(fam, dtypes):
@@ -43,6 +44,8 @@ def _list_overloads(skip, group_calls: bool, dtypes) -> int:
     if not group_calls:
         print("SKIP cuda.coop's group-first calls (coop.sum(coop.this_block(), x), ...): not "
               "callable in this backend's kernels")
+    if refuse is not None:
+        print(f"SKIP {refuse.what}")
     if dtypes is not None:
         print(f"items drawn: {', '.join(dtypes)}")
     print(f"{drawn} overloads drawn, {skipped} skipped")
@@ -82,9 +85,9 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     os.environ["COOPGEN_COMPILER"] = {"mlir": "numba_cuda_mlir", "cute": "cute"}.get(a.backend,
                                                                                   "numba")
-    skip, group_calls, backend_dtypes = backend_profile(a.backend)
+    skip, group_calls, backend_dtypes, refuse = backend_profile(a.backend)
     if a.list:
-        return _list_overloads(skip, group_calls, backend_dtypes)
+        return _list_overloads(skip, group_calls, backend_dtypes, refuse)
     if a.surface == "group" and not group_calls:
         ap.error(f"--surface group: {a.backend} kernels make no cuda.coop group-first calls")
     if a.repro or a.repro_file:
@@ -96,7 +99,7 @@ def main(argv=None) -> int:
         block = tuple(int(x) for x in a.block.split(",")) if a.block else None
         dtypes = a.dtypes.split(",") if a.dtypes else backend_dtypes
         configs = space.draw(a.configs, seed, a.only, block, dtypes, a.surface, skip,
-                             group_calls)
+                             group_calls, refuse)
     batches = runner.batches_of(configs, a.batch or (40 if a.backend == "cute" else 8))
     print(f"seed {seed}: {len(configs)} configurations in {len(batches)} kernels, "
           f"{a.workers} worker(s){', compile only' if a.compile_only else ''}", flush=True)

@@ -8,9 +8,9 @@ Every array of a batch lives in one device buffer, each at a 16-byte aligned off
 kernel takes one pointer and a launch copies one buffer each way.
 
 What coopgen.cute does not bind is not drawn, and ``--list`` says why: stateful operators
-(prefix callbacks), decomposers and counts callbacks, items passed by pointer (half precision,
-complex numbers, records), and cuda.coop's group-first calls. cutlass is imported only when a
-batch is built.
+(prefix callbacks), decomposers and counts callbacks, complex and record items, Python
+operators on half-precision items (passed by pointer; CUB's built-in operators on them are
+drawn), and cuda.coop's group-first calls. cutlass is imported only when a batch is built.
 """
 from __future__ import annotations
 
@@ -22,8 +22,9 @@ import numpy as np
 from . import families, kernels
 from .space import ALL_DTYPES, TILES
 
-#: Item dtypes drawn: C numbers (coopgen.cute passes no items by pointer).
-DTYPES = ALL_DTYPES
+#: Item dtypes drawn: C numbers, and half precision (bfloat16 where ml_dtypes is installed)
+#: with CUB's built-in operators (coopgen.cute traces Python operators on C numbers only).
+DTYPES = ALL_DTYPES + families.HALVES
 #: Parameter roles and C++ types of the overloads coopgen.cute does not bind (docs/cute.md).
 UNBOUND_ROLES = {"prefix_callback": "prefix callbacks (stateful operators)"}
 UNBOUND_BASES = {"DecomposerT": "decomposers", "CountsCallback": "counts callbacks"}
@@ -79,6 +80,16 @@ def skip_reason(cls, method) -> str:
         if base in UNBOUND_BASES:
             return f"coopgen.cute binds no {UNBOUND_BASES[base]} yet (docs/cute.md, Limits)"
     return ""
+
+
+def refused(cfg) -> bool:
+    """A Python operator on half-precision items: coopgen.cute refuses it by name."""
+    return cfg.op.startswith("py_") and cfg.dtype in families.HALVES
+
+
+refused.what = (f"Python operators on {', '.join(families.HALVES)} items: passed by pointer, "
+                "and coopgen.cute traces operators on C numbers only (CUB's built-in operators "
+                "on them are drawn)")
 
 
 def _cutlass_name(dtype: str) -> str:
@@ -221,5 +232,5 @@ def unpack(configs, args, host: np.ndarray) -> list[np.ndarray]:
     return [host[off:off + a.nbytes].view(a.dtype).copy() for (off, _, _), a in zip(slots, args)]
 
 
-__all__ = ["CUTE", "DTYPES", "kernel_source", "layout", "pack", "run_kernel", "skip_reason",
-           "unpack"]
+__all__ = ["CUTE", "DTYPES", "kernel_source", "layout", "pack", "refused", "run_kernel",
+           "skip_reason", "unpack"]

@@ -345,7 +345,7 @@ def dtype_pool(fam, dtypes=None) -> tuple:
 
 
 def draw_one(rng, cls, method, seed: int, forced_block=None, dtypes=None,
-             surface: str | None = None, group_calls: bool = True) -> Config | None:
+             surface: str | None = None, group_calls: bool = True, refuse=None) -> Config | None:
     """A random valid configuration of ``method`` (items of one of ``dtypes`` when given), or
     None when 100 tries found none."""
     fam = families.family_of(cls.name, method.name)
@@ -384,18 +384,21 @@ def draw_one(rng, cls, method, seed: int, forced_block=None, dtypes=None,
             np.dtype(value_dtype).itemsize if value_dtype else 0)
         if math.prod(block) * ipt * max(size, 4) > TILE_BYTES:
             continue
-        if fam.valid(cfg) and not refused_by_limits(cfg) and not refused_operator(cfg):
+        if fam.valid(cfg) and not refused_by_limits(cfg) and not refused_operator(cfg) \
+                and not (refuse and refuse(cfg)):
             return cfg
     return None
 
 
 def draw(n: int, seed: int, only: str | None = None, block=None, dtypes=None,
-         surface: str | None = None, skip=None, group_calls: bool = True) -> list[Config]:
+         surface: str | None = None, skip=None, group_calls: bool = True,
+         refuse=None) -> list[Config]:
     """``n`` distinct configurations, spread evenly over the overloads that have a reference
     (and match ``only``, a substring of "Class::Signature", when given), all with block shape
     ``block`` when given, items of one of ``dtypes`` (names) when given; for a backend, the
-    overloads ``skip`` passes ("" for those it can call, see overloads) and cuda.coop's
-    group-first calls only where ``group_calls``."""
+    overloads ``skip`` passes ("" for those it can call, see overloads), cuda.coop's
+    group-first calls only where ``group_calls``, and no configuration ``refuse(cfg)`` is
+    true of (a combination the backend refuses)."""
     rng = np.random.default_rng(seed)
     if dtypes is not None:
         dtypes = tuple(dtypes)
@@ -418,7 +421,7 @@ def draw(n: int, seed: int, only: str | None = None, block=None, dtypes=None,
             order = [targets[i] for i in rng.permutation(len(targets))]
         cls, m = order.pop()
         cfg = draw_one(rng, cls, m, int(rng.integers(2**31)), block, dtypes, surface,
-                       group_calls)
+                       group_calls, refuse)
         if cfg is None:
             continue
         key = cfg.to_json().rsplit(',"seed"', 1)[0]  # the same call with other data: a duplicate
