@@ -130,3 +130,22 @@ def test_a_batchs_arrays_go_through_the_buffer_unchanged():
     changed = [not np.array_equal(a.view(np.uint8), b.view(np.uint8))
                for a, b in zip(args, fuzz_cute.unpack(configs, args, host))]
     assert changed == [i == 3 and args[3].nbytes > 0 for i in range(len(args))]
+
+
+@pytest.fixture
+def gpu():
+    try:
+        from cuda.core import Device
+        Device().set_current()
+    except Exception as e:  # noqa: BLE001 (no driver, no device)
+        pytest.skip(f"no CUDA GPU ({e})")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("block", ((128,), (32, 4), (4, 8, 4)), ids=("128", "32x4", "4x8x4"))
+def test_a_drawn_batch_gives_numpys_answers(block, gpu, cute_compiler):
+    """On a GPU: one batch of 40 drawn calls (1-D, 2-D, 3-D block), launched and checked
+    against numpy as the differential suite does (python -m tools.fuzz --backend cute)."""
+    configs = draw(40, seed=20261130, block=block)
+    bad = [r.line() for r in runner.run_batch(configs) if r.status != "ok"]
+    assert not bad, "\n".join(bad)
