@@ -12,6 +12,7 @@ import importlib
 import importlib.util
 import math
 import os
+import re
 import sys
 import tempfile
 import time
@@ -316,9 +317,10 @@ def run_batch(configs, compile_only: bool = False) -> list[Result]:
             half = len(configs) // 2
             return run_batch(configs[:half], compile_only) + run_batch(configs[half:],
                                                                        compile_only)
-        msg = str(e).strip().splitlines()
-        first = next((ln for ln in msg if "coopgen" in ln or "error" in ln.lower()),
-                     msg[0] if msg else repr(e))
+        # (CuTe DSL's errors are coloured, and open with a line saying they are its own)
+        msg = re.sub(r"\x1b\[[0-9;]*m", "", str(e)).strip().splitlines()
+        first = next((ln for ln in msg if "coopgen" in ln or "error" in ln.lower()
+                      and "internal DSL problem" not in ln), msg[0] if msg else repr(e))
         return [Result(configs[0], "error", f"{type(e).__name__}: {first.strip()[:400]}")]
     results = []
     k = 0
