@@ -6,6 +6,8 @@ pass the address of their first item."""
 import collections
 import contextlib
 
+import numpy as np
+
 from cutlass._mlir import ir
 from cutlass._mlir.dialects import arith, llvm
 from cutlass._mlir.dialects import cute as cute_ir
@@ -167,6 +169,8 @@ def _scalar(value, d, target):
     """A number as the shim takes it: cast to the bound C type; bool as i1."""
     t = target if isinstance(target, desc.Scalar) else desc.unliteral(d)
     cls = number_class(t)
+    if isinstance(value, np.generic):  # a numpy constant (an operator's identity): cutlass
+        value = value.item()  # numbers are made from Python's
     return cls, t, cls(value).ir_value()
 
 

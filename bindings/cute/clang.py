@@ -14,6 +14,7 @@ the CUDA runtime headers from the CUDA toolkit wheels (``cuda-toolkit[cudart,crt
 ``CUDA_HOME``. Failure modes: no clang, no headers, or a compile error each raise
 :class:`ClangError` naming what is missing and how to install it.
 """
+import contextlib
 import functools
 import hashlib
 import importlib.util
@@ -138,11 +139,23 @@ def cuda_root() -> str:
 def stub_dir() -> str:
     """The folder of the headers coopgen gives clang whatever the CUDA root: the prelude, and an
     empty curand header (clang's CUDA wrapper includes it; the CUDA wheels ship none)."""
-    stub = _cache.root() / "clang-cuda" / "stub"
+    # one folder per prelude, its files written only when missing or different: a PCH that
+    # read them holds their times, so no process (of another coopgen, too) may rewrite them
+    version = hashlib.sha256(PRELUDE.encode()).hexdigest()[:12]
+    stub = _cache.root() / "clang-cuda" / f"stub-{version}"
     stub.mkdir(parents=True, exist_ok=True)
-    (stub / "curand_mtgp32_kernel.h").touch()
-    _cache.atomic_write(stub / "coopgen_clang_prelude.h", PRELUDE.encode())
+    _write_if_changed(stub / "curand_mtgp32_kernel.h", b"")
+    _write_if_changed(stub / "coopgen_clang_prelude.h", PRELUDE.encode())
     return str(stub)
+
+
+def _write_if_changed(path: Path, data: bytes) -> None:
+    try:
+        if path.read_bytes() == data:
+            return
+    except OSError:
+        pass
+    _cache.atomic_write(path, data)
 
 
 def options(arch: str) -> list[str]:
@@ -161,6 +174,98 @@ def bitcode_dir() -> Path:
     return _cache.root() / "bitcode"
 
 
+def _pch_key(arch: str) -> str:
+    from ..codegen.bundle import canonical_includes
+    return hashlib.sha256("\0\1".join(("coopgen-clang-pch-v1", nvrtc.VERSION, clang_identity(),
+                                         registry.package().HEADERS_DIGEST, *options(arch),
+                                         *canonical_includes())).encode()).hexdigest()
+
+
+_pch_dirs: dict[int, Path] = {}  # by process, when the cache is disabled
+
+
+def _pch_folder() -> Path:
+    if _cache.shim_dir() is not None:
+        return _cache.root() / "clang-pch"
+    if os.getpid() not in _pch_dirs:  # caching disabled: one of this process's own
+        _pch_dirs[os.getpid()] = Path(tempfile.mkdtemp(prefix="coopgen-clang-pch-"))
+    return _pch_dirs[os.getpid()]
+
+
+@contextlib.contextmanager
+def _locked(path: Path):
+    """An exclusive lock on ``path`` (processes compiling at once make one PCH, not one each);
+    no lock where the platform has no flock."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover (Windows)
+        yield
+        return
+    with open(path, "a+b") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def precompiled_header(arch: str) -> str | None:
+    """clang's precompiled header of the canonical #include block (coopgen.codegen.bundle: every
+    bundle starts with it) for ``arch``, made once per clang, headers and options and kept in
+    the cache: parsing CUB's and CUDA's headers is nearly all of a bundle's compile (about 9 of
+    10 s), so a compile that reads it takes about 1 s. None when ``COOPGEN_CLANG_PCH=0`` or
+    clang could not make one (then each compile parses the headers)."""
+    if os.environ.get("COOPGEN_CLANG_PCH", "1").strip().lower() in ("0", "off", "no"):
+        return None
+    key = _pch_key(arch)
+    if key in _pch_failed:
+        return None
+    folder = _pch_folder()
+    path = folder / f"{key}.pch"
+    if path.is_file():
+        return str(path)
+    from ..codegen.bundle import canonical_includes
+    folder.mkdir(parents=True, exist_ok=True)
+    with _locked(folder / f"{key}.lock"):
+        if path.is_file():  # another process made it while this one waited
+            return str(path)
+        # the PCH names its header, which must stay where it was: one per key, beside it
+        header = folder / f"{key}.cuh"
+        _write_if_changed(header, "".join(f"#include <{h}>\n"
+                                          for h in canonical_includes()).encode())
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=".pch")
+        os.close(fd)
+        try:
+            done = subprocess.run([*clang_command(), *options(arch), "-Xclang", "-emit-pch",
+                                   str(header), "-o", tmp],
+                                  capture_output=True, encoding="utf-8", errors="replace")
+            if done.returncode != 0 or not os.path.getsize(tmp):
+                _pch_failed.add(key)
+                return None
+            os.replace(tmp, path)
+        finally:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+    return str(path)
+
+
+_pch_failed: set = set()  # keys this process makes no PCH of (clang failed, or it went stale)
+_pch_dropped: dict = {}
+
+
+def _clang(source: str, arch: str, pch: str | None):
+    """Run clang on ``source``: (its result, the bitcode or None)."""
+    with tempfile.TemporaryDirectory(prefix="coopgen-clang-") as tmp:
+        src, out = Path(tmp) / "bundle.cu", Path(tmp) / "bundle.bc"
+        src.write_text(source, encoding="utf-8")
+        done = subprocess.run([*clang_command(), *options(arch),
+                               *(["-include-pch", pch] if pch else []), str(src), "-o", str(out)],
+                              capture_output=True, encoding="utf-8", errors="replace")
+        _counts["compile"] += 1
+        ok = done.returncode == 0 and out.is_file()
+        return done, out.read_bytes() if ok else None
+
+
 def compile_bitcode(source: str, arch: str) -> str:
     """The path of the bundle's LLVM bitcode for ``arch`` (compiled, or found in the cache)."""
     opts = options(arch)
@@ -171,20 +276,25 @@ def compile_bitcode(source: str, arch: str) -> str:
     if _cache.shim_dir() is not None and path.is_file() and path.read_bytes()[:2] == b"BC":
         _counts["hit"] += 1
         return str(path)
-    with tempfile.TemporaryDirectory(prefix="coopgen-clang-") as tmp:
-        src, out = Path(tmp) / "bundle.cu", Path(tmp) / "bundle.bc"
-        src.write_text(source, encoding="utf-8")
-        done = subprocess.run([*clang_command(), *opts, str(src), "-o", str(out)],
-                              capture_output=True, encoding="utf-8", errors="replace")
-        _counts["compile"] += 1
-        if done.returncode != 0 or not out.is_file():
-            raise ClangError(f"clang ({clang_identity()}) could not compile the CUB shims for "
-                             f"{arch}", (done.stderr or done.stdout).strip())
-        data = out.read_bytes()
+    pch = precompiled_header(arch)
+    done, data = _clang(source, arch, pch)
+    if data is None and pch is not None:
+        # a header changed since the PCH was made, or the PCH is damaged: parse the headers,
+        # and drop the PCH if that works (the next compile makes a new one, once a process)
+        done, data = _clang(source, arch, None)
+        if data is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(pch)
+            _pch_dropped[pch] = _pch_dropped.get(pch, 0) + 1
+            if _pch_dropped[pch] > 1:
+                _pch_failed.add(_pch_key(arch))
+    if data is None:
+        raise ClangError(f"clang ({clang_identity()}) could not compile the CUB shims for "
+                         f"{arch}", (done.stderr or done.stdout).strip())
     if _cache.shim_dir() is None:  # caching disabled: a file of this process's own
         path = Path(tempfile.mkdtemp(prefix="coopgen-bitcode-")) / f"{key}.bc"
     _cache.atomic_write(path, data)
     return str(path)
 
 
-__all__ = ["ClangError", "compile_bitcode", "clang_command", "options"]
+__all__ = ["ClangError", "compile_bitcode", "clang_command", "options", "precompiled_header"]

@@ -18,15 +18,18 @@ GRID = 3
 __all__ = ["DeviceArray", "pointer", "sort_tiles", "CASES", "everything"]
 
 
-def host(kernel, threads: int, tile: int, n_in: int, n_out: int):
-    """A ``@cute.jit`` launching ``kernel`` on GRID blocks of ``threads``, with the input, the
-    output and a second output as global tensors of n_in, n_out and n_in items."""
+def host(kernel, threads, tile: int, n_in: int, n_out: int):
+    """A ``@cute.jit`` launching ``kernel`` on GRID blocks of ``threads`` (a number, or a
+    block shape), with the input, the output and a second output as global tensors of n_in,
+    n_out and n_in items."""
+    shape = (threads, 1, 1) if isinstance(threads, int) else tuple(threads)
+
     @cute.jit
     def launch(x: cute.Pointer, y: cute.Pointer, z: cute.Pointer):
         tx = cute.make_tensor(x, cute.make_layout(n_in))
         ty = cute.make_tensor(y, cute.make_layout(n_out))
         tz = cute.make_tensor(z, cute.make_layout(n_in))
-        kernel(tx, ty, tz).launch(grid=(GRID, 1, 1), block=(threads, 1, 1))
+        kernel(tx, ty, tz).launch(grid=(GRID, 1, 1), block=shape)
     return launch
 
 
@@ -247,6 +250,52 @@ def histogram(dtype, threads: int, items: int, bins: int = 64):
     return host(kernel, threads, tile, GRID * tile, GRID * tile), want
 
 
+#: The 2-D and 3-D block shape of each thread count the GPU tests use (partial_tiles).
+BLOCK_SHAPES = {128: (32, 4, 1), 256: (8, 8, 4)}
+
+
+def valid_items(tile: int) -> np.ndarray:
+    """Each block's valid items in partial_tiles: a partial tile, less in each later block."""
+    return np.array([tile - 1 - g * (tile // GRID) for g in range(GRID)])
+
+
+def partial_tiles(dtype, threads: int, items: int):
+    """Partial tiles on a 2-D or 3-D block (its shape from the launch, BLOCK_SHAPES): each
+    block loads its tile's first ``valid_items`` items (the rest the default, 0), sums them,
+    stores them back (the items past ``valid_items`` untouched) and, from one item per thread,
+    reduces the first ``valid_items // items`` threads' items with max (num_valid)."""
+    T = NUMBERS[np.dtype(dtype).type]
+    shape = BLOCK_SHAPES[threads]
+    tile = threads * items
+
+    @cute.kernel
+    def kernel(x: cute.Tensor, y: cute.Tensor, z: cute.Tensor):
+        tx, ty, tz = cute.arch.thread_idx()
+        bid, _, _ = cute.arch.block_idx()
+        tid = tx + shape[0] * (ty + shape[1] * tz)
+        n = tile - 1 - bid * (tile // GRID)
+        keys = cute.make_rmem_tensor(items, T)
+        block.load(cute.local_tile(x, (tile,), (bid,)), keys, block_items_end=n, oob_default=T(0))
+        total = block.sum(keys)
+        block.store(cute.local_tile(y, (tile,), (bid,)), keys, valid_items=n)
+        top = block.reduce(keys[0], binary_op="max", num_valid=n // items)
+        if tid == 0:  # (z starts as zeros)
+            z[bid * threads] = total
+            z[bid * threads + 1] = top
+
+    def want(x):
+        tiles = x.reshape(GRID, tile)
+        y = np.zeros_like(tiles)
+        z = np.zeros((GRID, threads), x.dtype)
+        for g, n in enumerate(valid_items(tile)):
+            y[g, :n] = tiles[g, :n]
+            z[g, 0] = tiles[g, :n].sum(dtype=x.dtype)
+            z[g, 1] = tiles[g, :n // items * items:items].max()  # each thread's first item
+        return y.reshape(-1), z.reshape(-1)
+
+    return host(kernel, shape, tile, GRID * tile, GRID * tile), want
+
+
 STORAGE = TempStorage()
 
 
@@ -282,5 +331,7 @@ def explicit_storage(dtype, threads: int, items: int):
     return host(kernel, threads, tile, GRID * tile, GRID * tile), want
 
 
-CASES = {"explicit_storage": explicit_storage, "histogram": histogram, "python_operators": python_operators, "sort_and_sum": sort_and_sum, "scans": scans,
-         "merge_sort_shared": merge_sort_shared, "warp_reductions": warp_reductions}
+CASES = {"explicit_storage": explicit_storage, "histogram": histogram,
+         "python_operators": python_operators, "sort_and_sum": sort_and_sum, "scans": scans,
+         "merge_sort_shared": merge_sort_shared, "warp_reductions": warp_reductions,
+         "partial_tiles": partial_tiles}

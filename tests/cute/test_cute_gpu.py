@@ -1,5 +1,7 @@
 """coopgen.cute on a GPU: CuTe DSL kernels calling coopgen give numpy's answers (int32, uint32,
-float32 and int64; 128 and 256 threads; 4 and 8 items per thread). Skipped without a GPU."""
+float32 and int64; 128 and 256 threads, as 1-D blocks, and as 2-D (32 x 4) and 3-D (8 x 8 x 4)
+ones for partial tiles; 4 and 8 items per thread). Skipped without a GPU. The differential
+suite draws far more (python -m tools.fuzz --backend cute, docs/cute.md)."""
 import numpy as np
 import pytest
 from kernels import CASES, GRID, DeviceArray, everything, pointer

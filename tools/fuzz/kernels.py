@@ -182,25 +182,66 @@ def _callee(cfg) -> tuple[str, list[str]]:
     return f"{scope}.{name}", [f"{select}={sel!r}"]
 
 
-def digit_extractor(cfg, j: int) -> str:
+def digit_bits(cfg) -> tuple[int, int]:
+    """(shift, mask) of a digit extractor's digit: radix_bits bits of the key."""
     from .families import digit_shift
-    mask = (1 << int(dict(cfg.tkw)["radix_bits"])) - 1
-    return (f"\n\n@cuda.jit(device=True)\ndef c{j}_digit(key):\n"
-            f"    return np.uint32((key >> np.uint32({digit_shift(cfg)})) & np.uint32({mask}))\n")
+    return digit_shift(cfg), (1 << int(dict(cfg.tkw)["radix_bits"])) - 1
 
 
-def emit(cfg, j: int) -> tuple[list[str], list[str], str]:
+class Dialect:
+    """How a compiler's kernels spell what the calls need: numba-cuda's (and numba-cuda-mlir's)
+    here; CuTe DSL's in tools.fuzz.cute. The calls themselves are the same."""
+    block_index = "cuda.blockIdx.x"
+    sync = "cuda.syncthreads()"
+    group_calls = True  # cuda.coop's group-first calls
+
+    def dtype(self, name: str) -> str:
+        return _np(name)
+
+    def local(self, n: int, dtype: str) -> str:
+        return f"local.array({n}, {self.dtype(dtype)})"
+
+    def shared(self, n: int, dtype: str) -> str:
+        return f"shared.array({n}, {self.dtype(dtype)})"
+
+    def items(self, n: int) -> str:
+        """The loop over a thread's ``n`` items."""
+        return f"range({n})"
+
+    def tile(self, a: str, n: int) -> str:
+        """Group g's ``n`` items of global array ``a`` (an iterator)."""
+        return f"{a}[g * {n}:]"
+
+    def digit_extractor(self, cfg, j: int) -> str:
+        shift, mask = digit_bits(cfg)
+        return (f"\n\n@cuda.jit(device=True)\ndef c{j}_digit(key):\n"
+                f"    return np.uint32((key >> np.uint32({shift})) & np.uint32({mask}))\n")
+
+    def module(self, configs, args: list, body: list, defs: str) -> str:
+        nt = configs[0].threads
+        head = ("@cuda.jit\n"
+                f"def kernel({', '.join(args)}):\n"
+                "    t = cuda.threadIdx.x + cuda.blockDim.x * (cuda.threadIdx.y + cuda.blockDim.y "
+                "* cuda.threadIdx.z)\n"
+                f"    r = cuda.blockIdx.x * {nt} + t\n")
+        return PRELUDE + defs + "\n\n" + head + "".join(f"    {line}\n" for line in body)
+
+
+NUMBA = Dialect()
+
+
+def emit(cfg, j: int, d: Dialect = NUMBA) -> tuple[list[str], list[str], str]:
     """(kernel arguments, body lines, module-level definitions) of configuration ``j``."""
     cls, m = cfg.spec, cfg.method
     nt = cfg.threads
     lines = [f"# c{j}: {cfg.label()} via {cfg.surface}"]
     if cfg.warp:  # logical warps as CUB forms them, inside each hardware warp
         w = cfg.warp
-        lines += [f"g = cuda.blockIdx.x * {cfg.warps_per_block} + (t // 32) * "
+        lines += [f"g = {d.block_index} * {cfg.warps_per_block} + (t // 32) * "
                   f"{cfg.warps_per_hw_warp} + (t % 32) // {w}",
                   f"q = g * {w} + (t % 32) % {w}"]
     else:
-        lines += ["g = cuda.blockIdx.x", "q = r"]
+        lines += [f"g = {d.block_index}", "q = r"]
     defs = ""
     by_name = {s.param: s for s in slots(cfg)}
     args = [s.arg(j) for s in slots(cfg)]
@@ -219,37 +260,37 @@ def emit(cfg, j: int) -> tuple[list[str], list[str], str]:
             continue  # (a free function's linear_tid: the thread's rank, from coopgen)
         if p.role in ("input_array", "output_array", "inout_array", "range_input",
                       "range_output"):
-            lines += [f"{v} = local.array({s.items}, {_np(s.dtype)})",
-                      f"for i in range({s.items}):",
+            lines += [f"{v} = {d.local(s.items, s.dtype)}",
+                      f"for i in {d.items(s.items)}:",
                       f"    {v}[i] = {a}[q * {s.items} + i]"]
             if s.out:
-                after += [f"for i in range({s.items}):", f"    {a}[q * {s.items} + i] = {v}[i]"]
+                after += [f"for i in {d.items(s.items)}:", f"    {a}[q * {s.items} + i] = {v}[i]"]
         elif p.role == "output_scalar":
             if p.name in cfg.omit:
                 continue
-            lines += [f"{v} = local.array(1, {_np(s.dtype)})", f"{v}[0] = {a}[q]"]
+            lines += [f"{v} = {d.local(1, s.dtype)}", f"{v}[0] = {a}[q]"]
             after.append(f"{a}[q] = {v}[0]")
         elif p.role == "input_scalar":
             v = f"{a}[q]" if s.kind == "thread" else f"{a}[g]"
         elif p.role == "count":
             v = f"{a}[g]"
         elif p.role in ("iterator_in", "iterator_out"):
-            v = f"{a}[g * {s.items}:]"
+            v = d.tile(a, s.items)
         elif p.role == "memory_inout":
-            lines += [f"{v} = shared.array({s.items}, {_np(s.dtype)})",
+            lines += [f"{v} = {d.shared(s.items, s.dtype)}",
                       f"for k in range(t, {s.items}, {nt}):",
                       f"    {v}[k] = {a}[g * {s.items} + k]",
-                      "cuda.syncthreads()"]
-            after += ["cuda.syncthreads()", f"for k in range(t, {s.items}, {nt}):",
+                      d.sync]
+            after += [d.sync, f"for k in range(t, {s.items}, {nt}):",
                       f"    {a}[g * {s.items} + k] = {v}[k]"]
         elif p.role == "prefix_callback":
-            lines += [f"{v} = local.array(1, {_np(s.dtype)})", f"{v}[0] = {a}[g]"]
+            lines += [f"{v} = {d.local(1, s.dtype)}", f"{v}[0] = {a}[g]"]
             v = f"(running_prefix, {v})"
         elif p.role == "operator" and p.base == "DecomposerT":  # the record's fields, by name
             from .families import RECORD
             v = repr(tuple(RECORD.names))
         elif p.role == "operator" and p.base == "DigitExtractorT":
-            defs += digit_extractor(cfg, j)
+            defs += d.digit_extractor(cfg, j)
             v = f"c{j}_digit"
         elif p.role == "operator":
             v = cfg.op if cfg.op.startswith("py_") else repr(cfg.op)
@@ -257,7 +298,7 @@ def emit(cfg, j: int) -> tuple[list[str], list[str], str]:
             raise AssertionError(f"fuzz kernels do not bind role {p.role} ({cfg.label()})")
         kwargs.append(f"{p.name}={v}")
     if cfg.surface == "group":
-        return args, lines + _group_call(cfg, j, kwargs, ret) + after, defs
+        return args, lines + _group_call(cfg, j, kwargs, ret, d) + after, defs
     callee, extra = _callee(cfg)
     template = extra + [f"{k}={v!r}" for k, v in cfg.tkw]
     if cfg.constructor:  # template keywords go to the constructor
@@ -271,11 +312,11 @@ def emit(cfg, j: int) -> tuple[list[str], list[str], str]:
         kwargs.append(f"items_per_thread={cfg.ipt}")
     first = cls.value_type
     if first is not None and not any(p.base == first.name for p in m.params):
-        kwargs.append(f"dtype={_np(cfg.dtype)}")
+        kwargs.append(f"dtype={d.dtype(cfg.dtype)}")
     if cfg.storage != "implicit":
         kwargs.append(f"temp_storage=TS_{cfg.storage.upper()}")
         if cfg.storage == "shared":
-            lines.append("cuda.syncthreads()  # the storage may be in use by the previous call")
+            lines.append(f"{d.sync}  # the storage may be in use by the previous call")
     call = f"{callee}({', '.join(kwargs)})"
     if ret:
         lines.append(f"res = {call}")
@@ -287,7 +328,7 @@ def emit(cfg, j: int) -> tuple[list[str], list[str], str]:
     return args, lines + after, defs
 
 
-def _group_call(cfg, j: int, kwargs: list, ret: list) -> list:
+def _group_call(cfg, j: int, kwargs: list, ret: list, d: Dialect) -> list:
     """The configuration's call in cuda.coop's group-first form (space.GROUP_CALLS): the
     block, or its logical warp, as the group; the result copied where CUB writes it."""
     call, result, op_keyword = group_call(cfg.cls, cfg.method)
@@ -309,7 +350,7 @@ def _group_call(cfg, j: int, kwargs: list, ret: list) -> list:
     extra += [f"algorithm={v!r}" for k, v in cfg.tkw if k == "algorithm"]
     if cfg.storage != "implicit":
         extra.append(f"temp_storage=TS_{cfg.storage.upper()}")
-    lines = ["cuda.syncthreads()  # the storage may be in use by the previous call"] \
+    lines = [f"{d.sync}  # the storage may be in use by the previous call"] \
         if cfg.storage == "shared" else []
     lines.append(f"res = coop.{name}({group}, {given[first]}{''.join(', ' + e for e in extra)})")
     kind, _, target = result.partition(":")
@@ -322,25 +363,19 @@ def _group_call(cfg, j: int, kwargs: list, ret: list) -> list:
     if p.role == "output_scalar":
         return lines + [f"{out}[0] = res"]
     items = next(s for s in slots(cfg) if s.param == target).items
-    return lines + [f"for i in range({items}):", f"    {out}[i] = res[i]"]
+    return lines + [f"for i in {d.items(items)}:", f"    {out}[i] = res[i]"]
 
 
-def kernel_source(configs) -> str:
+def kernel_source(configs, d: Dialect = NUMBA) -> str:
     """A module defining ``kernel`` that makes every configuration's call (all share one
     block shape)."""
-    nt = configs[0].threads
     all_args, body, defs = [], [], ""
     for j, cfg in enumerate(configs):
-        a, lines, d = emit(cfg, j)
+        a, lines, dd = emit(cfg, j, d)
         all_args += a
         body += lines
-        defs += d
-    head = ("@cuda.jit\n"
-            f"def kernel({', '.join(all_args)}):\n"
-            "    t = cuda.threadIdx.x + cuda.blockDim.x * (cuda.threadIdx.y + cuda.blockDim.y "
-            "* cuda.threadIdx.z)\n"
-            f"    r = cuda.blockIdx.x * {nt} + t\n")
-    return PRELUDE + defs + "\n\n" + head + "".join(f"    {line}\n" for line in body)
+        defs += dd
+    return d.module(configs, all_args, body, defs)
 
 
 def host_shape(cfg, slot: Slot, groups: int) -> tuple:

@@ -1,8 +1,9 @@
 """Build, run and check batches of configurations; spread batches over worker processes.
 
 A batch is up to ``batch_size`` configurations with the same block shape: one kernel, one
-NVRTC translation unit. If the batch kernel fails to compile or launch, each configuration is
-tried alone, so an error names the one call that causes it. A kernel fault (a sticky CUDA
+NVRTC (clang, for CuTe DSL) translation unit. If the batch kernel fails to compile or launch,
+each half is tried on its own, down to single configurations, so an error names the one call
+that causes it. A kernel fault (a sticky CUDA
 error) ends the worker process; the parent records it and starts a new worker.
 """
 from __future__ import annotations
@@ -11,6 +12,7 @@ import importlib
 import importlib.util
 import math
 import os
+import re
 import sys
 import tempfile
 import time
@@ -228,13 +230,12 @@ def check_config(cfg: Config, ins, outs) -> Result:
 _module_dir = None
 
 
-def build_kernel(configs):
-    """Write the batch's module (numba needs source on disk) and import its kernel."""
+def import_source(src: str):
+    """Write a batch's module (numba and CuTe DSL read the kernel's source from disk) and
+    import it."""
     global _module_dir
     if _module_dir is None:
         _module_dir = tempfile.mkdtemp(prefix="coopgen-fuzz-")
-    src = kernels.kernel_source(configs).replace("from numba import cuda",
-                                                 f"from {compiler()} import cuda", 1)
     name = f"fuzz_{zlib.crc32(src.encode()):08x}"
     path = os.path.join(_module_dir, name + ".py")
     with open(path, "w", encoding="utf-8") as f:
@@ -242,7 +243,14 @@ def build_kernel(configs):
     spec = importlib.util.spec_from_file_location(name, path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    return mod.kernel
+    return mod
+
+
+def build_kernel(configs):
+    """The batch's numba kernel."""
+    src = kernels.kernel_source(configs).replace("from numba import cuda",
+                                                 f"from {compiler()} import cuda", 1)
+    return import_source(src).kernel
 
 
 def _host_arrays(configs):
@@ -268,41 +276,58 @@ def _is_sticky(e: Exception) -> bool:
                                    "UNKNOWN"))
 
 
-def run_batch(configs, compile_only: bool = False) -> list[Result]:
-    """Compile the batch as one kernel, launch it on TILES tiles, and check every config."""
+def _run_numba(configs, args, compile_only: bool) -> list[np.ndarray] | None:
+    """Compile the batch's numba kernel; unless ``compile_only``, launch it on TILES tiles:
+    the arrays afterwards."""
     import coopgen
 
     cuda, typeof = _cuda(), _typeof()
+    block = configs[0].block
+    kernel = build_kernel(configs)
+    if compile_only:
+        from coopgen.linkcheck import link_cubin
+        with coopgen.block_shape(block):
+            link_cubin(kernel, tuple(typeof(a) for a in args))
+        return None
+    dargs = [to_device(a) for a in args]
+    kernel[TILES, block](*dargs)
+    cuda.synchronize()
+    return [to_host(d) for d in dargs]
 
+
+def _run_kernel(configs, args, compile_only: bool) -> list[np.ndarray] | None:
+    if compiler() == "cute":
+        from . import cute
+        return cute.run_kernel(configs, args, compile_only, import_source)
+    return _run_numba(configs, args, compile_only)
+
+
+def run_batch(configs, compile_only: bool = False) -> list[Result]:
+    """Compile the batch as one kernel, launch it on TILES tiles, and check every config."""
     per_cfg = _host_arrays(configs)
     args = _flat_args(configs, per_cfg)
-    block = configs[0].block
     try:
-        kernel = build_kernel(configs)
+        got = _run_kernel(configs, args, compile_only)
         if compile_only:
-            from coopgen.linkcheck import link_cubin
-            with coopgen.block_shape(block):
-                link_cubin(kernel, tuple(typeof(a) for a in args))
             return [Result(c, "compiled") for c in configs]
-        dargs = [to_device(a) for a in args]
-        kernel[TILES, block](*dargs)
-        cuda.synchronize()
     except Exception as e:
         if _is_sticky(e):
             raise
-        if len(configs) > 1:  # find the call that fails
-            return [r for c in configs for r in run_batch([c], compile_only)]
-        msg = str(e).strip().splitlines()
-        first = next((ln for ln in msg if "coopgen" in ln or "error" in ln.lower()),
-                     msg[0] if msg else repr(e))
+        if len(configs) > 1:  # find the calls that fail: each half on its own
+            half = len(configs) // 2
+            return run_batch(configs[:half], compile_only) + run_batch(configs[half:],
+                                                                       compile_only)
+        # (CuTe DSL's errors are coloured, and open with a line saying they are its own)
+        msg = re.sub(r"\x1b\[[0-9;]*m", "", str(e)).strip().splitlines()
+        first = next((ln for ln in msg if "coopgen" in ln or "error" in ln.lower()
+                      and "internal DSL problem" not in ln), msg[0] if msg else repr(e))
         return [Result(configs[0], "error", f"{type(e).__name__}: {first.strip()[:400]}")]
     results = []
     k = 0
     for cfg, ins in zip(configs, per_cfg):
         outs = {}
         for s in kernels.slots(cfg):
-            host = to_host(dargs[k])
-            outs[s.param] = host.reshape(ins[s.param].shape)
+            outs[s.param] = got[k].reshape(ins[s.param].shape)
             k += 1
         results.append(check_config(cfg, ins, outs))
     return results

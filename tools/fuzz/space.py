@@ -110,20 +110,23 @@ class Config:
 
 # --- what the specs offer ------------------------------------------------------------------
 
-def overloads():
+def overloads(skip=None):
     """(class spec, method spec, family or None, skip reason) for every bound method overload,
-    in the specs' order."""
+    in the specs' order; ``skip(cls, method)``: why a backend cannot make the call ("" when
+    it can)."""
     for cls in registry.package().CLASSES + getattr(registry.package(), "FUNCTIONS", ()):
         for m in cls.methods:
             fam = families.family_of(cls.name, m.name)
-            reason = families.skip_reason(cls, m, fam)
+            reason = families.skip_reason(cls, m, fam) or (skip(cls, m) if skip else "")
             yield cls, m, (None if reason else fam), reason
 
 
-def surfaces(cls, method) -> list[str]:
-    """Every way to call ``method``: the faithful class, and each Pythonic function (with its
-    selector value when it picks among methods) whose overloads include this one."""
-    out = ["faithful"] + (["group"] if group_call(cls.name, method) else [])
+def surfaces(cls, method, group_calls: bool = True) -> list[str]:
+    """Every way to call ``method``: the faithful class, cuda.coop's group-first call (where
+    ``group_calls``), and each Pythonic function (with its selector value when it picks among
+    methods) whose overloads include this one."""
+    group = group_calls and group_call(cls.name, method)
+    out = ["faithful"] + (["group"] if group else [])
     for row in registry.package().PYTHONIC:
         if row.cls != cls.name or row.object:
             continue
@@ -342,7 +345,7 @@ def dtype_pool(fam, dtypes=None) -> tuple:
 
 
 def draw_one(rng, cls, method, seed: int, forced_block=None, dtypes=None,
-             surface: str | None = None) -> Config | None:
+             surface: str | None = None, group_calls: bool = True, refuse=None) -> Config | None:
     """A random valid configuration of ``method`` (items of one of ``dtypes`` when given), or
     None when 100 tries found none."""
     fam = families.family_of(cls.name, method.name)
@@ -372,7 +375,8 @@ def draw_one(rng, cls, method, seed: int, forced_block=None, dtypes=None,
         if cls.scope == "block" and cls.temp_storage != "none" and not ctor and \
                 rng.random() < 0.3:
             storage = _pick(rng, ("exclusive", "shared"))
-        drawn = surface or ("faithful" if ctor else _pick(rng, surfaces(cls, method)))
+        drawn = surface or ("faithful" if ctor else
+                            _pick(rng, surfaces(cls, method, group_calls)))
         op = surface_fixed(cls, drawn).get("reduction_op", op)  # warp.max passes "max"
         cfg = Config(cls.name, method.signature, drawn, dtype, value_dtype, block, ipt,
                      _template_keywords(rng, cls, fam, method), op, omit, warp, seed, storage, ctor)
@@ -380,16 +384,21 @@ def draw_one(rng, cls, method, seed: int, forced_block=None, dtypes=None,
             np.dtype(value_dtype).itemsize if value_dtype else 0)
         if math.prod(block) * ipt * max(size, 4) > TILE_BYTES:
             continue
-        if fam.valid(cfg) and not refused_by_limits(cfg) and not refused_operator(cfg):
+        if fam.valid(cfg) and not refused_by_limits(cfg) and not refused_operator(cfg) \
+                and not (refuse and refuse(cfg)):
             return cfg
     return None
 
 
 def draw(n: int, seed: int, only: str | None = None, block=None, dtypes=None,
-         surface: str | None = None) -> list[Config]:
+         surface: str | None = None, skip=None, group_calls: bool = True,
+         refuse=None) -> list[Config]:
     """``n`` distinct configurations, spread evenly over the overloads that have a reference
     (and match ``only``, a substring of "Class::Signature", when given), all with block shape
-    ``block`` when given, items of one of ``dtypes`` (names) when given."""
+    ``block`` when given, items of one of ``dtypes`` (names) when given; for a backend, the
+    overloads ``skip`` passes ("" for those it can call, see overloads), cuda.coop's
+    group-first calls only where ``group_calls``, and no configuration ``refuse(cfg)`` is
+    true of (a combination the backend refuses)."""
     rng = np.random.default_rng(seed)
     if dtypes is not None:
         dtypes = tuple(dtypes)
@@ -397,9 +406,9 @@ def draw(n: int, seed: int, only: str | None = None, block=None, dtypes=None,
         if not set(dtypes) <= known:
             raise SystemExit(f"unknown dtypes {sorted(set(dtypes) - known)}; known: "
                              f"{', '.join(sorted(known))}")
-    targets = [(c, m) for c, m, fam, _ in overloads() if fam is not None and
+    targets = [(c, m) for c, m, fam, _ in overloads(skip) if fam is not None and
                (only is None or only in f"{c.name}::{m.signature}") and dtype_pool(fam, dtypes)
-               and (surface is None or surface in surfaces(c, m))]
+               and (surface is None or surface in surfaces(c, m, group_calls))]
     if not targets:
         raise SystemExit(f"no overload with a reference matches {only!r}"
                          + (f" with dtypes {', '.join(dtypes)}" if dtypes else ""))
@@ -411,7 +420,8 @@ def draw(n: int, seed: int, only: str | None = None, block=None, dtypes=None,
         if not order:  # every overload once per round, in a fresh random order
             order = [targets[i] for i in rng.permutation(len(targets))]
         cls, m = order.pop()
-        cfg = draw_one(rng, cls, m, int(rng.integers(2**31)), block, dtypes, surface)
+        cfg = draw_one(rng, cls, m, int(rng.integers(2**31)), block, dtypes, surface,
+                       group_calls, refuse)
         if cfg is None:
             continue
         key = cfg.to_json().rsplit(',"seed"', 1)[0]  # the same call with other data: a duplicate
