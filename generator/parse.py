@@ -93,13 +93,26 @@ def clang_args(include_root: Path) -> list[str]:
     return args
 
 
+#: Headers of libstdc++ (and the CUDA toolkit's NVTX) that CCCL's headers include: the same for
+#: every lock entry, so the preamble reads them once per process instead of every parse (about a
+#: third of a parse). A header that includes one of CCCL's own (the toolkit's cuda_fp16.h takes
+#: <nv/target>) must not be here: the preamble's copy would shadow the release's (see
+#: _shadowed). One a release does not include costs it nothing but the preamble's share; one
+#: missing here is read by each parse, as before.
+PREAMBLE_HEADERS = ("version", "cassert", "cstddef", "cstring", "cfloat", "climits", "cstdlib",
+                    "cstdio", "cmath", "iterator", "iostream", "optional", "chrono", "atomic",
+                    "nvtx3/nvtx3.hpp")
+
+
 @functools.lru_cache(maxsize=4)
-def _preamble(args: tuple[str, ...]) -> str | None:
-    """A precompiled header of what every parse includes before the headers (clang's CUDA
-    runtime wrapper: the toolkit's runtime headers, libstdc++'s <cmath>, ...; about a fifth of a
-    parse), made once per process under ``args`` (``clang_args`` less the include root) and
-    removed when the process ends (a worker of ``coopgen generate`` too). None where clang
-    cannot save it (an error in those headers): the parse then reads them itself."""
+def _preamble(args: tuple[str, ...], headers: tuple[str, ...] = PREAMBLE_HEADERS
+              ) -> tuple[str, tuple[str, ...]] | None:
+    """A precompiled header of what every parse includes before the release's headers (clang's
+    CUDA runtime wrapper: the toolkit's runtime headers, libstdc++'s <cmath>, ...) and of the
+    ``headers`` outside the release that CCCL includes: (its path, the files it read). Made once
+    per process under ``args`` (``clang_args`` less the include root) and removed when the
+    process ends (a worker of ``coopgen generate`` too). None where clang cannot save it (an
+    error in those headers): the parse then reads them itself."""
     import multiprocessing.util
 
     ci = _clang()
@@ -107,14 +120,37 @@ def _preamble(args: tuple[str, ...]) -> str | None:
     multiprocessing.util.Finalize(None, shutil.rmtree, args=(folder,),
                                   kwargs={"ignore_errors": True}, exitpriority=0)
     path = str(Path(folder, "preamble.pch"))
+    # a header this toolkit or libstdc++ lacks is left out, not an error
+    source = "".join(f"#if __has_include(<{h}>)\n#include <{h}>\n#endif\n" for h in headers)
     tu = ci.Index.create().parse(
-        "coopgen_preamble.cu", args=list(args), unsaved_files=[("coopgen_preamble.cu", "")],
+        "coopgen_preamble.cu", args=list(args), unsaved_files=[("coopgen_preamble.cu", source)],
         options=ci.TranslationUnit.PARSE_INCOMPLETE | ci.TranslationUnit.PARSE_SKIP_FUNCTION_BODIES)
     try:
         tu.save(path)
     except ci.TranslationUnitSaveError:
         return None
-    return path
+    return path, tuple(sorted({inc.include.name for inc in tu.get_includes()}))
+
+
+def _shadowed(files: tuple[str, ...], include_root: Path) -> bool:
+    """Whether one of the preamble's ``files`` is a header the release ships too (its last one,
+    two or three path parts name a file of the release's tree, as ``nv/target`` would): the
+    parse would see the preamble's copy, not the release's."""
+    for name in files:
+        parts = Path(name).parts
+        if any((include_root / Path(*parts[-n:])).is_file() for n in (1, 2, 3) if n < len(parts)):
+            return True
+    return False
+
+
+def _preamble_for(args: list[str], include_root: Path) -> str | None:
+    """The preamble of ``parse``'s ``args``: with the shared headers, unless the release ships
+    one of the files they read; else clang's CUDA wrapper alone."""
+    shared_args = tuple(a for a in args if a != f"-isystem{include_root}")
+    made = _preamble(shared_args)
+    if made is not None and _shadowed(made[1], include_root):
+        made = _preamble(shared_args, ())
+    return made and made[0]
 
 
 def parse_key(include_root: Path, headers_digest: str, detail_classes: frozenset) -> str | None:
@@ -494,7 +530,7 @@ def parse(include_root: Path, *, cccl: str, headers_digest: str,
                           for p in include_root.glob(pattern))
     source = "".join(f"#include <{h}>\n" for h in headers)
     args = clang_args(include_root)
-    pch = _preamble(tuple(a for a in args if a != f"-isystem{include_root}"))
+    pch = _preamble_for(args, include_root)
     tu = ci.Index.create().parse(
         "coopgen_all_headers.cu", args=args + (["-include-pch", pch] if pch else []),
         unsaved_files=[("coopgen_all_headers.cu", source)],
