@@ -11,7 +11,7 @@ import os
 import shutil
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from . import headers
@@ -72,49 +72,44 @@ def _entries(args) -> tuple[headers.LockEntry, ...]:
 
 
 def generate_entries(entries: tuple[headers.LockEntry, ...]) -> None:
-    """Parse and write each of ``entries`` (on every core: each writes its own files); then the
-    pages that list every lock entry."""
+    """Parse and write each of ``entries``; then the pages that list every lock entry.
+
+    libclang's parses (most of the work) run on one thread per core: libclang holds no GIL
+    while it parses. This thread walks each translation unit and writes its files, in lock
+    order (the newest, the largest, first), while the next ones are parsed. Python work
+    stays on this one thread: two threads making libclang calls at once would hand the GIL
+    back and forth on every call. One process makes the preamble once (``parse._preamble``)
+    and keeps the supported-types answers every entry shares (``emit_types._ANSWERS``)."""
     if importlib.util.find_spec("clang") is None:
         raise headers.HeaderError("generate needs libclang: pip install -e '.[generate]' in "
                                   "the coopgen checkout")
-    from . import pipeline, write  # noqa: F401 (imported once, before the workers fork)
+    from .pipeline import parse_entry
 
-    workers, types_page = min(len(entries), os.cpu_count() or 1), None
-    # Neighbouring releases share most classes, and a process remembers the supported-types
-    # answers it computed (emit_types._ANSWERS): each worker takes a run of neighbours.
-    runs = [entries[i * len(entries) // workers:(i + 1) * len(entries) // workers]
-            for i in range(workers)]
-    with contextlib.ExitStack() as stack:
-        run = map
-        if workers > 1:
-            run = stack.enter_context(ProcessPoolExecutor(workers)).map
-        made = {}
-        for results in run(generate_run, runs):
-            for entry, (warnings, summary, page, model, bound) in results:
-                for w in warnings:
-                    print(f"warning: {w}", file=sys.stderr)
-                print(summary)
-                types_page = page or types_page
-                made[entry.cccl] = (model, bound)
+    types_page, made = None, {}
+    with ThreadPoolExecutor(min(len(entries), os.cpu_count() or 1)) as parsing:
+        for entry, parsed in zip(entries, parsing.map(parse_entry, entries)):
+            warnings, summary, page, model, bound = generate_entry(entry, parsed)
+            for w in warnings:
+                print(f"warning: {w}", file=sys.stderr)
+            print(summary, flush=True)
+            types_page = page or types_page
+            made[entry.cccl] = (model, bound)
     write_release_files(types_page, made)
 
 
-def generate_run(entries) -> list[tuple[headers.LockEntry, tuple]]:
-    return [(e, generate_entry(e)) for e in entries]
-
-
-def generate_entry(entry: headers.LockEntry) -> tuple[list[str], str, str | None, ApiModel,
-                                                      frozenset[str]]:
-    """Parse and write one lock entry: (the parser's warnings, a line that sums it up, for the
-    default entry the supported-types page, of the table its docstrings made; the model and
-    the overloads it binds, for the pages of every entry)."""
+def generate_entry(entry: headers.LockEntry, parsed=None) -> tuple[
+        list[str], str, str | None, ApiModel, frozenset[str]]:
+    """Write one lock entry from its parse (``pipeline.Parsed``; else parsed here): (the
+    parser's warnings, a line that sums it up, for the default entry the supported-types page,
+    of the table its docstrings made; the model and the overloads it binds, for the pages of
+    every entry)."""
     from .emit import bound_keys
     from .emit_docs import emit_types_page
     from .pipeline import build_model
     from .write import write_docs, write_outputs
 
     t0 = time.perf_counter()
-    model, warnings = build_model(entry)
+    model, warnings = build_model(entry, parsed)
     written = write_outputs(entry, model, generated_dir())
     written += write_docs(entry, model, docs_api_dir())
     page = emit_types_page(entry, model) if entry == headers.load_lock()[0] else None

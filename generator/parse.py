@@ -12,6 +12,8 @@ import re
 import shutil
 import subprocess
 import tempfile
+import threading
+from dataclasses import dataclass
 from pathlib import Path
 
 from .model import (ApiModel, ClassModel, Diagnostic, Enum, EnumValue, FunctionModel,
@@ -30,16 +32,21 @@ WARP_UTIL = re.compile(r"^(Shuffle|Warp|Match|Lane)")
 HIDDEN_MACRO = "_CCCL_DOXYGEN_INVOKED"
 
 
+_LOAD_LOCK = threading.Lock()  # parse threads load libclang once
+
+
 def _clang():
     import clang.cindex as ci
     import clang.native
 
-    if not ci.Config.loaded:
-        native = Path(clang.native.__file__).parent
-        ci.Config.set_library_file(str(native / "libclang.so"))
-        # libclang-ng adds its bundled libc++ headers unless told not to; CUDA's host headers
-        # refuse libc++ on x86, so the parse uses gcc's libstdc++ (see clang_args).
-        ci.Config.libcxx_dir = None
+    with _LOAD_LOCK:
+        if not ci.Config.loaded:
+            native = Path(clang.native.__file__).parent
+            ci.Config.set_library_file(str(native / "libclang.so"))
+            # libclang-ng adds its bundled libc++ headers unless told not to; CUDA's host
+            # headers refuse libc++ on x86, so the parse uses gcc's libstdc++ (see clang_args).
+            ci.Config.libcxx_dir = None
+            ci.conf.lib  # noqa: B018 (loads it now, under the lock)
     return ci
 
 
@@ -143,13 +150,17 @@ def _shadowed(files: tuple[str, ...], include_root: Path) -> bool:
     return False
 
 
+_PREAMBLE_LOCK = threading.Lock()  # parses on several threads make the preamble once
+
+
 def _preamble_for(args: list[str], include_root: Path) -> str | None:
     """The preamble of ``parse``'s ``args``: with the shared headers, unless the release ships
     one of the files they read; else clang's CUDA wrapper alone."""
     shared_args = tuple(a for a in args if a != f"-isystem{include_root}")
-    made = _preamble(shared_args)
-    if made is not None and _shadowed(made[1], include_root):
-        made = _preamble(shared_args, ())
+    with _PREAMBLE_LOCK:
+        made = _preamble(shared_args)
+        if made is not None and _shadowed(made[1], include_root):
+            made = _preamble(shared_args, ())
     return made and made[0]
 
 
@@ -517,10 +528,18 @@ class _Walker:
                     line=cursor.location.line)
 
 
-def parse(include_root: Path, *, cccl: str, headers_digest: str,
-          detail_classes: frozenset = frozenset()) -> ApiModel:
-    """Parse all public block/warp headers in one translation unit into an ApiModel, with the
-    class templates of cub::detail named in ``detail_classes`` (bound as unstable)."""
+@dataclass(frozen=True)
+class Unit:
+    """libclang's translation unit of a release's headers: what :func:`translation_unit`
+    makes (libclang alone, no GIL held) and :func:`model_of` walks (Python)."""
+    include_root: Path
+    headers: tuple[str, ...]
+    tu: object
+
+
+def translation_unit(include_root: Path) -> Unit:
+    """Parse all public block/warp headers (and the thread-level ones) in one translation unit.
+    Safe on several threads at once: libclang holds no GIL while it parses."""
     ci = _clang()
     headers = public_headers(include_root)
     if not headers:
@@ -535,18 +554,34 @@ def parse(include_root: Path, *, cccl: str, headers_digest: str,
         "coopgen_all_headers.cu", args=args + (["-include-pch", pch] if pch else []),
         unsaved_files=[("coopgen_all_headers.cu", source)],
         options=ci.TranslationUnit.PARSE_SKIP_FUNCTION_BODIES)
-    walker = _Walker(ci, include_root, detail_classes)
+    return Unit(include_root, tuple(headers), tu)
+
+
+def model_of(unit: Unit, *, cccl: str, headers_digest: str,
+             detail_classes: frozenset = frozenset()) -> ApiModel:
+    """The ApiModel of a parse, with the class templates of cub::detail named in
+    ``detail_classes`` (bound as unstable)."""
+    ci = _clang()
+    walker = _Walker(ci, unit.include_root, detail_classes)
     diagnostics = []
-    for d in tu.diagnostics:
+    for d in unit.tu.diagnostics:
         if d.severity >= ci.Diagnostic.Error:
             loc = d.location
             diagnostics.append(Diagnostic(
                 severity="fatal" if d.severity == ci.Diagnostic.Fatal else "error",
                 file=walker.rel(d) if loc.file else "", line=loc.line, message=d.spelling))
-    walker.walk(tu.cursor, ())
+    walker.walk(unit.tu.cursor, ())
     classes = tuple(walker.class_model(q, c, ns) for q, (c, ns) in walker.classes.items())
     enums = tuple(walker.enum_model(q, c) for q, c in walker.enums.items())
     functions = tuple(walker.function_model(q, found) for q, found in walker.functions.items())
     return ApiModel(schema=MODEL_SCHEMA, cccl=cccl, headers_digest=headers_digest,
-                    headers=tuple(headers), classes=classes, enums=enums,
+                    headers=unit.headers, classes=classes, enums=enums,
                     diagnostics=tuple(diagnostics), functions=functions)
+
+
+def parse(include_root: Path, *, cccl: str, headers_digest: str,
+          detail_classes: frozenset = frozenset()) -> ApiModel:
+    """Parse all public block/warp headers in one translation unit into an ApiModel, with the
+    class templates of cub::detail named in ``detail_classes`` (bound as unstable)."""
+    return model_of(translation_unit(include_root), cccl=cccl, headers_digest=headers_digest,
+                    detail_classes=detail_classes)

@@ -211,7 +211,7 @@ def test_parse_kept_in_cache(fresh_models, tmp_path, monkeypatch):
 
     def no_parse(*args, **kwargs):
         raise AssertionError("parsed again despite the kept parse")
-    monkeypatch.setattr(parse, "parse", no_parse)
+    monkeypatch.setattr(parse, "translation_unit", no_parse)
     assert pipeline.build_model(entry) == fresh_models("3.0.1")
     root, detail = locate(entry).include_root, frozenset(load_overrides().unstable)
     assert kept.name == f"3.0.1-{parse.parse_key(root, entry.headers_digest, detail)}.json"

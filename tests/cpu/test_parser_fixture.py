@@ -152,3 +152,16 @@ def test_preamble_never_shadows_a_release_header(tmp_path):
     assert made is not None and not P._shadowed(made[1], FIXTURE)
     assert any(name.endswith("/iterator") for name in made[1])  # the shared headers are in it
     assert not any("/cuda_fp16.h" in name for name in made[1])
+
+
+def test_parses_on_threads_give_the_same_model():
+    """``coopgen generate`` parses on one thread per core (libclang holds no GIL meanwhile) and
+    walks each translation unit on its own thread: the model is the one a plain parse gives."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from coopgen.generator.parse import model_of, translation_unit
+
+    with ThreadPoolExecutor(3) as pool:
+        units = list(pool.map(translation_unit, [FIXTURE] * 3))
+    alone = parse(FIXTURE, cccl="fixture", headers_digest="none")
+    assert [model_of(u, cccl="fixture", headers_digest="none") for u in units] == [alone] * 3
