@@ -87,7 +87,11 @@ def generate_entries(entries: tuple[headers.LockEntry, ...]) -> None:
 
     types_page, made = None, {}
     with ThreadPoolExecutor(min(len(entries), os.cpu_count() or 1)) as parsing:
-        for entry, parsed in zip(entries, parsing.map(parse_entry, entries)):
+        parses = parsing.map(parse_entry, entries)
+        # the emitters (a second of imports: numpy, the runtime's checks) while the first parse
+        # runs, not after it
+        from . import emit_docs, write  # noqa: F401
+        for entry, parsed in zip(entries, parses):
             warnings, summary, page, model, bound = generate_entry(entry, parsed)
             for w in warnings:
                 print(f"warning: {w}", file=sys.stderr)

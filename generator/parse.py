@@ -143,9 +143,11 @@ def _shadowed(files: tuple[str, ...], include_root: Path) -> bool:
     """Whether one of the preamble's ``files`` is a header the release ships too (its last one,
     two or three path parts name a file of the release's tree, as ``nv/target`` would): the
     parse would see the preamble's copy, not the release's."""
+    tops = set(os.listdir(include_root))  # cub, cuda, nv, thrust: only those paths can clash
     for name in files:
         parts = Path(name).parts
-        if any((include_root / Path(*parts[-n:])).is_file() for n in (1, 2, 3) if n < len(parts)):
+        if any(parts[-n] in tops and (include_root / Path(*parts[-n:])).is_file()
+               for n in (1, 2, 3) if n < len(parts)):
             return True
     return False
 
@@ -307,15 +309,16 @@ class _Walker:
 
     def rel(self, cursor) -> str:
         f = cursor.location.file
-        if f is None:
-            return ""
-        if f.name not in self.rels:  # resolving a path is slow, and a file has many cursors
+        return self.rel_path(f.name) if f is not None else ""
+
+    def rel_path(self, name: str) -> str:
+        """A file's path relative to the include root ("" for none)."""
+        if name not in self.rels:  # resolving a path is slow, and a file has many cursors
             try:
-                self.rels[f.name] = Path(f.name).resolve().relative_to(
-                    self.root.resolve()).as_posix()
+                self.rels[name] = Path(name).resolve().relative_to(self.root.resolve()).as_posix()
             except ValueError:
-                self.rels[f.name] = f.name
-        return self.rels[f.name]
+                self.rels[name] = name
+        return self.rels[name]
 
     def walk(self, cursor, ns: tuple[str, ...]):
         K = self.K
@@ -380,21 +383,24 @@ class _Walker:
     def param(self, p, index: int) -> Param:
         TK = self.ci.TypeKind
         t = p.type
+        spelling = t.spelling  # each read is a call into libclang: once
         ref = {TK.LVALUEREFERENCE: "lvalue", TK.RVALUEREFERENCE: "rvalue"}.get(t.kind, "")
         target = t.get_pointee() if ref else t
         pointer = target.kind == TK.POINTER
         inner = target.get_pointee() if pointer else target
         # An array's constness sits on its element type: check the spelling too.
-        const = inner.is_const_qualified() or inner.spelling.startswith("const ")
+        const = inner.is_const_qualified() or (inner.spelling if inner is not t else spelling
+                                               ).startswith("const ")
         elem = extent = None
-        m = re.search(r"\(&+\)\s*\[(.+)\]\s*$", t.spelling)
+        m = re.search(r"\(&+\)\s*\[(.+)\]\s*$", spelling)
         if m:
             extent = m.group(1).strip()
-            elem = re.sub(r"^const\s+", "", t.spelling[:m.start()].strip())
+            elem = re.sub(r"^const\s+", "", spelling[:m.start()].strip())
         # an unnamed parameter (CCCL 3.3.4's block_topk::max_keys(keys, int /*k*/, ...)) needs a
         # name to be passed by keyword: its position
-        return Param(name=p.spelling or f"arg{index}", type=t.spelling, const=const, ref=ref, pointer=pointer,
-                     array_elem=elem, array_extent=extent, default=_default_after_eq(p), role="")
+        return Param(name=p.spelling or f"arg{index}", type=spelling, const=const, ref=ref,
+                     pointer=pointer, array_elem=elem, array_extent=extent,
+                     default=_default_after_eq(p), role="")
 
     def overload(self, m, kind: str, cls_name: str, inherited_from: str | None) -> Overload:
         K = self.K
@@ -403,7 +409,8 @@ class _Walker:
         tparams = self.template_params(m) if m.kind == K.FUNCTION_TEMPLATE else ()
         name = cls_name if kind == "constructor" else m.spelling
         signature = f"{name}({', '.join(p.type for p in params)})"
-        path = m.location.file.name if m.location.file else ""
+        location = m.location  # each read of it is a call into libclang: once
+        path = location.file.name if location.file else ""
         doc = _clean_comment(m.raw_comment)
         brief = (m.brief_comment or "").strip() or (doc.split("\n\n")[0].replace("\n", " ")
                                                      if doc else "")
@@ -411,9 +418,9 @@ class _Walker:
             name=name, kind=kind, signature=signature, params=params,
             return_type="" if kind == "constructor" else m.result_type.spelling,
             template_params=tparams, static=m.is_static_method(),
-            hidden=_is_hidden(path, m.location.line) if path else False,
-            inherited_from=inherited_from, excluded="", brief=brief, doc=doc, file=self.rel(m),
-            line=m.location.line)
+            hidden=_is_hidden(path, location.line) if path else False,
+            inherited_from=inherited_from, excluded="", brief=brief, doc=doc,
+            file=self.rel_path(path) if path else "", line=location.line)
 
     def members(self, cursor, cls_name: str, inherited_from: str | None = None):
         """Public constructors and methods of a class template, in declaration order."""
