@@ -344,10 +344,14 @@ class _Walker:
 
     def free_function(self, cursor, ns: tuple[str, ...]) -> bool:
         """A function of namespace cub (or a cub::detail one named as unstable) declared in a
-        bound header; operators (``operator<<`` of the enums) are not API."""
-        if cursor.spelling.startswith("operator") or not self.family(cursor):
+        bound header; operators (``operator<<`` of the enums) are not API. The namespace is
+        tested first: it costs no call into libclang, and most functions fail it."""
+        if ns != ("cub",) and ns != ("cub", "detail"):
             return False
-        return ns == ("cub",) or self.unstable(cursor, ns)
+        name = cursor.spelling
+        if ns == ("cub", "detail") and name not in self.detail_classes:
+            return False
+        return not name.startswith("operator") and bool(self.family(cursor))
 
     def family(self, cursor) -> str:
         rel = self.rel(cursor)
