@@ -87,17 +87,25 @@ def generate_entries(entries: tuple[headers.LockEntry, ...]) -> None:
 
     types_page, made = None, {}
     with ThreadPoolExecutor(min(len(entries), os.cpu_count() or 1)) as parsing:
-        parses = parsing.map(parse_entry, entries)
-        # the emitters (a second of imports: numpy, the runtime's checks) while the first parse
-        # runs, not after it
-        from . import emit_docs, write  # noqa: F401
-        for entry, parsed in zip(entries, parses):
-            warnings, summary, page, model, bound = generate_entry(entry, parsed)
-            for w in warnings:
-                print(f"warning: {w}", file=sys.stderr)
-            print(summary, flush=True)
-            types_page = page or types_page
-            made[entry.cccl] = (model, bound)
+        # This thread waits seconds for the first parse (the preamble, then a release): it
+        # checks every entry's headers against the lock meanwhile (hashing them, Python work
+        # that would later compete with the walks for the GIL), and imports the emitters.
+        parses = []
+        try:
+            parses += [parsing.submit(parse_entry, entry, headers.locate(entry))
+                       for entry in entries]
+            from . import emit_docs, write  # noqa: F401 (numpy, the runtime's checks: a second)
+            for entry, parsed in zip(entries, (p.result() for p in parses)):
+                warnings, summary, page, model, bound = generate_entry(entry, parsed)
+                for w in warnings:
+                    print(f"warning: {w}", file=sys.stderr)
+                print(summary, flush=True)
+                types_page = page or types_page
+                made[entry.cccl] = (model, bound)
+        except BaseException:
+            for p in parses:  # an error stops the parses not yet begun
+                p.cancel()
+            raise
     write_release_files(types_page, made)
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from coopgen.codegen import cache
 
-from .headers import LockEntry, locate
+from .headers import LocatedHeaders, LockEntry, locate
 from .model import ApiModel, from_json, to_json
 from .roles import Overrides, apply_overrides, finalize, load_overrides
 
@@ -27,14 +27,14 @@ class Parsed:
     keep_at: Path | None = None
 
 
-def parse_entry(entry: LockEntry) -> Parsed:
-    """Locate the entry's headers and parse them (or take the parse kept in the cache under
-    all it depends on, ``parse.parse_key``). libclang's part holds no GIL: ``coopgen
-    generate`` runs this for several entries at once on threads."""
+def parse_entry(entry: LockEntry, located: LocatedHeaders | None = None) -> Parsed:
+    """Parse the entry's headers (``located``, else located here), or take the parse kept in
+    the cache under all it depends on (``parse.parse_key``). libclang's part holds no GIL:
+    ``coopgen generate`` runs this for several entries at once on threads."""
     # the only import of libclang, deferred so the runtime never pays it
     from .parse import parse_key, translation_unit
 
-    located = locate(entry)
+    located = located or locate(entry)
     overrides = load_overrides()
     key = parse_key(located.include_root, entry.headers_digest, frozenset(overrides.unstable))
     kept = key and cache.shim_dir() is not None  # not with COOPGEN_DISABLE_CACHE
