@@ -134,10 +134,13 @@ class _InPlace:
 def _writer():
     """The writer process of ``generate_entries``, forked now: before any thread starts (a
     fork copies only the thread that forks, and a lock another thread held would stay held
-    in the child). It imports the emitters while this process locates the headers."""
+    in the child). It imports the emitters while this process locates the headers. Where
+    this process runs threads already (a caller's), or cannot fork, the writes run here."""
     import multiprocessing
+    import threading
 
-    if (os.cpu_count() or 1) < 2 or "fork" not in multiprocessing.get_all_start_methods():
+    if (os.cpu_count() or 1) < 2 or threading.active_count() > 1 \
+            or "fork" not in multiprocessing.get_all_start_methods():
         return _InPlace()
     pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork"))
     pool.submit(importlib.import_module, f"{__package__}.emit_docs")

@@ -256,3 +256,24 @@ def test_range_roles_and_documented_extent(fresh_models):
     from coopgen.generator.emit import bindable
     cls = m350.cls("WarpReduceBatched")
     assert all(bindable(m, cls) for m in cls.methods)
+
+
+def test_generate_forks_its_writer_only_without_threads():
+    """``coopgen generate`` forks its writer process before starting its parse threads; called
+    from a process that runs threads already (a fork would copy a lock another thread holds),
+    it writes in place instead, with the same results."""
+    import threading
+
+    from coopgen.generator.cli import _InPlace, _writer
+
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait)
+    other.start()
+    try:
+        writer = _writer()
+        assert isinstance(writer, _InPlace)
+        with writer as w:
+            assert w.submit(sorted, [3, 1, 2]).result() == [1, 2, 3]
+    finally:
+        stop.set()
+        other.join()
