@@ -116,7 +116,7 @@ def generate_entries(entries: tuple[headers.LockEntry, ...]) -> None:
 
 
 class _InPlace:
-    """The writer where no second process can be forked (one core, or no fork): each write
+    """The writer where no second process is forked (one core, threads running, no fork): each write
     runs in this process when asked for."""
 
     def submit(self, fn, *args):
