@@ -11,7 +11,7 @@ import os
 import shutil
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
 from pathlib import Path
 
 from . import headers
@@ -72,57 +72,102 @@ def _entries(args) -> tuple[headers.LockEntry, ...]:
 
 
 def generate_entries(entries: tuple[headers.LockEntry, ...]) -> None:
-    """Parse and write each of ``entries`` (on every core: each writes its own files); then the
-    pages that list every lock entry."""
+    """Parse and write each of ``entries``; then the pages that list every lock entry.
+
+    Three streams of work share the cores. libclang's parses (most of the work) run on one
+    thread per core: libclang holds no GIL while it parses, and one process makes the preamble
+    once (``parse._preamble``). This thread walks each translation unit and applies the model
+    passes, in lock order (the newest, the largest, first) as the parses come: the Python work
+    that calls into libclang stays on one thread, since two would hand the GIL back and forth
+    on every call. A writer process writes each model's specs, docstrings and reference pages
+    (the other half of the Python work), keeping the supported-types answers every entry
+    shares (``emit_types._ANSWERS``)."""
     if importlib.util.find_spec("clang") is None:
         raise headers.HeaderError("generate needs libclang: pip install -e '.[generate]' in "
                                   "the coopgen checkout")
-    from . import pipeline, write  # noqa: F401 (imported once, before the workers fork)
+    from .pipeline import build_model, parse_entry
 
-    workers, types_page = min(len(entries), os.cpu_count() or 1), None
-    # Neighbouring releases share most classes, and a process remembers the supported-types
-    # answers it computed (emit_types._ANSWERS): each worker takes a run of neighbours.
-    runs = [entries[i * len(entries) // workers:(i + 1) * len(entries) // workers]
-            for i in range(workers)]
-    with contextlib.ExitStack() as stack:
-        run = map
-        if workers > 1:
-            run = stack.enter_context(ProcessPoolExecutor(workers)).map
-        made = {}
-        for results in run(generate_run, runs):
-            for entry, (warnings, summary, page, model, bound) in results:
+    types_page, made, writes, parses = None, {}, [], []
+    with _writer() as writer, ThreadPoolExecutor(min(len(entries), os.cpu_count() or 1)) \
+            as parsing:
+        try:
+            # This thread waits seconds for the first parse (the preamble, then a release): it
+            # checks every entry's headers against the lock meanwhile (hashing them, Python work
+            # that would later compete with the walks for the GIL).
+            parses += [parsing.submit(parse_entry, entry, headers.locate(entry))
+                       for entry in entries]
+            for entry, parsed in zip(entries, (p.result() for p in parses)):
+                t0 = time.perf_counter()
+                model, warnings = build_model(entry, parsed)
                 for w in warnings:
                     print(f"warning: {w}", file=sys.stderr)
-                print(summary)
+                writes.append((entry, model, time.perf_counter() - t0,
+                               writer.submit(write_entry, entry, model)))
+            for entry, model, walk_s, written in writes:
+                count, write_s, page, bound = written.result()
+                print(_summary(entry, model, count, walk_s + write_s), flush=True)
                 types_page = page or types_page
                 made[entry.cccl] = (model, bound)
+        except BaseException:
+            for future in parses + [w[-1] for w in writes]:  # stop what has not begun
+                future.cancel()
+            raise
     write_release_files(types_page, made)
 
 
-def generate_run(entries) -> list[tuple[headers.LockEntry, tuple]]:
-    return [(e, generate_entry(e)) for e in entries]
+class _InPlace:
+    """The writer where no second process is forked (one core, threads running, no fork): each write
+    runs in this process when asked for."""
+
+    def submit(self, fn, *args):
+        done = Future()
+        done.set_result(fn(*args))
+        return done
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
 
 
-def generate_entry(entry: headers.LockEntry) -> tuple[list[str], str, str | None, ApiModel,
-                                                      frozenset[str]]:
-    """Parse and write one lock entry: (the parser's warnings, a line that sums it up, for the
-    default entry the supported-types page, of the table its docstrings made; the model and
-    the overloads it binds, for the pages of every entry)."""
+def _writer():
+    """The writer process of ``generate_entries``, forked now: before any thread starts (a
+    fork copies only the thread that forks, and a lock another thread held would stay held
+    in the child). It imports the emitters while this process locates the headers. Where
+    this process runs threads already (a caller's), or cannot fork, the writes run here."""
+    import multiprocessing
+    import threading
+
+    if (os.cpu_count() or 1) < 2 or threading.active_count() > 1 \
+            or "fork" not in multiprocessing.get_all_start_methods():
+        return _InPlace()
+    pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork"))
+    pool.submit(importlib.import_module, f"{__package__}.emit_docs")
+    return pool
+
+
+def write_entry(entry: headers.LockEntry, model: ApiModel) -> tuple[int, float, str | None,
+                                                                     frozenset[str]]:
+    """Write one lock entry's files from its model: (how many files, the seconds it took, for
+    the default entry the supported-types page, of the table its docstrings made; the overloads
+    it binds, for the pages of every entry)."""
     from .emit import bound_keys
     from .emit_docs import emit_types_page
-    from .pipeline import build_model
     from .write import write_docs, write_outputs
 
     t0 = time.perf_counter()
-    model, warnings = build_model(entry)
     written = write_outputs(entry, model, generated_dir())
     written += write_docs(entry, model, docs_api_dir())
     page = emit_types_page(entry, model) if entry == headers.load_lock()[0] else None
+    return len(written), time.perf_counter() - t0, page, frozenset(bound_keys(model))
+
+
+def _summary(entry: headers.LockEntry, model: ApiModel, files: int, seconds: float) -> str:
     n = sum(len(c.methods) + len(c.constructors) for c in model.classes)
-    summary = (f"CCCL {entry.cccl}: {len(model.classes)} classes, {n} overloads, "
-               f"{len(model.enums)} enums, {len(model.diagnostics)} parse errors; "
-               f"wrote {len(written)} files in {time.perf_counter() - t0:.2f} s")
-    return list(warnings), summary, page, model, frozenset(bound_keys(model))
+    return (f"CCCL {entry.cccl}: {len(model.classes)} classes, {n} overloads, "
+            f"{len(model.enums)} enums, {len(model.diagnostics)} parse errors; "
+            f"wrote {files} files in {seconds:.2f} s")
 
 
 def write_release_files(types_page: str | None = None, made: dict | None = None) -> None:

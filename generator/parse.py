@@ -12,6 +12,8 @@ import re
 import shutil
 import subprocess
 import tempfile
+import threading
+from dataclasses import dataclass
 from pathlib import Path
 
 from .model import (ApiModel, ClassModel, Diagnostic, Enum, EnumValue, FunctionModel,
@@ -30,16 +32,21 @@ WARP_UTIL = re.compile(r"^(Shuffle|Warp|Match|Lane)")
 HIDDEN_MACRO = "_CCCL_DOXYGEN_INVOKED"
 
 
+_LOAD_LOCK = threading.Lock()  # parse threads load libclang once
+
+
 def _clang():
     import clang.cindex as ci
     import clang.native
 
-    if not ci.Config.loaded:
-        native = Path(clang.native.__file__).parent
-        ci.Config.set_library_file(str(native / "libclang.so"))
-        # libclang-ng adds its bundled libc++ headers unless told not to; CUDA's host headers
-        # refuse libc++ on x86, so the parse uses gcc's libstdc++ (see clang_args).
-        ci.Config.libcxx_dir = None
+    with _LOAD_LOCK:
+        if not ci.Config.loaded:
+            native = Path(clang.native.__file__).parent
+            ci.Config.set_library_file(str(native / "libclang.so"))
+            # libclang-ng adds its bundled libc++ headers unless told not to; CUDA's host
+            # headers refuse libc++ on x86, so the parse uses gcc's libstdc++ (see clang_args).
+            ci.Config.libcxx_dir = None
+            ci.conf.lib  # noqa: B018 (loads it now, under the lock)
     return ci
 
 
@@ -93,13 +100,26 @@ def clang_args(include_root: Path) -> list[str]:
     return args
 
 
+#: Headers of libstdc++ (and the CUDA toolkit's NVTX) that CCCL's headers include: the same for
+#: every lock entry, so the preamble reads them once per process instead of every parse (about a
+#: third of a parse). A header that includes one of CCCL's own (the toolkit's cuda_fp16.h takes
+#: <nv/target>) must not be here: the preamble's copy would shadow the release's (see
+#: _shadowed). One a release does not include costs it nothing but the preamble's share; one
+#: missing here is read by each parse, as before.
+PREAMBLE_HEADERS = ("version", "cassert", "cstddef", "cstring", "cfloat", "climits", "cstdlib",
+                    "cstdio", "cmath", "iterator", "iostream", "optional", "chrono", "atomic",
+                    "nvtx3/nvtx3.hpp")
+
+
 @functools.lru_cache(maxsize=4)
-def _preamble(args: tuple[str, ...]) -> str | None:
-    """A precompiled header of what every parse includes before the headers (clang's CUDA
-    runtime wrapper: the toolkit's runtime headers, libstdc++'s <cmath>, ...; about a fifth of a
-    parse), made once per process under ``args`` (``clang_args`` less the include root) and
-    removed when the process ends (a worker of ``coopgen generate`` too). None where clang
-    cannot save it (an error in those headers): the parse then reads them itself."""
+def _preamble(args: tuple[str, ...], headers: tuple[str, ...] = PREAMBLE_HEADERS
+              ) -> tuple[str, tuple[str, ...]] | None:
+    """A precompiled header of what every parse includes before the release's headers (clang's
+    CUDA runtime wrapper: the toolkit's runtime headers, libstdc++'s <cmath>, ...) and of the
+    ``headers`` outside the release that CCCL includes: (its path, the files it read). Made once
+    per process under ``args`` (``clang_args`` less the include root) and removed when the
+    process ends (a worker of ``coopgen generate`` too). None where clang cannot save it (an
+    error in those headers): the parse then reads them itself."""
     import multiprocessing.util
 
     ci = _clang()
@@ -107,14 +127,43 @@ def _preamble(args: tuple[str, ...]) -> str | None:
     multiprocessing.util.Finalize(None, shutil.rmtree, args=(folder,),
                                   kwargs={"ignore_errors": True}, exitpriority=0)
     path = str(Path(folder, "preamble.pch"))
+    # a header this toolkit or libstdc++ lacks is left out, not an error
+    source = "".join(f"#if __has_include(<{h}>)\n#include <{h}>\n#endif\n" for h in headers)
     tu = ci.Index.create().parse(
-        "coopgen_preamble.cu", args=list(args), unsaved_files=[("coopgen_preamble.cu", "")],
+        "coopgen_preamble.cu", args=list(args), unsaved_files=[("coopgen_preamble.cu", source)],
         options=ci.TranslationUnit.PARSE_INCOMPLETE | ci.TranslationUnit.PARSE_SKIP_FUNCTION_BODIES)
     try:
         tu.save(path)
     except ci.TranslationUnitSaveError:
         return None
-    return path
+    return path, tuple(sorted({inc.include.name for inc in tu.get_includes()}))
+
+
+def _shadowed(files: tuple[str, ...], include_root: Path) -> bool:
+    """Whether one of the preamble's ``files`` is a header the release ships too (its last one,
+    two or three path parts name a file of the release's tree, as ``nv/target`` would): the
+    parse would see the preamble's copy, not the release's."""
+    tops = set(os.listdir(include_root))  # cub, cuda, nv, thrust: only those paths can clash
+    for name in files:
+        parts = Path(name).parts
+        if any(parts[-n] in tops and (include_root / Path(*parts[-n:])).is_file()
+               for n in (1, 2, 3) if n < len(parts)):
+            return True
+    return False
+
+
+_PREAMBLE_LOCK = threading.Lock()  # parses on several threads make the preamble once
+
+
+def _preamble_for(args: list[str], include_root: Path) -> str | None:
+    """The preamble of ``parse``'s ``args``: with the shared headers, unless the release ships
+    one of the files they read; else clang's CUDA wrapper alone."""
+    shared_args = tuple(a for a in args if a != f"-isystem{include_root}")
+    with _PREAMBLE_LOCK:
+        made = _preamble(shared_args)
+        if made is not None and _shadowed(made[1], include_root):
+            made = _preamble(shared_args, ())
+    return made and made[0]
 
 
 def parse_key(include_root: Path, headers_digest: str, detail_classes: frozenset) -> str | None:
@@ -260,15 +309,16 @@ class _Walker:
 
     def rel(self, cursor) -> str:
         f = cursor.location.file
-        if f is None:
-            return ""
-        if f.name not in self.rels:  # resolving a path is slow, and a file has many cursors
+        return self.rel_path(f.name) if f is not None else ""
+
+    def rel_path(self, name: str) -> str:
+        """A file's path relative to the include root ("" for none)."""
+        if name not in self.rels:  # resolving a path is slow, and a file has many cursors
             try:
-                self.rels[f.name] = Path(f.name).resolve().relative_to(
-                    self.root.resolve()).as_posix()
+                self.rels[name] = Path(name).resolve().relative_to(self.root.resolve()).as_posix()
             except ValueError:
-                self.rels[f.name] = f.name
-        return self.rels[f.name]
+                self.rels[name] = name
+        return self.rels[name]
 
     def walk(self, cursor, ns: tuple[str, ...]):
         K = self.K
@@ -294,10 +344,14 @@ class _Walker:
 
     def free_function(self, cursor, ns: tuple[str, ...]) -> bool:
         """A function of namespace cub (or a cub::detail one named as unstable) declared in a
-        bound header; operators (``operator<<`` of the enums) are not API."""
-        if cursor.spelling.startswith("operator") or not self.family(cursor):
+        bound header; operators (``operator<<`` of the enums) are not API. The namespace is
+        tested first: it costs no call into libclang, and most functions fail it."""
+        if ns != ("cub",) and ns != ("cub", "detail"):
             return False
-        return ns == ("cub",) or self.unstable(cursor, ns)
+        name = cursor.spelling
+        if ns == ("cub", "detail") and name not in self.detail_classes:
+            return False
+        return not name.startswith("operator") and bool(self.family(cursor))
 
     def family(self, cursor) -> str:
         rel = self.rel(cursor)
@@ -333,21 +387,24 @@ class _Walker:
     def param(self, p, index: int) -> Param:
         TK = self.ci.TypeKind
         t = p.type
+        spelling = t.spelling  # each read is a call into libclang: once
         ref = {TK.LVALUEREFERENCE: "lvalue", TK.RVALUEREFERENCE: "rvalue"}.get(t.kind, "")
         target = t.get_pointee() if ref else t
         pointer = target.kind == TK.POINTER
         inner = target.get_pointee() if pointer else target
         # An array's constness sits on its element type: check the spelling too.
-        const = inner.is_const_qualified() or inner.spelling.startswith("const ")
+        const = inner.is_const_qualified() or (inner.spelling if inner is not t else spelling
+                                               ).startswith("const ")
         elem = extent = None
-        m = re.search(r"\(&+\)\s*\[(.+)\]\s*$", t.spelling)
+        m = re.search(r"\(&+\)\s*\[(.+)\]\s*$", spelling)
         if m:
             extent = m.group(1).strip()
-            elem = re.sub(r"^const\s+", "", t.spelling[:m.start()].strip())
+            elem = re.sub(r"^const\s+", "", spelling[:m.start()].strip())
         # an unnamed parameter (CCCL 3.3.4's block_topk::max_keys(keys, int /*k*/, ...)) needs a
         # name to be passed by keyword: its position
-        return Param(name=p.spelling or f"arg{index}", type=t.spelling, const=const, ref=ref, pointer=pointer,
-                     array_elem=elem, array_extent=extent, default=_default_after_eq(p), role="")
+        return Param(name=p.spelling or f"arg{index}", type=spelling, const=const, ref=ref,
+                     pointer=pointer, array_elem=elem, array_extent=extent,
+                     default=_default_after_eq(p), role="")
 
     def overload(self, m, kind: str, cls_name: str, inherited_from: str | None) -> Overload:
         K = self.K
@@ -356,7 +413,8 @@ class _Walker:
         tparams = self.template_params(m) if m.kind == K.FUNCTION_TEMPLATE else ()
         name = cls_name if kind == "constructor" else m.spelling
         signature = f"{name}({', '.join(p.type for p in params)})"
-        path = m.location.file.name if m.location.file else ""
+        location = m.location  # each read of it is a call into libclang: once
+        path = location.file.name if location.file else ""
         doc = _clean_comment(m.raw_comment)
         brief = (m.brief_comment or "").strip() or (doc.split("\n\n")[0].replace("\n", " ")
                                                      if doc else "")
@@ -364,9 +422,9 @@ class _Walker:
             name=name, kind=kind, signature=signature, params=params,
             return_type="" if kind == "constructor" else m.result_type.spelling,
             template_params=tparams, static=m.is_static_method(),
-            hidden=_is_hidden(path, m.location.line) if path else False,
-            inherited_from=inherited_from, excluded="", brief=brief, doc=doc, file=self.rel(m),
-            line=m.location.line)
+            hidden=_is_hidden(path, location.line) if path else False,
+            inherited_from=inherited_from, excluded="", brief=brief, doc=doc,
+            file=self.rel_path(path) if path else "", line=location.line)
 
     def members(self, cursor, cls_name: str, inherited_from: str | None = None):
         """Public constructors and methods of a class template, in declaration order."""
@@ -481,10 +539,18 @@ class _Walker:
                     line=cursor.location.line)
 
 
-def parse(include_root: Path, *, cccl: str, headers_digest: str,
-          detail_classes: frozenset = frozenset()) -> ApiModel:
-    """Parse all public block/warp headers in one translation unit into an ApiModel, with the
-    class templates of cub::detail named in ``detail_classes`` (bound as unstable)."""
+@dataclass(frozen=True)
+class Unit:
+    """libclang's translation unit of a release's headers: what :func:`translation_unit`
+    makes (libclang alone, no GIL held) and :func:`model_of` walks (Python)."""
+    include_root: Path
+    headers: tuple[str, ...]
+    tu: object
+
+
+def translation_unit(include_root: Path) -> Unit:
+    """Parse all public block/warp headers (and the thread-level ones) in one translation unit.
+    Safe on several threads at once: libclang holds no GIL while it parses."""
     ci = _clang()
     headers = public_headers(include_root)
     if not headers:
@@ -494,23 +560,39 @@ def parse(include_root: Path, *, cccl: str, headers_digest: str,
                           for p in include_root.glob(pattern))
     source = "".join(f"#include <{h}>\n" for h in headers)
     args = clang_args(include_root)
-    pch = _preamble(tuple(a for a in args if a != f"-isystem{include_root}"))
+    pch = _preamble_for(args, include_root)
     tu = ci.Index.create().parse(
         "coopgen_all_headers.cu", args=args + (["-include-pch", pch] if pch else []),
         unsaved_files=[("coopgen_all_headers.cu", source)],
         options=ci.TranslationUnit.PARSE_SKIP_FUNCTION_BODIES)
-    walker = _Walker(ci, include_root, detail_classes)
+    return Unit(include_root, tuple(headers), tu)
+
+
+def model_of(unit: Unit, *, cccl: str, headers_digest: str,
+             detail_classes: frozenset = frozenset()) -> ApiModel:
+    """The ApiModel of a parse, with the class templates of cub::detail named in
+    ``detail_classes`` (bound as unstable)."""
+    ci = _clang()
+    walker = _Walker(ci, unit.include_root, detail_classes)
     diagnostics = []
-    for d in tu.diagnostics:
+    for d in unit.tu.diagnostics:
         if d.severity >= ci.Diagnostic.Error:
             loc = d.location
             diagnostics.append(Diagnostic(
                 severity="fatal" if d.severity == ci.Diagnostic.Fatal else "error",
                 file=walker.rel(d) if loc.file else "", line=loc.line, message=d.spelling))
-    walker.walk(tu.cursor, ())
+    walker.walk(unit.tu.cursor, ())
     classes = tuple(walker.class_model(q, c, ns) for q, (c, ns) in walker.classes.items())
     enums = tuple(walker.enum_model(q, c) for q, c in walker.enums.items())
     functions = tuple(walker.function_model(q, found) for q, found in walker.functions.items())
     return ApiModel(schema=MODEL_SCHEMA, cccl=cccl, headers_digest=headers_digest,
-                    headers=tuple(headers), classes=classes, enums=enums,
+                    headers=unit.headers, classes=classes, enums=enums,
                     diagnostics=tuple(diagnostics), functions=functions)
+
+
+def parse(include_root: Path, *, cccl: str, headers_digest: str,
+          detail_classes: frozenset = frozenset()) -> ApiModel:
+    """Parse all public block/warp headers in one translation unit into an ApiModel, with the
+    class templates of cub::detail named in ``detail_classes`` (bound as unstable)."""
+    return model_of(translation_unit(include_root), cccl=cccl, headers_digest=headers_digest,
+                    detail_classes=detail_classes)

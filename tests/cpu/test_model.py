@@ -211,7 +211,7 @@ def test_parse_kept_in_cache(fresh_models, tmp_path, monkeypatch):
 
     def no_parse(*args, **kwargs):
         raise AssertionError("parsed again despite the kept parse")
-    monkeypatch.setattr(parse, "parse", no_parse)
+    monkeypatch.setattr(parse, "translation_unit", no_parse)
     assert pipeline.build_model(entry) == fresh_models("3.0.1")
     root, detail = locate(entry).include_root, frozenset(load_overrides().unstable)
     assert kept.name == f"3.0.1-{parse.parse_key(root, entry.headers_digest, detail)}.json"
@@ -256,3 +256,24 @@ def test_range_roles_and_documented_extent(fresh_models):
     from coopgen.generator.emit import bindable
     cls = m350.cls("WarpReduceBatched")
     assert all(bindable(m, cls) for m in cls.methods)
+
+
+def test_generate_forks_its_writer_only_without_threads():
+    """``coopgen generate`` forks its writer process before starting its parse threads; called
+    from a process that runs threads already (a fork would copy a lock another thread holds),
+    it writes in place instead, with the same results."""
+    import threading
+
+    from coopgen.generator.cli import _InPlace, _writer
+
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait)
+    other.start()
+    try:
+        writer = _writer()
+        assert isinstance(writer, _InPlace)
+        with writer as w:
+            assert w.submit(sorted, [3, 1, 2]).result() == [1, 2, 3]
+    finally:
+        stop.set()
+        other.join()

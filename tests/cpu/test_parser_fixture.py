@@ -135,3 +135,33 @@ def test_preamble_made_once_per_process_and_removed_with_it(tmp_path):
                          capture_output=True, env=dict(os.environ, TMPDIR=str(tmp))).stdout
     assert out.split() == ["1", "1"]  # the worker's, then (the worker's removed) the process's
     assert not list(tmp.glob("coopgen-preamble-*"))
+
+
+def test_preamble_never_shadows_a_release_header(tmp_path):
+    """The shared preamble holds headers outside the release (libstdc++'s, NVTX); one that
+    reads a header the release ships too (a toolkit's cuda_fp16.h reads <nv/target>) would
+    hide the release's copy from the parse, so that release gets the wrapper-only preamble."""
+    from coopgen.generator import parse as P
+
+    root = tmp_path / "release"
+    (root / "nv").mkdir(parents=True)
+    (root / "nv" / "target").write_text("", encoding="utf-8")
+    assert P._shadowed(("/opt/cuda/include/nv/target",), root)
+    assert not P._shadowed(("/usr/include/c++/12/iterator", "/opt/cuda/include/cuda_fp16.h"), root)
+    made = P._preamble(tuple(a for a in P.clang_args(FIXTURE) if a != f"-isystem{FIXTURE}"))
+    assert made is not None and not P._shadowed(made[1], FIXTURE)
+    assert any(name.endswith("/iterator") for name in made[1])  # the shared headers are in it
+    assert not any("/cuda_fp16.h" in name for name in made[1])
+
+
+def test_parses_on_threads_give_the_same_model():
+    """``coopgen generate`` parses on one thread per core (libclang holds no GIL meanwhile) and
+    walks each translation unit on its own thread: the model is the one a plain parse gives."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from coopgen.generator.parse import model_of, translation_unit
+
+    with ThreadPoolExecutor(3) as pool:
+        units = list(pool.map(translation_unit, [FIXTURE] * 3))
+    alone = parse(FIXTURE, cccl="fixture", headers_digest="none")
+    assert [model_of(u, cccl="fixture", headers_digest="none") for u in units] == [alone] * 3
