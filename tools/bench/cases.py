@@ -340,6 +340,12 @@ CASES = {c.name: c for c in [
 # The input dtype where it differs from the output's (histogram: uint8 in, uint32 counts out).
 INPUT_DTYPE = {"histogram": np.uint8}
 
+# Static shared memory of the nvcc-built kernels (ptxas -v): coopgen's builds must not need more
+# (sort_i64_1024's storage is dynamic, in both builds).
+NATIVE_SMEM = {"sum": 44, "scan": 16912, "sort": 16912, "merge_sort": 16912, "histogram": 10304,
+               "warp_sum": 0, "warp_scan": 16928, "sum_f64": 80, "sort_i64": 33808,
+               "sort_i64_1024": 0, "coop_scan": 16912, "coop_sort": 16912}
+
 def _plain(cache=False):
     """numba alone, no coopgen: what any numba kernel's first launch costs."""
     cuda = compiler()
