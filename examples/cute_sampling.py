@@ -213,7 +213,9 @@ def _address(array, name: str, dtype) -> int:
     if np.dtype(face["typestr"]) != np.dtype(dtype):
         raise ValueError(f"cute_sampling: {name} must be {np.dtype(dtype).name}, "
                          f"not {np.dtype(face['typestr']).name}")
-    if face.get("strides") not in (None, tuple(np.empty(face["shape"], dtype).strides)):
+    contiguous = tuple(int(np.prod(face["shape"][i + 1:], dtype=np.int64)) * np.dtype(dtype).itemsize
+                       for i in range(len(face["shape"])))
+    if face.get("strides") not in (None, contiguous):
         raise ValueError(f"cute_sampling: {name} must be C-contiguous")
     return face["data"][0]
 

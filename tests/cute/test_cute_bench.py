@@ -123,9 +123,9 @@ def test_sampling_kernel_links():
 class Device:
     """An array description as a device array gives it (no memory behind it)."""
 
-    def __init__(self, shape, dtype):
+    def __init__(self, shape, dtype, strides=None):
         self.__cuda_array_interface__ = {"shape": shape, "typestr": np.dtype(dtype).str,
-                                         "data": (0, False), "strides": None, "version": 3}
+                                         "data": (0, False), "strides": strides, "version": 3}
 
 
 @pytest.mark.parametrize("probs,top_k,top_p,message", [
@@ -136,7 +136,9 @@ class Device:
      r"top_k must have shape \(2,\)"),
     (Device((2, 8), np.float32), Device((2,), np.int32), Device((2,), np.int32),
      "top_p must be float32, not int32"),
-], ids=["1-D", "float64", "rows", "top_p-dtype"])
+    (Device((2, 8), np.float32, (4, 8)), Device((2,), np.int32), Device((2,), np.float32),
+     "probs must be C-contiguous"),
+], ids=["1-D", "float64", "rows", "top_p-dtype", "transposed"])
 def test_the_sampler_checks_its_arrays(probs, top_k, top_p, message):
     with pytest.raises(ValueError, match=message):
         cute_sampling.bind(probs, top_k, top_p, Device((probs.__cuda_array_interface__
