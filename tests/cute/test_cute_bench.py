@@ -164,3 +164,10 @@ def test_first_launch_measures_fresh_processes(monkeypatch):
     row = next(line for line in out.stdout.splitlines() if line.startswith("| plain |"))
     cells = [c.strip() for c in row.strip("|").split("|")]
     assert len(cells) == 8 and all(float(c) > 0 for c in cells[1:7]) and cells[7] == "0/0"
+
+
+def test_charts_of_cute_runs_are_their_own():
+    """A CuTe DSL run's charts get their own names (kernel_vs_nvcc-cute.svg), not numba's."""
+    import draw
+    assert draw.compiler_of({"environment": {"cutlass": "4.8.1"}}) == "cute"
+    assert draw.compiler_of({"environment": {"numba-cuda": "0.30.4"}}) == ""
