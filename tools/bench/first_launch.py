@@ -1,5 +1,6 @@
-"""First-launch times of CuTe DSL kernels calling coopgen, beside a plain CuTe DSL kernel of
-the same shape, each measured in a fresh process.
+"""First-launch times of CuTe DSL kernels calling coopgen, beside a plain CuTe DSL kernel.
+
+Each kernel is measured in fresh processes; all have the same launch shape.
 
     python tools/bench/first_launch.py [--repeats N] [--json out.json]   # on a GPU
     python tools/bench/first_launch.py --no-launch    # no GPU: import + compile (CUTE_DSL_ARCH)
