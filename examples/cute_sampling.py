@@ -8,7 +8,7 @@ draws a token from the probabilities above a lower bound ``low`` by inverse CDF 
 the row in tiles of ``threads * ITEMS``: ``BlockScan::ExclusiveSum`` of each thread's mass
 gives every thread its running prefix and the tile's total), then tests it (one walk summing
 the mass and count of the tokens above the drawn one's probability and above the midpoint to
-``high``; three ``block.sum``s end it). An admissible token (fewer than ``k`` tokens and less
+``high``; CUB's warp sums, then warp 0's of the warps' partials, end it). An admissible token (fewer than ``k`` tokens and less
 than ``p`` of the mass strictly above it) is kept; otherwise ``low`` rises. The answer is an
 exact draw from the renormalized top-k ∩ top-p set; ties at its edge are in, as FlashInfer's
 ``top_k_top_p_sampling_from_probs`` documents.
@@ -39,7 +39,7 @@ from cutlass import Float32, Int32, Int64, Uint64  # noqa: E402
 from cutlass.base_dsl.enums import AddressSpace  # noqa: E402
 from cutlass.cute.runtime import make_ptr  # noqa: E402
 
-from coopgen import block  # noqa: E402
+from coopgen import block, warp  # noqa: E402
 
 #: Probabilities a thread holds per tile: two 16-byte vectors (as in the numba example).
 ITEMS = 8
@@ -76,6 +76,7 @@ def make_sampler(threads: int = THREADS):
     tokens out. Full tiles load as 16-byte vectors (CUB checks each tile's alignment and falls
     back by itself); the last, partial tile through shared memory, zeros past the row."""
     tile = threads * ITEMS
+    WARPS = threads // 32  # noqa: N806 (a constant of the kernel)
 
     @cute.jit
     def load(row: cute.Tensor, vocab: Int32, start: Int32, items: cute.Tensor):
@@ -97,6 +98,9 @@ def make_sampler(threads: int = THREADS):
         smem = cutlass.memory.SmemAllocator()
         state = smem.allocate_tensor(Float32, cute.make_layout(4), 16)  # low, high, q, done
         chosen = smem.allocate_tensor(Int32, cute.make_layout(1), 16)
+        part_s0 = smem.allocate_tensor(Float32, cute.make_layout(32), 16)  # a value a warp
+        part_s1 = smem.allocate_tensor(Float32, cute.make_layout(32), 16)
+        part_counts = smem.allocate_tensor(Int64, cute.make_layout(32), 16)
         items = cute.make_rmem_tensor(ITEMS, Float32)
         total = cute.make_rmem_tensor(1, Float32)  # a tile's mass above low, in every thread
         low, high, q = Float32(0.0), Float32(1.0), Float32(1.0)
@@ -147,24 +151,36 @@ def make_sampler(threads: int = THREADS):
                         s1 = s1 + cutlass.select_(v > pivot1, v, Float32(0.0))
                         counts = counts + cutlass.select_(v > pivot0, Int64(1), Int64(0)) \
                             + cutlass.select_(v > pivot1, Int64(1 << 32), Int64(0))
-                mass0 = block.sum(s0)  # valid in thread 0
-                mass1 = block.sum(s1)
-                both = block.sum(counts)
-                # 3. keep it, or raise low
-                if t == 0:
-                    c0 = Int32(both & Int64(_MASK))
-                    c1 = Int32(both >> 32)
-                    state[3] = Float32(0.0)
-                    if c0 < k and (p >= Float32(1.0) or mass0 < p):
-                        state[3] = Float32(1.0)
-                    elif c1 < k and (p >= Float32(1.0) or mass1 < p):
-                        state[0] = pivot0
-                        state[1] = pivot1
-                        state[2] = mass0
-                    else:
-                        state[0] = pivot1
-                        state[1] = high
-                        state[2] = mass1
+                # each warp's sums (CUB's WarpReduce: shuffles), then warp 0 sums the warps'
+                # (one barrier; thread 0 alone adding them up would take 32 shared loads)
+                lane, w = t % 32, t // 32
+                warp_s0, warp_s1, warp_counts = warp.sum(s0), warp.sum(s1), warp.sum(counts)
+                if lane == 0:  # valid in lane 0
+                    part_s0[w] = warp_s0
+                    part_s1[w] = warp_s1
+                    part_counts[w] = warp_counts
+                cute.arch.barrier()
+                if w == 0:
+                    mine = lane < WARPS
+                    zero = Float32(0.0)
+                    mass0 = warp.sum(Float32(cutlass.select_(mine, part_s0[lane], zero)))
+                    mass1 = warp.sum(Float32(cutlass.select_(mine, part_s1[lane], zero)))
+                    both = warp.sum(Int64(cutlass.select_(mine, part_counts[lane], Int64(0))))
+                    # 3. keep it, or raise low
+                    if lane == 0:
+                        c0 = Int32(both & Int64(_MASK))
+                        c1 = Int32(both >> 32)
+                        state[3] = Float32(0.0)
+                        if c0 < k and (p >= Float32(1.0) or mass0 < p):
+                            state[3] = Float32(1.0)
+                        elif c1 < k and (p >= Float32(1.0) or mass1 < p):
+                            state[0] = pivot0
+                            state[1] = pivot1
+                            state[2] = mass0
+                        else:
+                            state[0] = pivot1
+                            state[1] = high
+                            state[2] = mass1
                 cute.arch.barrier()
                 if state[3] != Float32(0.0):
                     result = drawn
@@ -213,8 +229,9 @@ def _address(array, name: str, dtype) -> int:
     if np.dtype(face["typestr"]) != np.dtype(dtype):
         raise ValueError(f"cute_sampling: {name} must be {np.dtype(dtype).name}, "
                          f"not {np.dtype(face['typestr']).name}")
-    contiguous = tuple(int(np.prod(face["shape"][i + 1:], dtype=np.int64)) * np.dtype(dtype).itemsize
-                       for i in range(len(face["shape"])))
+    size, shape = np.dtype(dtype).itemsize, face["shape"]
+    contiguous = tuple(int(np.prod(shape[i + 1:], dtype=np.int64)) * size
+                       for i in range(len(shape)))
     if face.get("strides") not in (None, contiguous):
         raise ValueError(f"cute_sampling: {name} must be C-contiguous")
     return face["data"][0]

@@ -116,7 +116,7 @@ def test_sampling_kernel_links():
     assert {"BlockLoad::Load(RandomAccessIterator, T (&)[ItemsPerThread])",
             "BlockLoad::Load(RandomAccessIterator, T (&)[ItemsPerThread], int, DefaultT)",
             "BlockScan::ExclusiveSum(T, T &, T &)",
-            "BlockReduce::Sum(T)"} <= set(call.RESOLVED)
+            "WarpReduce::Sum(T)"} <= set(call.RESOLVED)
     assert compiled.artifacts.CUBIN[:4] == b"\x7fELF"
 
 
