@@ -161,9 +161,16 @@ def test_first_launch_measures_fresh_processes(monkeypatch):
                           "--no-launch", "--repeats", "1", "plain"], capture_output=True,
                          encoding="utf-8", errors="replace")
     assert out.returncode == 0, out.stderr[-3000:]
-    row = next(line for line in out.stdout.splitlines() if line.startswith("| plain |"))
-    cells = [c.strip() for c in row.strip("|").split("|")]
-    assert len(cells) == 8 and all(float(c) > 0 for c in cells[1:7]) and cells[7] == "0/0"
+    lines = out.stdout.splitlines()
+    head = next(i for i, line in enumerate(lines) if line.startswith("| kernel |"))
+    cells = dict(zip(*([c.strip() for c in line.strip("|").split("|")]
+                       for line in (lines[head], lines[head + 2]))))
+    assert cells["kernel"] == "plain"
+    assert len(cells) == 10 and cells["clang cold/warm"] == "0/0", cells
+    for state in ("cold", "warm"):  # the plain kernel's process imports no coopgen
+        assert float(cells[f"{state}: import coopgen s"]) == 0, cells
+        assert all(float(cells[f"{state}: {c} s"]) > 0 for c in ("import", "cute.compile",
+                                                                 "total")), cells
 
 
 def test_charts_of_cute_runs_are_their_own():
