@@ -11,7 +11,7 @@ through ctypes; nothing of FlashInfer is part of coopgen. Its headers include cu
 come from PyTorch's ``nvidia-curand`` or from ``--curand``.
 
     python tools/bench/sampling.py --flashinfer FLASHINFER_INCLUDE [--curand CURAND_INCLUDE]
-        [--cute] [--json out.json]
+        [--cute] [--batches 1,16] [--vocabs 32000,128256] [--json out.json]
 
 Kernel times come from CUDA events around ``REPS`` launches queued behind a GPU sleep, so the
 host's launch cost (numba's dispatch, ctypes) is not in them (median of ``RUNS`` runs); each
@@ -167,6 +167,10 @@ def main(argv=None) -> int:
     ap.add_argument("--build-dir", help="where the harness is built (an earlier build is reused)")
     ap.add_argument("--cute", action="store_true",
                     help="also time examples/cute_sampling.py (needs nvidia-cutlass-dsl)")
+    ap.add_argument("--batches", default=",".join(map(str, BATCHES)),
+                    help="the batch sizes, comma-separated (a part of the table per run)")
+    ap.add_argument("--vocabs", default=",".join(map(str, VOCABS)),
+                    help="the vocabulary sizes, comma-separated")
     ap.add_argument("--json")
     args = ap.parse_args(argv)
     major, minor = torch.cuda.get_device_capability()
@@ -190,8 +194,8 @@ def main(argv=None) -> int:
         warm.mul_(1.0)
     rows = []
     print(header(args.cute))
-    for batch in BATCHES:
-        for vocab in VOCABS:
+    for batch in (int(b) for b in args.batches.split(",")):
+        for vocab in (int(v) for v in args.vocabs.split(",")):
             logits = torch.randn(batch, vocab, device=dev) * 3
             probs = torch.softmax(logits, -1).contiguous()
             ks = torch.full((batch,), TOP_K, dtype=torch.int32, device=dev)
