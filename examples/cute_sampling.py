@@ -161,11 +161,12 @@ def make_sampler(threads: int = THREADS):
                     part_counts[w] = warp_counts
                 cute.arch.barrier()
                 if w == 0:
-                    mine = lane < WARPS
+                    lane_has = lane < WARPS  # a warp's partials to sum
                     zero = Float32(0.0)
-                    mass0 = warp.sum(Float32(cutlass.select_(mine, part_s0[lane], zero)))
-                    mass1 = warp.sum(Float32(cutlass.select_(mine, part_s1[lane], zero)))
-                    both = warp.sum(Int64(cutlass.select_(mine, part_counts[lane], Int64(0))))
+                    mass0 = warp.sum(Float32(cutlass.select_(lane_has, part_s0[lane], zero)))
+                    mass1 = warp.sum(Float32(cutlass.select_(lane_has, part_s1[lane], zero)))
+                    both = warp.sum(Int64(cutlass.select_(lane_has, part_counts[lane],
+                                                          Int64(0))))
                     # 3. keep it, or raise low
                     if lane == 0:
                         c0 = Int32(both & Int64(_MASK))
