@@ -6,16 +6,19 @@ pass the address of their first item."""
 import collections
 import contextlib
 
+import cutlass
+import cutlass.cute as cute
 import numpy as np
-
 from cutlass._mlir import ir
 from cutlass._mlir.dialects import arith, llvm
 from cutlass._mlir.dialects import cute as cute_ir
+from cutlass.base_dsl.enums import AddressSpace
 from cutlass.base_dsl.ffi import FFI
 from cutlass.base_dsl.utils.mlir_value_tree import extract_mlir_values
 
 from ..codegen import shims
 from ..codegen.layout import check_storage_fits
+from ..codegen.storage import TempStorage
 from ..codegen.shims import PARENT_BYTES
 from ..model.backends import NOT_TRACING
 from ..model.errors import CoopgenError
@@ -69,7 +72,29 @@ def trace(p, args: tuple, kws: dict):
     if kernel is None:
         return NOT_TRACING
     with _serving():
-        return _call(p, kernel, args, kws)
+        try:
+            return _call(p, kernel, args, kws)
+        except CoopgenError as e:
+            # cuda.coop's two-phase objects take their storage first: obj(ts, src, dst), a
+            # TempStorage or a shared uint8 tensor
+            if not _storage_first(p, args, kws):
+                raise
+            first = e
+        try:
+            return _call(p, kernel, args[1:], {"temp_storage": args[0], **kws})
+        except CoopgenError:
+            if isinstance(args[0], TempStorage):
+                raise
+            raise first from None
+
+
+def _storage_first(p, args: tuple, kws: dict) -> bool:
+    ts = args[0] if args else None
+    storage = isinstance(ts, TempStorage) or (
+        isinstance(ts, cute.Tensor) and ts.memspace == AddressSpace.smem
+        and ts.element_type is cutlass.Uint8)
+    return storage and p.fixed and not (p.constructor or p.infer or p.parent is not None
+                                        or "temp_storage" in kws)
 
 
 class CuteObject:

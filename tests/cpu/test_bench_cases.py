@@ -12,10 +12,7 @@ from coopgen.linkcheck import link_as_launched
 sys.path.insert(0, str(Path(__file__).parents[2] / "tools" / "bench"))
 import cases  # noqa: E402
 
-# Static shared memory of the nvcc-built kernels (ptxas -v): coopgen must not need more.
-NATIVE_SMEM = {"sum": 44, "scan": 16912, "sort": 16912, "merge_sort": 16912, "histogram": 10304,
-               "warp_sum": 0, "warp_scan": 16928, "sum_f64": 80, "sort_i64": 33808,
-               "sort_i64_1024": 0, "coop_scan": 16912, "coop_sort": 16912}  # its storage is dynamic, in both builds
+NATIVE_SMEM = cases.NATIVE_SMEM
 
 
 #: What the numba-cuda-mlir backend does not do yet (docs/numba-cuda-mlir.md)

@@ -8,8 +8,11 @@ from pathlib import Path
 
 import pytest
 
-# where cute.KeepPTX/KeepCUBIN write their files (else the working directory)
-os.environ.setdefault("CUTE_DSL_DUMP_DIR", tempfile.mkdtemp(prefix="coopgen-cute-dumps-"))
+# where cute.KeepPTX/KeepCUBIN write their files (else the working directory): a folder of this
+# process's own, set before cutlass is imported. The files are named by the launch function
+# and its argument types, so pytest-xdist's workers (which inherit the controller's environment)
+# would otherwise read each other's kernels.
+os.environ["CUTE_DSL_DUMP_DIR"] = tempfile.mkdtemp(prefix="coopgen-cute-dumps-")
 
 pytest.importorskip("cutlass", reason="nvidia-cutlass-dsl is not installed (coopgen[cute])")
 sys.path.insert(0, str(Path(__file__).parent))  # kernels.py

@@ -4,6 +4,7 @@
     python tools/bench/bench.py runtime [CASE ...]
     python tools/bench/bench.py compile [CASE ...]
     python tools/bench/bench.py resources       # no GPU: registers/shared memory of both builds
+    python tools/bench/bench.py runtime --compiler cute  # the kernels in CuTe DSL (cute_cases.py)
     python tools/bench/bench.py apps            # the examples/ kernels against their baselines
     python tools/bench/bench.py rmsnorm [dtype:ROWSxHIDDEN ...]  # against PyTorch and Triton
     python tools/bench/bench.py draw [RESULT.json ...] [--img DIR]  # the charts, no GPU
@@ -28,7 +29,9 @@ RMSNorm: rmsnorm.py says what it times and how.
 The kernels are written for numba-cuda; with COOPGEN_COMPILER=numba_cuda_mlir the same kernels
 are compiled by numba-cuda-mlir (coopgen's mlir backend), and the results are written as
 <what>-numba_cuda_mlir; the cases numba-cuda-mlir cannot compile (``Case.not_on_mlir``) are
-listed, not run.
+listed, not run. ``--compiler cute`` (COOPGEN_COMPILER=cute) times the same cases written as
+CuTe DSL kernels (cute_cases.py) against the same nvcc builds, results in <what>-cute; it runs
+``runtime`` and ``resources`` (first_launch.py measures CuTe DSL's first launches).
 
 Every run writes its raw numbers and its tables to <dir>/<what>.json and <dir>/<what>.md, and
 when matplotlib imports, draws its charts (draw.py) into <img>: <dir> is tools/bench/results and
@@ -47,7 +50,8 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-from cases import CASES, COMPILE_CASES, INPUT_DTYPE, NATIVE_CU, compiler, compiler_name
+from cases import (CASES, COMPILE_CASES, INPUT_DTYPE, NATIVE_CU, compiler, compiler_name,
+                   make_kernel, not_run)
 
 BATCHES, PER_BATCH, WARMUP, ROUNDS = 25, 10, 3, 3
 COMPILE_REPEATS = int(os.environ.get("COOPGEN_BENCH_REPEATS", 3))
@@ -127,7 +131,7 @@ def runtime_rows(names) -> list[dict]:
         d_py = cuda.device_array(n_out, case.dtype)
         d_cx = cupy.empty(n_out, case.dtype)
         cx_in = cupy.asarray(d_in)  # same memory, seen by CuPy
-        kernel = case.make()[case.grid, case.threads]
+        kernel = make_kernel(case)[case.grid, case.threads]
         fn = module.get_function(case.native)
         smem = case.native_dynamic_smem() if case.native_dynamic_smem else 0
         if smem:  # cudaFuncSetAttribute(MaxDynamicSharedMemorySize); coopgen's launch does it
@@ -152,8 +156,7 @@ def runtime_rows(names) -> list[dict]:
             "coopgen_ms": t_py, "native_ms": t_cx, "ratio": t_cx / t_py,
             "coopgen_GBps": moved / t_py / 1e6, "native_GBps": moved / t_cx / 1e6,
             "same_output": same,
-            "coopgen_regs": next(iter(kernel.dispatcher.get_regs_per_thread().values()))
-            if hasattr(kernel, "dispatcher") else None,
+            "coopgen_regs": _registers(kernel),
             "native_regs": fn.num_regs,
             "rounds_ms": rounds,
         })
@@ -161,11 +164,16 @@ def runtime_rows(names) -> list[dict]:
     return rows
 
 
+def _registers(kernel) -> int | None:
+    """Registers a thread of a launched kernel: numba's dispatcher's, or a CuTe DSL kernel's."""
+    if hasattr(kernel, "dispatcher"):
+        return next(iter(kernel.dispatcher.get_regs_per_thread().values()))
+    return getattr(kernel, "registers", None)
+
+
 def runnable(names) -> tuple[list[str], dict]:
     """(the cases this compiler runs, {case: why not} for those it cannot compile)."""
-    if compiler_name() == "numba":
-        return list(names), {}
-    skipped = {n: CASES[n].not_on_mlir for n in names if CASES[n].not_on_mlir}
+    skipped = {n: not_run(CASES[n]) for n in names if not_run(CASES[n])}
     return [n for n in names if n not in skipped], skipped
 
 
@@ -179,8 +187,7 @@ def print_runtime(rows, skipped=None) -> str:
                      f"{r['native_GBps']:.0f} | **{r['ratio']:.3f}** | "
                      f"{r['coopgen_regs']}/{r['native_regs']} | {r['same_output']} |")
     for name, why in (skipped or {}).items():
-        lines.append(f"| {name} | not run: numba-cuda-mlir cannot compile it ({why}) "
-                     f"| | | | | | | |")
+        lines.append(f"| {name} | not run: {why} | | | | | | | |")
     text = "\n".join(lines)
     print(text)
     return text
@@ -284,9 +291,19 @@ def resources(names) -> None:
     print(f"{'case':12} {'regs coopgen/native':>20} {'smem coopgen/native':>20}")
     for name in names:
         case = CASES[name]
-        args = (np.empty(1, INPUT_DTYPE.get(name, case.dtype)), np.empty(1, case.dtype),
-                *case.extra_args)
-        r = link_as_launched(case.make(), case.threads, *args)
+        if not_run(case):
+            print(f"{name:12} not run: {not_run(case)}")
+            continue
+        if compiler_name() == "cute":  # CuTe DSL's PTX for sm_90a, through ptxas
+            import cute_cases
+            functions, entries, _ = parse_link_log(cute_cases.ptxas_log(case))
+            # the kernel's lines: ptxas's (registers), then nvJitLink's quoted (shared memory)
+            r = max((f for n, f in functions.items() if n.strip("':") == entries[0]),
+                    key=lambda f: f.smem)
+        else:
+            args = (np.empty(1, INPUT_DTYPE.get(name, case.dtype)), np.empty(1, case.dtype),
+                    *case.extra_args)
+            r = link_as_launched(case.make(), case.threads, *args)
         ref = native[case.native]
         regs, smem = ref.registers, ref.smem
         print(f"{name:12} {f'{r.registers}/{regs}':>20} {f'{r.smem}/{smem}':>20}")
@@ -305,8 +322,8 @@ def environment(modules=()) -> dict:
     info = {"date": time.strftime("%Y-%m-%d"), "python": platform.python_version(),
             "numpy": np.__version__, "numba-cuda": numba_cuda.__version__,
             "nvrtc": ".".join(map(str, nvrtc.nvrtc_version())), "cccl": registry.package().CCCL}
-    if compiler_name() != "numba":
-        modules = (compiler_name(), *modules)
+    if compiler_name() != "numba":  # CuTe DSL's package is cutlass (nvidia-cutlass-dsl)
+        modules = ({"cute": "cutlass"}.get(compiler_name(), compiler_name()), *modules)
     for name in modules:
         info[name] = importlib.import_module(name).__version__
     try:
@@ -350,8 +367,18 @@ def write_results(what: str, results: dict, md: list[str]) -> None:
 
 
 def main(argv):
+    argv = list(argv)
+    if "--compiler" in argv:  # the kernels' compiler: numba (numba-cuda), numba_cuda_mlir, cute
+        i = argv.index("--compiler")
+        if i + 1 == len(argv):
+            raise SystemExit("bench.py: --compiler takes numba, numba_cuda_mlir or cute")
+        os.environ["COOPGEN_COMPILER"] = argv[i + 1]
+        del argv[i:i + 2]
     what = argv[1] if len(argv) > 1 else "all"
     names = argv[2:]
+    if compiler_name() == "cute" and what not in ("runtime", "resources"):
+        raise SystemExit(f"bench.py: {what!r} is not measured for CuTe DSL kernels: run "
+                         "'runtime' or 'resources' (first_launch.py times their first launch)")
     if what == "compile-one":
         print(json.dumps(compile_one(names[0])))
         return

@@ -19,13 +19,35 @@ import numpy as np
 
 def compiler_name() -> str:
     """The compiler the kernels are written for: "numba" (numba-cuda) or, with
-    COOPGEN_COMPILER=numba_cuda_mlir (as the examples read it), "numba_cuda_mlir"."""
+    COOPGEN_COMPILER=numba_cuda_mlir (as the examples read it), "numba_cuda_mlir", or with
+    COOPGEN_COMPILER=cute (``bench.py --compiler cute``), CuTe DSL (cute_cases.py)."""
     return os.environ.get("COOPGEN_COMPILER", "numba")
 
 
 def compiler():
-    """The ``cuda`` of that compiler."""
-    return importlib.import_module(f"{compiler_name()}.cuda")
+    """The ``cuda`` of that compiler: its device arrays and events time the runs (numba-cuda's
+    for CuTe DSL kernels, which take any device array's address)."""
+    name = compiler_name()
+    return importlib.import_module(f"{'numba' if name == 'cute' else name}.cuda")
+
+
+def make_kernel(case):
+    """``case``'s kernel for that compiler, launched as ``kernel[grid, threads](*args)``."""
+    if compiler_name() == "cute":
+        import cute_cases
+        return cute_cases.make(case)
+    return case.make()
+
+
+def not_run(case) -> str:
+    """Why that compiler does not run ``case`` (empty where it does)."""
+    if compiler_name() == "cute":
+        import cute_cases
+        why = cute_cases.NOT_RUN.get(case.name, "")
+        return f"not written for CuTe DSL: {why}" if why else ""
+    if compiler_name() != "numba" and case.not_on_mlir:
+        return f"numba-cuda-mlir cannot compile it ({case.not_on_mlir})"
+    return ""
 
 THREADS, ITEMS = 256, 16
 TILE = THREADS * ITEMS
@@ -317,6 +339,12 @@ CASES = {c.name: c for c in [
 
 # The input dtype where it differs from the output's (histogram: uint8 in, uint32 counts out).
 INPUT_DTYPE = {"histogram": np.uint8}
+
+# Static shared memory of the nvcc-built kernels (ptxas -v): coopgen's builds must not need more
+# (sort_i64_1024's storage is dynamic, in both builds).
+NATIVE_SMEM = {"sum": 44, "scan": 16912, "sort": 16912, "merge_sort": 16912, "histogram": 10304,
+               "warp_sum": 0, "warp_scan": 16928, "sum_f64": 80, "sort_i64": 33808,
+               "sort_i64_1024": 0, "coop_scan": 16912, "coop_sort": 16912}
 
 def _plain(cache=False):
     """numba alone, no coopgen: what any numba kernel's first launch costs."""

@@ -57,6 +57,7 @@ def _caption(env: dict) -> str:
     parts += [f"{name} {env[key]}" for name, key in (("PyTorch", "torch"),
                                                      ("Triton", "triton"),
                                                      ("numba-cuda-mlir", "numba_cuda_mlir"),
+                                                     ("CuTe DSL", "cutlass"),
                                                      ("numba-cuda", "numba-cuda"),
                                                      ("CCCL", "cccl")) if key in env]
     return ", ".join(parts)
@@ -157,13 +158,16 @@ def newest_with(results: list[dict], section: str) -> dict | None:
 
 def compiler_of(result: dict) -> str:
     """The compiler a run's kernels were written for: "" for numba-cuda, "numba_cuda_mlir" for
-    numba-cuda-mlir (bench.py records its version only then)."""
-    return "numba_cuda_mlir" if "numba_cuda_mlir" in result.get("environment", {}) else ""
+    numba-cuda-mlir, "cute" for CuTe DSL (bench.py records their versions only then: as
+    numba_cuda_mlir and cutlass)."""
+    env = result.get("environment", {})
+    return "numba_cuda_mlir" if "numba_cuda_mlir" in env else "cute" if "cutlass" in env else ""
 
 
 def draw(paths=None, img_dir: str = IMG_DIR) -> list[str]:
     """Every chart whose section one of the JSON files holds, one set per compiler (a
-    numba-cuda-mlir chart's name ends in -numba_cuda_mlir); returns the files written."""
+    numba-cuda-mlir chart's name ends in -numba_cuda_mlir, a CuTe DSL one's in -cute); returns
+    the files written."""
     paths = sorted(glob.glob(os.path.join(RESULTS_DIR, "*.json"))) if not paths else paths
     results = []
     for p in paths:

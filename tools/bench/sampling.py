@@ -1,6 +1,8 @@
 """Bench of examples/sampling.py: top-k/top-p sampling from float32 probabilities, batch 1, 16,
 64, 256 x vocab 32000, 128256, 151936, 256000, against FlashInfer's kernel and a PyTorch
-reference (sort, cumsum, mask, torch.multinomial), in one process, on one GPU.
+reference (sort, cumsum, mask, torch.multinomial), in one process, on one GPU. With ``--cute``,
+examples/cute_sampling.py (the same algorithm written in CuTe DSL, CUB through coopgen) runs
+beside them: same shapes, same stream, same timing and checks.
 
 FlashInfer's kernel (``TopKTopPSamplingFromProb`` of its ``sampling.cuh``, the one
 ``flashinfer.sampling.top_k_top_p_sampling_from_probs`` launches) is built at run time with
@@ -9,7 +11,7 @@ through ctypes; nothing of FlashInfer is part of coopgen. Its headers include cu
 come from PyTorch's ``nvidia-curand`` or from ``--curand``.
 
     python tools/bench/sampling.py --flashinfer FLASHINFER_INCLUDE [--curand CURAND_INCLUDE]
-        [--json out.json]
+        [--cute] [--batches 1,16] [--vocabs 32000,128256] [--json out.json]
 
 Kernel times come from CUDA events around ``REPS`` launches queued behind a GPU sleep, so the
 host's launch cost (numba's dispatch, ctypes) is not in them (median of ``RUNS`` runs); each
@@ -121,6 +123,32 @@ def time_ms(fn) -> tuple[float, float]:
     return float(np.median(runs)), float(np.median(host))
 
 
+def header(cute: bool) -> str:
+    return (f"{'batch':>5} {'vocab':>7} {'coopgen ms':>10} "
+            + (f"{'cute ms':>9} " if cute else "")
+            + f"{'flashinfer ms':>13} {'torch ms':>9} {'vs FI':>6} "
+            + (f"{'cute vs FI':>10} " if cute else "")
+            + f"{'vs torch':>8} {'host us: coopgen':>16} " + (f"{'cute':>5} " if cute else "")
+            + f"{'FI':>5} {'torch':>6}")
+
+
+def line(row: dict, cute: bool) -> str:
+    """A row of the table: times in ms, FlashInfer's time over each kernel's (above 1: the
+    kernel is faster), host µs a call."""
+    nan = float("nan")
+    fi_ms = row["flashinfer_ms"]
+
+    def vs_fi(name):
+        return fi_ms / row[f"{name}_ms"] if fi_ms else nan
+    return (f"{row['batch']:>5} {row['vocab']:>7} {row['coopgen_ms']:>10.4f} "
+            + (f"{row['cute_ms']:>9.4f} " if cute else "")
+            + f"{fi_ms if fi_ms is not None else nan:>13.4f} {row['torch_ms']:>9.4f} "
+            + f"{vs_fi('coopgen'):>6.2f} " + (f"{vs_fi('cute'):>10.2f} " if cute else "")
+            + f"{row['torch_ms'] / row['coopgen_ms']:>8.2f} {row['coopgen_host_us']:>16.1f} "
+            + (f"{row['cute_host_us']:>5.1f} " if cute else "")
+            + f"{row['flashinfer_host_us'] or nan:>5.1f} {row['torch_host_us']:>6.1f}")
+
+
 def registry_cccl() -> str:
     from coopgen.model import registry
 
@@ -137,6 +165,12 @@ def main(argv=None) -> int:
     ap.add_argument("--flashinfer", help="FlashInfer's include folder (flashinfer/data/include)")
     ap.add_argument("--curand", help="curand's include folder")
     ap.add_argument("--build-dir", help="where the harness is built (an earlier build is reused)")
+    ap.add_argument("--cute", action="store_true",
+                    help="also time examples/cute_sampling.py (needs nvidia-cutlass-dsl)")
+    ap.add_argument("--batches", default=",".join(map(str, BATCHES)),
+                    help="the batch sizes, comma-separated (a part of the table per run)")
+    ap.add_argument("--vocabs", default=",".join(map(str, VOCABS)),
+                    help="the vocabulary sizes, comma-separated")
     ap.add_argument("--json")
     args = ap.parse_args(argv)
     major, minor = torch.cuda.get_device_capability()
@@ -151,14 +185,17 @@ def main(argv=None) -> int:
     gen = torch.Generator(device=dev).manual_seed(0)
     stream = cuda.external_stream(torch.cuda.current_stream().cuda_stream)
     kernel = sampling.make_kernel(sampling.THREADS)
+    if args.cute:
+        import cute_sampling
+        cute_sampling.compiled_sampler(cute_sampling.THREADS)  # compiled before any timing
+    contenders = ("coopgen", *(("cute",) if args.cute else ()), "flashinfer", "torch")
     warm = torch.randn(1 << 26, device=dev)
     for _ in range(200):  # clocks up before the first shape
         warm.mul_(1.0)
     rows = []
-    print(f"{'batch':>5} {'vocab':>7} {'coopgen ms':>10} {'flashinfer ms':>13} {'torch ms':>9} "
-          f"{'vs FI':>6} {'vs torch':>8} {'host us: coopgen':>16} {'FI':>5} {'torch':>6}")
-    for batch in BATCHES:
-        for vocab in VOCABS:
+    print(header(args.cute))
+    for batch in (int(b) for b in args.batches.split(",")):
+        for vocab in (int(v) for v in args.vocabs.split(",")):
             logits = torch.randn(batch, vocab, device=dev) * 3
             probs = torch.softmax(logits, -1).contiguous()
             ks = torch.full((batch,), TOP_K, dtype=torch.int32, device=dev)
@@ -181,29 +218,40 @@ def main(argv=None) -> int:
                         torch.cuda.current_stream().cuda_stream)
                 assert rc == 0, rc
 
+            cute_fn = None
+            if args.cute:
+                draw = cute_sampling.bind(probs, ks, ps, out,
+                                          stream=torch.cuda.current_stream().cuda_stream)
+
+                def cute_fn():
+                    calls[0] += 1
+                    draw(1, calls[0])
+
             row = {"batch": batch, "vocab": vocab}
-            for name, fn in (("coopgen", ours), ("flashinfer", flashinfer if fi else None),
-                             ("torch", lambda: torch_reference(probs, TOP_K, TOP_P, gen))):
-                row[f"{name}_ms"], row[f"{name}_host_us"] = time_ms(fn) if fn else (None, None)
+            fns = {"coopgen": ours, "cute": cute_fn, "flashinfer": flashinfer if fi else None,
+                   "torch": lambda: torch_reference(probs, TOP_K, TOP_P, gen)}
+            for name in contenders:
+                row[f"{name}_ms"], row[f"{name}_host_us"] = \
+                    time_ms(fns[name]) if fns[name] else (None, None)
             # every token the kernels drew is admissible (a bench must not time wrong work)
             ours()
             torch.cuda.synchronize()
             head = min(batch, 8)  # rows checked (numpy's reference sorts each row)
             mask = sampling.admissible(probs[:head].cpu().numpy(), TOP_K, min(TOP_P + 2e-5, 1))
             assert mask[np.arange(head), out[:head].cpu().numpy()].all(), "coopgen drew outside"
+            if cute_fn:
+                out.fill_(-1)
+                cute_fn()
+                torch.cuda.synchronize()
+                drawn = out[:head].cpu().numpy()
+                assert (drawn >= 0).all() and mask[np.arange(head), drawn].all(), \
+                    "the CuTe DSL kernel drew outside"
             if fi:
                 flashinfer()
                 torch.cuda.synchronize()
                 assert mask[np.arange(head), out[:head].cpu().numpy()].all(), "FlashInfer drew outside"
             rows.append(row)
-            fi_ms = row["flashinfer_ms"]
-            print(f"{batch:>5} {vocab:>7} {row['coopgen_ms']:>10.4f} "
-                  f"{fi_ms if fi_ms is not None else float('nan'):>13.4f} "
-                  f"{row['torch_ms']:>9.4f} "
-                  f"{(fi_ms / row['coopgen_ms']) if fi_ms else float('nan'):>6.2f} "
-                  f"{row['torch_ms'] / row['coopgen_ms']:>8.2f} {row['coopgen_host_us']:>16.1f} "
-                  f"{row['flashinfer_host_us'] or float('nan'):>5.1f} "
-                  f"{row['torch_host_us']:>6.1f}", flush=True)
+            print(line(row, args.cute), flush=True)
     import datetime
 
     import numba_cuda
@@ -212,6 +260,9 @@ def main(argv=None) -> int:
            "numpy": np.__version__, "numba-cuda": numba_cuda.__version__,
            "torch": torch.__version__, "cccl": registry_cccl(), "top_k": TOP_K, "top_p": TOP_P,
            "reps": REPS, "runs": RUNS}
+    if args.cute:
+        import cutlass
+        env["nvidia-cutlass-dsl"] = cutlass.__version__
     info = {"environment": env, "sampling": rows}  # tools/bench/draw.py's sampling.svg
     if args.json:
         Path(args.json).write_text(json.dumps(info, indent=1) + "\n", encoding="utf-8")
