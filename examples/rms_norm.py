@@ -199,7 +199,9 @@ def make_kernel(dtype: str, items: int, full: bool, convert_once: bool = False,
         else:
             block.store(y[base:], out, items, "direct", hidden)
 
-    if KERNEL_CACHE if cache is None else cache:
+    # numba-cuda keeps no cache file of a kernel that links files ("Cannot pickle
+    # CUDACodeLibrary with linking files"), as its bfloat16 kernels here do: compiled in process
+    if (KERNEL_CACHE if cache is None else cache) and dtype != "bfloat16":
         variant = f"{dtype}_{items}_{threads}_" + "".join(
             "1" if flag else "0" for flag in (full, convert_once, striped, blocked, tail))
         rms_norm_kernel.__qualname__ += "_" + variant
