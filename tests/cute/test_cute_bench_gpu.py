@@ -57,6 +57,15 @@ def sample(cuda, probs, k, p, seed=1, offset=0):
     return out.copy_to_host()
 
 
+def _example(name: str):
+    """examples/NAME.py, whatever module of that name comes first on sys.path."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(f"example_{name}", ROOT / "examples" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 @pytest.mark.parametrize("rows,vocab,k,p", [
     (8, 32000, 50, 0.9),       # the bench's k and p, a vocabulary of 4 tiles (the last partial)
     (3, 8192, 20, 0.5),        # one full tile exactly
@@ -65,7 +74,7 @@ def sample(cuda, probs, k, p, seed=1, offset=0):
     (5, 5000, 1, 1.0),         # top-1: the most probable token
 ])
 def test_the_sampler_draws_admissible_tokens(cuda, rows, vocab, k, p):
-    from sampling import admissible
+    admissible = _example("sampling").admissible  # tools/bench has a sampling module too
     probs = probabilities(rows, vocab, seed=vocab)
     for offset in range(4):
         tokens = sample(cuda, probs, k, p, offset=offset)

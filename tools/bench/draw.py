@@ -23,8 +23,6 @@ import glob
 import json
 import os
 
-from rmsnorm import DTYPES
-
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 RESULTS_DIR = os.path.join(HERE, "results")
@@ -66,7 +64,8 @@ def _caption(env: dict) -> str:
 def draw_rmsnorm(result: dict, path: str) -> str:
     """coopgen's GB/s over the fastest peer's for every shape: one line per hidden size
     against the row count, the 0.98 target dashed; a panel per dtype."""
-    from rmsnorm import TARGET, fastest_peer
+    # imported here: rmsnorm imports the numba examples, which a CuTe DSL run does not load
+    from rmsnorm import DTYPES, TARGET, fastest_peer
     plt = _pyplot()
     rows = result["rmsnorm"]
     dtypes = [d for d in DTYPES if any(r["dtype"] == d for r in rows)]
