@@ -94,8 +94,9 @@ MAX_RUNTIME_LINES = 9058
 #: +40: a TempStorage reservation as a memref over its member of the storage (the address an
 #: accessor shim returns), where it was a shared-memory global of its own.
 MAX_MLIR_LINES = 1298
-#: issue 35: the CuTe DSL backend's own budget.
-MAX_CUTE_LINES = 900
+#: issue 35: the CuTe DSL backend's own budget. +11: clang's precompiled header and
+#: cuda.coop's storage-first object calls, each within budget alone, together.
+MAX_CUTE_LINES = 911
 #: issue 36: the PyTorch surface and the autotuner, optional modules beside the staged runtime
 #: (nothing of the runtime imports them), with their own budget.
 PYTORCH_SURFACE = ("torch", "autotune")
