@@ -136,7 +136,7 @@ def test_a_batchs_arrays_go_through_the_buffer_unchanged():
 def gpu():
     try:
         from cuda.core import Device
-        Device().set_current()
+        Device(0).set_current()
     except Exception as e:  # noqa: BLE001 (no driver, no device)
         pytest.skip(f"no CUDA GPU ({e})")
 

@@ -176,7 +176,9 @@ def _current_device():
     global _device
     if _device is None:
         from cuda.core import Device
-        _device = Device()
+        # Device() asks the driver for a current context first (cuCtxGetDevice), an API error
+        # compute-sanitizer reports when there is none yet; CUDA_VISIBLE_DEVICES picks the GPU
+        _device = Device(0)
         _device.set_current()
     return _device
 
