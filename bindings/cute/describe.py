@@ -1,9 +1,11 @@
 """CuTe DSL's values (cute.Tensor, cutlass numbers, their classes) <-> coopgen's descriptions.
 A CuTe kernel is traced, not typed: a call sees the values themselves, so what numba learns from
 types is read here from the values (a fragment's static size, a tensor's memory space)."""
+import dataclasses
 import enum
 import hashlib
 import inspect
+import warnings
 
 import cutlass
 import cutlass.cute as cute
@@ -43,6 +45,13 @@ def dtype_of(value) -> desc.Dtype:
         return desc.Scalar(np.dtype(value).name)
     except (TypeError, ValueError):
         return desc.Other(str(value))
+
+
+def _numpy_number(value) -> bool:
+    """A numpy scalar of a number dtype: numpy's own, or ml_dtypes' bfloat16 (a numpy scalar
+    type that is not an np.floating), as an operator's injected identity is for bfloat16
+    items."""
+    return isinstance(value, np.generic) and value.dtype.name in NUMBERS
 
 
 def _is_dtype(value) -> bool:
@@ -88,6 +97,48 @@ def _array(t) -> desc.Array:
                       text=f"cute.Tensor({t.element_type}, {t.memspace}, {t.layout})")
 
 
+#: The signed dtype CuTe DSL 4.8.1 reports for a tensor of unsigned items made from a pointer.
+SIGNED = {"uint8": "int8", "uint16": "int16", "uint32": "int32", "uint64": "int64"}
+
+
+class CuteSignednessWarning(UserWarning):
+    """A shared or global tensor typed signed where the call's register fragments are unsigned
+    (coopgen reads it as the fragments' dtype)."""
+
+
+def unsigned_tensors(prim: str, descs: list) -> list:
+    """``descs`` (a call's arguments), with each shared or global tensor of the signed twin of
+    the call's register fragments' unsigned dtype read as that dtype.
+
+    CuTe DSL 4.8.1 types a tensor by its MLIR element type, which has no sign: a tensor made
+    with ``cute.make_tensor`` from a ``Uint16`` pointer (or a ``@cute.jit`` function's
+    ``cute.Pointer`` argument) reports ``Int16``, while a register fragment made with
+    ``cutlass.Uint16`` keeps it. A load or store between the two converts between integers of
+    one width, which keeps every bit, so reading the tensor as the fragments' dtype changes no
+    value, and it lets CUB's vectorized loads and stores (which take a pointer to the items'
+    own type) compile. The warning says what it cannot fix: values the kernel reads from
+    that tensor itself (``x[i]``) are signed (``cute.recast_tensor`` types it unsigned)."""
+    local = {d.dtype.name for d in descs if isinstance(d, desc.Array) and d.space == "local"
+             and isinstance(d.dtype, desc.Scalar)}
+    out = []
+    for d in descs:
+        twin = [u for u in local if isinstance(d, desc.Array) and d.space != "local"
+                and isinstance(d.dtype, desc.Scalar) and SIGNED.get(u) == d.dtype.name]
+        if twin and d.dtype.name not in local:
+            cls = NUMBERS[twin[0]].__name__
+            warnings.warn(
+                f"{prim}: a {d.space or 'global'} tensor of {NUMBERS[d.dtype.name].__name__} "
+                f"items with register fragments of {cls}: read as {cls} (CuTe DSL types a "
+                f"tensor made from a pointer by its MLIR element type, which has no sign). "
+                f"Values the kernel reads from it (x[i]) are signed: "
+                f"cute.recast_tensor(x, cutlass.{cls}), in the kernel or its @cute.jit "
+                f"launcher, types it {cls}", CuteSignednessWarning, stacklevel=2)
+            d = dataclasses.replace(d, dtype=desc.Scalar(twin[0]),
+                                    text=f"{d.text} (read as {cls})")
+        out.append(d)
+    return out
+
+
 def describe(value):
     """The description of a value a kernel passes."""
     if isinstance(value, cute.Tensor):
@@ -98,7 +149,7 @@ def describe(value):
         return desc.Scalar(NAMES[type(value)])
     if isinstance(value, (bool, int, float, str)) and not isinstance(value, enum.Enum):
         return constant(value)
-    if isinstance(value, (np.integer, np.floating, np.bool_)):
+    if _numpy_number(value):
         return desc.Literal(value.item(), desc.Scalar(value.dtype.name))
     if isinstance(value, enum.Enum):
         return desc.Literal(value, None)
@@ -140,7 +191,7 @@ def constant(value):
         return desc.Literal(value, desc.Scalar("int64"))
     if isinstance(value, float):
         return desc.Literal(value, desc.Scalar("float64"))
-    if isinstance(value, (np.integer, np.floating, np.bool_)):
+    if _numpy_number(value):
         return desc.Literal(value.item(), desc.Scalar(value.dtype.name))
     if isinstance(value, tuple):
         return desc.Tuple(tuple(constant(v) for v in value))
@@ -149,4 +200,5 @@ def constant(value):
     return desc.Literal(value, None)
 
 
-__all__ = ["describe", "constant", "dtype_of", "number_class"]
+__all__ = ["CuteSignednessWarning", "describe", "constant", "dtype_of", "number_class",
+           "unsigned_tensors"]
