@@ -2,6 +2,7 @@
 a seeded batch of drawn configurations compiles and links for sm_90a and sm_100a, each call
 resolving to the overload it was drawn for; the draw leaves out what coopgen.cute does not
 bind, and says why; each batch's arrays get their own aligned part of the one buffer."""
+import re
 import sys
 from pathlib import Path
 
@@ -149,3 +150,25 @@ def test_a_drawn_batch_gives_numpys_answers(block, gpu, cute_compiler):
     configs = draw(40, seed=20261130, block=block)
     bad = [r.line() for r in runner.run_batch(configs) if r.status != "ok"]
     assert not bad, "\n".join(bad)
+
+
+def test_unsigned_items_reach_cub_unsigned(cute_compiler, monkeypatch):
+    """Warp and block reductions and scans of unsigned items, read by the kernel from its
+    buffer's views (the differential run's 107 mismatches: CuTe DSL typed the views signed,
+    and CUB ordered the items as signed numbers): every item type the shims name is unsigned."""
+    from coopgen.cute import clang
+    sources = []
+    compile_bitcode = clang.compile_bitcode
+
+    def record(source, arch):
+        sources.append(source)
+        return compile_bitcode(source, arch)
+    monkeypatch.setattr(clang, "compile_bitcode", record)
+    configs = [c for only in ("WarpReduce::Reduce(T, ReductionOp)", "WarpScan::InclusiveScan",
+                              "BlockReduce::Reduce(T, ReductionOp)")
+               for c in draw(4, seed=20261131, block=(64,), only=only,
+                             dtypes=("uint8", "uint16", "uint32", "uint64"))]
+    assert len(configs) == 12
+    _compile(configs, "sm_90a", monkeypatch)
+    named = re.findall(r"using (?:T|KeyT|InputT) = ([\w ]+);", "\n".join(sources))
+    assert named and all(t.startswith("unsigned ") for t in named), sorted(set(named))
