@@ -158,13 +158,10 @@ def _write_if_changed(path: Path, data: bytes) -> None:
     _cache.atomic_write(path, data)
 
 
-#: What makes clang's -O3 bitcode come out as nvcc's code once libNVVM inlines it (libNVVM
-#: neither unrolled nor re-scalarised what clang gave it). Full unrolls up to 1000
-#: instructions, not LLVM's 300: nvcc unrolls BlockRadixSort's two passes over 8-bit keys (the
-#: bench's uint8 histogram sorts its tile), which clang's default left a loop (the case ran at
-#: 0.95 of nvcc's speed on an H100). No SLP vectorizer: it packed a thread's 16 uint8 items
-#: into 32-bit words, unpacked by a PRMT at each use (61 in that kernel; nvcc's has none).
-#: Every other bench kernel's SASS keeps its instruction count and registers.
+#: clang -O3 as nvcc would optimise (libNVVM inlines clang's bitcode as it is): full unrolls
+#: up to 1000 instructions (LLVM's 300 left the two radix-sort passes of the bench's uint8
+#: histogram a loop, which nvcc unrolls: 0.95 of its speed), and no SLP vectorizer (it packed
+#: a thread's uint8 items into words, unpacked by PRMTs nvcc's code has none of).
 NVCC_LIKE = ("-mllvm", "-unroll-threshold=1000", "-fno-slp-vectorize")
 
 

@@ -48,9 +48,7 @@ def dtype_of(value) -> desc.Dtype:
 
 
 def _numpy_number(value) -> bool:
-    """A numpy scalar of a number dtype: numpy's own, or ml_dtypes' bfloat16 (a numpy scalar
-    type that is not an np.floating), as an operator's injected identity is for bfloat16
-    items."""
+    """A numpy scalar of a number dtype, ml_dtypes' bfloat16 (no np.floating) included."""
     return isinstance(value, np.generic) and value.dtype.name in NUMBERS
 
 
@@ -102,22 +100,16 @@ SIGNED = {"uint8": "int8", "uint16": "int16", "uint32": "int32", "uint64": "int6
 
 
 class CuteSignednessWarning(UserWarning):
-    """A shared or global tensor typed signed where the call's register fragments are unsigned
-    (coopgen reads it as the fragments' dtype)."""
+    """A tensor typed signed beside unsigned register fragments (read as their dtype)."""
 
 
 def unsigned_tensors(prim: str, descs: list) -> list:
-    """``descs`` (a call's arguments), with each shared or global tensor of the signed twin of
-    the call's register fragments' unsigned dtype read as that dtype.
-
-    CuTe DSL 4.8.1 types a tensor by its MLIR element type, which has no sign: a tensor made
-    with ``cute.make_tensor`` from a ``Uint16`` pointer (or a ``@cute.jit`` function's
-    ``cute.Pointer`` argument) reports ``Int16``, while a register fragment made with
-    ``cutlass.Uint16`` keeps it. A load or store between the two converts between integers of
-    one width, which keeps every bit, so reading the tensor as the fragments' dtype changes no
-    value, and it lets CUB's vectorized loads and stores (which take a pointer to the items'
-    own type) compile. The warning says what it cannot fix: values the kernel reads from
-    that tensor itself (``x[i]``) are signed (``cute.recast_tensor`` types it unsigned)."""
+    """A call's argument descriptions, each shared or global tensor of the signed twin of its
+    register fragments' unsigned dtype read as that dtype. CuTe DSL 4.8.1 types a tensor made
+    from a pointer by its MLIR element type, which has no sign (Uint16 -> Int16); a conversion
+    between integers of one width keeps every bit, so no value changes, and CUB's vectorized
+    loads and stores (a pointer to the items' own type) compile. The warning says what this
+    cannot fix: the kernel's own reads of the tensor (docs/cute.md, Unsigned items)."""
     local = {d.dtype.name for d in descs if isinstance(d, desc.Array) and d.space == "local"
              and isinstance(d.dtype, desc.Scalar)}
     out = []
