@@ -158,3 +158,15 @@ def test_numpy_constants_of_every_number_dtype_are_described_as_their_dtype():
         value = (ml_dtypes.bfloat16 if name == "bfloat16" else np.dtype(name).type)(1)
         for d in (constant(value), describe(value)):
             assert d == desc.Literal(value.item(), desc.Scalar(name)), (name, d)
+
+
+def test_the_gpu_cases_descending_reference_holds_for_unsigned_zeros():
+    """The Python operators GPU case's numpy reference (a descending sort, min-scanned): it
+    was -sort(-x), which puts an unsigned 0 (-0 is 0) first: the case's failure on uint32 at
+    256 x 8 on the GPU (tiles holding zeros), whose kernel was right."""
+    from kernels import GRID, python_operators
+    _, want = python_operators(np.uint32, 128, 4)
+    x = (np.arange(GRID * 128 * 4) % 1000).astype(np.uint32)  # zeros in every tile
+    y, _ = want(x)
+    descending = [sorted(t.tolist(), reverse=True) for t in x.reshape(GRID, -1)]
+    np.testing.assert_array_equal(y, np.array(descending, np.uint32).reshape(-1))
