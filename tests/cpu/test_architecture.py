@@ -95,8 +95,10 @@ MAX_RUNTIME_LINES = 9058
 #: accessor shim returns), where it was a shared-memory global of its own.
 MAX_MLIR_LINES = 1298
 #: issue 35: the CuTe DSL backend's own budget. +11: clang's precompiled header and
-#: cuda.coop's storage-first object calls, each within budget alone, together.
-MAX_CUTE_LINES = 911
+#: cuda.coop's storage-first object calls, each within budget alone, together. +51: a signed
+#: tensor beside unsigned fragments read as theirs and warned of (CuTe DSL types a pointer's
+#: tensor signed), half-precision numpy constants, clang's nvcc-like unrolling.
+MAX_CUTE_LINES = 962
 #: issue 36: the PyTorch surface and the autotuner, optional modules beside the staged runtime
 #: (nothing of the runtime imports them), with their own budget.
 PYTORCH_SURFACE = ("torch", "autotune")

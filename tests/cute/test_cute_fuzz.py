@@ -2,6 +2,7 @@
 a seeded batch of drawn configurations compiles and links for sm_90a and sm_100a, each call
 resolving to the overload it was drawn for; the draw leaves out what coopgen.cute does not
 bind, and says why; each batch's arrays get their own aligned part of the one buffer."""
+import re
 import sys
 from pathlib import Path
 
@@ -149,3 +150,62 @@ def test_a_drawn_batch_gives_numpys_answers(block, gpu, cute_compiler):
     configs = draw(40, seed=20261130, block=block)
     bad = [r.line() for r in runner.run_batch(configs) if r.status != "ok"]
     assert not bad, "\n".join(bad)
+
+
+def test_unsigned_items_reach_cub_unsigned(cute_compiler, monkeypatch):
+    """Warp and block reductions and scans of unsigned items, read by the kernel from its
+    buffer's views (the differential run's 107 mismatches: CuTe DSL typed the views signed,
+    and CUB ordered the items as signed numbers): every item type the shims name is unsigned."""
+    from coopgen.cute import clang
+    sources = []
+    compile_bitcode = clang.compile_bitcode
+
+    def record(source, arch):
+        sources.append(source)
+        return compile_bitcode(source, arch)
+    monkeypatch.setattr(clang, "compile_bitcode", record)
+    configs = [c for only in ("WarpReduce::Reduce(T, ReductionOp)", "WarpScan::InclusiveScan",
+                              "BlockReduce::Reduce(T, ReductionOp)")
+               for c in draw(4, seed=20261131, block=(64,), only=only,
+                             dtypes=("uint8", "uint16", "uint32", "uint64"))]
+    assert len(configs) == 12
+    _compile(configs, "sm_90a", monkeypatch)
+    named = re.findall(r"using (?:T|KeyT|InputT) = ([\w ]+);", "\n".join(sources))
+    assert named and all(t.startswith("unsigned ") for t in named), sorted(set(named))
+
+
+#: What the 10,000-configuration GPU run (seed 7) could not compile, on one block shape: a
+#: vectorized block store of unsigned items (beside a view CuTe DSL typed signed, CUB's
+#: vectorized path found no overload), a vectorized load of 8 of them, and a bfloat16 exclusive
+#: max scan without an initial value (its injected identity, ml_dtypes' bfloat16 scalar, matched
+#: no overload); beside them one of its mismatches' kind, a uint8 warp scan with a Python max.
+GPU_RUN_ERRORS = [
+    '{"cls":"BlockStore","sig":"Store(OutputIteratorT, T (&)[ItemsPerThread])","surface":'
+    '"store","dtype":"uint32","value_dtype":"","block":[64],"ipt":9,"tkw":[["algorithm",'
+    '"block_store_vectorize"]],"op":"","omit":[],"warp":0,"seed":1384506499,"storage":'
+    '"implicit","ctor":""}',
+    '{"cls":"BlockLoad","sig":"Load(RandomAccessIterator, T (&)[ItemsPerThread], int)",'
+    '"surface":"faithful","dtype":"uint8","value_dtype":"","block":[64],"ipt":8,"tkw":'
+    '[["algorithm","block_load_vectorize"]],"op":"","omit":[],"warp":0,"seed":17,'
+    '"storage":"implicit","ctor":""}',
+    '{"cls":"BlockScan","sig":"ExclusiveScan(T (&)[ITEMS_PER_THREAD], T (&)[ITEMS_PER_THREAD], '
+    'ScanOp, T &)","surface":"exclusive_scan","dtype":"bfloat16","value_dtype":"","block":[64],'
+    '"ipt":3,"tkw":[["algorithm","block_scan_warp_scans"]],"op":"max","omit":[],"warp":0,'
+    '"seed":1020759901,"storage":"implicit","ctor":""}',
+    '{"cls":"WarpScan","sig":"ExclusiveScanPartial(T, T &, ScanOp, int)","surface":"faithful",'
+    '"dtype":"uint8","value_dtype":"","block":[64],"ipt":1,"tkw":[],"op":"py_max","omit":[],'
+    '"warp":32,"seed":609255834,"storage":"implicit","ctor":""}',
+]
+
+
+def test_what_the_gpu_run_could_not_compile_links(cute_compiler, monkeypatch):
+    pytest.importorskip("ml_dtypes")
+    configs = [space.Config.from_json(line) for line in GPU_RUN_ERRORS]
+    resolved = _compile(configs, "sm_90a", monkeypatch)
+    # the scan takes the overload with an initial value: coopgen passes the identity
+    assert resolved == {
+        "BlockStore::Store(OutputIteratorT, T (&)[ItemsPerThread])",
+        "BlockLoad::Load(RandomAccessIterator, T (&)[ItemsPerThread], int)",
+        "BlockScan::ExclusiveScan(T (&)[ITEMS_PER_THREAD], T (&)[ITEMS_PER_THREAD], T, ScanOp, "
+        "T &)",
+        "WarpScan::ExclusiveScanPartial(T, T &, ScanOp, int)"}

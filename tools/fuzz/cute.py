@@ -42,8 +42,10 @@ TS_SHARED = TempStorage("shared")  # ... and "shared" (the kernel syncs before e
 
 
 def view(buf, offset, dtype, n):  # n items of dtype at a byte offset of the batch's buffer
-    return cute.make_tensor(cute.recast_ptr(buf.iterator + offset, dtype=dtype),
-                            cute.make_layout(n))
+    # (cute.recast_tensor types it dtype: a tensor made from a pointer has the pointer's MLIR
+    # element type, which has no sign, so unsigned items would read as signed)
+    return cute.recast_tensor(cute.make_tensor(cute.recast_ptr(buf.iterator + offset, dtype=dtype),
+                                               cute.make_layout(n)), dtype)
 
 
 def py_add(a, b):
