@@ -5,11 +5,9 @@ for. Groups are host values: a variable holding one is read where ``this_block()
 like made it, and its calls are rewritten away, so no group reaches typing."""
 import operator
 
-import numpy as np
-
 from ..model.errors import CoopgenError
 from . import group_helpers
-from .groups import UNSERVED, Constant
+from .groups import UNSERVED, Constant, check_bit_range
 from .kernel_ir import UNKNOWN, CallRewrite, is_op, plain
 
 
@@ -103,7 +101,7 @@ class GroupCallRewrite(CallRewrite):
         parent = self.group_of(fdef.value) if is_op(self.ir, fdef, "getattr") else None
         if parent is not None:
             func = getattr(parent, fdef.attr, None)
-            if func is None:
+            if not getattr(func, "_coopgen_host_call", False):  # group_by, not a query
                 return None
         else:
             func = self.trace.callee(d.func)
@@ -308,8 +306,7 @@ class GroupCallRewrite(CallRewrite):
             calls_primitive=True)
 
     def _check_bits(self, call, plan):
-        """A constant bit range lies within keys whose dtype is a constant (CUB would read
-        past the key: a silently wrong order)."""
+        """A constant bit range lies within keys whose dtype is a constant."""
         kws = dict(plan.kws)
         bits = {k: (v.value if isinstance(v, Constant) else self.trace.value(v)[0])
                 for k, v in kws.items() if k in ("begin_bit", "end_bit")}
@@ -320,17 +317,9 @@ class GroupCallRewrite(CallRewrite):
         dtype = self.trace.value(d.args[1])[0] if is_op(self.ir, d, "call") and \
             len(d.args) > 1 else UNKNOWN
         try:
-            width = 8 * np.dtype(dtype).itemsize
-        except TypeError:
-            return
-        begin, end = bits.get("begin_bit", 0), bits.get("end_bit", width)
-        if UNKNOWN in (begin, end) or begin is None or end is None:
-            return
-        if not 0 <= begin < end <= width:
-            raise self.error(f"coop.{call.name}: the bit range [begin_bit={begin}, "
-                             f"end_bit={end}) is not within the {width}-bit "
-                             f"{np.dtype(dtype).name} keys (0 <= begin_bit < end_bit <= "
-                             f"{width})")
+            check_bit_range(call.name, bits, dtype)
+        except CoopgenError as e:
+            raise self.error(str(e)) from None
 
     def _group_call(self, new, stmt, call):
         expr, loc = stmt.value, stmt.loc

@@ -406,15 +406,18 @@ SYNCS = {"cluster": ("cluster_sync", ()), "block": ("block_sync", ()),
          "thread": ("warp_sync", ())}
 
 
-def for_backend(cuda_module, device_function, trap, cluster=()) -> dict:
+def for_backend(cuda_module, device_function, trap, cluster=(), own=None) -> dict:
     """{name: device function} compiled by ``device_function``, reading ``cuda_module`` as
     ``cuda``, ``trap`` (the backend's device trap), ``cluster`` (its CLUSTER_PTX statements),
-    numpy and each other by name."""
+    numpy and each other by name. ``own``: the backend's functions in place of helpers (or
+    builtins, ``min``) of those names, which the others then call (a compiler that runs the
+    helpers' Python as it traces gives its own for those that branch on a run-time value)."""
+    own = dict(own or {})
     space = {"cuda": cuda_module, "WARP": WARP, "trap": trap, "np": np, **dict(cluster)}
-    out = dict(cluster)
+    out = dict(cluster, **own)
     for name, fn in list(globals().items()):
         if isinstance(fn, types.FunctionType) and fn.__module__ == __name__ and \
-                name not in ("for_backend", "query", "_fixed", "_sized"):
+                name not in ("for_backend", "query", "_fixed", "_sized", *own):
             out[name] = device_function(types.FunctionType(fn.__code__, space, name,
                                                            fn.__defaults__))
     space.update(out)

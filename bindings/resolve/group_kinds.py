@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..model import backends
 from ..model.errors import CoopgenError
 
 #: Group kinds (cuda.coop's names) -> the family whose routes serve them.
@@ -57,6 +58,35 @@ class Group:
                            f"block (into warps) can be grouped")
 
     group_by._coopgen_host_call = True
+
+    # In kernels: numba's rewrite replaces these calls; a compiler that traces Python (CuTe
+    # DSL) emits them as it runs the kernel.
+    def _traced(self, query: str, *args, **kws):
+        out = backends.call_in_trace((self, query), args, kws)
+        if out is backends.NOT_TRACING:
+            raise NotImplementedError(f"coop.{self.describe()}.{query}() can only be called "
+                                      f"inside a kernel")
+        return out
+
+    def rank(self, level="thread"):
+        return self._traced("rank", level)
+
+    def count(self, level="thread"):
+        return self._traced("count", level)
+
+    def rank_as(self, dtype, level="thread"):
+        return self._traced("rank", level, dtype=dtype)
+
+    def count_as(self, dtype, level="thread"):
+        return self._traced("count", level, dtype=dtype)
+
+    def sync(self):
+        return self._traced("sync")
+
+    sync_aligned = sync
+
+    def is_member(self):
+        return self._traced("is_member")
 
     @property
     def family(self) -> str:

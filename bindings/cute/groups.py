@@ -1,0 +1,323 @@
+"""cuda.coop's group-first calls in CuTe DSL kernels: ``coop.sum(coop.this_block(), x)``.
+
+CuTe DSL runs the kernel's Python as it traces it, so the group is the value passed and no IR
+is rewritten: the call's plan (coopgen.resolve.groups, the table numba's rewrite carries out)
+is carried out here on the traced values, its target called as a kernel calls it (so every
+call resolves to the same specs, plans and shims as ``block``/``warp``). The group helpers
+(coopgen.resolve.group_helpers: ranks, counts, tiles, copies) run as plain Python on CuTe's
+thread registers; those that branch on a run-time value have their CuTe forms here."""
+import types
+
+import cutlass
+import cutlass.cute as cute
+from cutlass._mlir import ir
+from cutlass._mlir.dialects import llvm
+from cutlass.base_dsl.enums import AddressSpace
+
+from ..model.errors import CoopgenError, CoopgenUnsupported
+from ..resolve import group_helpers
+from ..resolve.group_kinds import UNSERVED, Group
+from ..resolve.groups import PYTHON_NUMBERS, Constant, check_bit_range
+from ..resolve.kernel_ir import UNKNOWN
+from .bundle import launch_dims
+from .describe import NAMES, NUMBERS, dtype_of, number_class
+
+
+class _Axes:
+    """``cuda.threadIdx`` and the like: ``.x``, ``.y``, ``.z`` of a CuTe DSL register read."""
+
+    def __init__(self, read):
+        self._read = read
+
+    def __getattr__(self, axis):
+        return self._read()["xyz".index(axis)]
+
+
+def _block_dim():
+    """The launch's block shape where CuTe DSL knows it (constants), else the registers."""
+    shape = launch_dims(False)
+    return tuple(shape) + (1,) * (3 - len(shape)) if shape else cute.arch.block_dim()
+
+
+CUDA = types.SimpleNamespace(threadIdx=_Axes(cute.arch.thread_idx),
+                             blockIdx=_Axes(cute.arch.block_idx),
+                             gridDim=_Axes(cute.arch.grid_dim), blockDim=_Axes(_block_dim),
+                             syncthreads=cute.arch.barrier, syncwarp=cute.arch.sync_warp)
+
+
+def _trap():
+    llvm.intr_trap()
+
+
+def _when(condition, then):
+    if isinstance(condition, bool):  # known now (a Python number)
+        return then() if condition else None
+    cutlass.if_generate(condition, then)
+
+
+def _check_within(value, low, high):
+    _when((value < low) | (value > high), _trap)
+
+
+def _check_not_negative(value):
+    _when(value < 0, _trap)
+
+
+def _restore_unloaded(items, saved, valid, rank):
+    for i in range(items.shape[0]):
+        items[i] = cutlass.select_(rank * items.shape[0] + i >= valid, saved[i], items[i])
+
+
+def _block_broadcast(shared, value):
+    _when(H["block_rank"]() == 0, lambda: shared.__setitem__(0, value))
+    cute.arch.barrier()
+    out = shared[0]
+    cute.arch.barrier()  # the slot may be written again by a later call
+    return out
+
+
+def _striped_read(shared, out):
+    cute.arch.barrier()
+    rank, count, bins = H["block_rank"](), H["block_count"](), cute.size(shared.t)
+    for i in range(out.shape[0]):
+        b = rank + i * count
+        got = out.t.element_type(shared[cutlass.min(b, bins - 1)])
+        out[i] = cutlass.select_(b < bins, got, out.t.element_type(0))
+    cute.arch.barrier()
+
+
+def _mapped_gather(shared, partial, width):
+    _when(H["lane"]() == 0, lambda: shared.__setitem__(H["warp_rank"](), partial))
+    cute.arch.barrier()
+    first = H["warp_rank_divided"](width) * width
+    value = shared[first + cutlass.min(H["lane"](), H["mapped_warps"](width) - 1)]
+    cute.arch.barrier()
+    return value
+
+
+def _mapped_result(shared, total, result, member):
+    _when(H["lane"]() == 0, lambda: shared.__setitem__(H["warp_rank"](), total))
+    cute.arch.barrier()
+    zero = type(total)(0)
+    out = cutlass.select_(member, shared[H["warp_rank"]()], zero) if not isinstance(
+        member, (bool, int)) else shared[H["warp_rank"]()] if member else zero
+    cute.arch.barrier()
+    return out
+
+
+#: The group helpers, run as CuTe DSL traces them (those of run-length decoding are not used).
+H = group_helpers.for_backend(CUDA, lambda fn: fn, _trap, own={
+    "check_within": _check_within, "check_not_negative": _check_not_negative,
+    "restore_unloaded": _restore_unloaded, "block_broadcast": _block_broadcast,
+    "striped_read": _striped_read, "mapped_gather": _mapped_gather,
+    "mapped_result": _mapped_result, "min": cutlass.min})
+
+
+class _Items:
+    """A register fragment as the helpers index it: ``shape[0]`` its items."""
+
+    def __init__(self, t):
+        self.t, self.shape = t, (cute.size(t),)
+
+    def __getitem__(self, i):
+        return self.t[i]
+
+    def __setitem__(self, i, value):
+        self.t[i] = value
+
+
+def _is_fragment(value) -> bool:
+    return isinstance(value, cute.Tensor) and value.memspace == AddressSpace.rmem
+
+
+def _value_of(value):
+    """A host value (a constant, a function, a dtype), or UNKNOWN for a traced one."""
+    if isinstance(value, (cute.Tensor, cutlass.Numeric, ir.Value)):
+        return UNKNOWN
+    return value
+
+
+def _class(value):
+    """The cutlass number class of a traced number, or of a Python number's dtype."""
+    if isinstance(value, cutlass.Numeric):
+        return type(value)
+    return NUMBERS[PYTHON_NUMBERS.get(type(value), "int32")]
+
+
+def _fragment(n: int, cls):
+    return cute.make_rmem_tensor(n, cls)
+
+
+def _like(t, dtype=None, per=None):
+    n = cute.size(t)
+    return _fragment(-(-n // per) if per else n, NUMBERS[dtype] if dtype else t.element_type)
+
+
+def _copy(t):
+    out = _like(t)
+    H["copy_items"](_Items(t), _Items(out))
+    return out
+
+
+def _shared(n: int, cls):
+    return cutlass.memory.SmemAllocator().allocate_tensor(cls, cute.make_layout(n), 16)
+
+
+def _from_offset(t, offset):
+    """A shared or global tensor's items from ``offset`` on (as ``array[offset:]``)."""
+    return cute.make_tensor(t.iterator + offset, cute.make_layout(cute.size(t) - offset))
+
+
+def _prepare(plan, kws: dict):
+    """The target's arguments as the plan says (see GroupCallRewrite._prepare_arguments)."""
+    if plan.wrap:  # one item as a one-item fragment of the other argument's dtype
+        name, like = plan.wrap
+        one = _fragment(1, kws[like].element_type)
+        one[0] = kws[name]
+        kws[name] = one
+    offset = plan.offset
+    if plan.warp_tile is not None and _is_fragment(kws.get(plan.warp_tile)):
+        tile = H["warp_tile_start"](plan.width, plan.width * cute.size(kws[plan.warp_tile]))
+        offset = tile if offset is None else offset + tile
+    if offset is not None:
+        moved = plan.offset_of or plan.like
+        kws[moved] = _from_offset(kws[moved], offset)
+    for value, helper, arguments in plan.checks:
+        H[helper](value, *[cute.size(kws[a[1]]) if _is_fragment(kws[a[1]]) else 1
+                           if isinstance(a, tuple) else a for a in arguments])
+    kept = None
+    for key, value in plan.extra:
+        kind, name = key[1:].split(":")
+        if kind == "tile":  # top-k of a full tile: its item count
+            kws[name] = H["tile_size"](_Items(value))
+        elif kind == "keep":  # a partial load's slots past the valid items, put back after
+            kept = (name, _copy(kws[name]), value.value if isinstance(value, Constant)
+                    else value)
+        elif kind == "pair":
+            raise CoopgenError(f"{plan.target.name}: prefix callbacks (stateful operators) "
+                               f"are not bound for CuTe DSL kernels yet")
+        elif _is_fragment(kws[name]):  # "_copy:src": CUB works in place on a copy
+            kws[name] = _copy(kws[name])
+    return kept
+
+
+def _histogram(plan, kws):
+    """CUB's counts in a shared array of ``bins``, read back striped (as numba's rewrite)."""
+    extra = dict(plan.extra_constants)
+    shared = _shared(extra["bins"], NUMBERS[extra["counted_dtype"]])
+    plan.target(**kws, histogram=shared)
+    out = _fragment(extra["bins_per_thread"], NUMBERS[extra["counter_dtype"]])
+    H["striped_read"](_Items(shared), _Items(out))
+    return out
+
+
+def _mapped_reduce(plan, kws):
+    """A reduction over a block's groups of warps: each warp's, then its group's warps'."""
+    extra = dict(plan.extra_constants)
+    if _is_fragment(kws["src"]):
+        raise CoopgenError(f"coop.{plan.target.name.split('.')[-1]}: over this_block()."
+                           f"group_by({extra['warps']}) takes one value a thread (a scalar), "
+                           f"not a per-thread array")
+    partial = plan.target(**kws)
+    shared = _shared(group_helpers.WARP, type(partial))
+    gathered = H["mapped_gather"](shared, partial, extra["warps"])
+    total = plan.target(**dict(kws, src=gathered,
+                               valid_items=H["mapped_warps"](extra["warps"])))
+    helper, consts = group_helpers.query("warps_within_block", extra["warps"], "is_member",
+                                         None, extra["exhaustive"])
+    return H["mapped_result"](shared, total, None, H[helper](*consts))
+
+
+def _run_length(plan, kws):
+    raise CoopgenUnsupported(f"coop.run_length_decode: not provided in CuTe DSL kernels yet "
+                             f"(use block.BlockRunLengthDecode, or a numba kernel)")
+
+
+SPECIALS = {"histogram": _histogram, "mapped_reduce": _mapped_reduce,
+            "run_length": _run_length, "run_length_into": _run_length}
+
+
+def traced(what, args: tuple, kws: dict):
+    """A group call, a group's query ((group, name)) or ``coop.ThreadData``, in the kernel
+    being traced."""
+    if isinstance(what, tuple):
+        return query(*what, args, kws)
+    if getattr(what, "_coopgen_thread_data", False):
+        return thread_data(*args)
+    return call(what, args, kws)
+
+
+def call(group_call, args: tuple, kws: dict):
+    """``coop.<name>(group, ...)`` carried out in the kernel being traced."""
+    if not args or not isinstance(args[0], Group):
+        raise CoopgenError(f"coop.{group_call.name}: the first argument must be a group "
+                           f"(coop.this_block(), coop.this_warp(), "
+                           f"coop.this_warp().group_by(n)); got {type(args[0]).__name__ if args else 'none'}")
+    plan = group_call.plan(args[0], list(args[1:]), dict(kws), _value_of, _is_fragment)
+    kws = {k: v.value if isinstance(v, Constant) else v for k, v in plan.kws}
+    keys = kws.get("keys", kws.get("items"))
+    if _is_fragment(keys):
+        check_bit_range(group_call.name, {k: kws[k] for k in ("begin_bit", "end_bit")
+                                          if k in kws}, NAMES[keys.element_type])
+    kept = _prepare(plan, kws)
+    if plan.special is not None:
+        return SPECIALS[plan.special](plan, kws)
+    result = kws[plan.outputs[0]] if plan.result == "output" else None
+    if plan.result == "new":
+        outs = [_like(kws[plan.like], plan.output_dtype,
+                      plan.width if plan.output_size == "batched" else None)
+                for _ in plan.outputs]
+        kws.update(zip(plan.outputs, outs))
+        result = outs[0] if len(outs) == 1 else tuple(outs)
+    elif plan.result == "items":  # scalars, as one-item fragments of their types
+        for name in plan.inputs:
+            one = _fragment(1, _class(kws[name]))
+            one[0] = kws[name]
+            kws[name] = one
+        result = [kws[name] for name in plan.inputs]
+    elif plan.result == "copy":
+        copies = [_copy(kws[name]) for name in plan.inputs]
+        kws.update(zip(plan.inputs, copies))
+        result = copies[0] if len(copies) == 1 else tuple(copies)
+    if isinstance(plan.target, str):  # a thread's sum of its items (of a scalar: itself)
+        first = kws[plan.like]
+        value = H[plan.target[7:]](_Items(first)) if _is_fragment(first) else first
+    else:
+        value = plan.target(**kws)
+    if plan.broadcast == "warp":  # the first lane's result in every lane of the warp
+        result = plan.warp_broadcast(input=value, src_lane=0, threads_in_warp=plan.width)
+    elif plan.broadcast == "block":
+        result = H["block_broadcast"](_shared(1, type(value)), value)
+    elif result is None:
+        result = value
+    if plan.result == "items":
+        got = [a[0] for a in result]
+        result = got[0] if len(got) == 1 else tuple(got)
+    if kept is not None:
+        name, saved, valid = kept
+        rank = H["lane"]() % plan.width if plan.family == "warp" else H["block_rank"]()
+        H["restore_unloaded"](_Items(kws[name]), _Items(saved), valid, rank)
+    return result
+
+
+def query(group: Group, name: str, args: tuple, kws: dict):
+    """``group.rank(level)``, ``count``, ``rank_as(dtype, level)``, ``sync()``,
+    ``is_member()`` in the kernel being traced."""
+    level = args[0] if args else None
+    helper = group_helpers.query(group.kind, group.width, name, level, group.exhaustive)
+    if helper is None or helper[0] not in H:
+        why = f"; this group {UNSERVED[group.kind]}" if group.kind in UNSERVED else ""
+        raise CoopgenError(f"coop.{group.describe()}.{name}: not available for this group"
+                           + (f" at level={level!r}" if level is not None else "")
+                           + f" in CuTe DSL kernels{why}")
+    value = H[helper[0]](*helper[1])
+    dtype = kws.get("dtype")
+    return number_class(dtype_of(dtype))(value) if dtype is not None else value
+
+
+def thread_data(items_per_thread, dtype):
+    """``coop.ThreadData(n, dtype)``: a register fragment of ``n`` items."""
+    if dtype is None or not isinstance(items_per_thread, int):
+        raise CoopgenError(f"coop.ThreadData({items_per_thread!r}, dtype={dtype!r}): CuTe DSL "
+                           f"kernels take a constant item count and a dtype")
+    return _fragment(items_per_thread, number_class(dtype_of(dtype)))
