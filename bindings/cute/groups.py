@@ -183,8 +183,8 @@ def _prepare(plan, kws: dict):
         moved = plan.offset_of or plan.like
         kws[moved] = _from_offset(kws[moved], offset)
     for value, helper, arguments in plan.checks:
-        H[helper](value, *[cute.size(kws[a[1]]) if _is_fragment(kws[a[1]]) else 1
-                           if isinstance(a, tuple) else a for a in arguments])
+        H[helper](value, *[a if not isinstance(a, tuple) else cute.size(kws[a[1]])
+                           if _is_fragment(kws[a[1]]) else 1 for a in arguments])
     kept = None
     for key, value in plan.extra:
         kind, name = key[1:].split(":")
@@ -228,13 +228,7 @@ def _mapped_reduce(plan, kws):
     return H["mapped_result"](shared, total, None, H[helper](*consts))
 
 
-def _run_length(plan, kws):
-    raise CoopgenUnsupported(f"coop.run_length_decode: not provided in CuTe DSL kernels yet "
-                             f"(use block.BlockRunLengthDecode, or a numba kernel)")
-
-
-SPECIALS = {"histogram": _histogram, "mapped_reduce": _mapped_reduce,
-            "run_length": _run_length, "run_length_into": _run_length}
+SPECIALS = {"histogram": _histogram, "mapped_reduce": _mapped_reduce}
 
 
 def traced(what, args: tuple, kws: dict):
@@ -257,8 +251,11 @@ def call(group_call, args: tuple, kws: dict):
     kws = {k: v.value if isinstance(v, Constant) else v for k, v in plan.kws}
     keys = kws.get("keys", kws.get("items"))
     if _is_fragment(keys):
-        check_bit_range(group_call.name, {k: kws[k] for k in ("begin_bit", "end_bit")
+        check_bit_range(group_call.name, {k: _value_of(kws[k]) for k in ("begin_bit", "end_bit")
                                           if k in kws}, NAMES[keys.element_type])
+    if plan.special is not None and plan.special not in SPECIALS:  # run-length decoding
+        raise CoopgenUnsupported(f"coop.{group_call.name}: not provided in CuTe DSL kernels "
+                                 f"yet (block.BlockRunLengthDecode is)")
     kept = _prepare(plan, kws)
     if plan.special is not None:
         return SPECIALS[plan.special](plan, kws)
