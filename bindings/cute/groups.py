@@ -1,11 +1,10 @@
 """cuda.coop's group-first calls in CuTe DSL kernels: ``coop.sum(coop.this_block(), x)``.
 
-CuTe DSL runs the kernel's Python as it traces it, so the group is the value passed and no IR
-is rewritten: the call's plan (coopgen.resolve.groups, the table numba's rewrite carries out)
-is carried out here on the traced values, its target called as a kernel calls it (so every
-call resolves to the same specs, plans and shims as ``block``/``warp``). The group helpers
-(coopgen.resolve.group_helpers: ranks, counts, tiles, copies) run as plain Python on CuTe's
-thread registers; those that branch on a run-time value have their CuTe forms here."""
+CuTe DSL runs the kernel's Python as it traces it, so no IR is rewritten: the group is the value
+passed, and the call's plan (coopgen.resolve.groups, which numba's rewrite carries out too) is
+carried out here on the traced values, its target called as a kernel calls it (the same specs,
+plans and shims as ``block``/``warp``). The group helpers (coopgen.resolve.group_helpers) run
+as plain Python on CuTe's registers; those that branch on a run-time value have CuTe forms."""
 import types
 
 import cutlass
@@ -16,7 +15,7 @@ from cutlass.base_dsl.enums import AddressSpace
 
 from ..model.errors import CoopgenError, CoopgenUnsupported
 from ..resolve import group_helpers
-from ..resolve.group_kinds import UNSERVED, Group
+from ..resolve.group_kinds import Group
 from ..resolve.groups import PYTHON_NUMBERS, Constant, check_bit_range
 from ..resolve.kernel_ir import UNKNOWN
 from .bundle import launch_dims
@@ -24,7 +23,7 @@ from .describe import NAMES, NUMBERS, dtype_of, number_class
 
 
 class _Axes:
-    """``cuda.threadIdx`` and the like: ``.x``, ``.y``, ``.z`` of a CuTe DSL register read."""
+    """``cuda.threadIdx`` and the like: ``.x``, ``.y``, ``.z`` of a register read."""
 
     def __init__(self, read):
         self._read = read
@@ -33,8 +32,7 @@ class _Axes:
         return self._read()["xyz".index(axis)]
 
 
-def _block_dim():
-    """The launch's block shape where CuTe DSL knows it (constants), else the registers."""
+def _block_dim():  # the launch's static shape where CuTe DSL knows it, else the registers
     shape = launch_dims(False)
     return tuple(shape) + (1,) * (3 - len(shape)) if shape else cute.arch.block_dim()
 
@@ -45,76 +43,72 @@ CUDA = types.SimpleNamespace(threadIdx=_Axes(cute.arch.thread_idx),
                              syncthreads=cute.arch.barrier, syncwarp=cute.arch.sync_warp)
 
 
-def _trap():
-    llvm.intr_trap()
-
-
 def _when(condition, then):
-    if isinstance(condition, bool):  # known now (a Python number)
+    if isinstance(condition, bool):  # known now
         return then() if condition else None
     cutlass.if_generate(condition, then)
 
 
-def _check_within(value, low, high):
-    _when((value < low) | (value > high), _trap)
-
-
-def _check_not_negative(value):
-    _when(value < 0, _trap)
+def _select(condition, a, b):
+    return (a if condition else b) if isinstance(condition, (bool, int)) else \
+        cutlass.select_(condition, a, b)
 
 
 def _restore_unloaded(items, saved, valid, rank):
     for i in range(items.shape[0]):
-        items[i] = cutlass.select_(rank * items.shape[0] + i >= valid, saved[i], items[i])
+        items[i] = _select(rank * items.shape[0] + i >= valid, saved[i], items[i])
+
+
+def _through(shared, slot, value, writer, read):
+    """``value`` of the threads ``writer`` picks into ``shared[slot]``, then ``read()``
+    between barriers."""
+    _when(writer, lambda: shared.__setitem__(slot, value))
+    cute.arch.barrier()
+    out = read()
+    cute.arch.barrier()  # the slots may be written again by a later call
+    return out
 
 
 def _block_broadcast(shared, value):
-    _when(H["block_rank"]() == 0, lambda: shared.__setitem__(0, value))
-    cute.arch.barrier()
-    out = shared[0]
-    cute.arch.barrier()  # the slot may be written again by a later call
-    return out
+    return _through(shared, 0, value, H["block_rank"]() == 0, lambda: shared[0])
 
 
 def _striped_read(shared, out):
     cute.arch.barrier()
-    rank, count, bins = H["block_rank"](), H["block_count"](), cute.size(shared.t)
+    rank, count, bins, cls = H["block_rank"](), H["block_count"](), shared.shape[0], \
+        out.t.element_type
     for i in range(out.shape[0]):
         b = rank + i * count
-        got = out.t.element_type(shared[cutlass.min(b, bins - 1)])
-        out[i] = cutlass.select_(b < bins, got, out.t.element_type(0))
+        out[i] = _select(b < bins, cls(shared[cutlass.min(b, bins - 1)]), cls(0))
     cute.arch.barrier()
 
 
 def _mapped_gather(shared, partial, width):
-    _when(H["lane"]() == 0, lambda: shared.__setitem__(H["warp_rank"](), partial))
-    cute.arch.barrier()
     first = H["warp_rank_divided"](width) * width
-    value = shared[first + cutlass.min(H["lane"](), H["mapped_warps"](width) - 1)]
-    cute.arch.barrier()
-    return value
+    return _through(shared, H["warp_rank"](), partial, H["lane"]() == 0, lambda: shared[
+        first + cutlass.min(H["lane"](), H["mapped_warps"](width) - 1)])
 
 
 def _mapped_result(shared, total, result, member):
-    _when(H["lane"]() == 0, lambda: shared.__setitem__(H["warp_rank"](), total))
-    cute.arch.barrier()
-    zero = type(total)(0)
-    out = cutlass.select_(member, shared[H["warp_rank"]()], zero) if not isinstance(
-        member, (bool, int)) else shared[H["warp_rank"]()] if member else zero
-    cute.arch.barrier()
-    return out
+    return _through(shared, H["warp_rank"](), total, H["lane"]() == 0, lambda: _select(
+        member, shared[H["warp_rank"]()], type(total)(0)))
 
 
-#: The group helpers, run as CuTe DSL traces them (those of run-length decoding are not used).
+def _trap():
+    llvm.intr_trap()
+
+
+#: The group helpers as CuTe DSL traces them (run-length decoding's are not used).
 H = group_helpers.for_backend(CUDA, lambda fn: fn, _trap, own={
-    "check_within": _check_within, "check_not_negative": _check_not_negative,
+    "check_within": lambda value, low, high: _when((value < low) | (value > high), _trap),
+    "check_not_negative": lambda value: _when(value < 0, _trap),
     "restore_unloaded": _restore_unloaded, "block_broadcast": _block_broadcast,
     "striped_read": _striped_read, "mapped_gather": _mapped_gather,
     "mapped_result": _mapped_result, "min": cutlass.min})
 
 
 class _Items:
-    """A register fragment as the helpers index it: ``shape[0]`` its items."""
+    """A tensor as the helpers index it (``shape[0]``: its items)."""
 
     def __init__(self, t):
         self.t, self.shape = t, (cute.size(t),)
@@ -132,25 +126,19 @@ def _is_fragment(value) -> bool:
 
 def _value_of(value):
     """A host value (a constant, a function, a dtype), or UNKNOWN for a traced one."""
-    if isinstance(value, (cute.Tensor, cutlass.Numeric, ir.Value)):
-        return UNKNOWN
-    return value
-
-
-def _class(value):
-    """The cutlass number class of a traced number, or of a Python number's dtype."""
-    if isinstance(value, cutlass.Numeric):
-        return type(value)
-    return NUMBERS[PYTHON_NUMBERS.get(type(value), "int32")]
-
-
-def _fragment(n: int, cls):
-    return cute.make_rmem_tensor(n, cls)
+    return UNKNOWN if isinstance(value, (cute.Tensor, cutlass.Numeric, ir.Value)) else value
 
 
 def _like(t, dtype=None, per=None):
     n = cute.size(t)
-    return _fragment(-(-n // per) if per else n, NUMBERS[dtype] if dtype else t.element_type)
+    return cute.make_rmem_tensor(-(-n // per) if per else n,
+                                 NUMBERS[dtype] if dtype else t.element_type)
+
+
+def _one(value, cls):
+    one = cute.make_rmem_tensor(1, cls)
+    one[0] = value
+    return one
 
 
 def _copy(t):
@@ -163,25 +151,18 @@ def _shared(n: int, cls):
     return cutlass.memory.SmemAllocator().allocate_tensor(cls, cute.make_layout(n), 16)
 
 
-def _from_offset(t, offset):
-    """A shared or global tensor's items from ``offset`` on (as ``array[offset:]``)."""
-    return cute.make_tensor(t.iterator + offset, cute.make_layout(cute.size(t) - offset))
-
-
 def _prepare(plan, kws: dict):
-    """The target's arguments as the plan says (see GroupCallRewrite._prepare_arguments)."""
+    """The target's arguments as the plan says (as GroupCallRewrite._prepare_arguments)."""
     if plan.wrap:  # one item as a one-item fragment of the other argument's dtype
-        name, like = plan.wrap
-        one = _fragment(1, kws[like].element_type)
-        one[0] = kws[name]
-        kws[name] = one
+        kws[plan.wrap[0]] = _one(kws[plan.wrap[0]], kws[plan.wrap[1]].element_type)
     offset = plan.offset
     if plan.warp_tile is not None and _is_fragment(kws.get(plan.warp_tile)):
         tile = H["warp_tile_start"](plan.width, plan.width * cute.size(kws[plan.warp_tile]))
         offset = tile if offset is None else offset + tile
-    if offset is not None:
-        moved = plan.offset_of or plan.like
-        kws[moved] = _from_offset(kws[moved], offset)
+    if offset is not None:  # source[offset:]
+        t = kws[plan.offset_of or plan.like]
+        kws[plan.offset_of or plan.like] = cute.make_tensor(
+            t.iterator + offset, cute.make_layout(cute.size(t) - offset))
     for value, helper, arguments in plan.checks:
         H[helper](value, *[a if not isinstance(a, tuple) else cute.size(kws[a[1]])
                            if _is_fragment(kws[a[1]]) else 1 for a in arguments])
@@ -191,8 +172,8 @@ def _prepare(plan, kws: dict):
         if kind == "tile":  # top-k of a full tile: its item count
             kws[name] = H["tile_size"](_Items(value))
         elif kind == "keep":  # a partial load's slots past the valid items, put back after
-            kept = (name, _copy(kws[name]), value.value if isinstance(value, Constant)
-                    else value)
+            kept = (name, _copy(kws[name]),
+                    value.value if isinstance(value, Constant) else value)
         elif kind == "pair":
             raise CoopgenError(f"{plan.target.name}: prefix callbacks (stateful operators) "
                                f"are not bound for CuTe DSL kernels yet")
@@ -202,17 +183,17 @@ def _prepare(plan, kws: dict):
 
 
 def _histogram(plan, kws):
-    """CUB's counts in a shared array of ``bins``, read back striped (as numba's rewrite)."""
+    """CUB's counts in a shared array of ``bins``, read back striped."""
     extra = dict(plan.extra_constants)
     shared = _shared(extra["bins"], NUMBERS[extra["counted_dtype"]])
     plan.target(**kws, histogram=shared)
-    out = _fragment(extra["bins_per_thread"], NUMBERS[extra["counter_dtype"]])
+    out = cute.make_rmem_tensor(extra["bins_per_thread"], NUMBERS[extra["counter_dtype"]])
     H["striped_read"](_Items(shared), _Items(out))
     return out
 
 
 def _mapped_reduce(plan, kws):
-    """A reduction over a block's groups of warps: each warp's, then its group's warps'."""
+    """Over a block's groups of warps: each warp's reduction, then its group's warps'."""
     extra = dict(plan.extra_constants)
     if _is_fragment(kws["src"]):
         raise CoopgenError(f"coop.{plan.target.name.split('.')[-1]}: over this_block()."
@@ -232,12 +213,19 @@ SPECIALS = {"histogram": _histogram, "mapped_reduce": _mapped_reduce}
 
 
 def traced(what, args: tuple, kws: dict):
-    """A group call, a group's query ((group, name)) or ``coop.ThreadData``, in the kernel
-    being traced."""
+    """A group call, a group's query ((group, name)) or ``coop.ThreadData``, traced."""
     if isinstance(what, tuple):
-        return query(*what, args, kws)
+        helper, constants, dtype = group_helpers.query_call(*what, args, kws)
+        if helper not in H:
+            raise CoopgenUnsupported(f"coop.{what[0].describe()}.{what[1]}: not available in "
+                                     f"CuTe DSL kernels yet")
+        value = H[helper](*constants)
+        return value if dtype is None else number_class(dtype_of(dtype))(value)
     if getattr(what, "_coopgen_thread_data", False):
-        return thread_data(*args)
+        if args[1] is None or not isinstance(args[0], int):
+            raise CoopgenError(f"coop.ThreadData{args!r}: CuTe DSL kernels take a constant "
+                               f"item count and a dtype")
+        return cute.make_rmem_tensor(args[0], number_class(dtype_of(args[1])))
     return call(what, args, kws)
 
 
@@ -245,8 +233,8 @@ def call(group_call, args: tuple, kws: dict):
     """``coop.<name>(group, ...)`` carried out in the kernel being traced."""
     if not args or not isinstance(args[0], Group):
         raise CoopgenError(f"coop.{group_call.name}: the first argument must be a group "
-                           f"(coop.this_block(), coop.this_warp(), "
-                           f"coop.this_warp().group_by(n)); got {type(args[0]).__name__ if args else 'none'}")
+                           f"(coop.this_block(), coop.this_warp(), coop.this_warp()."
+                           f"group_by(n)); got {type(args[0]).__name__ if args else 'none'}")
     plan = group_call.plan(args[0], list(args[1:]), dict(kws), _value_of, _is_fragment)
     kws = {k: v.value if isinstance(v, Constant) else v for k, v in plan.kws}
     keys = kws.get("keys", kws.get("items"))
@@ -267,15 +255,14 @@ def call(group_call, args: tuple, kws: dict):
         kws.update(zip(plan.outputs, outs))
         result = outs[0] if len(outs) == 1 else tuple(outs)
     elif plan.result == "items":  # scalars, as one-item fragments of their types
-        for name in plan.inputs:
-            one = _fragment(1, _class(kws[name]))
-            one[0] = kws[name]
-            kws[name] = one
-        result = [kws[name] for name in plan.inputs]
+        kws.update({n: _one(kws[n], type(kws[n]) if isinstance(kws[n], cutlass.Numeric) else
+                            NUMBERS[PYTHON_NUMBERS.get(type(kws[n]), "int32")])
+                    for n in plan.inputs})
+        result = [kws[n] for n in plan.inputs]
     elif plan.result == "copy":
-        copies = [_copy(kws[name]) for name in plan.inputs]
-        kws.update(zip(plan.inputs, copies))
-        result = copies[0] if len(copies) == 1 else tuple(copies)
+        kws.update({n: _copy(kws[n]) for n in plan.inputs})
+        result = kws[plan.inputs[0]] if len(plan.inputs) == 1 else \
+            tuple(kws[n] for n in plan.inputs)
     if isinstance(plan.target, str):  # a thread's sum of its items (of a scalar: itself)
         first = kws[plan.like]
         value = H[plan.target[7:]](_Items(first)) if _is_fragment(first) else first
@@ -288,33 +275,9 @@ def call(group_call, args: tuple, kws: dict):
     elif result is None:
         result = value
     if plan.result == "items":
-        got = [a[0] for a in result]
-        result = got[0] if len(got) == 1 else tuple(got)
+        result = result[0][0] if len(result) == 1 else tuple(a[0] for a in result)
     if kept is not None:
         name, saved, valid = kept
         rank = H["lane"]() % plan.width if plan.family == "warp" else H["block_rank"]()
         H["restore_unloaded"](_Items(kws[name]), _Items(saved), valid, rank)
     return result
-
-
-def query(group: Group, name: str, args: tuple, kws: dict):
-    """``group.rank(level)``, ``count``, ``rank_as(dtype, level)``, ``sync()``,
-    ``is_member()`` in the kernel being traced."""
-    level = args[0] if args else None
-    helper = group_helpers.query(group.kind, group.width, name, level, group.exhaustive)
-    if helper is None or helper[0] not in H:
-        why = f"; this group {UNSERVED[group.kind]}" if group.kind in UNSERVED else ""
-        raise CoopgenError(f"coop.{group.describe()}.{name}: not available for this group"
-                           + (f" at level={level!r}" if level is not None else "")
-                           + f" in CuTe DSL kernels{why}")
-    value = H[helper[0]](*helper[1])
-    dtype = kws.get("dtype")
-    return number_class(dtype_of(dtype))(value) if dtype is not None else value
-
-
-def thread_data(items_per_thread, dtype):
-    """``coop.ThreadData(n, dtype)``: a register fragment of ``n`` items."""
-    if dtype is None or not isinstance(items_per_thread, int):
-        raise CoopgenError(f"coop.ThreadData({items_per_thread!r}, dtype={dtype!r}): CuTe DSL "
-                           f"kernels take a constant item count and a dtype")
-    return _fragment(items_per_thread, number_class(dtype_of(dtype)))

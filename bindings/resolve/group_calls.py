@@ -5,9 +5,11 @@ for. Groups are host values: a variable holding one is read where ``this_block()
 like made it, and its calls are rewritten away, so no group reaches typing."""
 import operator
 
+import numpy as np
+
 from ..model.errors import CoopgenError
 from . import group_helpers
-from .groups import UNSERVED, Constant, check_bit_range
+from .groups import Constant, check_bit_range
 from .kernel_ir import UNKNOWN, CallRewrite, is_op, plain
 
 
@@ -458,25 +460,13 @@ class GroupCallRewrite(CallRewrite):
         """``group.rank(level)``, ``count(level)``, ``rank_as(dtype, level)``, ``sync()``,
         ``sync_aligned()`` (every member reaches it: the same barrier), ``is_member()``."""
         expr, loc, name = stmt.value, stmt.loc, fdef.attr
-        base = {"sync_aligned": "sync"}.get(name, name[:-3] if name.endswith("_as") else name)
         args = [self.trace.value(a)[0] for a in expr.args]
         kws = {k: self.trace.value(v)[0] for k, v in expr.kws}
-        dtype = None
-        if name.endswith("_as"):
-            dtype = args.pop(0) if args else kws.pop("dtype", None)
-        level = args[0] if args else kws.get(
-            "level", None if base in ("sync", "is_member") else "thread")
-        helper = group_helpers.query(group.kind, group.width, base, level, group.exhaustive) \
-            if UNKNOWN not in (level, dtype) else None
-        if helper is None:
-            error = self.error if group.kind not in UNSERVED else self.unsupported
-            raise error(f"coop.{group.describe()}.{name}: not available for this group"
-                        + (f" at level={level!r}" if level is not None else "")
-                        + " in kernels (rank/count at the levels thread, warp, block and grid "
-                          "down to the group's own, sync, is_member"
-                        + (f"; this group {UNSERVED[group.kind]}" if group.kind in UNSERVED
-                           else "") + ")")
-        helper_name, constants = helper
+        try:
+            helper_name, constants, dtype = group_helpers.query_call(group, name, args, kws)
+        except CoopgenError as e:
+            raise (self.unsupported if isinstance(e, NotImplementedError) else self.error)(
+                str(e)) from None
         consts = [self._define(new, self.ir.Const(c, loc), loc) for c in constants]
         value = self.ir.Expr.call(self._helper(new, helper_name, loc), consts, (), loc)
         if dtype is not None:

@@ -3,6 +3,7 @@ values, made when a kernel compiles; coopgen.resolve.groups routes the calls tha
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partialmethod
 
 from ..model import backends
 from ..model.errors import CoopgenError
@@ -59,34 +60,19 @@ class Group:
 
     group_by._coopgen_host_call = True
 
-    # In kernels: numba's rewrite replaces these calls; a compiler that traces Python (CuTe
-    # DSL) emits them as it runs the kernel.
     def _traced(self, query: str, *args, **kws):
+        """A query in a kernel: numba's rewrite replaces its call; a compiler that runs the
+        kernel's Python as it traces it (CuTe DSL) emits it here."""
         out = backends.call_in_trace((self, query), args, kws)
         if out is backends.NOT_TRACING:
             raise NotImplementedError(f"coop.{self.describe()}.{query}() can only be called "
                                       f"inside a kernel")
         return out
 
-    def rank(self, level="thread"):
-        return self._traced("rank", level)
-
-    def count(self, level="thread"):
-        return self._traced("count", level)
-
-    def rank_as(self, dtype, level="thread"):
-        return self._traced("rank", level, dtype=dtype)
-
-    def count_as(self, dtype, level="thread"):
-        return self._traced("count", level, dtype=dtype)
-
-    def sync(self):
-        return self._traced("sync")
-
-    sync_aligned = sync
-
-    def is_member(self):
-        return self._traced("is_member")
+    rank, count = partialmethod(_traced, "rank"), partialmethod(_traced, "count")
+    rank_as, count_as = partialmethod(_traced, "rank_as"), partialmethod(_traced, "count_as")
+    sync, sync_aligned = partialmethod(_traced, "sync"), partialmethod(_traced, "sync_aligned")
+    is_member = partialmethod(_traced, "is_member")
 
     @property
     def family(self) -> str:

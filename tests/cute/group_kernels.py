@@ -27,29 +27,30 @@ def _bid():
     return cute.arch.block_idx()[0]
 
 
-def _loaded(a, **kws):
-    """The block, this thread's ITEMS items of its block's tile of ``a`` (loaded: blocked)
-    and the tile's first item."""
+def _loaded(a, T, **kws):
+    """The block, this thread's ITEMS items (of T) of its block's tile of ``a`` (loaded:
+    blocked) and the tile's first item."""
     block = coop.this_block()
-    items = coop.ThreadData(ITEMS, dtype=a.element_type)
+    items = coop.ThreadData(ITEMS, dtype=T)
     base = _bid() * block.count() * ITEMS
     coop.load(block, a, items, offset=base, **kws)
     return block, items, base
 
 
-def load_store(algorithm):
+def load_store(T, algorithm):
     @cute.kernel
     def k(a: cute.Tensor, b: cute.Tensor, c: cute.Tensor, d: cute.Tensor):
-        block, items, base = _loaded(a, algorithm=algorithm)
+        # the tensor's own items (signed for unsigned T: vectorized loads need them alike)
+        block, items, base = _loaded(a, a.element_type, algorithm=algorithm)
         coop.store(block, b, items, algorithm=algorithm, offset=base)
     return k
 
 
-def partial_load():
+def partial_load(T):
     @cute.kernel
     def k(a: cute.Tensor, b: cute.Tensor, c: cute.Tensor, d: cute.Tensor):
         block = coop.this_block()
-        items = coop.ThreadData(ITEMS, dtype=a.element_type)
+        items = coop.ThreadData(ITEMS, dtype=T)
         base = _bid() * block.count() * ITEMS
         coop.load(block, a, items, algorithm="striped", valid_items=b[0], oob_default=7,
                   offset=base)
@@ -57,10 +58,10 @@ def partial_load():
     return k
 
 
-def reductions(broadcast):
+def reductions(T, broadcast):
     @cute.kernel
     def k(a: cute.Tensor, b: cute.Tensor, c: cute.Tensor, d: cute.Tensor):
-        block, items, base = _loaded(a)
+        block, items, base = _loaded(a, T)
         total = coop.sum(block, items, broadcast=broadcast)
         biggest = coop.reduce(block, items[0], binary_op="max", broadcast=broadcast)
         mine = coop.sum(coop.this_thread(), items)
@@ -81,22 +82,22 @@ SCANS = {0: lambda g, x: coop.exclusive_sum(g, x), 1: lambda g, x: coop.inclusiv
          4: lambda g, x: coop.scan(g, x, mode="inclusive")}
 
 
-def scans(op):
+def scans(T, op):
     scan = SCANS[op]
 
     @cute.kernel
     def k(a: cute.Tensor, b: cute.Tensor, c: cute.Tensor, d: cute.Tensor):
-        block, items, base = _loaded(a)
+        block, items, base = _loaded(a, T)
         out = scan(block, items)
         coop.store(block, b, out, offset=base)
         coop.store(block, c, items, offset=base)  # the input stays as it was
     return k
 
 
-def sorts(kind, descending):
+def sorts(T, kind, descending):
     @cute.kernel
     def k(a: cute.Tensor, b: cute.Tensor, c: cute.Tensor, d: cute.Tensor):
-        block, keys, base = _loaded(a)
+        block, keys, base = _loaded(a, T)
         if cutlass.const_expr(kind == 0):
             coop.store(block, b, coop.radix_sort_keys(block, keys, descending=descending),
                        offset=base)
@@ -119,22 +120,22 @@ REARRANGE = {0: lambda g, x: coop.exchange(g, x, mode="blocked_to_striped"),
              3: lambda g, x: coop.shuffle(g, x, mode="up")}
 
 
-def rearrange(kind):
+def rearrange(T, kind):
     how = REARRANGE[kind]
 
     @cute.kernel
     def k(a: cute.Tensor, b: cute.Tensor, c: cute.Tensor, d: cute.Tensor):
-        block, items, base = _loaded(a)
+        block, items, base = _loaded(a, T)
         out = how(block, items)
         for i in cutlass.range_constexpr(ITEMS):  # each thread's own items, blocked
             b[base + block.rank() * ITEMS + i] = out[i]
     return k
 
 
-def flags(mode):
+def flags(T, mode):
     @cute.kernel
     def k(a: cute.Tensor, b: cute.Tensor, c: cute.Tensor, d: cute.Tensor):
-        block, items, base = _loaded(a)
+        block, items, base = _loaded(a, T)
         if cutlass.const_expr(mode == 2):
             heads, tails = coop.discontinuity(block, items, mode="heads_and_tails")
             coop.store(block, b, heads, offset=base)
@@ -146,10 +147,10 @@ def flags(mode):
     return k
 
 
-def counting(kind, counter=None, width=32, descending=False):
+def counting(T, kind, counter=None, width=32, descending=False):
     @cute.kernel
     def k(a: cute.Tensor, b: cute.Tensor, c: cute.Tensor, d: cute.Tensor):
-        block, items, base = _loaded(a)
+        block, items, base = _loaded(a, T)
         if cutlass.const_expr(kind == 0):
             coop.store(block, b, coop.radix_rank(block, items, begin_bit=2, radix_bits=3),
                        offset=base)
@@ -165,10 +166,10 @@ def counting(kind, counter=None, width=32, descending=False):
     return k
 
 
-def histogram_kept(algorithm):
+def histogram_kept(T, algorithm):
     @cute.kernel
     def k(a: cute.Tensor, b: cute.Tensor, c: cute.Tensor, d: cute.Tensor):
-        block, items, base = _loaded(a)
+        block, items, base = _loaded(a, T)
         counts = coop.histogram(block, items, bins=numba_cases.HISTOGRAM_BINS,
                                 bins_per_thread=2, counter_dtype=np.int64, algorithm=algorithm)
         slot = (_bid() * block.count() + block.rank()) * 2
@@ -178,7 +179,7 @@ def histogram_kept(algorithm):
     return k
 
 
-def mapped_reductions(width, exhaustive):
+def mapped_reductions(T, width, exhaustive):
     @cute.kernel
     def k(a: cute.Tensor, b: cute.Tensor, c: cute.Tensor, d: cute.Tensor):
         block = coop.this_block()
@@ -190,7 +191,7 @@ def mapped_reductions(width, exhaustive):
     return k
 
 
-def level_queries():
+def level_queries(T):
     @cute.kernel
     def k(a: cute.Tensor, b: cute.Tensor, c: cute.Tensor, d: cute.Tensor):
         thread, warp, block = coop.this_thread(), coop.this_warp(), coop.this_block()
@@ -212,12 +213,12 @@ def level_queries():
     return k
 
 
-def warps(width):
+def warps(T, width):
     @cute.kernel
     def k(a: cute.Tensor, b: cute.Tensor, c: cute.Tensor, d: cute.Tensor):
         lw = coop.this_warp().group_by(width)
         block = coop.this_block()
-        items = coop.ThreadData(ITEMS, dtype=a.element_type)
+        items = coop.ThreadData(ITEMS, dtype=T)
         base = _bid() * block.count() * ITEMS  # each warp's tile follows by itself
         coop.load(lw, a, items, algorithm="striped", offset=base)
         ordered = coop.merge_sort_keys(lw, items)
@@ -235,12 +236,12 @@ def _marked(items, r):  # plain Python, run as the kernel is traced
         items[i] = items.element_type(-1 - (r * ITEMS + i))  # each slot's own mark
 
 
-def partial_transpose_load(warp):
+def partial_transpose_load(T, warp):
     @cute.kernel
     def k(a: cute.Tensor, b: cute.Tensor, c: cute.Tensor, d: cute.Tensor):
         block = coop.this_block()
         group = coop.this_warp().group_by(8) if warp else block
-        items = coop.ThreadData(ITEMS, dtype=a.element_type)
+        items = coop.ThreadData(ITEMS, dtype=T)
         r, base = block.rank(), _bid() * block.count() * ITEMS
         _marked(items, r)
         loaded = coop.load(group, a, items, algorithm="transpose", valid_items=b[0],
@@ -250,19 +251,19 @@ def partial_transpose_load(warp):
     return k
 
 
-def warp_partial_sort():
+def warp_partial_sort(T):
     @cute.kernel
     def k(a: cute.Tensor, b: cute.Tensor, c: cute.Tensor, d: cute.Tensor):
         warp = coop.this_warp()
         base = _bid() * coop.this_block().count() * ITEMS
-        keys = coop.ThreadData(ITEMS, dtype=a.element_type)
+        keys = coop.ThreadData(ITEMS, dtype=T)
         coop.load(warp, a, keys, offset=base)
         ordered = coop.merge_sort_keys(warp, keys, valid_items=32 * ITEMS - 9, oob_default=99)
         coop.store(warp, b, ordered, offset=base)
     return k
 
 
-def scalar_sorts():
+def scalar_sorts(T):
     @cute.kernel
     def k(a: cute.Tensor, b: cute.Tensor, c: cute.Tensor, d: cute.Tensor):
         block = coop.this_block()
@@ -276,7 +277,7 @@ def scalar_sorts():
     return k
 
 
-def closure_operators():
+def closure_operators(T):
     def difference(current, neighbor):  # plain Python functions the kernel closes over
         return current * 2 - neighbor
 
@@ -285,7 +286,7 @@ def closure_operators():
 
     @cute.kernel
     def k(a: cute.Tensor, b: cute.Tensor, c: cute.Tensor, d: cute.Tensor):
-        block, items, base = _loaded(a)
+        block, items, base = _loaded(a, T)
         diffs = coop.adjacent_difference(block, items, direction="right",
                                          tile_successor_item=7, difference_op=difference)
         heads = coop.discontinuity(block, diffs, flag_op=rises, tile_predecessor_item=4)
@@ -294,7 +295,7 @@ def closure_operators():
     return k
 
 
-def warp_scalar_store():
+def warp_scalar_store(T):
     @cute.kernel
     def k(a: cute.Tensor, b: cute.Tensor, c: cute.Tensor, d: cute.Tensor):
         block = coop.this_block()
@@ -304,7 +305,7 @@ def warp_scalar_store():
     return k
 
 
-def membership():
+def membership(T):
     @cute.kernel
     def k(a: cute.Tensor, b: cute.Tensor, c: cute.Tensor, d: cute.Tensor):
         block = coop.this_block()
@@ -322,10 +323,10 @@ def membership():
     return k
 
 
-def top_k(largest):
+def top_k(T, largest):
     @cute.kernel
     def k(a: cute.Tensor, b: cute.Tensor, c: cute.Tensor, d: cute.Tensor):
-        block, items, base = _loaded(a)
+        block, items, base = _loaded(a, T)
         top = coop.topk_max_keys(block, items, 16) if largest else \
             coop.topk_min_keys(block, items, 16)
         coop.store(block, b, top, offset=base)
@@ -349,8 +350,11 @@ TWINS = {numba_cases.load_store: load_store, numba_cases.partial_load: partial_l
 CASES = [c for c in numba_cases.CASES if c.make in TWINS]
 
 
-def kernel_of(case):
-    return TWINS[case.make](**case.params)
+def kernel_of(case, dtype):
+    """The case's kernel for items of ``dtype`` (CuTe DSL 4.8.1 types a kernel's tensor
+    arguments of unsigned items signed, so the fragments take the case's dtype, not the
+    tensor's: docs/cute.md, Limits)."""
+    return TWINS[case.make](NUMBERS[np.dtype(dtype).name], **case.params)
 
 
 def _shape(block) -> tuple:

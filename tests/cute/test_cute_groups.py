@@ -19,7 +19,7 @@ def _link(case, arch="sm_90a", dtype=None, block=None):
     dtype = dtype or case.dtypes[0]
     block = block or next((b for b in case.blocks if isinstance(b, tuple)), case.blocks[0])
     args = case.inputs(dtype, nthreads(block), np.random.default_rng(0))
-    launch = launcher(kernel_of(case), args, block)
+    launch = launcher(kernel_of(case, dtype), args, block)
     return cute.compile[cute.GPUArch(arch), cute.KeepPTX, cute.KeepCUBIN](
         launch, *pointers(args))
 

@@ -29,7 +29,7 @@ def test_group_call_gives_numbas_answer(device, case, dtype, block):
     threads = nthreads(block)
     args = case.inputs(dtype, threads, np.random.default_rng(_seed(case.name, dtype, block)))
     bufs = [DeviceArray(device, a) for a in args]
-    compiled = cute.compile(launcher(kernel_of(case), args, block), *pointers(args))
+    compiled = cute.compile(launcher(kernel_of(case, dtype), args, block), *pointers(args))
     compiled(*pointers(args, [b.address for b in bufs]))
     device.sync()
     outs = [b.get() for b in bufs[len(args) - case.outputs:]]
