@@ -72,6 +72,9 @@ def trace(p, args: tuple, kws: dict):
     if kernel is None:
         return NOT_TRACING
     with _serving():
+        if not hasattr(p, "cls"):  # a group call, a group's query, coop.ThreadData
+            from . import groups
+            return groups.traced(p, args, kws)
         try:
             return _call(p, kernel, args, kws)
         except CoopgenError as e:

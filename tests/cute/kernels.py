@@ -15,7 +15,8 @@ import cutlass.cute as cute  # noqa: E402
 from coopgen import TempStorage, block, warp  # noqa: E402
 
 GRID = 3
-__all__ = ["DeviceArray", "pointer", "sort_tiles", "CASES", "everything"]
+__all__ = ["DeviceArray", "pointer", "sort_tiles", "CASES", "everything", "kernel_with",
+           "misuse"]
 
 
 def host(kernel, T, threads, tile: int, n_in: int, n_out: int):
@@ -32,6 +33,27 @@ def host(kernel, T, threads, tile: int, n_in: int, n_out: int):
         tz = cute.recast_tensor(cute.make_tensor(z, cute.make_layout(n_in)), T)
         kernel(tx, ty, tz).launch(grid=(GRID, 1, 1), block=shape)
     return launch
+
+
+def kernel_with(body, threads=(128, 1, 1)):
+    """A launch of one block of ``threads`` running ``body(x)``, x a global int32 tensor of 512
+    items (the misuse tests' kernels)."""
+    @cute.kernel
+    def kernel(x: cute.Tensor):
+        body(x)
+
+    @cute.jit
+    def launch(p: cute.Pointer):
+        kernel(cute.make_tensor(p, cute.make_layout(512))).launch(grid=(1, 1, 1), block=threads)
+    return launch
+
+
+def misuse(body, threads=(128, 1, 1)) -> str:
+    """The error compiling ``kernel_with(body)`` raises (it must raise one)."""
+    import pytest
+    with pytest.raises(Exception) as info:
+        cute.compile(kernel_with(body, threads), pointer(np.int32))
+    return str(info.value)
 
 
 def everything(dtype, threads: int = 128, items: int = 4):

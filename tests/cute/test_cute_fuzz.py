@@ -20,8 +20,7 @@ from coopgen.cute import call  # noqa: E402
 
 def draw(n: int, seed: int, **kw):
     return space.draw(n, seed, dtypes=kw.pop("dtypes", fuzz_cute.DTYPES),
-                      skip=fuzz_cute.skip_reason, group_calls=False, refuse=fuzz_cute.refused,
-                      **kw)
+                      skip=fuzz_cute.skip_reason, refuse=fuzz_cute.refused, **kw)
 
 
 @pytest.fixture
@@ -74,10 +73,21 @@ def test_what_the_first_fuzz_runs_refused_links(cute_compiler, monkeypatch):
     _compile(configs, "sm_90a", monkeypatch)
 
 
+def test_a_batch_of_group_first_calls_links(cute_compiler, monkeypatch):
+    """cuda.coop's group-first calls (coop.sum(coop.this_block(), x), a logical warp's), drawn
+    as on numba, on a 2-D block: each resolves to the overload it was drawn for."""
+    configs = draw(12, seed=20261201, block=(32, 4), surface="group")
+    assert {c.surface for c in configs} == {"group"}
+    resolved = _compile(configs, "sm_90a", monkeypatch)
+    for c in configs:
+        assert c.label() in resolved, f"{c.label()} resolved to none of {sorted(resolved)}"
+
+
 def test_the_draw_leaves_out_what_the_backend_does_not_bind():
     unbound = {"prefix_callback"}
-    for c in draw(400, seed=11):
-        assert c.surface != "group"
+    drawn = draw(400, seed=11)
+    assert any(c.surface == "group" for c in drawn)  # cuda.coop's group-first calls too
+    for c in drawn:
         assert c.dtype in fuzz_cute.DTYPES
         assert not (c.dtype in ("float16", "bfloat16") and c.op.startswith("py_"))
         assert not any(p.role in unbound or p.base in fuzz_cute.UNBOUND_BASES
@@ -93,12 +103,12 @@ def test_the_draw_leaves_out_what_the_backend_does_not_bind():
 def test_list_says_why_each_overload_is_skipped(capsys):
     assert cli.main(["--backend", "cute", "--list"]) == 0
     out = capsys.readouterr().out
-    assert "SKIP cuda.coop's group-first calls" in out
+    assert "SKIP cuda.coop's group-first calls" not in out
     assert "SKIP Python operators on float16" in out
     assert "coopgen.cute binds no prefix callbacks" in out
     drawn = out.count("\nDRAW ") + out.startswith("DRAW ")
     assert f"{drawn} overloads drawn" in out and drawn > 150
-    assert " group" not in "".join(ln for ln in out.splitlines() if ln.startswith("DRAW"))
+    assert " group" in "".join(ln for ln in out.splitlines() if ln.startswith("DRAW"))
 
 
 def test_each_array_has_its_own_aligned_part_of_the_buffer():
@@ -209,3 +219,12 @@ def test_what_the_gpu_run_could_not_compile_links(cute_compiler, monkeypatch):
         "BlockScan::ExclusiveScan(T (&)[ITEMS_PER_THREAD], T (&)[ITEMS_PER_THREAD], T, ScanOp, "
         "T &)",
         "WarpScan::ExclusiveScanPartial(T, T &, ScanOp, int)"}
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("block", ((128,), (32, 4)), ids=("128", "32x4"))
+def test_a_drawn_batch_of_group_first_calls_gives_numpys_answers(block, gpu, cute_compiler):
+    """On a GPU: 40 drawn calls, each in cuda.coop's group-first form."""
+    configs = draw(40, seed=20261202, block=block, surface="group")
+    bad = [r.line() for r in runner.run_batch(configs) if r.status != "ok"]
+    assert not bad, "\n".join(bad)
