@@ -12,7 +12,10 @@ so later processes skip the timing.
 
 The function must be safe to call again with the same arguments (it writes its outputs; it does
 not update its inputs in place): each candidate runs on the caller's arguments. Candidates that
-fail to compile or launch are skipped (the reason is kept in ``tuner.failures``).
+fail to compile or launch are skipped (the reason is kept in ``tuner.failures``). ``prune``
+(``prune(configs, *args, **kwargs)`` -> the configs worth timing for these arguments, as
+Triton's ``prune_configs_by``) narrows the candidates of a key before any is run: a candidate
+meant only for a few rows is not timed on a prefill; a config given explicitly still runs.
 
 Cache: ``$COOPGEN_AUTOTUNE_CACHE`` or ``~/.cache/coopgen/autotune``; one JSON file per tuner
 name, tuner version and GPU (name and compute capability)."""
@@ -70,11 +73,11 @@ class Autotuner:
 
     ``timer(call) -> seconds``: times one candidate (``call()`` launches it once); the default
     times launches on the GPU with events. ``device``: a name for the cache file (default: the
-    current GPU's name and compute capability)."""
+    current GPU's name and compute capability). ``prune``: see the module docstring."""
 
     def __init__(self, fn, configs, key, *, name: str | None = None, version: str = "1",
-                 timer=None, device: str | None = None):
-        self.fn, self.configs, self.key = fn, list(configs), key
+                 timer=None, device: str | None = None, prune=None):
+        self.fn, self.configs, self.key, self.prune = fn, list(configs), key, prune
         if not self.configs or not all(isinstance(c, Config) for c in self.configs):
             raise ValueError("coopgen.autotune: configs must be a non-empty list of Config")
         self.name = name or f"{fn.__module__}.{fn.__qualname__}"
@@ -104,7 +107,9 @@ class Autotuner:
         """Time every candidate on these arguments; keep and save the fastest."""
         _refuse_in_capture(self.name)
         times, failures = {}, {}
-        for config in self.configs:
+        configs = self.configs if self.prune is None else [
+            c for c in self.prune(self.configs, *args, **kwargs) if c in self.configs]
+        for config in configs:
             call = functools.partial(self.fn, *args, config=config, **kwargs)
             try:
                 call()  # compiles and loads: not timed
@@ -114,7 +119,8 @@ class Autotuner:
         self.timings[key], self.failures[key] = times, failures
         if not times:
             raise RuntimeError(f"coopgen.autotune: no config of {self.name} ran for key {key}: "
-                               + "; ".join(f"{c}: {e}" for c, e in failures.items()))
+                               + ("; ".join(f"{c}: {e}" for c, e in failures.items())
+                                  or "prune left none"))
         self.best[key] = best = min(times, key=times.get)
         self._save(_key_text(key), best)
         return best

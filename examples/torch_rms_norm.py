@@ -30,31 +30,41 @@ from coopgen.autotune import Config, autotune, pow2
 #: vectors side by side ("striped", "blocked": rows exactly the block's vectors), or elements
 #: one at a time, guarded ("elements": any width); convert_once keeps each float32 value;
 #: reduce: the block's reduction (``example.REDUCTIONS``).
-#: "warp": a warp per row, ``WARP_ROWS`` rows a block, ``vectors`` 16-byte vectors a lane
+#: "warp": a warp per row, ``warp_rows`` rows a block, ``vectors`` 16-byte vectors a lane
 #: (rows of whole vectors up to 256 * 8 = 2,048 elements: the narrow rows, where a block's
 #: barrier and second reduction are most of the time after the loads).
 #: Decode candidates (``decode_only``: for at most ``DECODE_ROWS`` rows, where one block an SM
 #: runs and its latency is the time): the block's other reductions (the warps' sums added by
-#: every thread from shared memory; CUB's BlockReduce, raking or warp reductions), and half a
-#: vector a thread (``vectors=0.5``, striped 8-byte words: 1,024 threads at 4,096 wide).
-CONFIGS = [Config(vectors=v, variant=variant, convert_once=False, reduce="warps")
-           for v in (1, 2, 3, 4) for variant in ("sliced", "striped")] + \
-    [Config(vectors=2, variant="blocked", convert_once=False, reduce="warps"),
-     Config(vectors=2, variant="sliced", convert_once=True, reduce="warps"),
-     Config(vectors=1, variant="elements", convert_once=False, reduce="warps"),
-     Config(vectors=2, variant="elements", convert_once=False, reduce="warps")] + \
-    [Config(vectors=v, variant="warp", convert_once=False, reduce="warps") for v in range(1, 9)] + \
-    [Config(vectors=0.5, variant="striped", convert_once=False, reduce="warps")] + \
-    [Config(vectors=v, variant="sliced", convert_once=False, reduce=r)
-     for r in example.REDUCTIONS[1:] for v in (1, 2)]
+#: every thread from shared memory; CUB's BlockReduce, raking or warp reductions), half a
+#: vector a thread (``vectors=0.5``, striped 8-byte words: 1,024 threads at 4,096 wide), and a
+#: warp per row in blocks of one warp (each row on an SM of its own).
+
+
+def _config(vectors, variant, convert_once=False, reduce="warps", warp_rows=0) -> Config:
+    return Config(vectors=vectors, variant=variant, convert_once=convert_once, reduce=reduce,
+                  warp_rows=warp_rows)
+
+
+WARP_ROWS = (4, 1)  # rows a block of the "warp" variant: 128 threads, or 32 for decode batches
+CONFIGS = [_config(v, variant) for v in (1, 2, 3, 4) for variant in ("sliced", "striped")] + \
+    [_config(2, "blocked"), _config(2, "sliced", convert_once=True), _config(1, "elements"),
+     _config(2, "elements")] + \
+    [_config(v, "warp", warp_rows=r) for r in WARP_ROWS for v in range(1, 9)] + \
+    [_config(0.5, "striped")] + \
+    [_config(v, "sliced", reduce=r) for r in example.REDUCTIONS[1:] for v in (1, 2)]
 DTYPES = {torch.float16: "float16", torch.bfloat16: "bfloat16"}
-WARP_ROWS = 4  # rows a block of the "warp" variant (128 threads)
 DECODE_ROWS = 64  # the most rows (their bucket, ``pow2``) a decode candidate is timed for
 
 
 def decode_only(config: Config) -> bool:
     """Whether ``config`` is a candidate only for buckets of at most ``DECODE_ROWS`` rows."""
-    return config.reduce != "warps" or config.vectors < 1
+    return config.reduce != "warps" or config.vectors < 1 or config.warp_rows == 1
+
+
+def for_rows(config: Config, rows: int) -> bool:
+    """Whether the autotuner times ``config`` for ``rows`` rows (their bucket): decode
+    candidates only for a few rows."""
+    return not decode_only(config) or pow2(rows) <= DECODE_ROWS
 
 
 def threads_for(hidden: int, vectors) -> int:
@@ -66,26 +76,21 @@ def threads_for(hidden: int, vectors) -> int:
     return threads
 
 
-def kernel_plan(dtype: str, hidden: int, config: Config,
-                rows: int | None = None) -> tuple[int, tuple, object, int]:
+def kernel_plan(dtype: str, hidden: int, config: Config) -> tuple[int, tuple, object, int]:
     """(threads, ``example.make_kernel``'s arguments, the view of x, w and y, rows a block) of
     the example's kernel for rows of ``hidden`` under ``config``; ValueError where ``config``
     is no candidate for that width (its variant cannot hold the row, or the width leaves it
-    fewer vectors a thread than it names: the kernel of another candidate) or, given ``rows``,
-    for their bucket (a decode candidate past ``DECODE_ROWS``)."""
-    if rows is not None and decode_only(config) and pow2(rows) > DECODE_ROWS:
-        raise ValueError(f"rms_norm: {config} is a candidate for at most {DECODE_ROWS} rows, "
-                         f"not {rows}")
+    fewer vectors a thread than it names: the kernel of another candidate)."""
     whole = hidden % example.VECTOR == 0  # rows of whole 16-byte vectors
     if config.variant == "warp":
         items = example.VECTOR * config.vectors  # a lane's
         if not whole or -(-hidden // (example.VECTOR * 32)) != config.vectors:
             raise ValueError(f"rms_norm: rows of {hidden} are no rows of {config.vectors} "
                              f"16-byte vectors a lane for a warp")
-        threads = 32 * WARP_ROWS
+        threads = 32 * config.warp_rows
         return threads, (dtype, items, True, config.convert_once, False, False, threads,
-                         32 * items != hidden, config.reduce, WARP_ROWS), np.uint32, \
-            WARP_ROWS
+                         32 * items != hidden, config.reduce, config.warp_rows), np.uint32, \
+            config.warp_rows
     if config.vectors < 1:  # part of a vector a thread: striped words of the whole row
         items = int(example.VECTOR * config.vectors)
         threads = hidden // items
@@ -130,13 +135,15 @@ def _key(x, w, eps, out):
     return x.dtype, hidden, pow2(x.numel() // hidden)
 
 
-# version 3: a warp per row, CUB's block reductions and half vectors for decode batches
-@autotune(CONFIGS, _key, name="examples.rms_norm", version="3")
+def _prune(configs, x, w, eps, out):
+    return [c for c in configs if for_rows(c, x.numel() // x.shape[-1])]
+
+
+# version 3: a warp per row, other block reductions and half vectors for decode batches
+@autotune(CONFIGS, _key, name="examples.rms_norm", version="3", prune=_prune)
 def _run(x, w, eps, out, *, config):
     hidden = x.shape[-1]
     rows = x.numel() // hidden
-    if decode_only(config):  # no candidate for this bucket of rows: says why
-        kernel_plan(DTYPES[x.dtype], hidden, config, rows)
     launch, threads, per_block = launcher_for(DTYPES[x.dtype], hidden, config)
     launch.launch((-(-rows // per_block), 1, 1), (threads, 1, 1), (x, w, out, hidden, eps))
     return out

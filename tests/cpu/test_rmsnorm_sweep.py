@@ -19,7 +19,6 @@ sys.path.insert(0, str(ROOT / "tools" / "bench"))
 import rms_norm  # noqa: E402
 import rmsnorm  # noqa: E402
 import torch_rms_norm as trn  # noqa: E402
-from coopgen.autotune import Config  # noqa: E402
 
 FIXTURE = ROOT / "tests" / "cpu" / "fixtures" / "bench_rmsnorm.json"
 ODD = (7, 32, 1000, 4000, 5000, 11008, 13824, 12290)
@@ -56,7 +55,7 @@ def test_every_candidate_covers_the_row_and_none_repeats_a_kernel(hidden):
         if config.variant == "elements":
             assert not full and not words and view == "flat"
         if config.variant == "warp":
-            assert warp_rows == trn.WARP_ROWS and threads == 32 * warp_rows and \
+            assert warp_rows == config.warp_rows and threads == 32 * warp_rows and \
                 holders * (items - rms_norm.VECTOR) < hidden  # no lane's vectors all past it
         else:
             assert warp_rows == 0
@@ -64,32 +63,29 @@ def test_every_candidate_covers_the_row_and_none_repeats_a_kernel(hidden):
     if hidden % rms_norm.VECTOR == 0:  # rows of whole vectors move as 16-byte vectors
         assert any(config.variant == "sliced" for config in plans)
     if hidden % rms_norm.VECTOR == 0 and hidden <= 32 * 8 * rms_norm.VECTOR:
-        assert [c.vectors for c in plans if c.variant == "warp"] == \
-            [-(-hidden // (32 * rms_norm.VECTOR))]  # narrow rows: a warp a row
+        assert [(c.vectors, c.warp_rows) for c in plans if c.variant == "warp"] == \
+            [(-(-hidden // (32 * rms_norm.VECTOR)), r) for r in trn.WARP_ROWS]  # a warp a row
 
 
 def test_decode_candidates_are_pruned_past_decode_batches():
     decode = [c for c in trn.CONFIGS if trn.decode_only(c)]
     assert {c.reduce for c in decode} == set(rms_norm.REDUCTIONS) and \
         any(c.vectors < 1 for c in decode)
-    half = Config(vectors=0.5, variant="striped", convert_once=False, reduce="warps")
+    half = trn._config(0.5, "striped")
+    assert trn._config(4, "warp", warp_rows=1) in decode and \
+        trn._config(4, "warp", warp_rows=4) not in decode
     assert half in decode and trn.kernel_plan("float16", 4096, half)[0] == 1024
-    for rows in (1, 33, 64):
-        trn.kernel_plan("float16", 4096, half, rows)
-    with pytest.raises(ValueError, match="a candidate for at most 64 rows, not 65"):
-        trn.kernel_plan("float16", 4096, half, 65)
-    for config in trn.CONFIGS:  # the others: any number of rows
-        if not trn.decode_only(config):
-            try:
-                trn.kernel_plan("float16", 4096, config, 32768)
-            except ValueError as e:
-                assert "rows of 4096" in str(e)
+    for rows, kept in ((1, trn.CONFIGS), (33, trn.CONFIGS), (64, trn.CONFIGS),
+                       (65, [c for c in trn.CONFIGS if c not in decode]),
+                       (32768, [c for c in trn.CONFIGS if c not in decode])):
+        x = torch.empty(rows, 4096, device="meta")
+        assert trn._run.prune(trn.CONFIGS, x, x[0], 1e-6, None) == kept
+        assert [c for c in trn.CONFIGS if trn.for_rows(c, rows)] == kept
     with pytest.raises(ValueError, match="rows of 8192 are no striped rows of 4 elements"):
         trn.kernel_plan("float16", 8192, half)
     with pytest.raises(ValueError, match="rows of 2056 are no rows of 8 16-byte vectors a "
                                          "lane"):
-        trn.kernel_plan("float16", 2056, Config(vectors=8, variant="warp", convert_once=False,
-                                                reduce="warps"))
+        trn.kernel_plan("float16", 2056, trn._config(8, "warp", warp_rows=4))
 
 
 def test_a_width_past_one_vector_per_thread_keeps_the_wider_candidates():

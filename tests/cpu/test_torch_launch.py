@@ -322,6 +322,32 @@ def test_autotune_errors_and_config():
         autotune.Autotuner(never, [], key=lambda: 1)
 
 
+def test_autotune_prune_times_only_the_configs_left_for_the_arguments(tmp_path):
+    ran = []
+
+    def run(n, *, config):
+        ran.append((n, config.vectors))
+        return config.vectors
+
+    configs = [autotune.Config(vectors=v) for v in (1, 2, 4)]
+    tuner = autotune.Autotuner(
+        run, configs, key=lambda n: autotune.pow2(n), timer=lambda call: call() and 1.0 / call(),
+        device="fake", name="pruned", version="test",
+        # wide vectors for few rows only; a config the tuner does not offer is ignored
+        prune=lambda cs, n: [c for c in cs if n <= 64 or c.vectors < 4] +
+        [autotune.Config(vectors=8)])
+    tuner.path = lambda: tmp_path / "pruned.json"  # no cache file shared
+    assert tuner(4) == 4 and set(tuner.timings[4]) == set(configs)
+    assert tuner(300) == 2 and set(tuner.timings[512]) == set(configs[:2])
+    assert (300, 4) not in ran and not tuner.failures[512]
+    assert tuner.fn(300, config=configs[2]) == 4  # explicitly: runs
+    none = autotune.Autotuner(run, configs, key=lambda n: n, timer=lambda call: 1.0,
+                              device="fake", prune=lambda cs, n: [])
+    none.path = lambda: tmp_path / "none.json"
+    with pytest.raises(RuntimeError, match="no config of .* ran for key 1: prune left none"):
+        none(1)
+
+
 def _entry_params(ptx: str) -> list[str]:
     """The ``.param`` types of the PTX's kernel entry, in order."""
     import re

@@ -201,8 +201,7 @@ def test_rms_norm_decode_candidates_are_timed_for_decode_batches_only():
         best = trn._run.tune(key, (x, w, 1e-6, out), {})
         timed, failed = trn._run.timings[key], trn._run.failures[key]
         assert any(trn.decode_only(c) for c in timed) == decode, (rows, timed)
-        assert all("a candidate for at most 64 rows" in failed[c]
-                   for c in trn.CONFIGS if trn.decode_only(c) and not decode)
+        assert not any(trn.decode_only(c) for c in failed) or decode  # not even tried
         _assert_close(trn.rms_norm(x, w, 1e-6, out=out, config=best), x, w, 1e-6)
 
 

@@ -411,8 +411,10 @@ def _sweep(dtype, rows, hidden, xs, w, ys, want, sets) -> list[dict]:
         if config == tuned:
             continue
         try:
-            torch_rms_norm.kernel_plan(dtype, hidden, config, rows)
-        except ValueError:  # not a candidate for this width (or this many rows)
+            torch_rms_norm.kernel_plan(dtype, hidden, config)
+        except ValueError:  # not a candidate for this width
+            continue
+        if not torch_rms_norm.for_rows(config, rows):  # nor for this many rows
             continue
 
         def call(i, config=config):
