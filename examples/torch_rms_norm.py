@@ -139,8 +139,30 @@ def _prune(configs, x, w, eps, out):
     return [c for c in configs if for_rows(c, x.numel() // x.shape[-1])]
 
 
-# version 3: a warp per row, other block reductions and half vectors for decode batches
-@autotune(CONFIGS, _key, name="examples.rms_norm", version="3", prune=_prune)
+#: the copies of x and out the autotuner's timing cycles through hold this many L2 caches ...
+COLD_L2 = 2
+MAX_COPIES = 16  # ... in at most this many copies
+
+
+def _copies(x, w, eps, out):
+    """Arguments for the timing to cycle through (``coopgen.autotune``'s ``copies``): x and
+    out, and copies of them holding ``COLD_L2`` L2 caches, so that a candidate is timed on x
+    read from memory, not on the L2 its previous call filled (a few rows fit the L2 whatever
+    the copies: there the time is the latency of L2 hits, as in a decode loop). Only x and
+    out where one x is that large already; none where the GPU has no room for the copies."""
+    l2 = torch.cuda.get_device_properties(x.device).L2_cache_size
+    n = min(MAX_COPIES, -(-COLD_L2 * l2 // max(x.numel() * x.element_size(), 1)))
+    out = torch.empty_like(x) if out is None else out
+    try:
+        return [((x, w, eps, out), {})] + [
+            ((x.clone(), w, eps, torch.empty_like(out)), {}) for _ in range(n - 1)]
+    except torch.cuda.OutOfMemoryError:
+        return []
+
+
+# version 3: a warp per row, other block reductions and half vectors for decode batches; timed
+# on copies of x
+@autotune(CONFIGS, _key, name="examples.rms_norm", version="3", prune=_prune, copies=_copies)
 def _run(x, w, eps, out, *, config):
     hidden = x.shape[-1]
     rows = x.numel() // hidden

@@ -2,10 +2,9 @@
 configuration, ``extending``, typing templates, ``imputils`` and ``rewrites`` are public):
 :data:`EXPECTED`, which :func:`problems` checks against the installed numba-cuda
 (tests/cpu/test_numba_internals.py). ``cache=True`` needs one: numba refuses to pickle
-a library that links code from memory, so :func:`install_kernel_cache` stores coopgen's LTO-IR
-(and the CUDA source of numba-cuda's own float16/bfloat16 shims, which bfloat16 kernels link)
-with the library, and a later process loads the kernel with no typing, lowering, NVVM or
-NVRTC."""
+code linked from memory, so :func:`install_kernel_cache` stores coopgen's LTO-IR (and the
+source of numba-cuda's bfloat16 shims) with the library and a later process loads the kernel
+with no typing, lowering, NVVM or NVRTC."""
 import importlib
 import inspect
 import sys
@@ -40,8 +39,8 @@ def compiling_for_cc() -> tuple[int, int] | None:
 
 def install_kernel_cache() -> bool:
     """Let ``@cuda.jit(cache=True)`` keep kernels linking coopgen's LTO-IR or numba-cuda's
-    float16/bfloat16 shim source (bfloat16 arithmetic links it: numba-cuda alone refuses to
-    cache those kernels); False where numba's code library no longer has the expected shape."""
+    float16/bfloat16 shim source (bfloat16 kernels); False where numba's code library no longer
+    has the expected shape."""
     from numba.cuda.codegen import CUDACodeLibrary
     from numba.cuda.cudadrv.linkable_code import CUSource, LTOIR
     if getattr(CUDACodeLibrary, "_coopgen_cache", False):
@@ -51,12 +50,9 @@ def install_kernel_cache() -> bool:
     reduce, rebuild = CUDACodeLibrary._reduce_states, CUDACodeLibrary._rebuild.__func__
     kinds = {"ltoir": LTOIR, "cu": CUSource}
 
-    def kind_of(f):
-        if isinstance(f, LTOIR):
-            return "ltoir"
-        # CUDA source held in memory with no set-up or tear-down callback: data that pickles
-        plain = f.setup_callback is None and f.teardown_callback is None and not f.nrt
-        return "cu" if type(f) is CUSource and plain else None
+    def kind_of(f):  # CUDA source with no callbacks pickles as data too
+        plain = type(f) is CUSource and not (f.setup_callback or f.teardown_callback or f.nrt)
+        return "ltoir" if isinstance(f, LTOIR) else "cu" if plain else None
 
     def reduce_states(self):
         ours = [f for f in self._linking_files if kind_of(f)]
@@ -76,26 +72,20 @@ def install_kernel_cache() -> bool:
         finally:
             self._linking_files = saved
         state["coopgen_linking"] = tuple(
-            (kind_of(f), str(f.name), _bytes(f.data))
+            (kind_of(f), str(f.name), bytes(f.data) if isinstance(f, LTOIR) else f.data)
             for f in sorted(ours, key=lambda f: (kind_of(f), str(f.name))))
         return state
 
     def rebuilt(cls, coopgen_linking=(), coopgen_ltoir=(), **state):
         instance = rebuild(cls, **state)
-        instance._linking_files.update(LTOIR(data, name=name) for name, data in coopgen_ltoir)
-        instance._linking_files.update(
-            kinds[kind](data.decode() if kind == "cu" else data, name=name)
-            for kind, name, data in coopgen_linking)
+        for kind, name, data in (*coopgen_linking, *(("ltoir", *f) for f in coopgen_ltoir)):
+            instance._linking_files.add(kinds[kind](data, name=name))
         return instance
 
     CUDACodeLibrary._reduce_states = reduce_states
     CUDACodeLibrary._rebuild = classmethod(rebuilt)
     CUDACodeLibrary._coopgen_cache = True
     return True
-
-
-def _bytes(data) -> bytes:
-    return data.encode() if isinstance(data, str) else bytes(data)
 
 
 def _code_library_fits() -> bool:
@@ -128,11 +118,9 @@ EXPECTED = (
      and "compute_capability" in _at("numba.cuda.compiler:CUDAFlags").options),
     ("numba.cuda.codegen.CUDACodeLibrary: _reduce_states(), classmethod _rebuild(**state), "
      "_linking_files (a set), _entry_name, get_cubin()", _code_library_fits),
-    ("numba.cuda.cudadrv.linkable_code.LTOIR and CUSource(data, name=), with setup_callback, "
-     "teardown_callback and nrt",
+    ("numba.cuda.cudadrv.linkable_code.LTOIR and CUSource(data, name=, callbacks, nrt=)",
      lambda: all({"name", "setup_callback", "teardown_callback", "nrt"} <= set(inspect.signature(
-         _at(f"numba.cuda.cudadrv.linkable_code:{cls}")).parameters) for cls in ("LTOIR",
-                                                                                 "CUSource"))),
+         _at(f"numba.cuda.cudadrv.linkable_code:{c}")).parameters) for c in ("LTOIR", "CUSource"))),
     ("numba.cuda.core.analysis.compute_cfg_from_blocks",
      lambda: callable(_at("numba.cuda.core.analysis:compute_cfg_from_blocks"))),
     ("numba.cuda.cudadrv.nvvm: set_launch_bounds(function, n) and NVVM().data_layout",

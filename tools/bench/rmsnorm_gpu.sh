@@ -13,7 +13,10 @@
 # GPUS=N times the sweep on N GPUs of the host (one process each, whole widths each); JOBS=N
 # processes fill the compile caches first (default: the host's cores, at most 32); BUDGET=S
 # seconds for the sweep (default 500: no shape starts past them, and the table shows what was
-# timed; 0: no limit), so a sweep fits a call limited to 10 minutes with the set-up. SITE=DIR
+# timed; 0: no limit), so a sweep fits a call limited to 10 minutes with the set-up: both dtypes
+# on four H100s of a 64-core host in one call of at most 9.5 minutes (about 5 expected):
+#     timeout 570 env GPUS=4 JOBS=32 BUDGET=500 bash tools/bench/rmsnorm_gpu.sh sweep
+# SITE=DIR
 # puts a `pip install --target DIR` folder on PYTHONPATH, with CuTe DSL's dsl_packages under
 # it (pip --target skips the .pth file that adds them). A sweep cut short keeps each GPU's
 # shapes in $OUT/rmsnorm-parts-*/: `python3 tools/bench/rmsnorm.py --table $OUT/rmsnorm-parts-*/*.json`.
