@@ -19,7 +19,7 @@ which makes the L1 serve every 32-byte sector twice).
    ``block.load`` per slice of the row. The kernel
    views each thread's words as elements (``words.view(dtype)``, still registers). Other rows
    load guarded, one element at a time, with zeros past the end;
-2. square each item **in float32** and add the squares: the thread's own in a loop, then
+2. square each item **in float32** and add the squares: the thread's own in four independent chains (``CHAINS``), then
    ``warp.sum`` (CUB's ``WarpReduce``) within each warp, whose lane 0 leaves the warp's sum in
    shared memory; after the block's one barrier, each warp adds those sums with ``warp.sum``
    again and broadcasts the total to its lanes with a shuffle. Every thread then has the row's
@@ -110,6 +110,9 @@ def plan(hidden: int, threads: int | None = None) -> tuple[int, int]:
 #: thread 0 broadcast through shared memory (a second barrier)
 REDUCTIONS = ("warps", "warps_shared", "raking_commutative_only", "warp_reductions")
 WARP = 32
+#: A thread adds its squares in this many independent chains (one chain of 32 dependent adds
+#: is 32 adds' latency between the loads' arrival and the first shuffle)
+CHAINS = 4
 
 
 @functools.lru_cache(maxsize=None)
@@ -220,12 +223,17 @@ def make_kernel(dtype: str, items: int, full: bool, convert_once: bool = False,
             block.load(x[base:], vals, items, "direct", hidden, 0)
             block.load(w, weights, items, "direct", hidden, 0)
         kept = local.array(items, np.float32)
-        total = np.float32(0)
+        squares = local.array(CHAINS, np.float32)  # independent chains of adds
+        for j in range(CHAINS):
+            squares[j] = np.float32(0)
         for i in range(items):
             v = np.float32(vals[i])
-            total += v * v
+            squares[i % CHAINS] += v * v
             if convert_once:
                 kept[i] = v
+        total = squares[0]
+        for j in range(1, CHAINS):
+            total += squares[j]
         if warp_rows:  # the row's sum, in every lane of its warp
             total = cuda.shfl_sync(0xFFFFFFFF, warp.sum(total), 0)
         elif shared_sums:
