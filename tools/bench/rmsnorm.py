@@ -388,6 +388,11 @@ def shape_row(dtype: str, rows: int, hidden: int, sweep: bool = False,
                                   e2e_us=end_to_end_us(calls[name], sets),
                                   graph_us=graph_us(calls[name], sets))
     row["regs"] = tuned["regs"]
+    # what the autotuner timed for the shape's key (in this process: none where its cache had
+    # the key), µs per call, fastest first: which candidates came close
+    key = torch_rms_norm._key(xs[0], w, EPS, None)
+    row["tuner_us"] = {repr(c): round(t * 1e6, 3) for c, t in sorted(
+        torch_rms_norm._run.timings.get(key, {}).items(), key=lambda ct: ct[1])}
     if numba_launch:
         row["numba_launch_host_us"] = _enqueue_us(
             lambda i: example.rms_norm(xs[i], w, EPS, out=ys["coopgen"][i]), sets)
