@@ -51,12 +51,13 @@ def sort_tiles(dtype, threads: int, items: int, tiles: int):
         if tid == 0:
             d_sums[bid] = total
 
+    def tensor(p, n):  # n items of T (a tensor made from a pointer has no sign: Uint32 -> Int32)
+        return cute.recast_tensor(cute.make_tensor(p, cute.make_layout(n)), T)
+
     @cute.jit
     def launch(d_in: cute.Pointer, d_out: cute.Pointer, d_sums: cute.Pointer):
-        kernel(cute.make_tensor(d_in, cute.make_layout(tiles * tile)),
-               cute.make_tensor(d_out, cute.make_layout(tiles * tile)),
-               cute.make_tensor(d_sums, cute.make_layout(tiles))).launch(
-            grid=(tiles, 1, 1), block=(threads, 1, 1))
+        kernel(tensor(d_in, tiles * tile), tensor(d_out, tiles * tile),
+               tensor(d_sums, tiles)).launch(grid=(tiles, 1, 1), block=(threads, 1, 1))
     return launch
 
 

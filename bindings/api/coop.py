@@ -237,8 +237,11 @@ TempStorage._coopgen_host_call = True  # called on the host when its arguments a
 
 def ThreadData(items_per_thread, dtype=None):
     """A per-thread array of ``items_per_thread`` items, inside a kernel. Without ``dtype`` it
-    takes the dtype of the array its first primitive call uses with it."""
-    raise NotImplementedError("coop.ThreadData can only be called inside a kernel")
+    takes the dtype of the array its first primitive call uses with it (numba's kernels)."""
+    out = _backends.call_in_trace(ThreadData, (items_per_thread, dtype), {})
+    if out is _backends.NOT_TRACING:
+        raise NotImplementedError("coop.ThreadData can only be called inside a kernel")
+    return out
 
 
 ThreadData._coopgen_thread_data = True

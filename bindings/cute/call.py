@@ -30,7 +30,7 @@ from ..types import desc
 from ..types.cpp import by_pointer
 from .bundle import bundle_for, current_kernel, launch_dims
 from . import operators
-from .describe import constant, describe, number_class
+from .describe import constant, describe, number_class, unsigned_tensors
 
 #: "Class::Signature" of recent resolutions, so tests can see which overload a call chose.
 RESOLVED = collections.deque(maxlen=10000)
@@ -72,6 +72,9 @@ def trace(p, args: tuple, kws: dict):
     if kernel is None:
         return NOT_TRACING
     with _serving():
+        if not hasattr(p, "cls"):  # a group call, a group's query, coop.ThreadData
+            from . import groups
+            return groups.traced(p, args, kws)
         try:
             return _call(p, kernel, args, kws)
         except CoopgenError as e:
@@ -122,8 +125,8 @@ class CuteObject:
 
 
 def _call(p, kernel, args: tuple, kws: dict, self_ptr=None):
-    pos = tuple(describe(a) for a in args)
-    named = {k: describe(v) for k, v in kws.items()}
+    descs = unsigned_tensors(p.name, [describe(a) for a in (*args, *kws.values())])
+    pos, named = tuple(descs[:len(args)]), dict(zip(kws, descs[len(args):]))
     bound = ()
     if p.infer:
         r, bound = calls.resolve_object(p, pos, named)

@@ -1,9 +1,11 @@
 """CuTe DSL's values (cute.Tensor, cutlass numbers, their classes) <-> coopgen's descriptions.
 A CuTe kernel is traced, not typed: a call sees the values themselves, so what numba learns from
 types is read here from the values (a fragment's static size, a tensor's memory space)."""
+import dataclasses
 import enum
 import hashlib
 import inspect
+import warnings
 
 import cutlass
 import cutlass.cute as cute
@@ -43,6 +45,11 @@ def dtype_of(value) -> desc.Dtype:
         return desc.Scalar(np.dtype(value).name)
     except (TypeError, ValueError):
         return desc.Other(str(value))
+
+
+def _numpy_number(value) -> bool:
+    """A numpy scalar of a number dtype, ml_dtypes' bfloat16 (no np.floating) included."""
+    return isinstance(value, np.generic) and value.dtype.name in NUMBERS
 
 
 def _is_dtype(value) -> bool:
@@ -88,6 +95,42 @@ def _array(t) -> desc.Array:
                       text=f"cute.Tensor({t.element_type}, {t.memspace}, {t.layout})")
 
 
+#: The signed dtype CuTe DSL 4.8.1 reports for a tensor of unsigned items made from a pointer.
+SIGNED = {"uint8": "int8", "uint16": "int16", "uint32": "int32", "uint64": "int64"}
+
+
+class CuteSignednessWarning(UserWarning):
+    """A tensor typed signed beside unsigned register fragments (read as their dtype)."""
+
+
+def unsigned_tensors(prim: str, descs: list) -> list:
+    """A call's argument descriptions, each shared or global tensor of the signed twin of its
+    register fragments' unsigned dtype read as that dtype. CuTe DSL 4.8.1 types a tensor made
+    from a pointer by its MLIR element type, which has no sign (Uint16 -> Int16); a conversion
+    between integers of one width keeps every bit, so no value changes, and CUB's vectorized
+    loads and stores (a pointer to the items' own type) compile. The warning says what this
+    cannot fix: the kernel's own reads of the tensor (docs/cute.md, Unsigned items)."""
+    local = {d.dtype.name for d in descs if isinstance(d, desc.Array) and d.space == "local"
+             and isinstance(d.dtype, desc.Scalar)}
+    out = []
+    for d in descs:
+        twin = [u for u in local if isinstance(d, desc.Array) and d.space != "local"
+                and isinstance(d.dtype, desc.Scalar) and SIGNED.get(u) == d.dtype.name]
+        if twin and d.dtype.name not in local:
+            cls = NUMBERS[twin[0]].__name__
+            warnings.warn(
+                f"{prim}: a {d.space or 'global'} tensor of {NUMBERS[d.dtype.name].__name__} "
+                f"items with register fragments of {cls}: read as {cls} (CuTe DSL types a "
+                f"tensor made from a pointer by its MLIR element type, which has no sign). "
+                f"Values the kernel reads from it (x[i]) are signed: "
+                f"cute.recast_tensor(x, cutlass.{cls}), in the kernel or its @cute.jit "
+                f"launcher, types it {cls}", CuteSignednessWarning, stacklevel=2)
+            d = dataclasses.replace(d, dtype=desc.Scalar(twin[0]),
+                                    text=f"{d.text} (read as {cls})")
+        out.append(d)
+    return out
+
+
 def describe(value):
     """The description of a value a kernel passes."""
     if isinstance(value, cute.Tensor):
@@ -98,7 +141,7 @@ def describe(value):
         return desc.Scalar(NAMES[type(value)])
     if isinstance(value, (bool, int, float, str)) and not isinstance(value, enum.Enum):
         return constant(value)
-    if isinstance(value, (np.integer, np.floating, np.bool_)):
+    if _numpy_number(value):
         return desc.Literal(value.item(), desc.Scalar(value.dtype.name))
     if isinstance(value, enum.Enum):
         return desc.Literal(value, None)
@@ -140,7 +183,7 @@ def constant(value):
         return desc.Literal(value, desc.Scalar("int64"))
     if isinstance(value, float):
         return desc.Literal(value, desc.Scalar("float64"))
-    if isinstance(value, (np.integer, np.floating, np.bool_)):
+    if _numpy_number(value):
         return desc.Literal(value.item(), desc.Scalar(value.dtype.name))
     if isinstance(value, tuple):
         return desc.Tuple(tuple(constant(v) for v in value))
@@ -149,4 +192,5 @@ def constant(value):
     return desc.Literal(value, None)
 
 
-__all__ = ["describe", "constant", "dtype_of", "number_class"]
+__all__ = ["CuteSignednessWarning", "describe", "constant", "dtype_of", "number_class",
+           "unsigned_tensors"]

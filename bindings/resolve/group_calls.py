@@ -9,7 +9,7 @@ import numpy as np
 
 from ..model.errors import CoopgenError
 from . import group_helpers
-from .groups import UNSERVED, Constant
+from .groups import Constant, check_bit_range
 from .kernel_ir import UNKNOWN, CallRewrite, is_op, plain
 
 
@@ -103,7 +103,7 @@ class GroupCallRewrite(CallRewrite):
         parent = self.group_of(fdef.value) if is_op(self.ir, fdef, "getattr") else None
         if parent is not None:
             func = getattr(parent, fdef.attr, None)
-            if func is None:
+            if not getattr(func, "_coopgen_host_call", False):  # group_by, not a query
                 return None
         else:
             func = self.trace.callee(d.func)
@@ -308,8 +308,7 @@ class GroupCallRewrite(CallRewrite):
             calls_primitive=True)
 
     def _check_bits(self, call, plan):
-        """A constant bit range lies within keys whose dtype is a constant (CUB would read
-        past the key: a silently wrong order)."""
+        """A constant bit range lies within keys whose dtype is a constant."""
         kws = dict(plan.kws)
         bits = {k: (v.value if isinstance(v, Constant) else self.trace.value(v)[0])
                 for k, v in kws.items() if k in ("begin_bit", "end_bit")}
@@ -320,17 +319,9 @@ class GroupCallRewrite(CallRewrite):
         dtype = self.trace.value(d.args[1])[0] if is_op(self.ir, d, "call") and \
             len(d.args) > 1 else UNKNOWN
         try:
-            width = 8 * np.dtype(dtype).itemsize
-        except TypeError:
-            return
-        begin, end = bits.get("begin_bit", 0), bits.get("end_bit", width)
-        if UNKNOWN in (begin, end) or begin is None or end is None:
-            return
-        if not 0 <= begin < end <= width:
-            raise self.error(f"coop.{call.name}: the bit range [begin_bit={begin}, "
-                             f"end_bit={end}) is not within the {width}-bit "
-                             f"{np.dtype(dtype).name} keys (0 <= begin_bit < end_bit <= "
-                             f"{width})")
+            check_bit_range(call.name, bits, dtype)
+        except CoopgenError as e:
+            raise self.error(str(e)) from None
 
     def _group_call(self, new, stmt, call):
         expr, loc = stmt.value, stmt.loc
@@ -469,25 +460,13 @@ class GroupCallRewrite(CallRewrite):
         """``group.rank(level)``, ``count(level)``, ``rank_as(dtype, level)``, ``sync()``,
         ``sync_aligned()`` (every member reaches it: the same barrier), ``is_member()``."""
         expr, loc, name = stmt.value, stmt.loc, fdef.attr
-        base = {"sync_aligned": "sync"}.get(name, name[:-3] if name.endswith("_as") else name)
         args = [self.trace.value(a)[0] for a in expr.args]
         kws = {k: self.trace.value(v)[0] for k, v in expr.kws}
-        dtype = None
-        if name.endswith("_as"):
-            dtype = args.pop(0) if args else kws.pop("dtype", None)
-        level = args[0] if args else kws.get(
-            "level", None if base in ("sync", "is_member") else "thread")
-        helper = group_helpers.query(group.kind, group.width, base, level, group.exhaustive) \
-            if UNKNOWN not in (level, dtype) else None
-        if helper is None:
-            error = self.error if group.kind not in UNSERVED else self.unsupported
-            raise error(f"coop.{group.describe()}.{name}: not available for this group"
-                        + (f" at level={level!r}" if level is not None else "")
-                        + " in kernels (rank/count at the levels thread, warp, block and grid "
-                          "down to the group's own, sync, is_member"
-                        + (f"; this group {UNSERVED[group.kind]}" if group.kind in UNSERVED
-                           else "") + ")")
-        helper_name, constants = helper
+        try:
+            helper_name, constants, dtype = group_helpers.query_call(group, name, args, kws)
+        except CoopgenError as e:
+            raise (self.unsupported if isinstance(e, NotImplementedError) else self.error)(
+                str(e)) from None
         consts = [self._define(new, self.ir.Const(c, loc), loc) for c in constants]
         value = self.ir.Expr.call(self._helper(new, helper_name, loc), consts, (), loc)
         if dtype is not None:

@@ -7,6 +7,10 @@ import types
 
 import numpy as np
 
+from ..model.errors import CoopgenError, CoopgenUnsupported
+from .group_kinds import UNSERVED
+from .kernel_ir import UNKNOWN
+
 WARP = 32
 
 
@@ -372,6 +376,30 @@ def query(kind: str, width, name: str, level, exhaustive: bool = True):
     return None if found is None else found[name == "count"](width, exhaustive)
 
 
+def query_call(group, name: str, args, kws) -> tuple:
+    """(helper, its constants, the dtype to cast to or None) of ``group.<name>(*args,
+    **kws)``, host values: ``rank(level)``, ``count(level)``, ``rank_as(dtype, level)``,
+    ``sync()``, ``sync_aligned()`` (every member reaches it: the same barrier), ``is_member()``;
+    an error naming what there is where the group has no such query."""
+    base = {"sync_aligned": "sync"}.get(name, name[:-3] if name.endswith("_as") else name)
+    args, kws, dtype = list(args), dict(kws), None
+    if name.endswith("_as"):
+        dtype = args.pop(0) if args else kws.pop("dtype", None)
+    level = args[0] if args else kws.get(
+        "level", None if base in ("sync", "is_member") else "thread")
+    helper = query(group.kind, group.width, base, level, group.exhaustive) \
+        if UNKNOWN not in (level, dtype) else None
+    if helper is None:
+        unserved = UNSERVED.get(group.kind)
+        raise (CoopgenUnsupported if unserved else CoopgenError)(
+            f"coop.{group.describe()}.{name}: not available for this group"
+            + (f" at level={level!r}" if level is not None else "")
+            + " in kernels (rank/count at the levels thread, warp, block and grid down to the "
+              "group's own, sync, is_member" + (f"; this group {unserved}" if unserved else "")
+            + ")")
+    return (*helper, dtype)
+
+
 def _fixed(helper):
     return lambda width, exhaustive: (helper, ())
 
@@ -406,15 +434,18 @@ SYNCS = {"cluster": ("cluster_sync", ()), "block": ("block_sync", ()),
          "thread": ("warp_sync", ())}
 
 
-def for_backend(cuda_module, device_function, trap, cluster=()) -> dict:
+def for_backend(cuda_module, device_function, trap, cluster=(), own=None) -> dict:
     """{name: device function} compiled by ``device_function``, reading ``cuda_module`` as
     ``cuda``, ``trap`` (the backend's device trap), ``cluster`` (its CLUSTER_PTX statements),
-    numpy and each other by name."""
+    numpy and each other by name. ``own``: the backend's functions in place of helpers (or
+    builtins, ``min``) of those names, which the others then call (a compiler that runs the
+    helpers' Python as it traces gives its own for those that branch on a run-time value)."""
+    own = dict(own or {})
     space = {"cuda": cuda_module, "WARP": WARP, "trap": trap, "np": np, **dict(cluster)}
-    out = dict(cluster)
+    out = dict(cluster, **own)
     for name, fn in list(globals().items()):
         if isinstance(fn, types.FunctionType) and fn.__module__ == __name__ and \
-                name not in ("for_backend", "query", "_fixed", "_sized"):
+                name not in ("for_backend", "query", "query_call", "_fixed", "_sized", *own):
             out[name] = device_function(types.FunctionType(fn.__code__, space, name,
                                                            fn.__defaults__))
     space.update(out)

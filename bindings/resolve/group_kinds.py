@@ -3,7 +3,9 @@ values, made when a kernel compiles; coopgen.resolve.groups routes the calls tha
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partialmethod
 
+from ..model import backends
 from ..model.errors import CoopgenError
 
 #: Group kinds (cuda.coop's names) -> the family whose routes serve them.
@@ -57,6 +59,20 @@ class Group:
                            f"block (into warps) can be grouped")
 
     group_by._coopgen_host_call = True
+
+    def _traced(self, query: str, *args, **kws):
+        """A query in a kernel: numba's rewrite replaces its call; a compiler that runs the
+        kernel's Python as it traces it (CuTe DSL) emits it here."""
+        out = backends.call_in_trace((self, query), args, kws)
+        if out is backends.NOT_TRACING:
+            raise NotImplementedError(f"coop.{self.describe()}.{query}() can only be called "
+                                      f"inside a kernel")
+        return out
+
+    rank, count = partialmethod(_traced, "rank"), partialmethod(_traced, "count")
+    rank_as, count_as = partialmethod(_traced, "rank_as"), partialmethod(_traced, "count_as")
+    sync, sync_aligned = partialmethod(_traced, "sync"), partialmethod(_traced, "sync_aligned")
+    is_member = partialmethod(_traced, "is_member")
 
     @property
     def family(self) -> str:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..model import backends
 from ..model.errors import CoopgenError, CoopgenUnsupported
 from .group_kinds import FAMILY, GROUP_SPELLING, UNSERVED, Group  # noqa: F401
 from .kernel_ir import UNKNOWN
@@ -176,7 +177,12 @@ class GroupCall:
         return f"<coopgen coop.{self.name}>"
 
     def __call__(self, *args, **kws):
-        raise NotImplementedError(f"coop.{self.name} can only be called inside a kernel")
+        """Only in kernels: numba's rewrite replaces the call; a compiler that traces Python
+        (CuTe DSL) carries out its plan as the kernel is traced."""
+        out = backends.call_in_trace(self, args, kws)
+        if out is backends.NOT_TRACING:
+            raise NotImplementedError(f"coop.{self.name} can only be called inside a kernel")
+        return out
 
     def route(self, group: Group) -> Route:
         route = self.routes.get(group.family)
@@ -283,6 +289,23 @@ def constant(name: str, given: dict, key: str, value_of, default=None):
         raise CoopgenError(f"coop.{name}: {key} must be known when the kernel compiles (a "
                            f"constant)")
     return value
+
+
+def check_bit_range(name: str, bits: dict, dtype) -> None:
+    """A bit range (``bits``: begin_bit, end_bit, host values) lies within keys of ``dtype``
+    (CUB would read past the key: a silently wrong order); unknown ones are not checked."""
+    try:
+        dtype = np.dtype(dtype)
+    except TypeError:
+        return
+    width = 8 * dtype.itemsize
+    begin, end = bits.get("begin_bit", 0), bits.get("end_bit", width)
+    if UNKNOWN in (begin, end) or begin is None or end is None:
+        return
+    if not 0 <= begin < end <= width:
+        raise CoopgenError(f"coop.{name}: the bit range [begin_bit={begin}, end_bit={end}) is "
+                           f"not within the {width}-bit {dtype.name} keys (0 <= begin_bit < "
+                           f"end_bit <= {width})")
 
 
 def radix_rank_bits(name, given, value_of, group):

@@ -81,8 +81,11 @@ MAX_MODULE_LINES, MAX_FUNCTION_LINES = 500, 80
 #: +2: TempStorage.reserve's keywords taken in order, a later one without its predecessor refused.
 #: +31: three of cuda.coop's old-suite examples: make_reduce's operator third, a number literal
 #: converted to the dtype an object or a later argument names, complex TempStorage sizes.
+#: +52: issue 35's group-first calls in CuTe DSL kernels: group calls, group queries and
+#: ThreadData hand their in-kernel calls to a backend that traces Python; a group query's
+#: arguments and the bit-range check moved out of numba's rewrite, shared with CuTe DSL's.
 #: +10: the kernel cache keeps numba-cuda's bfloat16 shim source, so bfloat16 kernels cache.
-MAX_RUNTIME_LINES = 9068
+MAX_RUNTIME_LINES = 9120
 #: issue 33: +8 (its rewrite's cuda module; arrays of a value's type); +37 (its device trap,
 #: literal dispatch of a ThreadData size, the link check following it; +6: its literal kernel
 #: arguments known to the rewrite, numba-cuda-mlir's local arrays sized by one); run-length
@@ -96,8 +99,14 @@ MAX_RUNTIME_LINES = 9068
 #: accessor shim returns), where it was a shared-memory global of its own.
 MAX_MLIR_LINES = 1298
 #: issue 35: the CuTe DSL backend's own budget. +11: clang's precompiled header and
-#: cuda.coop's storage-first object calls, each within budget alone, together.
-MAX_CUTE_LINES = 911
+#: cuda.coop's storage-first object calls, each within budget alone, together. +51: a signed
+#: tensor beside unsigned fragments read as theirs and warned of (CuTe DSL types a pointer's
+#: tensor signed), half-precision numpy constants, clang's nvcc-like unrolling.
+#: +286: cuda.coop's group-first calls in CuTe DSL kernels (cute/groups.py): the same plans
+#: numba's IR rewrite carries out (about 500 lines of IR code a traced kernel cannot use),
+#: carried out on traced values, with the shared group helpers and CuTe forms of the five
+#: that branch on a run-time value.
+MAX_CUTE_LINES = 1248
 #: issue 36: the PyTorch surface and the autotuner, optional modules beside the staged runtime
 #: (nothing of the runtime imports them), with their own budget.
 PYTORCH_SURFACE = ("torch", "autotune")

@@ -16,3 +16,15 @@ os.environ["CUTE_DSL_DUMP_DIR"] = tempfile.mkdtemp(prefix="coopgen-cute-dumps-")
 
 pytest.importorskip("cutlass", reason="nvidia-cutlass-dsl is not installed (coopgen[cute])")
 sys.path.insert(0, str(Path(__file__).parent))  # kernels.py
+
+
+@pytest.fixture(scope="module")
+def device():
+    """The GPU's cuda.core device, current (the GPU tests skip without one)."""
+    from cuda.core import Device
+    try:
+        dev = Device(0)  # Device() would query a current context first: sanitizer noise
+        dev.set_current()
+    except Exception as e:  # noqa: BLE001 (no driver, no device)
+        pytest.skip(f"no CUDA GPU ({e})")
+    return dev

@@ -15,22 +15,45 @@ import cutlass.cute as cute  # noqa: E402
 from coopgen import TempStorage, block, warp  # noqa: E402
 
 GRID = 3
-__all__ = ["DeviceArray", "pointer", "sort_tiles", "CASES", "everything"]
+__all__ = ["DeviceArray", "pointer", "sort_tiles", "CASES", "everything", "kernel_with",
+           "misuse"]
 
 
-def host(kernel, threads, tile: int, n_in: int, n_out: int):
+def host(kernel, T, threads, tile: int, n_in: int, n_out: int):
     """A ``@cute.jit`` launching ``kernel`` on GRID blocks of ``threads`` (a number, or a
     block shape), with the input, the output and a second output as global tensors of n_in,
-    n_out and n_in items."""
+    n_out and n_in items of ``T`` (cute.recast_tensor: a tensor made from a pointer has its
+    MLIR element type, which has no sign, so a Uint32 pointer's would read as Int32)."""
     shape = (threads, 1, 1) if isinstance(threads, int) else tuple(threads)
 
     @cute.jit
     def launch(x: cute.Pointer, y: cute.Pointer, z: cute.Pointer):
-        tx = cute.make_tensor(x, cute.make_layout(n_in))
-        ty = cute.make_tensor(y, cute.make_layout(n_out))
-        tz = cute.make_tensor(z, cute.make_layout(n_in))
+        tx = cute.recast_tensor(cute.make_tensor(x, cute.make_layout(n_in)), T)
+        ty = cute.recast_tensor(cute.make_tensor(y, cute.make_layout(n_out)), T)
+        tz = cute.recast_tensor(cute.make_tensor(z, cute.make_layout(n_in)), T)
         kernel(tx, ty, tz).launch(grid=(GRID, 1, 1), block=shape)
     return launch
+
+
+def kernel_with(body, threads=(128, 1, 1)):
+    """A launch of one block of ``threads`` running ``body(x)``, x a global int32 tensor of 512
+    items (the misuse tests' kernels)."""
+    @cute.kernel
+    def kernel(x: cute.Tensor):
+        body(x)
+
+    @cute.jit
+    def launch(p: cute.Pointer):
+        kernel(cute.make_tensor(p, cute.make_layout(512))).launch(grid=(1, 1, 1), block=threads)
+    return launch
+
+
+def misuse(body, threads=(128, 1, 1)) -> str:
+    """The error compiling ``kernel_with(body)`` raises (it must raise one)."""
+    import pytest
+    with pytest.raises(Exception) as info:
+        cute.compile(kernel_with(body, threads), pointer(np.int32))
+    return str(info.value)
 
 
 def everything(dtype, threads: int = 128, items: int = 4):
@@ -69,7 +92,7 @@ def everything(dtype, threads: int = 128, items: int = 4):
         if tid == 0:
             z[bid * threads] = total + big
 
-    return host(kernel, threads, tile, GRID * tile, GRID * tile)
+    return host(kernel, T, threads, tile, GRID * tile, GRID * tile)
 
 
 def sort_and_sum(dtype, threads: int, items: int):
@@ -108,7 +131,7 @@ def scans(dtype, threads: int, items: int):
         excl = np.cumsum(tiles, axis=1, dtype=x.dtype) - tiles
         return (excl + np.maximum.accumulate(tiles, axis=1)).reshape(-1), None
 
-    return host(kernel, threads, tile, GRID * tile, GRID * tile), want
+    return host(kernel, T, threads, tile, GRID * tile, GRID * tile), want
 
 
 def merge_sort_shared(dtype, threads: int, items: int):
@@ -134,7 +157,7 @@ def merge_sort_shared(dtype, threads: int, items: int):
     def want(x):
         return np.sort(x.reshape(GRID, tile), axis=1).reshape(-1), None
 
-    return host(kernel, threads, tile, GRID * tile, GRID * tile), want
+    return host(kernel, T, threads, tile, GRID * tile, GRID * tile), want
 
 
 def warp_reductions(dtype, threads: int, items: int):
@@ -165,7 +188,7 @@ def warp_reductions(dtype, threads: int, items: int):
         out[:, :, 2] = np.cumsum(v, axis=1, dtype=x.dtype)
         return out.reshape(-1), None
 
-    return host(kernel, threads, tile, GRID * tile, GRID * threads * 3), want
+    return host(kernel, T, threads, tile, GRID * tile, GRID * threads * 3), want
 
 
 def descending(a, b):
@@ -197,14 +220,14 @@ def python_operators(dtype, threads: int, items: int):
 
     def want(x):
         tiles = x.reshape(GRID, tile)
-        down = -np.sort(-tiles, axis=1)
+        down = np.sort(tiles, axis=1)[:, ::-1]  # (not -sort(-x): unsigned 0 negates to 0)
         firsts = x.reshape(GRID, threads, items)[:, :, 0].reshape(GRID, -1, 32)
         z = np.zeros((GRID, threads), x.dtype)
         z[:, ::32] = firsts.max(axis=2)
         z[:, 0] = tiles.sum(axis=1, dtype=x.dtype)
         return np.minimum.accumulate(down, axis=1).reshape(-1), z.reshape(-1)
 
-    return host(kernel, threads, tile, GRID * tile, GRID * tile), want
+    return host(kernel, T, threads, tile, GRID * tile, GRID * tile), want
 
 
 def histogram(dtype, threads: int, items: int, bins: int = 64):
@@ -247,7 +270,7 @@ def histogram(dtype, threads: int, items: int, bins: int = 64):
             out[(g * 2 + 1) * bins:(g * 2 + 2) * bins] = 2 * counts
         return out, np.sort(x.reshape(GRID, tile), axis=1).reshape(-1)
 
-    return host(kernel, threads, tile, GRID * tile, GRID * tile), want
+    return host(kernel, T, threads, tile, GRID * tile, GRID * tile), want
 
 
 #: The 2-D and 3-D block shape of each thread count the GPU tests use (partial_tiles).
@@ -293,7 +316,7 @@ def partial_tiles(dtype, threads: int, items: int):
             z[g, 1] = tiles[g, :n // items * items:items].max()  # each thread's first item
         return y.reshape(-1), z.reshape(-1)
 
-    return host(kernel, shape, tile, GRID * tile, GRID * tile), want
+    return host(kernel, T, shape, tile, GRID * tile, GRID * tile), want
 
 
 STORAGE = TempStorage()
@@ -328,7 +351,7 @@ def explicit_storage(dtype, threads: int, items: int):
         z[:, 0] = tiles.sum(axis=1, dtype=x.dtype) + tiles.max(axis=1)
         return x, z.reshape(-1)
 
-    return host(kernel, threads, tile, GRID * tile, GRID * tile), want
+    return host(kernel, T, threads, tile, GRID * tile, GRID * tile), want
 
 
 CASES = {"explicit_storage": explicit_storage, "histogram": histogram,

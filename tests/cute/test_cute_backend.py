@@ -9,7 +9,7 @@ import cutlass
 import cutlass.cute as cute
 import numpy as np
 import pytest
-from kernels import CASES, everything, pointer, python_operators
+from kernels import CASES, everything, kernel_with, misuse, pointer, python_operators
 
 from coopgen import block, warp
 from coopgen.cute import call, clang
@@ -54,30 +54,13 @@ def test_import_coopgen_imports_no_cutlass():
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
-def _kernel_with(body, threads=(128, 1, 1)):
-    @cute.kernel
-    def kernel(x: cute.Tensor):
-        body(x)
-
-    @cute.jit
-    def launch(p: cute.Pointer):
-        kernel(cute.make_tensor(p, cute.make_layout(512))).launch(grid=(1, 1, 1), block=threads)
-    return launch
-
-
-def _misuse(body, threads=(128, 1, 1)):
-    with pytest.raises(Exception) as info:
-        cute.compile(_kernel_with(body, threads), pointer(np.int32))
-    return str(info.value)
-
-
 def test_fragments_of_two_dtypes_are_refused_by_name():
     def body(x):
         items = cute.make_rmem_tensor(4, cutlass.Int32)
         out = cute.make_rmem_tensor(4, cutlass.Float32)
         block.load(x, items)
         block.exclusive_sum(items, out)
-    message = _misuse(body)
+    message = misuse(body)
     assert "block.exclusive_sum" in message and "float32" in message and "int32" in message
 
 
@@ -87,7 +70,7 @@ def test_fragments_of_two_lengths_are_refused_by_name():
         out = cute.make_rmem_tensor(8, cutlass.Int32)
         block.load(x, items)
         block.inclusive_sum(items, out)
-    message = _misuse(body)
+    message = misuse(body)
     assert "block.inclusive_sum" in message and "8" in message and "4" in message
 
 
@@ -117,7 +100,7 @@ def test_a_strided_shared_tensor_is_refused():
         items = cute.make_rmem_tensor(4, cutlass.Int32)
         block.load(x, items)
         block.store(shared, items)
-    message = _misuse(body)
+    message = misuse(body)
     assert "block.store" in message and "contiguous" in message
 
 
@@ -126,7 +109,7 @@ def test_an_operator_of_the_wrong_arity_is_refused_by_name():
         items = cute.make_rmem_tensor(4, cutlass.Int32)
         block.load(x, items)
         block.reduce(items, binary_op=lambda a: a)
-    message = _misuse(body)
+    message = misuse(body)
     assert "block.reduce" in message and "takes 1 argument" in message
 
 
@@ -157,7 +140,7 @@ def test_python_operators_of_one_bytecode_keep_their_own_bodies():
         x[1] = warp.reduce(items[0], high)
         block.inclusive_scan(items, items, scan_op=low)
         block.store(x, items)
-    ptx = cute.compile[cute.KeepPTX](_kernel_with(body), pointer(np.int32)).artifacts.PTX
+    ptx = cute.compile[cute.KeepPTX](kernel_with(body), pointer(np.int32)).artifacts.PTX
     assert "min.s32" in ptx and "max.s32" in ptx
 
 
@@ -214,7 +197,7 @@ def test_coop_calls_two_phase_objects_and_jit_operators_link():
         x[0] = coop.block.sum(items) + TWO_PHASE_SUM(items) + coop.block.reduce(items, bigger) \
             + coop.warp.sum(items[0])
     call.RESOLVED.clear()
-    ptx = cute.compile[cute.KeepPTX](_kernel_with(body), pointer(np.int32)).artifacts.PTX
+    ptx = cute.compile[cute.KeepPTX](kernel_with(body), pointer(np.int32)).artifacts.PTX
     assert set(call.RESOLVED) == {"BlockLoad::Load(RandomAccessIterator, T (&)[ItemsPerThread])",
                                   "BlockReduce::Reduce(T (&)[ITEMS_PER_THREAD], ReductionOp)",
                                   "BlockReduce::Sum(T (&)[ITEMS_PER_THREAD])",

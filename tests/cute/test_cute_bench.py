@@ -48,6 +48,30 @@ def test_bench_kernel_links(name):
     assert call.RESOLVED, "no coopgen call was traced"
 
 
+def backward_branches(ptx: str) -> list[str]:
+    """The labels a branch jumps back to (a loop's head)."""
+    seen, back = set(), []
+    for line in ptx.splitlines():
+        label = re.match(r"\s*(\$L__\w+):", line)
+        if label:
+            seen.add(label.group(1))
+            continue
+        target = re.search(r"\bbra(?:\.uni)?\s+(\$L__\w+);", line)
+        if target and target.group(1) in seen:
+            back.append(target.group(1))
+    return back
+
+
+def test_the_histogram_is_straight_line_code_as_nvccs():
+    """The uint8 histogram's kernel (0.95 of the nvcc build's speed, docs/cute.md): its tile's
+    radix sort makes two passes over the 8-bit keys, which nvcc unrolls and clang's default
+    threshold left a loop; and clang's SLP vectorizer packed the items into 32-bit words
+    (unpacked with prmt). Now neither (coopgen.cute.clang.NVCC_LIKE)."""
+    ptx = cute_cases.build(cases.CASES["histogram"], 2, ARCH).artifacts.PTX
+    assert backward_branches(ptx) == []
+    assert "prmt" not in ptx
+
+
 def test_two_phase_objects_take_their_storage_first():
     """cuda.coop's two-phase objects called as ``obj(temp_storage, src, items)`` in a CuTe DSL
     kernel (coop_sort's kernel) resolve as with ``temp_storage=``."""
@@ -178,3 +202,42 @@ def test_charts_of_cute_runs_are_their_own():
     import draw
     assert draw.compiler_of({"environment": {"cutlass": "4.8.1"}}) == "cute"
     assert draw.compiler_of({"environment": {"numba-cuda": "0.30.4"}}) == ""
+
+
+def test_a_cute_runtime_run_writes_its_results_and_charts(tmp_path):
+    """What ``bench.py runtime --compiler cute`` does after timing (its first GPU run crashed
+    there): the JSON and table as runtime-cute, and the chart as kernel_vs_nvcc-cute.svg,
+    in a fresh process as the GPU run's, from rows of runtime_rows' fields (the timings made up
+    here: no GPU); drawing loads no RMSNorm module (it imports the numba examples)."""
+    script = f"""
+import sys
+sys.path.insert(0, {str(ROOT / "tools" / "bench")!r})
+import bench
+rows = [{{"case": name, "what": name, "n": 1 << 20, "dtype": "int32", "coopgen_ms": 0.5,
+          "native_ms": 0.5 * (1 + k / 100), "ratio": 1 + k / 100, "coopgen_GBps": 1.0,
+          "native_GBps": 1.0, "same_output": True, "coopgen_regs": 32, "native_regs": 32,
+          "rounds_ms": [(0.5, 0.5)]}} for k, name in enumerate(("sum", "histogram"))]
+skipped = {{"sort_i64_1024": "not written for CuTe DSL"}}
+results = {{"environment": bench.environment(), "runtime": rows, "runtime_not_run": skipped}}
+bench.write_results("runtime", results, [bench.print_runtime(rows, skipped)])
+assert "rmsnorm" not in sys.modules
+"""
+    env = {**__import__("os").environ, "COOPGEN_COMPILER": "cute",
+           "COOPGEN_BENCH_OUT": str(tmp_path)}
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, env=env,
+                         encoding="utf-8", errors="replace")
+    assert out.returncode == 0, out.stderr[-3000:]
+    import json
+    result = json.loads((tmp_path / "runtime-cute.json").read_text(encoding="utf-8"))
+    assert result["environment"]["cutlass"] == cutlass_version()
+    assert [r["case"] for r in result["runtime"]] == ["sum", "histogram"]
+    assert "| histogram | 2^20 int32 |" in (tmp_path / "runtime-cute.md").read_text("utf-8")
+    pytest.importorskip("matplotlib")
+    chart = (tmp_path / "kernel_vs_nvcc-cute.svg").read_text(encoding="utf-8")
+    assert 'id="ratio-histogram"' in chart and "CuTe DSL 4." in chart
+    assert f"wrote {tmp_path / 'kernel_vs_nvcc-cute.svg'}" in out.stdout
+
+
+def cutlass_version() -> str:
+    import cutlass
+    return cutlass.__version__

@@ -14,17 +14,6 @@ DTYPES = (np.int32, np.uint32, np.float32, np.int64)
 SHAPES = ((128, 4), (256, 8))
 
 
-@pytest.fixture(scope="module")
-def device():
-    from cuda.core import Device
-    try:
-        dev = Device(0)  # Device() would query a current context first: sanitizer noise
-        dev.set_current()
-    except Exception as e:  # noqa: BLE001 (no driver, no device)
-        pytest.skip(f"no CUDA GPU ({e})")
-    return dev
-
-
 def data(dtype, n: int, rng) -> np.ndarray:
     if np.dtype(dtype).kind == "f":  # sums of small integers: exact in float32
         return rng.integers(-50, 50, n).astype(dtype)

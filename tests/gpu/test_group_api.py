@@ -4,7 +4,7 @@ names (tests/gpu/group_cases.py holds the kernels)."""
 import numpy as np
 import pytest
 from gpu_util import block_id, cuda, dtype_id, launch, nthreads, rng_for, to_device, to_host
-from group_cases import CASES, GRID, ITEMS, cluster_queries, want_cluster_queries
+from group_cases import CASES, GRID, check, cluster_queries, want_cluster_queries
 
 pytestmark = pytest.mark.gpu
 
@@ -21,35 +21,10 @@ def _run(case, dtype, block):
     return args, [to_host(d) for d in d_args[len(args) - case.outputs:]], threads
 
 
-def _compare(got, want, dtype):
-    if want is None:
-        return
-    want = np.asarray(want, dtype=object)
-    defined = np.array([w is not None for w in want])
-    g, w = np.asarray(got)[defined], want[defined].astype(np.asarray(got).dtype)
-    if np.dtype(dtype).kind == "f" and np.asarray(got).dtype.kind == "f":
-        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-3)
-    else:
-        np.testing.assert_array_equal(g, w)
-
-
 @pytest.mark.parametrize("case, dtype, block", PARAMS)
 def test_group_call(case, dtype, block):
     args, outs, threads = _run(case, dtype, block)
-    if case.name.startswith("topk"):
-        x = args[0].reshape(GRID, threads * ITEMS)
-        got = outs[0].reshape(GRID, threads * ITEMS)[:, :16]
-        big = case.params["largest"]
-        want = np.sort(x, axis=1)[:, ::-1][:, :16] if big else np.sort(x, axis=1)[:, :16]
-        np.testing.assert_array_equal(np.sort(got, axis=1), np.sort(want, axis=1))
-        return
-    wants = case.want(args, threads)
-    for got, want in zip(outs, wants):
-        _compare(got, want, dtype)
-    if case.name.startswith("sort_2"):  # pairs: each value is the index of its key
-        keys, values = outs
-        np.testing.assert_array_equal(args[0][values.reshape(GRID, -1) + np.arange(GRID)[:, None]
-                                              * threads * ITEMS].reshape(-1), keys)
+    check(case, dtype, args, outs, threads)
 
 
 def test_cluster_queries_and_sync():

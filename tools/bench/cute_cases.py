@@ -220,13 +220,16 @@ def pointer(dtype, address: int = 0):
     return make_ptr(NUMBERS[np.dtype(dtype)], address, AddressSpace.gmem, assumed_align=16)
 
 
-def host(kernel, grid: int, threads: int, n_in: int, n_out: int):
+def host(kernel, grid: int, threads: int, n_in: int, n_out: int, dtypes: tuple):
     """A ``@cute.jit`` function launching ``kernel`` on ``grid`` blocks of ``threads`` over an
-    input of n_in and an output of n_out items (the pointers' dtypes)."""
+    input of n_in and an output of n_out items of ``dtypes`` (the pointers'; a tensor made from
+    a pointer has its MLIR element type, which has no sign: cute.recast_tensor types it)."""
+    t_in, t_out = (NUMBERS[np.dtype(d)] for d in dtypes)
+
     @cute.jit
     def launch(x: cute.Pointer, y: cute.Pointer):
-        kernel(cute.make_tensor(x, cute.make_layout(n_in)),
-               cute.make_tensor(y, cute.make_layout(n_out))).launch(
+        kernel(cute.recast_tensor(cute.make_tensor(x, cute.make_layout(n_in)), t_in),
+               cute.recast_tensor(cute.make_tensor(y, cute.make_layout(n_out)), t_out)).launch(
             grid=(grid, 1, 1), block=(threads, 1, 1))
     return launch
 
@@ -241,7 +244,7 @@ def build(case, grid: int, arch: str | None = None):
     n = grid * case.tile
     launch = host(KERNELS[case.name](in_dtype, *(() if case.threads == THREADS
                                                  else (case.threads,))),
-                  grid, case.threads, n, case.out_len(n))
+                  grid, case.threads, n, case.out_len(n), (in_dtype, case.dtype))
     options = [cute.KeepPTX, cute.KeepCUBIN, *([cute.GPUArch(arch)] if arch else [])]
     return cute.compile[tuple(options)](launch, pointer(in_dtype), pointer(case.dtype))
 

@@ -98,7 +98,7 @@ def one(name: str, run: bool) -> dict:
         n_out = case.out_len(n_in)
         want = case.expected
         launch = cute_cases.host(cute_cases.KERNELS[case.name](case.dtype), BLOCKS,
-                                 case.threads, n_in, n_out)
+                                 case.threads, n_in, n_out, (case.dtype, case.dtype))
     rng = np.random.default_rng(5)
     x = rng.integers(-1000, 1000, n_in, dtype=np.int32)
     if run:  # the context and the inputs first, untimed

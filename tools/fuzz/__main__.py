@@ -16,7 +16,7 @@ from . import runner, space
 #: group-first calls are, and the item dtypes it draws by default (None: every family's).
 BACKENDS = {"numba-cuda": (None, True, None),
             "mlir": (None, True, (*space.ALL_DTYPES, "record")),  # no half or complex items yet
-            "cute": ("cute", False, "cute")}
+            "cute": ("cute", True, "cute")}
 
 
 def backend_profile(name: str):

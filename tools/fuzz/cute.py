@@ -8,9 +8,10 @@ Every array of a batch lives in one device buffer, each at a 16-byte aligned off
 kernel takes one pointer and a launch copies one buffer each way.
 
 What coopgen.cute does not bind is not drawn, and ``--list`` says why: stateful operators
-(prefix callbacks), decomposers and counts callbacks, complex and record items, Python
+(prefix callbacks), decomposers and counts callbacks, complex and record items, and Python
 operators on half-precision items (passed by pointer; CUB's built-in operators on them are
-drawn), and cuda.coop's group-first calls. cutlass is imported only when a batch is built.
+drawn). cuda.coop's group-first calls are drawn as on numba. cutlass is imported only when a
+batch is built.
 """
 from __future__ import annotations
 
@@ -35,15 +36,17 @@ ALIGN = 16  # bytes: each array's offset in the batch's buffer
 PRELUDE = '''\
 import cutlass
 import cutlass.cute as cute
-from coopgen import TempStorage, block, thread, warp
+from coopgen import TempStorage, block, coop, thread, warp
 
 TS_EXCLUSIVE = TempStorage("exclusive")  # temp_storage= of calls drawn with storage "exclusive"
 TS_SHARED = TempStorage("shared")  # ... and "shared" (the kernel syncs before each use)
 
 
 def view(buf, offset, dtype, n):  # n items of dtype at a byte offset of the batch's buffer
-    return cute.make_tensor(cute.recast_ptr(buf.iterator + offset, dtype=dtype),
-                            cute.make_layout(n))
+    # (cute.recast_tensor types it dtype: a tensor made from a pointer has the pointer's MLIR
+    # element type, which has no sign, so unsigned items would read as signed)
+    return cute.recast_tensor(cute.make_tensor(cute.recast_ptr(buf.iterator + offset, dtype=dtype),
+                                               cute.make_layout(n)), dtype)
 
 
 def py_add(a, b):
@@ -117,7 +120,6 @@ class CuteDialect(kernels.Dialect):
     """The calls' surroundings in CuTe DSL."""
     block_index = "bx"
     sync = "cute.arch.barrier()"
-    group_calls = False
 
     def dtype(self, name: str) -> str:
         return _cutlass_name(name)
