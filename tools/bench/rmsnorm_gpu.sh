@@ -8,6 +8,7 @@
 #     bash tools/bench/rmsnorm_gpu.sh sweep    # the 306 shapes, every peer
 #     bash tools/bench/rmsnorm_gpu.sh slice    # bfloat16 only (153 shapes), when time is short
 #     bash tools/bench/rmsnorm_gpu.sh rest     # float16 after a slice: merges into the same JSON
+#     bash tools/bench/rmsnorm_gpu.sh decode   # 1 to 64 rows only (136 shapes): the latency-bound ones
 #     bash tools/bench/rmsnorm_gpu.sh all      # tests, then sweep
 #
 # GPUS=N times the sweep on N GPUs of the host (one process each, whole widths each); JOBS=N
@@ -56,7 +57,7 @@ tests() {
 
 sweep() {  # sweep [rmsnorm.py options]: every shape (or the slice named) into one JSON
   local rc
-  step "sweep${1:+-$2}" "$python" tools/bench/rmsnorm.py --sweep --gpus "${GPUS:-1}" \
+  step "sweep${1:+-${2//,/-}}" "$python" tools/bench/rmsnorm.py --sweep --gpus "${GPUS:-1}" \
     ${JOBS:+--jobs "$JOBS"} --budget "${BUDGET:-500}" --json "$out/rmsnorm-sweep.json" "$@"
   rc=$?
   if [ -f "$out/rmsnorm-sweep.json" ]; then
@@ -71,6 +72,7 @@ case "${1:-all}" in
   sweep) sweep ;;
   slice) sweep --dtypes bfloat16 ;;
   rest) sweep --dtypes float16 ;;
+  decode) sweep --rows 1,4,16,64 ;;
   all) tests; rc=$?; sweep || rc=$?; exit "$rc" ;;
-  *) echo "usage: rmsnorm_gpu.sh tests|sweep|slice|rest|all" >&2; exit 2 ;;
+  *) echo "usage: rmsnorm_gpu.sh tests|sweep|slice|rest|decode|all" >&2; exit 2 ;;
 esac
