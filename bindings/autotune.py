@@ -12,7 +12,15 @@ so later processes skip the timing.
 
 The function must be safe to call again with the same arguments (it writes its outputs; it does
 not update its inputs in place): each candidate runs on the caller's arguments. Candidates that
-fail to compile or launch are skipped (the reason is kept in ``tuner.failures``).
+fail to compile or launch are skipped (the reason is kept in ``tuner.failures``). ``prune``
+(``prune(configs, *args, **kwargs)`` -> the configs worth timing for these arguments, as
+Triton's ``prune_configs_by``) narrows the candidates of a key before any is run: a candidate
+meant only for a few rows is not timed on a prefill; a config given explicitly still runs.
+``copies`` (``copies(*args, **kwargs)`` -> a list of (args, kwargs)) gives the timing other
+arguments of the same shapes to cycle through, so that a call does not find its input in the
+L2 cache the previous call left it in (a kernel timed on one input over and over is timed on
+L2, while a caller's or a benchmark's input may come from memory); each candidate still runs
+first on the caller's own arguments.
 
 Cache: ``$COOPGEN_AUTOTUNE_CACHE`` or ``~/.cache/coopgen/autotune``; one JSON file per tuner
 name, tuner version and GPU (name and compute capability)."""
@@ -20,6 +28,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import itertools
 import json
 import os
 import statistics
@@ -70,11 +79,13 @@ class Autotuner:
 
     ``timer(call) -> seconds``: times one candidate (``call()`` launches it once); the default
     times launches on the GPU with events. ``device``: a name for the cache file (default: the
-    current GPU's name and compute capability)."""
+    current GPU's name and compute capability). ``prune``, ``copies``: see the module
+    docstring."""
 
     def __init__(self, fn, configs, key, *, name: str | None = None, version: str = "1",
-                 timer=None, device: str | None = None):
+                 timer=None, device: str | None = None, prune=None, copies=None):
         self.fn, self.configs, self.key = fn, list(configs), key
+        self.prune, self.copies = prune, copies
         if not self.configs or not all(isinstance(c, Config) for c in self.configs):
             raise ValueError("coopgen.autotune: configs must be a non-empty list of Config")
         self.name = name or f"{fn.__module__}.{fn.__qualname__}"
@@ -104,17 +115,22 @@ class Autotuner:
         """Time every candidate on these arguments; keep and save the fastest."""
         _refuse_in_capture(self.name)
         times, failures = {}, {}
-        for config in self.configs:
+        configs = self.configs if self.prune is None else [
+            c for c in self.prune(self.configs, *args, **kwargs) if c in self.configs]
+        inputs = self.copies and list(self.copies(*args, **kwargs)) or [(args, kwargs)]
+        for config in configs:
             call = functools.partial(self.fn, *args, config=config, **kwargs)
             try:
                 call()  # compiles and loads: not timed
-                times[config] = self.timer(call)
+                times[config] = self.timer(_cycling(self.fn, config, inputs))
             except Exception as e:  # noqa: BLE001 (a candidate that cannot run is skipped)
                 failures[config] = f"{type(e).__name__}: {e}"
+        del inputs  # the copies' memory goes back before the result is saved
         self.timings[key], self.failures[key] = times, failures
         if not times:
             raise RuntimeError(f"coopgen.autotune: no config of {self.name} ran for key {key}: "
-                               + "; ".join(f"{c}: {e}" for c, e in failures.items()))
+                               + ("; ".join(f"{c}: {e}" for c, e in failures.items())
+                                  or "prune left none"))
         self.best[key] = best = min(times, key=times.get)
         self._save(_key_text(key), best)
         return best
@@ -149,6 +165,12 @@ class Autotuner:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             json.dump(entries, f, indent=1, sort_keys=True)
         os.replace(tmp, path)  # other processes see the old file or the new one
+
+
+def _cycling(fn, config, inputs):
+    """A call of ``fn`` under ``config`` on each of ``inputs`` in turn, one per call."""
+    turn = itertools.cycle([functools.partial(fn, *a, config=config, **k) for a, k in inputs])
+    return lambda: next(turn)()
 
 
 def autotune(configs, key, **options):

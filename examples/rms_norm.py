@@ -19,7 +19,7 @@ which makes the L1 serve every 32-byte sector twice).
    ``block.load`` per slice of the row. The kernel
    views each thread's words as elements (``words.view(dtype)``, still registers). Other rows
    load guarded, one element at a time, with zeros past the end;
-2. square each item **in float32** and add the squares: the thread's own in a loop, then
+2. square each item **in float32** and add the squares: the thread's own in four independent chains (``CHAINS``), then
    ``warp.sum`` (CUB's ``WarpReduce``) within each warp, whose lane 0 leaves the warp's sum in
    shared memory; after the block's one barrier, each warp adds those sums with ``warp.sum``
    again and broadcasts the total to its lanes with a shuffle. Every thread then has the row's
@@ -34,6 +34,19 @@ which makes the L1 serve every 32-byte sector twice).
 
 Full-row kernels declare launch bounds for an SM's 2,048 threads (``SM_THREADS``), which keeps
 them at 32 registers: four blocks of 512 threads an SM instead of three.
+
+Two more layouts for the autotuner (``make_kernel``; ``examples/torch_rms_norm.py`` names the
+candidates):
+
+- **a warp per row** (``warp_rows``), for narrow rows (up to 2,048 elements: eight 16-byte
+  vectors a lane): each warp loads its row and the weights with ``warp.load`` (CUB's WarpLoad,
+  16-byte vectors, a warp's access 512 contiguous bytes), adds the squares with ``warp.sum``
+  and broadcasts the sum with a shuffle, and stores with ``warp.store``: no shared memory and no
+  barrier, several rows a block. At 1,024 wide a block per row spends two warp reductions, a
+  shared-memory round trip and a barrier after the loads; a warp spends one reduction;
+- **CUB's BlockReduce** (``block.sum`` with the raking or warp-reductions algorithm, the sum in
+  thread 0 broadcast through shared memory) in place of the two ``warp.sum`` stages, for a few
+  rows, where one block runs on an SM and its reduction's latency is the time.
 
 Inputs are device arrays: numba's, or any DLPack producer (PyTorch, CuPy, JAX), seen without a
 copy. DLPack comes first because it names bfloat16; a ``__cuda_array_interface__`` typestr
@@ -89,10 +102,24 @@ def plan(hidden: int, threads: int | None = None) -> tuple[int, int]:
     return threads, items
 
 
+#: The block reductions a row-per-block kernel may use (``make_kernel``'s ``reduce``): "warps",
+#: ``warp.sum`` in each warp, then over the warps' sums (one barrier, then five shuffles and a
+#: broadcast); "warps_shared", ``warp.sum`` in each warp, then every thread adds the warps'
+#: sums from shared memory itself (one barrier, no shuffle after it: broadcast reads and four
+#: chains of adds); or CUB's BlockReduce (``block.sum``) with one of its algorithms, its sum in
+#: thread 0 broadcast through shared memory (a second barrier)
+REDUCTIONS = ("warps", "warps_shared", "raking_commutative_only", "warp_reductions")
+WARP = 32
+#: A thread adds its squares in this many independent chains (one chain of 32 dependent adds
+#: is 32 adds' latency between the loads' arrival and the first shuffle)
+CHAINS = 4
+
+
 @functools.lru_cache(maxsize=None)
 def make_kernel(dtype: str, items: int, full: bool, convert_once: bool = False,
                 striped: bool = False, blocked: bool = False, threads: int | None = None,
-                tail: bool = False, cache: bool | None = None):
+                tail: bool = False, reduce: str = "warps", warp_rows: int = 0,
+                cache: bool | None = None):
     """The kernel for rows of ``dtype`` with ``items`` elements per thread. ``full``: every row
     is exactly threads * items long, and x, w and y come as uint32 words (two elements each);
     otherwise they come as elements and load guarded. ``convert_once``: keep each element's
@@ -108,18 +135,49 @@ def make_kernel(dtype: str, items: int, full: bool, convert_once: bool = False,
     ``full``, not ``striped`` or ``blocked``): rows of whole 16-byte vectors (a multiple of 8
     elements) narrower than threads * items: the rows still come as words in 16-byte vectors,
     and a thread loads and stores only its vectors that lie in the row (zeros past it).
+    ``reduce``: the block's reduction, one of ``REDUCTIONS``; CUB's (for a few rows: one block
+    an SM whatever its registers) declare no launch bounds.
+    ``warp_rows`` (with ``full``, not ``striped`` or ``blocked``): a warp per row instead of a
+    block, ``warp_rows`` rows a block (``threads`` = 32 * ``warp_rows``; ``items`` per lane):
+    ``warp.load`` and ``warp.store`` (CUB's WarpLoad and WarpStore, 16-byte vectors, a warp's
+    access 512 contiguous bytes), ``warp.sum`` and a shuffle: no shared memory and no barrier.
     ``cache`` (default ``KERNEL_CACHE``): a ``cache=True`` kernel whose cache file names the
     variant, so processes compiling other variants at once never write the same file (numba
     keeps one index per function and rewrites it on every save)."""
+    if reduce not in REDUCTIONS:
+        raise ValueError(f"rms_norm: reduce={reduce!r} is none of {REDUCTIONS}")
+    if warp_rows and not (full and not striped and not blocked and reduce == "warps"):
+        raise ValueError("rms_norm: a warp per row (warp_rows) takes rows of 16-byte vectors "
+                         "in slices (full, not striped or blocked) and its own reduction")
     element = np.dtype(dtype)
     words = items // 2
     quads = items // 4
     vectors = words // 4  # 16-byte vectors a thread
-    # full rows only: the guarded element-by-element path would spill at 32 registers
+    two_stage = reduce == "warps"
+    shared_sums = reduce == "warps_shared"
+    if shared_sums and not threads:
+        raise ValueError("rms_norm: reduce='warps_shared' adds each warp's sum: it needs the "
+                         "block size (threads)")
+    warps = -(-threads // WARP) if threads else WARP
+    # full rows only: the guarded element-by-element path would spill at 32 registers, and
+    # so would the other reductions at 16 items (their kernels, for a few rows, where one
+    # block runs an SM, only promise their block size)
     bounds = {"launch_bounds": (threads, SM_THREADS // threads)} \
-        if threads and full and items <= VECTOR * VECTORS else {}
+        if threads and full and items <= VECTOR * VECTORS and two_stage and not warp_rows \
+        else {"launch_bounds": (threads,)} if threads and not two_stage else {}
+    lanes_words = WARP * 4  # words of one slice of a warp's row: a 16-byte vector a lane
 
     def rms_norm_kernel(x, w, y, hidden, eps):
+        if warp_rows:  # a warp's row: vector v of each lane in the row's v-th slice
+            lane = cuda.threadIdx.x & 31
+            base = (cuda.blockIdx.x * warp_rows + (cuda.threadIdx.x >> 5)) * (hidden >> 1)
+            if base >= x.size:  # past the last row: the block's last warps
+                return
+            span, mine = lanes_words, 4 * lane
+        elif full and not striped and not blocked:  # the block's row, in slices likewise
+            base = cuda.blockIdx.x * (hidden >> 1)
+            span = cuda.blockDim.x * 4  # words of one slice: a vector for every thread
+            mine = 4 * cuda.threadIdx.x  # the first word of this thread's vector in a slice
         if full and striped:
             base = cuda.blockIdx.x * (hidden >> 2)
             x_quads = local.array(quads, np.uint64)
@@ -137,17 +195,18 @@ def make_kernel(dtype: str, items: int, full: bool, convert_once: bool = False,
             vals = x_words.view(element)
             weights = w_words.view(element)
         elif full:
-            base = cuda.blockIdx.x * (hidden >> 1)
-            span = cuda.blockDim.x * 4  # words of one slice: a vector for every thread
-            mine = 4 * cuda.threadIdx.x  # the first word of this thread's vector in a slice
             x_words = local.array(words, np.uint32)
             w_words = local.array(words, np.uint32)
             x_part = local.array(4, np.uint32)
             w_part = local.array(4, np.uint32)
             for v in range(vectors):
                 if not tail or v * span + mine < hidden >> 1:
-                    block.load(x[base + v * span:], x_part, algorithm="vectorize")
-                    block.load(w[v * span:], w_part, algorithm="vectorize")
+                    if warp_rows:  # CUB's WarpLoad: the lane's 16 bytes
+                        warp.load(x[base + v * span:], x_part, algorithm="vectorize")
+                        warp.load(w[v * span:], w_part, algorithm="vectorize")
+                    else:
+                        block.load(x[base + v * span:], x_part, algorithm="vectorize")
+                        block.load(w[v * span:], w_part, algorithm="vectorize")
                 else:  # past the row's end
                     for j in range(4):
                         x_part[j] = np.uint32(0)
@@ -164,20 +223,47 @@ def make_kernel(dtype: str, items: int, full: bool, convert_once: bool = False,
             block.load(x[base:], vals, items, "direct", hidden, 0)
             block.load(w, weights, items, "direct", hidden, 0)
         kept = local.array(items, np.float32)
-        total = np.float32(0)
+        squares = local.array(CHAINS, np.float32)  # independent chains of adds
+        for j in range(CHAINS):
+            squares[j] = np.float32(0)
         for i in range(items):
             v = np.float32(vals[i])
-            total += v * v
+            squares[i % CHAINS] += v * v
             if convert_once:
                 kept[i] = v
-        warp_sums = cuda.shared.array(32, np.float32)
-        lane = cuda.threadIdx.x & 31
-        total = warp.sum(total)  # valid in lane 0
-        if lane == 0:
-            warp_sums[cuda.threadIdx.x >> 5] = total
-        cuda.syncthreads()
-        total = warp_sums[lane] if lane < cuda.blockDim.x >> 5 else np.float32(0)
-        total = cuda.shfl_sync(0xFFFFFFFF, warp.sum(total), 0)  # the row's, in every lane
+        total = squares[0]
+        for j in range(1, CHAINS):
+            total += squares[j]
+        if warp_rows:  # the row's sum, in every lane of its warp
+            total = cuda.shfl_sync(0xFFFFFFFF, warp.sum(total), 0)
+        elif shared_sums:
+            warp_sums = cuda.shared.array(WARP, np.float32)
+            total = warp.sum(total)  # valid in lane 0
+            if cuda.threadIdx.x & 31 == 0:
+                warp_sums[cuda.threadIdx.x >> 5] = total
+            cuda.syncthreads()
+            chains = local.array(4, np.float32)  # four independent chains of adds
+            for j in range(4):
+                chains[j] = np.float32(0)
+            for i in range(warps):
+                chains[i & 3] += warp_sums[i]
+            total = (chains[0] + chains[1]) + (chains[2] + chains[3])
+        elif two_stage:
+            warp_sums = cuda.shared.array(WARP, np.float32)
+            lane = cuda.threadIdx.x & 31
+            total = warp.sum(total)  # valid in lane 0
+            if lane == 0:
+                warp_sums[cuda.threadIdx.x >> 5] = total
+            cuda.syncthreads()
+            total = warp_sums[lane] if lane < cuda.blockDim.x >> 5 else np.float32(0)
+            total = cuda.shfl_sync(0xFFFFFFFF, warp.sum(total), 0)  # the row's, in every lane
+        else:
+            row_sum = cuda.shared.array(1, np.float32)
+            total = block.sum(total, algorithm=reduce)  # valid in thread 0
+            if cuda.threadIdx.x == 0:
+                row_sum[0] = total
+            cuda.syncthreads()
+            total = row_sum[0]
         r = libdevice.rsqrtf(libdevice.fast_fdividef(total, np.float32(hidden)) + eps)
         y_words = local.array(words, np.uint32)
         y_quads = local.array(quads, np.uint64)
@@ -195,14 +281,15 @@ def make_kernel(dtype: str, items: int, full: bool, convert_once: bool = False,
                 for j in range(4):
                     y_part[j] = y_words[4 * v + j]
                 if not tail or v * span + mine < hidden >> 1:
-                    block.store(y[base + v * span:], y_part, algorithm="vectorize")
+                    if warp_rows:  # CUB's WarpStore
+                        warp.store(y[base + v * span:], y_part, algorithm="vectorize")
+                    else:
+                        block.store(y[base + v * span:], y_part, algorithm="vectorize")
         else:
             block.store(y[base:], out, items, "direct", hidden)
 
-    # numba-cuda keeps no cache file of a kernel that links files ("Cannot pickle
-    # CUDACodeLibrary with linking files"), as its bfloat16 kernels here do: compiled in process
-    if (KERNEL_CACHE if cache is None else cache) and dtype != "bfloat16":
-        variant = f"{dtype}_{items}_{threads}_" + "".join(
+    if KERNEL_CACHE if cache is None else cache:
+        variant = f"{dtype}_{items}_{threads}_{reduce}_{warp_rows}_" + "".join(
             "1" if flag else "0" for flag in (full, convert_once, striped, blocked, tail))
         rms_norm_kernel.__qualname__ += "_" + variant
         bounds["cache"] = True

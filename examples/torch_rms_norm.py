@@ -28,36 +28,84 @@ from coopgen.autotune import Config, autotune, pow2
 #: kernel's variant: vectors in slices of the row ("sliced"; rows of whole vectors narrower
 #: than the block's vectors skip those past the end), striped 8-byte words or each thread's
 #: vectors side by side ("striped", "blocked": rows exactly the block's vectors), or elements
-#: one at a time, guarded ("elements": any width); convert_once keeps each float32 value
-CONFIGS = [Config(vectors=v, variant=variant, convert_once=False)
-           for v in (1, 2, 3, 4) for variant in ("sliced", "striped")] + \
-    [Config(vectors=2, variant="blocked", convert_once=False),
-     Config(vectors=2, variant="sliced", convert_once=True),
-     Config(vectors=1, variant="elements", convert_once=False),
-     Config(vectors=2, variant="elements", convert_once=False)]
+#: one at a time, guarded ("elements": any width); convert_once keeps each float32 value;
+#: reduce: the block's reduction (``example.REDUCTIONS``).
+#: "warp": a warp per row, ``warp_rows`` rows a block, ``vectors`` 16-byte vectors a lane
+#: (rows of whole vectors up to 256 * 8 = 2,048 elements: the narrow rows, where a block's
+#: barrier and second reduction are most of the time after the loads).
+#: Decode candidates (``decode_only``: for at most ``DECODE_ROWS`` rows, where one block an SM
+#: runs and its latency is the time): the block's other reductions (the warps' sums added by
+#: every thread from shared memory; CUB's BlockReduce, raking or warp reductions), half a
+#: vector a thread (``vectors=0.5``, striped 8-byte words: 1,024 threads at 4,096 wide), and a
+#: warp per row in blocks of one warp (each row on an SM of its own).
+
+
+def _config(vectors, variant, convert_once=False, reduce="warps", warp_rows=0) -> Config:
+    return Config(vectors=vectors, variant=variant, convert_once=convert_once, reduce=reduce,
+                  warp_rows=warp_rows)
+
+
+WARP_ROWS = (4, 1)  # rows a block of the "warp" variant: 128 threads, or 32 for decode batches
+CONFIGS = [_config(v, variant) for v in (1, 2, 3, 4) for variant in ("sliced", "striped")] + \
+    [_config(2, "blocked"), _config(2, "sliced", convert_once=True), _config(1, "elements"),
+     _config(2, "elements")] + \
+    [_config(v, "warp", warp_rows=r) for r in WARP_ROWS for v in range(1, 9)] + \
+    [_config(0.5, "striped")] + \
+    [_config(v, "sliced", reduce=r) for r in example.REDUCTIONS[1:] for v in (1, 2)]
 DTYPES = {torch.float16: "float16", torch.bfloat16: "bfloat16"}
+DECODE_ROWS = 64  # the most rows (their bucket, ``pow2``) a decode candidate is timed for
 
 
-def threads_for(hidden: int, vectors: int) -> int:
+def decode_only(config: Config) -> bool:
+    """Whether ``config`` is a candidate only for buckets of at most ``DECODE_ROWS`` rows."""
+    return config.reduce != "warps" or config.vectors < 1 or config.warp_rows == 1
+
+
+def for_rows(config: Config, rows: int) -> bool:
+    """Whether the autotuner times ``config`` for ``rows`` rows (their bucket): decode
+    candidates only for a few rows."""
+    return not decode_only(config) or pow2(rows) <= DECODE_ROWS
+
+
+def threads_for(hidden: int, vectors) -> int:
     """The block size where each thread holds ``vectors`` 16-byte vectors of the row."""
-    threads = 32 * -(-hidden // (example.VECTOR * vectors * 32))
+    threads = 32 * -(-hidden // int(example.VECTOR * vectors * 32))
     if threads > example.MAX_THREADS:
         raise ValueError(f"rms_norm: {vectors} vectors a thread need {threads} threads for "
                          f"rows of {hidden}, more than {example.MAX_THREADS}")
     return threads
 
 
-def kernel_plan(dtype: str, hidden: int, config: Config) -> tuple[int, tuple, object]:
-    """(threads, ``example.make_kernel``'s arguments, the view of x, w and y) of the example's
-    kernel for rows of ``hidden`` under ``config``; ValueError where ``config`` is no candidate
-    for that width (its variant cannot hold the row, or the width leaves it fewer vectors a
-    thread than it names: the kernel of another candidate)."""
+def kernel_plan(dtype: str, hidden: int, config: Config) -> tuple[int, tuple, object, int]:
+    """(threads, ``example.make_kernel``'s arguments, the view of x, w and y, rows a block) of
+    the example's kernel for rows of ``hidden`` under ``config``; ValueError where ``config``
+    is no candidate for that width (its variant cannot hold the row, or the width leaves it
+    fewer vectors a thread than it names: the kernel of another candidate)."""
+    whole = hidden % example.VECTOR == 0  # rows of whole 16-byte vectors
+    if config.variant == "warp":
+        items = example.VECTOR * config.vectors  # a lane's
+        if not whole or -(-hidden // (example.VECTOR * 32)) != config.vectors:
+            raise ValueError(f"rms_norm: rows of {hidden} are no rows of {config.vectors} "
+                             f"16-byte vectors a lane for a warp")
+        threads = 32 * config.warp_rows
+        return threads, (dtype, items, True, config.convert_once, False, False, threads,
+                         32 * items != hidden, config.reduce, config.warp_rows), np.uint32, \
+            config.warp_rows
+    if config.vectors < 1:  # part of a vector a thread: striped words of the whole row
+        items = int(example.VECTOR * config.vectors)
+        threads = hidden // items
+        if config.variant != "striped" or hidden % (32 * items) or \
+                not 32 <= threads <= example.MAX_THREADS:
+            raise ValueError(f"rms_norm: rows of {hidden} are no {config.variant} rows of "
+                             f"{items} elements for each of at most {example.MAX_THREADS} "
+                             f"threads")
+        return threads, (dtype, items, True, config.convert_once, True, False, threads, False,
+                         config.reduce, 0), np.uint64, 1
     threads, items = example.plan(hidden, threads_for(hidden, config.vectors))
     if items != example.VECTOR * config.vectors:
         raise ValueError(f"rms_norm: {config.vectors} vectors a thread are {threads} x {items} "
                          f"for rows of {hidden}: the kernel of {items // example.VECTOR}")
     full = threads * items == hidden  # items are whole vectors: striped fits them
-    whole = hidden % example.VECTOR == 0  # rows of whole 16-byte vectors
     words = {"sliced": whole, "elements": False}.get(config.variant, full)
     elements = config.variant == "elements"
     if elements and full or not elements and not words:
@@ -68,16 +116,18 @@ def kernel_plan(dtype: str, hidden: int, config: Config) -> tuple[int, tuple, ob
     # for
     view = (np.uint64 if striped else np.uint32) if words else "flat"
     return threads, (dtype, items, words, config.convert_once, striped,
-                     config.variant == "blocked", threads, words and not full), view
+                     config.variant == "blocked", threads, words and not full,
+                     config.reduce, 0), view, 1
 
 
 @functools.lru_cache(maxsize=None)
 def launcher_for(dtype: str, hidden: int, config: Config):
-    """(launcher, threads) of the example's kernel for rows of ``hidden`` under ``config``."""
-    threads, arguments, view = kernel_plan(dtype, hidden, config)
+    """(launcher, threads, rows a block) of the example's kernel for rows of ``hidden`` under
+    ``config``."""
+    threads, arguments, view, per_block = kernel_plan(dtype, hidden, config)
     # hidden and eps: Python numbers passed as the kernel's int32 and float32
     return ct.launcher(example.make_kernel(*arguments), views={0: view, 1: view, 2: view},
-                       scalars={3: np.int32, 4: np.float32}), threads
+                       scalars={3: np.int32, 4: np.float32}), threads, per_block
 
 
 def _key(x, w, eps, out):
@@ -85,13 +135,39 @@ def _key(x, w, eps, out):
     return x.dtype, hidden, pow2(x.numel() // hidden)
 
 
-# version 2: candidates that repeat another's kernel for a width are no candidates for it
-@autotune(CONFIGS, _key, name="examples.rms_norm", version="2")
+def _prune(configs, x, w, eps, out):
+    return [c for c in configs if for_rows(c, x.numel() // x.shape[-1])]
+
+
+#: the copies of x and out the autotuner's timing cycles through hold this many L2 caches ...
+COLD_L2 = 2
+MAX_COPIES = 16  # ... in at most this many copies
+
+
+def _copies(x, w, eps, out):
+    """Arguments for the timing to cycle through (``coopgen.autotune``'s ``copies``): x and
+    out, and copies of them holding ``COLD_L2`` L2 caches, so that a candidate is timed on x
+    read from memory, not on the L2 its previous call filled (a few rows fit the L2 whatever
+    the copies: there the time is the latency of L2 hits, as in a decode loop). Only x and
+    out where one x is that large already; none where the GPU has no room for the copies."""
+    l2 = torch.cuda.get_device_properties(x.device).L2_cache_size
+    n = min(MAX_COPIES, -(-COLD_L2 * l2 // max(x.numel() * x.element_size(), 1)))
+    out = torch.empty_like(x) if out is None else out
+    try:
+        return [((x, w, eps, out), {})] + [
+            ((x.clone(), w, eps, torch.empty_like(out)), {}) for _ in range(n - 1)]
+    except torch.cuda.OutOfMemoryError:
+        return []
+
+
+# version 3: a warp per row, other block reductions and half vectors for decode batches; timed
+# on copies of x
+@autotune(CONFIGS, _key, name="examples.rms_norm", version="3", prune=_prune, copies=_copies)
 def _run(x, w, eps, out, *, config):
     hidden = x.shape[-1]
-    launch, threads = launcher_for(DTYPES[x.dtype], hidden, config)
-    launch.launch((x.numel() // hidden, 1, 1), (threads, 1, 1),
-                  (x, w, out, hidden, eps))
+    rows = x.numel() // hidden
+    launch, threads, per_block = launcher_for(DTYPES[x.dtype], hidden, config)
+    launch.launch((-(-rows // per_block), 1, 1), (threads, 1, 1), (x, w, out, hidden, eps))
     return out
 
 
@@ -124,10 +200,11 @@ def rms_norm(x: torch.Tensor, w: torch.Tensor, eps: float = 1e-6,
     if x.numel():
         if config is None:
             _run(x, w, eps, out)
-            launch, threads = launcher_for(DTYPES[x.dtype], hidden,
-                                           _run.config_for(x, w, eps, out))
+            launch, threads, per_block = launcher_for(DTYPES[x.dtype], hidden,
+                                                      _run.config_for(x, w, eps, out))
             _ready[x.dtype, x.shape, w.dtype, w.shape] = (
-                launch.launch, (x.numel() // hidden, 1, 1), (threads, 1, 1), hidden)
+                launch.launch, (-(-(x.numel() // hidden) // per_block), 1, 1), (threads, 1, 1),
+                hidden)
         else:
             _run.fn(x, w, eps, out, config=config)
     return out

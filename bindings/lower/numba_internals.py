@@ -2,8 +2,9 @@
 configuration, ``extending``, typing templates, ``imputils`` and ``rewrites`` are public):
 :data:`EXPECTED`, which :func:`problems` checks against the installed numba-cuda
 (tests/cpu/test_numba_internals.py). ``cache=True`` needs one: numba refuses to pickle
-in-memory LTO-IR, so :func:`install_kernel_cache` stores coopgen's with the library and a later
-process loads the kernel with no typing, lowering, NVVM or NVRTC."""
+code linked from memory, so :func:`install_kernel_cache` stores coopgen's LTO-IR (and the
+source of numba-cuda's bfloat16 shims) with the library and a later process loads the kernel
+with no typing, lowering, NVVM or NVRTC."""
 import importlib
 import inspect
 import sys
@@ -37,18 +38,24 @@ def compiling_for_cc() -> tuple[int, int] | None:
 
 
 def install_kernel_cache() -> bool:
-    """Let ``@cuda.jit(cache=True)`` keep kernels linking coopgen's LTO-IR; False where numba's
-    code library no longer has the expected shape."""
+    """Let ``@cuda.jit(cache=True)`` keep kernels linking coopgen's LTO-IR or numba-cuda's
+    float16/bfloat16 shim source (bfloat16 kernels); False where numba's code library no longer
+    has the expected shape."""
     from numba.cuda.codegen import CUDACodeLibrary
-    from numba.cuda.cudadrv.linkable_code import LTOIR
+    from numba.cuda.cudadrv.linkable_code import CUSource, LTOIR
     if getattr(CUDACodeLibrary, "_coopgen_cache", False):
         return True
     if not _code_library_fits():
         return False  # leave numba's cache as it is; tests report the change
     reduce, rebuild = CUDACodeLibrary._reduce_states, CUDACodeLibrary._rebuild.__func__
+    kinds = {"ltoir": LTOIR, "cu": CUSource}
+
+    def kind_of(f):  # CUDA source with no callbacks pickles as data too
+        plain = type(f) is CUSource and not (f.setup_callback or f.teardown_callback or f.nrt)
+        return "ltoir" if isinstance(f, LTOIR) else "cu" if plain else None
 
     def reduce_states(self):
-        ours = [f for f in self._linking_files if isinstance(f, LTOIR)]
+        ours = [f for f in self._linking_files if kind_of(f)]
         if not ours:
             return reduce(self)
         if self._entry_name is not None:
@@ -64,13 +71,15 @@ def install_kernel_cache() -> bool:
             state = reduce(self)
         finally:
             self._linking_files = saved
-        state["coopgen_ltoir"] = tuple((f.name, bytes(f.data)) for f in
-                                       sorted(ours, key=lambda f: str(f.name)))
+        state["coopgen_linking"] = tuple(
+            (kind_of(f), str(f.name), bytes(f.data) if isinstance(f, LTOIR) else f.data)
+            for f in sorted(ours, key=lambda f: (kind_of(f), str(f.name))))
         return state
 
-    def rebuilt(cls, coopgen_ltoir=(), **state):
+    def rebuilt(cls, coopgen_linking=(), coopgen_ltoir=(), **state):
         instance = rebuild(cls, **state)
-        instance._linking_files.update(LTOIR(data, name=name) for name, data in coopgen_ltoir)
+        for kind, name, data in (*coopgen_linking, *(("ltoir", *f) for f in coopgen_ltoir)):
+            instance._linking_files.add(kinds[kind](data, name=name))
         return instance
 
     CUDACodeLibrary._reduce_states = reduce_states
@@ -109,8 +118,9 @@ EXPECTED = (
      and "compute_capability" in _at("numba.cuda.compiler:CUDAFlags").options),
     ("numba.cuda.codegen.CUDACodeLibrary: _reduce_states(), classmethod _rebuild(**state), "
      "_linking_files (a set), _entry_name, get_cubin()", _code_library_fits),
-    ("numba.cuda.cudadrv.linkable_code.LTOIR(data, name=)",
-     lambda: "name" in inspect.signature(_at("numba.cuda.cudadrv.linkable_code:LTOIR")).parameters),
+    ("numba.cuda.cudadrv.linkable_code.LTOIR and CUSource(data, name=, callbacks, nrt=)",
+     lambda: all({"name", "setup_callback", "teardown_callback", "nrt"} <= set(inspect.signature(
+         _at(f"numba.cuda.cudadrv.linkable_code:{c}")).parameters) for c in ("LTOIR", "CUSource"))),
     ("numba.cuda.core.analysis.compute_cfg_from_blocks",
      lambda: callable(_at("numba.cuda.core.analysis:compute_cfg_from_blocks"))),
     ("numba.cuda.cudadrv.nvvm: set_launch_bounds(function, n) and NVVM().data_layout",

@@ -72,3 +72,29 @@ def test_a_kernel_library_linking_coopgen_ltoir_pickles():
     restored = pickle.loads(pickle.dumps(library))
     (copy,) = restored._linking_files
     assert isinstance(copy, LTOIR) and bytes(copy.data) == bytes(bundle.data)
+
+
+def test_a_bfloat16_kernel_library_pickles_with_numba_cudas_shim_source():
+    """bfloat16 arithmetic links numba-cuda's own shim (CUDA source in memory), which numba-cuda
+    alone refuses to pickle ("Cannot pickle CUDACodeLibrary with linking files"): the cache keeps
+    it beside coopgen's LTO-IR, and the restored library has both to link."""
+    from numba.cuda import bfloat16
+    from numba.cuda.compiler import compile_cuda
+    from numba.cuda.cudadrv.linkable_code import CUSource, LTOIR
+
+    def k(x, y):
+        items = local.array(4, np.float32)
+        block.load(x, items)
+        y[0] = bfloat16(block.sum(items)) * bfloat16(x[0])
+
+    assert numba_internals.install_kernel_cache()
+    with coopgen.block_shape(128):
+        library = compile_cuda(k, None, (types.float32[::1], types.bfloat16[::1]),
+                               cc=(9, 0)).library
+    kinds = sorted(type(f).__name__ for f in library._linking_files)
+    assert kinds == ["CUSource", "LinkedShimBundle"], kinds
+    restored = pickle.loads(pickle.dumps(library))
+    by_kind = {type(f): f for f in restored._linking_files}
+    assert set(by_kind) == {CUSource, LTOIR}
+    (shim,) = [f for f in library._linking_files if isinstance(f, CUSource)]
+    assert by_kind[CUSource].data == shim.data and "__nv_bfloat16" in by_kind[CUSource].data

@@ -3,6 +3,7 @@ sweep and for odd ones (each covers the row, none repeats another's kernel, each
 sm_90), the kernels' per-variant cache files, the shapes split over GPUs, the pool's compile
 tasks, and the parts merged into one file and one table. Skipped where PyTorch is absent."""
 import json
+import re
 import sys
 import warnings
 from pathlib import Path
@@ -37,22 +38,54 @@ def _plans(hidden):
 def test_every_candidate_covers_the_row_and_none_repeats_a_kernel(hidden):
     plans = _plans(hidden)
     assert plans, f"no candidate for rows of {hidden}"
-    kernels = [arguments for _, arguments, _ in plans.values()]
+    kernels = [arguments for _, arguments, _, _ in plans.values()]
     assert len(kernels) == len(set(kernels))  # one timing per kernel
-    for config, (threads, arguments, view) in plans.items():
-        _, items, words, _, striped, blocked, _, tail = arguments
+    for config, (threads, arguments, view, per_block) in plans.items():
+        _, items, words, _, striped, blocked, _, tail, reduce, warp_rows = arguments
         assert threads % 32 == 0 and 32 <= threads <= rms_norm.MAX_THREADS
-        assert items == rms_norm.VECTOR * config.vectors and threads * items >= hidden
-        full = threads * items == hidden
+        assert items == rms_norm.VECTOR * config.vectors and reduce == config.reduce
+        # the threads that hold a row: a block's, or a warp's
+        holders = 32 if config.variant == "warp" else threads
+        assert holders * items >= hidden and per_block == max(warp_rows, 1)
+        full = holders * items == hidden
         if config.variant in ("striped", "blocked"):
             assert full and words and not tail  # exactly the block's vectors
-        if config.variant == "sliced":
+        if config.variant in ("sliced", "warp"):
             assert hidden % rms_norm.VECTOR == 0 and words and tail == (not full)
         if config.variant == "elements":
             assert not full and not words and view == "flat"
+        if config.variant == "warp":
+            assert warp_rows == config.warp_rows and threads == 32 * warp_rows and \
+                holders * (items - rms_norm.VECTOR) < hidden  # no lane's vectors all past it
+        else:
+            assert warp_rows == 0
         assert view == ("flat" if not words else np.uint64 if striped else np.uint32)
     if hidden % rms_norm.VECTOR == 0:  # rows of whole vectors move as 16-byte vectors
         assert any(config.variant == "sliced" for config in plans)
+    if hidden % rms_norm.VECTOR == 0 and hidden <= 32 * 8 * rms_norm.VECTOR:
+        assert [(c.vectors, c.warp_rows) for c in plans if c.variant == "warp"] == \
+            [(-(-hidden // (32 * rms_norm.VECTOR)), r) for r in trn.WARP_ROWS]  # a warp a row
+
+
+def test_decode_candidates_are_pruned_past_decode_batches():
+    decode = [c for c in trn.CONFIGS if trn.decode_only(c)]
+    assert {c.reduce for c in decode} == set(rms_norm.REDUCTIONS) and \
+        any(c.vectors < 1 for c in decode)
+    half = trn._config(0.5, "striped")
+    assert trn._config(4, "warp", warp_rows=1) in decode and \
+        trn._config(4, "warp", warp_rows=4) not in decode
+    assert half in decode and trn.kernel_plan("float16", 4096, half)[0] == 1024
+    for rows, kept in ((1, trn.CONFIGS), (33, trn.CONFIGS), (64, trn.CONFIGS),
+                       (65, [c for c in trn.CONFIGS if c not in decode]),
+                       (32768, [c for c in trn.CONFIGS if c not in decode])):
+        x = torch.empty(rows, 4096, device="meta")
+        assert trn._run.prune(trn.CONFIGS, x, x[0], 1e-6, None) == kept
+        assert [c for c in trn.CONFIGS if trn.for_rows(c, rows)] == kept
+    with pytest.raises(ValueError, match="rows of 8192 are no striped rows of 4 elements"):
+        trn.kernel_plan("float16", 8192, half)
+    with pytest.raises(ValueError, match="rows of 2056 are no rows of 8 16-byte vectors a "
+                                         "lane"):
+        trn.kernel_plan("float16", 2056, trn._config(8, "warp", warp_rows=4))
 
 
 def test_a_width_past_one_vector_per_thread_keeps_the_wider_candidates():
@@ -63,27 +96,72 @@ def test_a_width_past_one_vector_per_thread_keeps_the_wider_candidates():
         trn.kernel_plan("bfloat16", 1024, trn.CONFIGS[4])
 
 
-@pytest.mark.parametrize("hidden", (5000, 11008, 13824, 1000, 7))
-def test_every_candidate_of_an_odd_width_links(hidden):
+def _link_candidates(dtype, hidden, configs, ptx=False):
+    """Link each of ``configs``'s kernels for rows of ``hidden``: {config: (LinkResult, PTX)}."""
     from numba.cuda.typing.typeof import typeof
 
     import ml_dtypes
     from coopgen import block_shape
-    from coopgen.linkcheck import link_cubin
-    seen = set()
-    for config, (threads, arguments, view) in _plans(hidden).items():
+    from coopgen.linkcheck import compile_kernel_pieces, link_pieces, link_ptx
+    out, seen = {}, set()
+    for config in configs:
+        try:
+            threads, arguments, view, _ = trn.kernel_plan(dtype, hidden, config)
+        except ValueError:
+            continue
         kernel = rms_norm.make_kernel(*arguments, cache=False)
         if kernel in seen:
             continue
         seen.add(kernel)
-        arr = typeof(np.empty(1, ml_dtypes.bfloat16 if view == "flat" else view))
+        element = ml_dtypes.bfloat16 if dtype == "bfloat16" else np.float16
+        arr = typeof(np.empty(1, element if view == "flat" else view))
         sig = (arr, arr, arr, numba.typeof(np.int32(0)), numba.typeof(np.float32(0)))
         with block_shape(threads), warnings.catch_warnings():
             warnings.simplefilter("ignore", numba.NumbaExperimentalFeatureWarning)
-            res = link_cubin(kernel, sig)
+            pieces = compile_kernel_pieces(kernel, sig)
+            res = link_pieces(pieces, arch=(9, 0),
+                              max_registers=kernel.targetoptions.get("max_registers"))
+            out[config] = (res, link_ptx(kernel, sig, pieces=pieces) if ptx else None)
+    return out
+
+
+@pytest.mark.parametrize("hidden", (5000, 11008, 13824, 1000, 7))
+def test_every_candidate_of_an_odd_width_links(hidden):
+    linked = _link_candidates("bfloat16", hidden, trn.CONFIGS)
+    for config, (res, _) in linked.items():
         if config.variant != "elements":  # 16-byte vectors in registers
             assert res.local_bytes == 0, (config, res)
-    assert seen
+    assert linked
+
+
+NEW = [c for c in trn.CONFIGS if c.variant == "warp" or trn.decode_only(c)]
+
+
+@pytest.mark.parametrize("dtype", rms_norm.DTYPES)
+@pytest.mark.parametrize("hidden", (1024, 1536, 2048, 4096, 16384))
+def test_the_warp_and_decode_candidates_link_and_load_before_they_reduce(dtype, hidden):
+    """A warp a row: no shared memory and no barrier; every candidate: no local memory, and
+    x's and w's 16-byte (or, half a vector a thread, 8-byte) loads all issued before the
+    reduction's first shuffle or barrier, so the weights' load overlaps the row's."""
+    linked = _link_candidates(dtype, hidden, NEW, ptx=True)
+    assert linked
+    for config, (res, ptx) in linked.items():
+        assert res.local_bytes == 0, (config, res.log)
+        lines = ptx.splitlines()
+        loads = [i for i, line in enumerate(lines) if "ld.global" in line]
+        first_sync = min(i for i, line in enumerate(lines) if "shfl.sync" in line or
+                         "bar.sync" in line or "barrier.sync" in line)
+        assert loads and max(loads) < first_sync, config
+        # a 16-byte load of x and one of w for each vector (scalar u32 loads: CUB's path for
+        # a misaligned row, never taken), or one 8-byte load of each
+        wide = r"ld\.global(?:\.nc)?\.u64" if config.vectors < 1 else \
+            r"ld\.global(?:\.nc)?\.v4\.u32"
+        assert len(re.findall(wide, ptx)) == max(2 * config.vectors, 2), config
+        if config.variant == "warp":
+            assert "bar.sync" not in ptx and "barrier.sync" not in ptx and res.smem == 0
+            assert hidden <= 2048
+    if hidden <= 2048:
+        assert any(c.variant == "warp" for c in linked)
 
 
 def test_cached_kernels_have_a_cache_file_per_variant(tmp_path, monkeypatch):
@@ -92,13 +170,12 @@ def test_cached_kernels_have_a_cache_file_per_variant(tmp_path, monkeypatch):
     monkeypatch.setattr(cuda_config, "CACHE_DIR", str(tmp_path), raising=False)
     names = {}
     for hidden in rmsnorm.SWEEP_HIDDENS:
-        for _, arguments, _ in _plans(hidden).values():
-            kernel = rms_norm.make_kernel("float16", *arguments[1:], cache=True)
-            assert type(kernel._cache).__name__ == "CUDACache"
-            names.setdefault(kernel._cache._impl.filename_base, set()).add(arguments)
-            # numba-cuda keeps no cache file of the bfloat16 kernels (they link files)
-            assert type(rms_norm.make_kernel(*arguments, cache=True)._cache).__name__ == \
-                "NullCache"
+        for _, arguments, _, _ in _plans(hidden).values():
+            for dtype in rms_norm.DTYPES:  # bfloat16's too (coopgen's kernel cache keeps them)
+                kernel = rms_norm.make_kernel(dtype, *arguments[1:], cache=True)
+                assert type(kernel._cache).__name__ == "CUDACache"
+                names.setdefault(kernel._cache._impl.filename_base, set()).add(
+                    (dtype, *arguments[1:]))
     # numba rewrites a function's one index file on every save: a file per variant lets the
     # pool's processes compile variants at once
     assert all(len(kernels) == 1 for kernels in names.values())
@@ -139,6 +216,12 @@ def test_the_pool_compiles_what_the_timing_meets_first():
     for dtype, hidden in groups:
         assert len([t for t in coopgen if t[1:3] == (dtype, hidden)]) == len(_plans(hidden))
     assert "quack" not in {t[0] for t in rmsnorm.precompile_tasks(groups, (256, 1), False)}
+    # decode candidates at the first decode batch, none where the rows are all prefills
+    decode = {i for i, c in enumerate(trn.CONFIGS) if trn.decode_only(c)}
+    assert {t[3] for t in rmsnorm.precompile_tasks(groups, (256, 16, 1), False)
+            if t[0] == "coopgen" and t[4] in decode} == {(16,)}
+    assert not [t for t in rmsnorm.precompile_tasks(groups, (256, 4096), False)
+                if t[0] == "coopgen" and t[4] in decode]
     assert {t[3] for t in rmsnorm.precompile_tasks(groups, (256, 1), False)
             if t[0] == "compile"} == {(256,)}  # dynamic from its first call
 

@@ -322,6 +322,59 @@ def test_autotune_errors_and_config():
         autotune.Autotuner(never, [], key=lambda: 1)
 
 
+def test_autotune_prune_times_only_the_configs_left_for_the_arguments(tmp_path):
+    ran = []
+
+    def run(n, *, config):
+        ran.append((n, config.vectors))
+        return config.vectors
+
+    configs = [autotune.Config(vectors=v) for v in (1, 2, 4)]
+    tuner = autotune.Autotuner(
+        run, configs, key=lambda n: autotune.pow2(n), timer=lambda call: call() and 1.0 / call(),
+        device="fake", name="pruned", version="test",
+        # wide vectors for few rows only; a config the tuner does not offer is ignored
+        prune=lambda cs, n: [c for c in cs if n <= 64 or c.vectors < 4] +
+        [autotune.Config(vectors=8)])
+    tuner.path = lambda: tmp_path / "pruned.json"  # no cache file shared
+    assert tuner(4) == 4 and set(tuner.timings[4]) == set(configs)
+    assert tuner(300) == 2 and set(tuner.timings[512]) == set(configs[:2])
+    assert (300, 4) not in ran and not tuner.failures[512]
+    assert tuner.fn(300, config=configs[2]) == 4  # explicitly: runs
+    none = autotune.Autotuner(run, configs, key=lambda n: n, timer=lambda call: 1.0,
+                              device="fake", prune=lambda cs, n: [])
+    none.path = lambda: tmp_path / "none.json"
+    with pytest.raises(RuntimeError, match="no config of .* ran for key 1: prune left none"):
+        none(1)
+
+
+def test_autotune_times_on_the_copies_in_turn(tmp_path):
+    ran = []
+
+    def run(n, tag="caller", *, config):
+        ran.append((tag, config.vectors))
+
+    def timer(call):
+        for _ in range(5):
+            call()
+        return 1.0 / ran[-1][1]
+
+    tuner = autotune.Autotuner(
+        run, [autotune.Config(vectors=v) for v in (1, 2)], key=lambda n, **_: n, timer=timer,
+        device="fake", copies=lambda n: [((n,), {"tag": t}) for t in "abc"])
+    tuner.path = lambda: tmp_path / "copies.json"
+    assert tuner.config_for(3).vectors == 2
+    # each candidate: once on the caller's arguments (compile, check), then timed on a, b, c
+    assert ran == [("caller", 1), ("a", 1), ("b", 1), ("c", 1), ("a", 1), ("b", 1),
+                   ("caller", 2), ("a", 2), ("b", 2), ("c", 2), ("a", 2), ("b", 2)]
+    ran.clear()
+    none = autotune.Autotuner(run, [autotune.Config(vectors=1)], key=lambda n: n,
+                              timer=timer, device="fake", copies=lambda n: [])
+    none.path = lambda: tmp_path / "none.json"
+    none.config_for(3)
+    assert ran == [("caller", 1)] * 6  # no copies: the caller's arguments
+
+
 def _entry_params(ptx: str) -> list[str]:
     """The ``.param`` types of the PTX's kernel entry, in order."""
     import re

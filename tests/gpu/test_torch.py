@@ -166,7 +166,8 @@ def _assert_close(got, x, w, eps):
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("shape", [(1, 4096), (5, 1000), (2, 9, 3072), (300, 8192), (7, 32),
-                                   (3, 5000), (64, 13824), (2, 16384)])
+                                   (3, 5000), (64, 13824), (2, 16384), (1, 1024), (3, 2048),
+                                   (301, 1024), (65, 1536)])
 def test_rms_norm_autotuned(shape, dtype):
     seed = int(np.random.default_rng().integers(1 << 30))
     for i in range(3):  # tuned, then the launcher's raw launches
@@ -176,17 +177,45 @@ def test_rms_norm_autotuned(shape, dtype):
         _assert_close(out, x, w, 1e-5)
 
 
-@pytest.mark.parametrize("hidden", (4096, 5000, 1000, 13824, 7))
+@pytest.mark.parametrize("hidden", (4096, 5000, 1000, 13824, 7, 1024, 1536, 2048, 16384))
 @pytest.mark.parametrize("config", trn.CONFIGS, ids=repr)
 def test_rms_norm_every_config(config, hidden):
     # every candidate the autotuner may pick answers right, including the rows of whole
-    # vectors narrower than the block's (5000, 1000: vectors past the end skipped)
+    # vectors narrower than the block's (5000, 1000: vectors past the end skipped), and a
+    # warp a row where the last block has rows for only some of its warps (41 rows)
     try:
         trn.launcher_for("bfloat16", hidden, config)
     except ValueError:
         pytest.skip(f"{config} is no candidate for rows of {hidden}")
-    x, w = _inputs((40, hidden), torch.bfloat16, 3)
-    _assert_close(trn.rms_norm(x, w, 1e-6, config=config), x, w, 1e-6)
+    for dtype in DTYPES:
+        x, w = _inputs((41, hidden), dtype, 3)
+        out = torch.full_like(x, float("nan"))
+        _assert_close(trn.rms_norm(x, w, 1e-6, out=out, config=config), x, w, 1e-6)
+
+
+def test_rms_norm_decode_candidates_are_timed_for_decode_batches_only():
+    for rows, decode in ((1, True), (64, True), (65, False), (4096, False)):
+        x, w = _inputs((rows, 4096), torch.float16, 5)
+        out = torch.empty_like(x)
+        key = trn._key(x, w, 1e-6, out)
+        best = trn._run.tune(key, (x, w, 1e-6, out), {})
+        timed, failed = trn._run.timings[key], trn._run.failures[key]
+        assert any(trn.decode_only(c) for c in timed) == decode, (rows, timed)
+        assert not any(trn.decode_only(c) for c in failed) or decode  # not even tried
+        _assert_close(trn.rms_norm(x, w, 1e-6, out=out, config=best), x, w, 1e-6)
+
+
+def test_rms_norm_is_timed_on_copies_holding_twice_the_l2():
+    l2 = torch.cuda.get_device_properties(0).L2_cache_size
+    for shape in ((4096, 2048), (1, 1024), (8192, 16384)):
+        x, w = _inputs(shape, torch.bfloat16, 9)
+        out = torch.empty_like(x)
+        copies = trn._copies(x, w, 1e-6, out)
+        assert copies[0] == ((x, w, 1e-6, out), {})
+        xs = [args[0] for args, _ in copies]
+        assert all(torch.equal(c, x) for c in xs) and len({c.data_ptr() for c in xs}) == len(xs)
+        assert len(xs) == trn.MAX_COPIES or x.nbytes * (len(xs) - 1) < trn.COLD_L2 * l2 <= \
+            x.nbytes * len(xs)
 
 
 def test_rms_norm_refuses_what_it_cannot_read_and_the_op_reads_any_layout():
@@ -299,7 +328,7 @@ def test_autotune_cache_reused_by_a_second_process(tmp_path):
                                       check=True, capture_output=True, encoding="utf-8", errors="replace"
                                       ).stdout.splitlines()[-1]) for _ in range(2)]
     assert runs[0][1] == 1 and runs[1] == [runs[0][0], 0]  # timed once, then read
-    assert len(list(tmp_path.glob("examples.rms_norm-v2-*.json"))) == 1
+    assert len(list(tmp_path.glob("examples.rms_norm-v3-*.json"))) == 1
 
 
 def _host_us(call, n=200):

@@ -338,9 +338,10 @@ def _calls(dtype: str, hidden: int, xs, w, ys, sets: int) -> dict:
 def config_shape(dtype: str, hidden: int, config) -> dict:
     """What the example's kernel is under ``config``: threads, items, its variant, registers."""
     import torch_rms_norm
-    threads = torch_rms_norm.launcher_for(dtype, hidden, config)[1]
-    return {"threads": threads, "items": example.plan(hidden, threads)[1],
-            "config": repr(config), "convert_once": config.convert_once,
+    threads, arguments, _, per_block = torch_rms_norm.kernel_plan(dtype, hidden, config)
+    return {"threads": threads, "items": arguments[1], "rows_per_block": per_block,
+            "config": repr(config), "variant": config.variant, "reduce": config.reduce,
+            "convert_once": config.convert_once,
             "striped": config.variant == "striped", "blocked": config.variant == "blocked",
             "elements": config.variant == "elements",
             "regs": _registers(dtype, hidden, config)}
@@ -387,6 +388,11 @@ def shape_row(dtype: str, rows: int, hidden: int, sweep: bool = False,
                                   e2e_us=end_to_end_us(calls[name], sets),
                                   graph_us=graph_us(calls[name], sets))
     row["regs"] = tuned["regs"]
+    # what the autotuner timed for the shape's key (in this process: none where its cache had
+    # the key), µs per call, fastest first: which candidates came close
+    key = torch_rms_norm._key(xs[0], w, EPS, None)
+    row["tuner_us"] = {repr(c): round(t * 1e6, 3) for c, t in sorted(
+        torch_rms_norm._run.timings.get(key, {}).items(), key=lambda ct: ct[1])}
     if numba_launch:
         row["numba_launch_host_us"] = _enqueue_us(
             lambda i: example.rms_norm(xs[i], w, EPS, out=ys["coopgen"][i]), sets)
@@ -410,8 +416,10 @@ def _sweep(dtype, rows, hidden, xs, w, ys, want, sets) -> list[dict]:
         if config == tuned:
             continue
         try:
-            torch_rms_norm.launcher_for(dtype, hidden, config)
+            torch_rms_norm.kernel_plan(dtype, hidden, config)
         except ValueError:  # not a candidate for this width
+            continue
+        if not torch_rms_norm.for_rows(config, rows):  # nor for this many rows
             continue
 
         def call(i, config=config):
@@ -502,8 +510,11 @@ def sweep_lines(rows) -> list[str]:
                                                                                False),
                                                            s.get("striped", False))):
             mark = " (tuned)" if s is own else " (convert once)" if s.get("convert_once") \
+                else f" ({s['variant']})" if s.get("variant", "sliced") != "sliced" \
                 else " (striped)" if s.get("striped") else " (blocked)" if s.get("blocked") \
                 else " (elements)" if s.get("elements") else ""
+            if s.get("reduce", "warps") != "warps":
+                mark += f" ({s['reduce']})"
             lines.append(f"| {r['rows']} x {r['hidden']} | {r['dtype']} | {s['threads']} x "
                          f"{s['items']}{mark} | {s.get('regs')} | {s['GBps']:.0f} | "
                          f"{s['GBps'] / copy:.3f} | {s['host_us']:.1f} |")
@@ -643,12 +654,17 @@ def precompile_tasks(groups, rows, quack: bool) -> list[tuple]:
     compiling what a timing process meets first for that width: coopgen's candidates, Triton
     and QuACK at the first row count (numba-cuda keys the cache entry of a kernel that uses its
     block's shape on its first launch's grid), torch.compile at the first and at the first
-    dynamic one (more than one row; Inductor sizes its kernels by it). Candidates that make the
+    dynamic one (more than one row; Inductor sizes its kernels by it); coopgen's decode
+    candidates (``torch_rms_norm.decode_only``) at the first row count of at most
+    ``DECODE_ROWS`` rows, and not at all where the rows have none. Candidates that make the
     same kernel (variant and block) compile once."""
     import torch_rms_norm
+    from coopgen.autotune import pow2
     first = rows[0]
     later = [n for n in rows if n > 1]
     compile_rows = (first, later[0]) if first <= 1 and later else (first,)
+    # decode candidates: at the first row count of their buckets (none where there is none)
+    decode = [n for n in rows if pow2(n) <= torch_rms_norm.DECODE_ROWS][:1]
     tasks, seen = [], set()
     for dtype, hidden in groups:
         tasks.append(("compile", dtype, hidden, compile_rows, None))
@@ -660,9 +676,10 @@ def precompile_tasks(groups, rows, quack: bool) -> list[tuple]:
                 arguments = torch_rms_norm.kernel_plan(dtype, hidden, config)[1]
             except ValueError:  # no candidate for this width
                 continue
-            if arguments not in seen:
+            at = tuple(decode) if torch_rms_norm.decode_only(config) else (first,)
+            if arguments not in seen and at:
                 seen.add(arguments)
-                tasks.append(("coopgen", dtype, hidden, (first,), index))
+                tasks.append(("coopgen", dtype, hidden, at, index))
     return sorted(tasks, key=lambda t: PRECOMPILE_ORDER.index(t[0]))
 
 

@@ -8,12 +8,16 @@
 #     bash tools/bench/rmsnorm_gpu.sh sweep    # the 306 shapes, every peer
 #     bash tools/bench/rmsnorm_gpu.sh slice    # bfloat16 only (153 shapes), when time is short
 #     bash tools/bench/rmsnorm_gpu.sh rest     # float16 after a slice: merges into the same JSON
+#     bash tools/bench/rmsnorm_gpu.sh decode   # 1 to 64 rows only (136 shapes): the latency-bound ones
 #     bash tools/bench/rmsnorm_gpu.sh all      # tests, then sweep
 #
 # GPUS=N times the sweep on N GPUs of the host (one process each, whole widths each); JOBS=N
 # processes fill the compile caches first (default: the host's cores, at most 32); BUDGET=S
 # seconds for the sweep (default 500: no shape starts past them, and the table shows what was
-# timed; 0: no limit), so a sweep fits a call limited to 10 minutes with the set-up. SITE=DIR
+# timed; 0: no limit), so a sweep fits a call limited to 10 minutes with the set-up: both dtypes
+# on four H100s of a 64-core host in one call of at most 9.5 minutes (about 5 expected):
+#     timeout 570 env GPUS=4 JOBS=32 BUDGET=500 bash tools/bench/rmsnorm_gpu.sh sweep
+# SITE=DIR
 # puts a `pip install --target DIR` folder on PYTHONPATH, with CuTe DSL's dsl_packages under
 # it (pip --target skips the .pth file that adds them). A sweep cut short keeps each GPU's
 # shapes in $OUT/rmsnorm-parts-*/: `python3 tools/bench/rmsnorm.py --table $OUT/rmsnorm-parts-*/*.json`.
@@ -53,7 +57,7 @@ tests() {
 
 sweep() {  # sweep [rmsnorm.py options]: every shape (or the slice named) into one JSON
   local rc
-  step "sweep${1:+-$2}" "$python" tools/bench/rmsnorm.py --sweep --gpus "${GPUS:-1}" \
+  step "sweep${1:+-${2//,/-}}" "$python" tools/bench/rmsnorm.py --sweep --gpus "${GPUS:-1}" \
     ${JOBS:+--jobs "$JOBS"} --budget "${BUDGET:-500}" --json "$out/rmsnorm-sweep.json" "$@"
   rc=$?
   if [ -f "$out/rmsnorm-sweep.json" ]; then
@@ -68,6 +72,7 @@ case "${1:-all}" in
   sweep) sweep ;;
   slice) sweep --dtypes bfloat16 ;;
   rest) sweep --dtypes float16 ;;
+  decode) sweep --rows 1,4,16,64 ;;
   all) tests; rc=$?; sweep || rc=$?; exit "$rc" ;;
-  *) echo "usage: rmsnorm_gpu.sh tests|sweep|slice|rest|all" >&2; exit 2 ;;
+  *) echo "usage: rmsnorm_gpu.sh tests|sweep|slice|rest|decode|all" >&2; exit 2 ;;
 esac
