@@ -25,25 +25,30 @@ from ..model.errors import CoopgenError
 from ..resolve import call as calls
 from ..resolve import hooks
 from ..resolve.entry import ObjectKind
-from ..resolve.operators import operator_signatures
+from ..resolve.operators import key_order, operator_signatures, ordered_key_bits
 from ..types import desc
 from ..types.cpp import by_pointer
 from .bundle import bundle_for, current_kernel, launch_dims
 from . import operators
-from .describe import constant, describe, number_class, unsigned_tensors
+from .describe import NUMBERS, constant, describe, number_class, unsigned_tensors
 
 #: "Class::Signature" of recent resolutions, so tests can see which overload a call chose.
 RESOLVED = collections.deque(maxlen=10000)
 
 
 def _digits(first: int, count: int, dtype=None):
-    """A digit extractor of bits [first, first + count), traced like any Python operator (of
-    the raw bits, whatever the keys' dtype)."""
-    mask = (1 << count) - 1
+    """A digit extractor of bits [first, first + count), traced like any Python operator; of
+    signed and floating keys (numpy's ``dtype``), of their bits put in order."""
+    mask, order = (1 << count) - 1, key_order(dtype)
 
     def bit_field(key):
         return (key >> first) & mask
-    return bit_field
+
+    def ordered_bit_field(key):
+        unsigned = NUMBERS[f"uint{order[1]}"]
+        bits = ordered_key_bits(key.bitcast(unsigned), *order, unsigned, cutlass.select_)
+        return (bits >> unsigned(first)) & unsigned(mask)
+    return bit_field if order is None else ordered_bit_field
 
 
 HOOKS = hooks.Hooks(constant, _digits, launch_dims)

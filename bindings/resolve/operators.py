@@ -352,6 +352,24 @@ class StatefulFunction:
         STATEFUL_CALLS[host_dtype(numba_type) or str(numba_type)] = call
 
 
+def key_order(dtype: str | None):
+    """``(kind, width)`` of keys of numpy's ``dtype`` a radix rank orders by value (signed
+    integers "i", 32- and 64-bit floats "f"); None for those ranked by their raw bits."""
+    kind, width = (np.dtype(dtype).kind, 8 * np.dtype(dtype).itemsize) if dtype else ("u", 0)
+    return (kind, width) if kind == "i" or (kind == "f" and width in (32, 64)) else None
+
+
+def ordered_key_bits(raw, kind: str, width: int, unsigned, select):
+    """CUB's twiddle of a key's bits ``raw`` (of ``unsigned``, its width's unsigned class) into
+    bits that order as its value; ``select(condition, a, b)`` picks, so that traced values
+    (CuTe DSL) and numpy arrays take it alike."""
+    sign = unsigned(1 << (width - 1))
+    if kind == "i":
+        return raw ^ sign
+    raw = select(raw == sign, unsigned(0), raw)  # -0.0 is +0.0
+    return raw ^ select(raw < sign, sign, unsigned((1 << width) - 1))
+
+
 @functools.cache
 def bit_field_digits(device_function, libdevice, begin: int, bits: int, dtype: str | None = None):
     """A digit extractor of the key bits [begin, begin + bits), compiled by the backend's

@@ -11,6 +11,7 @@ from kernels import kernel_with, misuse, pointer
 
 from coopgen import coop
 from coopgen.cute import call
+from coopgen.resolve.operators import key_order, ordered_key_bits
 
 ARCHS = ("sm_90a", "sm_100a")
 
@@ -138,3 +139,52 @@ def test_group_calls_outside_a_kernel_say_where_they_work():
         coop.sum(coop.this_block(), 1)
     with pytest.raises(NotImplementedError, match="inside a kernel"):
         coop.this_block().rank()
+
+
+ORDERED = [c for c in CASES if c.name.startswith("radix_rank_ordered")]
+
+
+@pytest.mark.parametrize("case,dtype", [(c, d) for c in ORDERED for d in c.dtypes],
+                         ids=[f"{c.name}-{np.dtype(d).name}" for c in ORDERED for d in c.dtypes])
+def test_ordered_radix_rank_links_for_every_key_type(case, dtype):
+    """Signed and floating keys ranked by their order: the digit extractor bit-casts the key to
+    the unsigned number of its width and twiddles it (a float's bits do not shift)."""
+    ptx = _link(case, dtype=dtype).artifacts.PTX
+    assert "call.uni" not in ptx and ".local" not in ptx
+
+
+@pytest.mark.parametrize("dtype", ["int8", "int32", "int64", "float32", "float64"])
+def test_ordered_key_bits_order_as_the_values(dtype):
+    """The twiddle the CuTe DSL digit extractor traces, computed by numpy on the host: the
+    ordered bits of distinct values rise with them (-0.0 is +0.0), and the top eight bits of
+    the GPU test's keys rank them as their values do."""
+    kind, width = key_order(dtype)
+    unsigned, rng = getattr(np, f"uint{width}"), np.random.default_rng(1)
+    if kind == "f":
+        x = np.concatenate([rng.standard_normal(500) * 10.0 ** rng.integers(-30, 30, 500),
+                            [0.0, -0.0, np.inf, -np.inf]]).astype(dtype)
+    else:
+        info = np.iinfo(dtype)
+        x = np.concatenate([rng.integers(info.min, info.max, 500, dtype=dtype, endpoint=True),
+                            np.array([info.min, info.max, 0, -1], dtype=dtype)])
+    x = np.unique(x)  # sorted; -0.0 and 0.0 are one value
+    bits = ordered_key_bits(x.view(unsigned), kind, width, unsigned, np.where)
+    assert (np.diff(bits.astype(object)) > 0).all()
+    zero = np.array([-0.0, 0.0], dtype) if kind == "f" else np.zeros(2, dtype)
+    assert len(set(ordered_key_bits(zero.view(unsigned), kind, width, unsigned, np.where))) == 1
+    case = next(c for c in ORDERED if np.dtype(dtype) in map(np.dtype, c.dtypes)
+                and c.params["width"] == width) if width in (32, 64) else None
+    if case is not None:
+        keys = case.inputs(np.dtype(dtype), 128, rng)[0]
+        digits = ordered_key_bits(keys.view(unsigned), kind, width, unsigned, np.where) >> \
+            unsigned(width - 8)
+        assert (np.argsort(digits, kind="stable") ==
+                np.argsort(keys.astype(np.float64), kind="stable")).all()
+
+
+def test_digit_extractors_of_ordered_keys_are_apart():
+    """One extractor per key order: raw bits for unsigned keys, ordered bits for the others."""
+    assert call._digits(24, 8, "uint32").__name__ == "bit_field"
+    assert call._digits(24, 8, None).__name__ == "bit_field"
+    assert call._digits(24, 8, "int32").__name__ == "ordered_bit_field"
+    assert call._digits(56, 8, "float64").__name__ == "ordered_bit_field"
