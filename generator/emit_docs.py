@@ -499,10 +499,12 @@ def _operator_text(p: Param) -> str:
 
 def overload_lines(ctx: DocContext, cls: ClassModel, ov: Overload) -> list[str]:
     """An overload's section: its reference page's and its docstrings' (made once a context)."""
-    key = ("overload", cls, ov)
+    # by identity (hashing a class model walks all of it): the entry keeps both objects alive,
+    # so their ids are not reused while the context lives
+    key = ("overload", id(cls), id(ov))
     if key not in ctx.shared:
-        ctx.shared[key] = _overload_lines(ctx, cls, ov)
-    return list(ctx.shared[key])
+        ctx.shared[key] = (cls, ov, _overload_lines(ctx, cls, ov))
+    return list(ctx.shared[key][2])
 
 
 def _overload_lines(ctx: DocContext, cls: ClassModel, ov: Overload) -> list[str]:
