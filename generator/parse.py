@@ -286,6 +286,7 @@ class _Reads:
         self.lib = ci.conf.lib
         self.ci = ci
         self.names: dict[int, str] = {}  # a file's handle (stable in a translation unit) -> name
+        self.public_access = ci.AccessSpecifier.PUBLIC.value
 
     def children(self, cursor) -> list:
         found, tu = [], cursor._tu
@@ -305,7 +306,7 @@ class _Reads:
         return bool(self.lib.clang_isCursorDefinition(cursor))
 
     def public(self, cursor) -> bool:
-        return self.lib.clang_getCXXAccessSpecifier(cursor) == self.ci.AccessSpecifier.PUBLIC.value
+        return self.lib.clang_getCXXAccessSpecifier(cursor) == self.public_access
 
     def deleted(self, cursor) -> bool:
         return bool(self.lib.clang_CXXMethod_isDeleted(cursor))
@@ -363,10 +364,24 @@ class _Reads:
         return None
 
 
+class _Kinds:
+    """The cursor kinds the walk compares, as ints: it reads a cursor's kind from the cursor's
+    struct (``_kind_id``), and each ``CursorKind.X.value`` is a Python property call."""
+
+    NAMES = ("NAMESPACE", "CLASS_TEMPLATE", "ENUM_DECL", "FUNCTION_TEMPLATE", "FUNCTION_DECL",
+             "TEMPLATE_TYPE_PARAMETER", "TEMPLATE_NON_TYPE_PARAMETER",
+             "TEMPLATE_TEMPLATE_PARAMETER", "PARM_DECL", "CONSTRUCTOR", "CXX_METHOD")
+
+    def __init__(self, kinds):
+        for name in self.NAMES:
+            setattr(self, name, getattr(kinds, name).value)
+
+
 class _Walker:
     def __init__(self, ci, include_root: Path, detail_classes: frozenset = frozenset()):
         self.ci = ci
         self.read = _Reads(ci)
+        self.kinds = _Kinds(ci.CursorKind)
         self.detail_classes = detail_classes  # cub::detail classes bound as unstable
         self.K = ci.CursorKind
         self.root = include_root
@@ -388,10 +403,10 @@ class _Walker:
         return self.rels[name]
 
     def walk(self, cursor, ns: tuple[str, ...]):
-        K, read = self.K, self.read
+        K, read = self.kinds, self.read
         for ch in read.children(cursor):
             kind = ch._kind_id  # the cursor's CXCursorKind: a field of its struct, no call
-            if kind == K.NAMESPACE.value:
+            if kind == K.NAMESPACE:
                 name = read.spelling(ch)
                 if not ns and name != "cub":
                     continue
@@ -400,15 +415,15 @@ class _Walker:
                 self.walk(ch, ns if inline else ns + (name,))
             elif not ns:
                 continue
-            elif kind == K.CLASS_TEMPLATE.value:
+            elif kind == K.CLASS_TEMPLATE:
                 name = read.spelling(ch)
                 if self.wanted(name, ns) and read.is_definition(ch) \
                         and self.rel(ch).startswith(("cub/block/", "cub/warp/")):
                     self.classes.setdefault("::".join(ns + (name,)), (ch, ns))
-            elif kind == K.ENUM_DECL.value and ns == ("cub",) and read.is_definition(ch):
+            elif kind == K.ENUM_DECL and ns == ("cub",) and read.is_definition(ch):
                 if self.rel(ch).startswith(("cub/block/", "cub/warp/", "cub/thread/")):
                     self.enums.setdefault("cub::" + read.spelling(ch), ch)
-            elif kind in (K.FUNCTION_TEMPLATE.value, K.FUNCTION_DECL.value) \
+            elif kind in (K.FUNCTION_TEMPLATE, K.FUNCTION_DECL) \
                     and ns in (("cub",), ("cub", "detail")):
                 name = read.spelling(ch)
                 if self.free_function(ch, name, ns):
@@ -434,15 +449,15 @@ class _Walker:
 
     # template parameters -----------------------------------------------------------------
     def template_params(self, cursor) -> tuple[TemplateParam, ...]:
-        K, read = self.K, self.read
+        K, read = self.kinds, self.read
         out = []
         for ch in read.children(cursor):
             ck = ch._kind_id
-            if ck == K.TEMPLATE_TYPE_PARAMETER.value:
+            if ck == K.TEMPLATE_TYPE_PARAMETER:
                 kind, cpp = "type", ""
-            elif ck == K.TEMPLATE_NON_TYPE_PARAMETER.value:
+            elif ck == K.TEMPLATE_NON_TYPE_PARAMETER:
                 kind, cpp = "value", read.type(ch).spelling
-            elif ck == K.TEMPLATE_TEMPLATE_PARAMETER.value:
+            elif ck == K.TEMPLATE_TEMPLATE_PARAMETER:
                 kind, cpp = "template", ""
             else:
                 continue
@@ -475,11 +490,11 @@ class _Walker:
                      default=self.read.default_after_eq(p), role="")
 
     def overload(self, m, kind: str, cls_name: str, inherited_from: str | None) -> Overload:
-        K, read = self.K, self.read
-        parm = K.PARM_DECL.value
+        K, read = self.kinds, self.read
+        parm = K.PARM_DECL
         params = tuple(self.param(p, i) for i, p in
                        enumerate(c for c in read.children(m) if c._kind_id == parm))
-        tparams = self.template_params(m) if m._kind_id == K.FUNCTION_TEMPLATE.value else ()
+        tparams = self.template_params(m) if m._kind_id == K.FUNCTION_TEMPLATE else ()
         name = cls_name if kind == "constructor" else read.spelling(m)
         signature = f"{name}({', '.join(p.type for p in params)})"
         path, line, _ = read.place(read.lib.clang_getCursorLocation(m))
@@ -496,9 +511,8 @@ class _Walker:
 
     def members(self, cursor, cls_name: str, inherited_from: str | None = None):
         """Public constructors and methods of a class template, in declaration order."""
-        K, read = self.K, self.read
-        ctor, method, template = K.CONSTRUCTOR.value, K.CXX_METHOD.value, \
-            K.FUNCTION_TEMPLATE.value
+        K, read = self.kinds, self.read
+        ctor, method, template = K.CONSTRUCTOR, K.CXX_METHOD, K.FUNCTION_TEMPLATE
         cls_spelling = read.spelling(cursor)
         ctors, methods = [], []
         for ch in read.children(cursor):
