@@ -669,7 +669,8 @@ def model_of(unit: Unit, *, cccl: str, headers_digest: str,
             loc = d.location
             diagnostics.append(Diagnostic(
                 severity="fatal" if d.severity == ci.Diagnostic.Fatal else "error",
-                file=walker.rel_path(loc.file.name) if loc.file else "", line=loc.line, message=d.spelling))
+                file=walker.rel_path(loc.file.name) if loc.file else "", line=loc.line,
+                message=d.spelling))
     walker.walk(unit.tu.cursor, ())
     classes = tuple(walker.class_model(q, c, ns) for q, (c, ns) in walker.classes.items())
     enums = tuple(walker.enum_model(q, c) for q, c in walker.enums.items())

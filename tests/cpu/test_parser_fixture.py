@@ -198,8 +198,8 @@ def test_direct_reads_agree_with_cindex():
             check(ch)
 
     check(next(c for c in unit.tu.cursor.get_children() if c.spelling == "cub"))
-    assert {K.CLASS_TEMPLATE, K.CXX_METHOD, K.PARM_DECL, K.TEMPLATE_NON_TYPE_PARAMETER} <= \
-        set(seen)
+    wanted = {K.CLASS_TEMPLATE, K.CXX_METHOD, K.PARM_DECL, K.TEMPLATE_NON_TYPE_PARAMETER}
+    assert wanted <= set(seen)
 
 
 def test_defaults_read_from_the_source_text():
