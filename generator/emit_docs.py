@@ -43,12 +43,16 @@ class DocContext:
 
     @classmethod
     def of(cls, model: ApiModel) -> "DocContext":
-        """The context of ``model``: the last one made when it is the same model (an entry's
-        docstrings, reference pages and types page are made one after the other)."""
-        if _LAST_CONTEXT and _LAST_CONTEXT[0].model is model:
-            return _LAST_CONTEXT[0]
-        _LAST_CONTEXT[:] = [cls(model, load_aliases(), tuple(load_pythonic(model)[0]))]
-        return _LAST_CONTEXT[0]
+        """The context of ``model``: the last one made where it is the same model and the
+        tables read the same (an entry's docstrings, reference pages and types page are made
+        one after the other)."""
+        made = cls(model, load_aliases(), tuple(load_pythonic(model)[0]))
+        last = _LAST_CONTEXT[0] if _LAST_CONTEXT else None
+        if last is not None and last.model is model and last.aliases == made.aliases \
+                and last.pythonic == made.pythonic:
+            return last
+        _LAST_CONTEXT[:] = [made]
+        return made
 
     def type_table(self, entry: LockEntry) -> TypeTable:
         key = ("types", entry)
