@@ -11,7 +11,7 @@ import os
 import shutil
 import sys
 import time
-from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 from . import headers
@@ -77,7 +77,7 @@ def generate_entries(entries: tuple[headers.LockEntry, ...]) -> None:
     Three streams of work share the cores. libclang's parses (most of the work) run on one
     thread per core: libclang holds no GIL while it parses, and one process makes the preamble
     once (``parse._preamble``). This thread walks each translation unit and applies the model
-    passes, in lock order (the newest, the largest, first) as the parses come: the Python work
+    passes as each parse is done (they start in lock order, the newest first): the Python work
     that calls into libclang stays on one thread, since two would hand the GIL back and forth
     on every call. A writer process writes each model's specs, docstrings and reference pages
     (the other half of the Python work), keeping the supported-types answers every entry
@@ -87,30 +87,34 @@ def generate_entries(entries: tuple[headers.LockEntry, ...]) -> None:
                                   "the coopgen checkout")
     from .pipeline import build_model, parse_entry
 
-    types_page, made, writes, parses = None, {}, [], []
+    types_page, made, writes, parses = None, {}, {}, {}
     with _writer() as writer, ThreadPoolExecutor(min(len(entries), os.cpu_count() or 1)) \
             as parsing:
         try:
             # This thread waits seconds for the first parse (the preamble, then a release): it
             # checks every entry's headers against the lock meanwhile (hashing them, Python work
             # that would later compete with the walks for the GIL).
-            parses += [parsing.submit(parse_entry, entry, headers.locate(entry))
-                       for entry in entries]
-            for entry, parsed in zip(entries, (p.result() for p in parses)):
+            for entry in entries:
+                parses[parsing.submit(parse_entry, entry, headers.locate(entry))] = entry
+            # each parse is walked as soon as it is done: a core never waits on an earlier
+            # entry's parse while a later one's waits to be walked
+            for parse in as_completed(parses):
+                entry = parses[parse]
                 t0 = time.perf_counter()
-                model, warnings = build_model(entry, parsed)
+                model, warnings = build_model(entry, parse.result())
+                writes[entry] = (model, warnings, time.perf_counter() - t0,
+                                 writer.submit(write_entry, entry, model))
+            for entry in entries:  # reported in lock order
+                model, warnings, walk_s, written = writes[entry]
                 for w in warnings:
                     print(f"warning: {w}", file=sys.stderr)
-                writes.append((entry, model, time.perf_counter() - t0,
-                               writer.submit(write_entry, entry, model)))
-            for entry, model, walk_s, written in writes:
                 count, write_s, page, bound = written.result()
                 print(_summary(entry, model, count, walk_s + write_s), flush=True)
                 types_page = page or types_page
                 made[entry.cccl] = (model, bound)
         except BaseException:
-            for future in parses + [w[-1] for w in writes]:  # stop what has not begun
-                future.cancel()
+            for future in list(parses) + [w[-1] for w in writes.values()]:
+                future.cancel()  # what has not begun
             raise
     write_release_files(types_page, made)
 

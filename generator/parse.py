@@ -13,6 +13,7 @@ import shutil
 import subprocess
 import tempfile
 import threading
+from ctypes import byref, c_uint, c_void_p, cast
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -91,7 +92,9 @@ def clang_args(include_root: Path) -> list[str]:
     resource = Path(clang.native.__file__).parent / "resource"
     args = ["-x", "cuda", "--cuda-device-only", "--cuda-gpu-arch=sm_90", "-std=c++17",
             "-resource-dir", str(resource), "-nocudalib", "--no-cuda-version-check",
-            "-nostdinc++", "-fretain-comments-from-system-headers"]
+            "-nostdinc++", "-fretain-comments-from-system-headers",
+            # the model records errors only: checking for warnings is a tenth of a parse
+            "-w"]
     args += [f"-isystem{d}" for d in _gcc_cxx_include_dirs()]
     args += [f"-I{_stub_include_dir()}", f"-isystem{include_root}"]
     cuda = _cuda_path()
@@ -258,31 +261,6 @@ def _source_bytes(path: str) -> bytes:
     return Path(path).read_bytes()
 
 
-def _has_eq(cursor) -> bool:
-    """Whether the text of ``cursor`` has an ``=`` (tokenizing it is the slow part): False only
-    where its extent lies in one file and that text has none."""
-    start, end = cursor.extent.start, cursor.extent.end
-    if start.file is None or end.file is None or start.file.name != end.file.name \
-            or not 0 <= start.offset <= end.offset:
-        return True
-    return b"=" in _source_bytes(start.file.name)[start.offset:end.offset]
-
-
-def _default_after_eq(cursor) -> str | None:
-    if not _has_eq(cursor):
-        return None
-    toks = _tokens(cursor)
-    depth = 0
-    for i, t in enumerate(toks):
-        if t in "(<[{":
-            depth += 1
-        elif t in ")>]}":
-            depth -= 1
-        elif t == "=" and depth == 0:
-            return _join_tokens(toks[i + 1:])
-    return None
-
-
 def _join_tokens(toks: list[str]) -> str:
     out = ""
     for t in toks:
@@ -296,9 +274,114 @@ def _join_tokens(toks: list[str]) -> str:
 
 # --- the walk --------------------------------------------------------------------------------
 
+class _Reads:
+    """What the walk reads of a cursor most often, read straight from libclang.
+
+    cindex checks each cursor it reads against libclang's null cursor first (a C call and two
+    Python frames per read: about half of the walk's time), and its child visits check each
+    child again. The walk reads only cursors that libclang's child visits hand it, never the
+    null cursor, so these reads skip the check; the rarer reads go through cindex."""
+
+    def __init__(self, ci):
+        self.lib = ci.conf.lib
+        self.ci = ci
+        self.names: dict[int, str] = {}  # a file's handle (stable in a translation unit) -> name
+        self.public_access = ci.AccessSpecifier.PUBLIC.value
+
+    def children(self, cursor) -> list:
+        found, tu = [], cursor._tu
+
+        def visit(child, _parent, _data):
+            child._tu = tu  # keeps the translation unit alive while the cursor is, as cindex does
+            found.append(child)
+            return 1  # CXChildVisit_Continue
+
+        self.lib.clang_visitChildren(cursor, self.ci.cursor_visit_callback(visit), found)
+        return found
+
+    def spelling(self, cursor) -> str:
+        return self.ci._CXString.from_result(self.lib.clang_getCursorSpelling(cursor))
+
+    def is_definition(self, cursor) -> bool:
+        return bool(self.lib.clang_isCursorDefinition(cursor))
+
+    def public(self, cursor) -> bool:
+        return self.lib.clang_getCXXAccessSpecifier(cursor) == self.public_access
+
+    def deleted(self, cursor) -> bool:
+        return bool(self.lib.clang_CXXMethod_isDeleted(cursor))
+
+    def place(self, location) -> tuple[str, int, int]:
+        """(file name, line, offset) of a source location ("" where it has no file)."""
+        f, line, offset = self.ci.c_object_p(), c_uint(), c_uint()
+        self.lib.clang_getInstantiationLocation(location, byref(f), byref(line), None,
+                                                byref(offset))
+        if not f:
+            return "", line.value, offset.value
+        handle = cast(f, c_void_p).value
+        if handle not in self.names:
+            self.names[handle] = self.ci.File(f).name
+        return self.names[handle], line.value, offset.value
+
+    def file_name(self, cursor) -> str:
+        return self.place(self.lib.clang_getCursorLocation(cursor))[0]
+
+    def type(self, cursor, result: bool = False):
+        """The cursor's type (its result type where ``result``)."""
+        t = (self.lib.clang_getCursorResultType if result else self.lib.clang_getCursorType)(cursor)
+        t._tu = cursor._tu
+        return t
+
+    def comments(self, cursor) -> tuple[str, str]:
+        """The raw comment of a declaration, and its brief (each "" where it has none)."""
+        text = self.ci._CXString.from_result
+        return (text(self.lib.clang_Cursor_getRawCommentText(cursor)),
+                text(self.lib.clang_Cursor_getBriefCommentText(cursor)))
+
+    def has_eq(self, cursor) -> bool:
+        """Whether the text of ``cursor`` has an ``=`` (tokenizing it is the slow part): False
+        only where its extent lies in one file and that text has none."""
+        extent = self.lib.clang_getCursorExtent(cursor)
+        start_file, _, start = self.place(self.lib.clang_getRangeStart(extent))
+        end_file, _, end = self.place(self.lib.clang_getRangeEnd(extent))
+        if not start_file or start_file != end_file or start > end:
+            return True
+        return b"=" in _source_bytes(start_file)[start:end]
+
+    def default_after_eq(self, cursor) -> str | None:
+        """The text after a declaration's top-level ``=``: its default."""
+        if not self.has_eq(cursor):
+            return None
+        toks = _tokens(cursor)
+        depth = 0
+        for i, t in enumerate(toks):
+            if t in "(<[{":
+                depth += 1
+            elif t in ")>]}":
+                depth -= 1
+            elif t == "=" and depth == 0:
+                return _join_tokens(toks[i + 1:])
+        return None
+
+
+class _Kinds:
+    """The cursor kinds the walk compares, as ints: it reads a cursor's kind from the cursor's
+    struct (``_kind_id``), and each ``CursorKind.X.value`` is a Python property call."""
+
+    NAMES = ("NAMESPACE", "CLASS_TEMPLATE", "ENUM_DECL", "FUNCTION_TEMPLATE", "FUNCTION_DECL",
+             "TEMPLATE_TYPE_PARAMETER", "TEMPLATE_NON_TYPE_PARAMETER",
+             "TEMPLATE_TEMPLATE_PARAMETER", "PARM_DECL", "CONSTRUCTOR", "CXX_METHOD")
+
+    def __init__(self, kinds):
+        for name in self.NAMES:
+            setattr(self, name, getattr(kinds, name).value)
+
+
 class _Walker:
     def __init__(self, ci, include_root: Path, detail_classes: frozenset = frozenset()):
         self.ci = ci
+        self.read = _Reads(ci)
+        self.kinds = _Kinds(ci.CursorKind)
         self.detail_classes = detail_classes  # cub::detail classes bound as unstable
         self.K = ci.CursorKind
         self.root = include_root
@@ -308,8 +391,7 @@ class _Walker:
         self.rels: dict[str, str] = {}  # file name -> rel()
 
     def rel(self, cursor) -> str:
-        f = cursor.location.file
-        return self.rel_path(f.name) if f is not None else ""
+        return self.rel_path(self.read.file_name(cursor))
 
     def rel_path(self, name: str) -> str:
         """A file's path relative to the include root ("" for none)."""
@@ -321,34 +403,35 @@ class _Walker:
         return self.rels[name]
 
     def walk(self, cursor, ns: tuple[str, ...]):
-        K = self.K
-        for ch in cursor.get_children():
-            kind = ch.kind  # each property of a cursor is a call into libclang: read it once
+        K, read = self.kinds, self.read
+        for ch in read.children(cursor):
+            kind = ch._kind_id  # the cursor's CXCursorKind: a field of its struct, no call
             if kind == K.NAMESPACE:
-                if not ns and ch.spelling != "cub":
+                name = read.spelling(ch)
+                if not ns and name != "cub":
                     continue
                 # CUB's ABI namespace (e.g. CUB_300001_SM_900) is inline: strip it from names.
                 inline = bool(self.ci.conf.lib.clang_Cursor_isInlineNamespace(ch))
-                self.walk(ch, ns if inline else ns + (ch.spelling,))
+                self.walk(ch, ns if inline else ns + (name,))
             elif not ns:
                 continue
-            elif kind == K.CLASS_TEMPLATE and self.wanted(ch, ns):
-                rel = self.rel(ch)
-                if rel.startswith(("cub/block/", "cub/warp/")) and ch.is_definition():
-                    self.classes.setdefault("::".join(ns + (ch.spelling,)), (ch, ns))
-            elif kind == K.ENUM_DECL and ns == ("cub",) and ch.is_definition():
+            elif kind == K.CLASS_TEMPLATE:
+                name = read.spelling(ch)
+                if self.wanted(name, ns) and read.is_definition(ch) \
+                        and self.rel(ch).startswith(("cub/block/", "cub/warp/")):
+                    self.classes.setdefault("::".join(ns + (name,)), (ch, ns))
+            elif kind == K.ENUM_DECL and ns == ("cub",) and read.is_definition(ch):
                 if self.rel(ch).startswith(("cub/block/", "cub/warp/", "cub/thread/")):
-                    self.enums.setdefault("cub::" + ch.spelling, ch)
-            elif kind in (K.FUNCTION_TEMPLATE, K.FUNCTION_DECL) and self.free_function(ch, ns):
-                self.functions.setdefault("::".join(ns + (ch.spelling,)), []).append((ch, ns))
+                    self.enums.setdefault("cub::" + read.spelling(ch), ch)
+            elif kind in (K.FUNCTION_TEMPLATE, K.FUNCTION_DECL) \
+                    and ns in (("cub",), ("cub", "detail")):
+                name = read.spelling(ch)
+                if self.free_function(ch, name, ns):
+                    self.functions.setdefault("::".join(ns + (name,)), []).append((ch, ns))
 
-    def free_function(self, cursor, ns: tuple[str, ...]) -> bool:
+    def free_function(self, cursor, name: str, ns: tuple[str, ...]) -> bool:
         """A function of namespace cub (or a cub::detail one named as unstable) declared in a
-        bound header; operators (``operator<<`` of the enums) are not API. The namespace is
-        tested first: it costs no call into libclang, and most functions fail it."""
-        if ns != ("cub",) and ns != ("cub", "detail"):
-            return False
-        name = cursor.spelling
+        bound header; operators (``operator<<`` of the enums) are not API."""
         if ns == ("cub", "detail") and name not in self.detail_classes:
             return False
         return not name.startswith("operator") and bool(self.family(cursor))
@@ -357,36 +440,36 @@ class _Walker:
         rel = self.rel(cursor)
         return next((fam for prefix, fam in FUNCTION_FAMILIES if rel.startswith(prefix)), "")
 
-    def wanted(self, cursor, ns: tuple[str, ...]) -> bool:
+    def wanted(self, name: str, ns: tuple[str, ...]) -> bool:
         """A Block*/Warp* class template, or a cub::detail one named as unstable."""
-        return cursor.spelling.startswith(("Block", "Warp")) or self.unstable(cursor, ns)
+        return name.startswith(("Block", "Warp")) or self.unstable(name, ns)
 
-    def unstable(self, cursor, ns: tuple[str, ...]) -> bool:
-        return ns == ("cub", "detail") and cursor.spelling in self.detail_classes
+    def unstable(self, name: str, ns: tuple[str, ...]) -> bool:
+        return ns == ("cub", "detail") and name in self.detail_classes
 
     # template parameters -----------------------------------------------------------------
     def template_params(self, cursor) -> tuple[TemplateParam, ...]:
-        K = self.K
+        K, read = self.kinds, self.read
         out = []
-        for ch in cursor.get_children():
-            ck = ch.kind
+        for ch in read.children(cursor):
+            ck = ch._kind_id
             if ck == K.TEMPLATE_TYPE_PARAMETER:
                 kind, cpp = "type", ""
             elif ck == K.TEMPLATE_NON_TYPE_PARAMETER:
-                kind, cpp = "value", ch.type.spelling
+                kind, cpp = "value", read.type(ch).spelling
             elif ck == K.TEMPLATE_TEMPLATE_PARAMETER:
                 kind, cpp = "template", ""
             else:
                 continue
-            name = ch.spelling
+            name = read.spelling(ch)
             out.append(TemplateParam(name=name, kind=kind, cpp_type=cpp,
-                                     default=_default_after_eq(ch), keyword=snake_case(name)))
+                                     default=read.default_after_eq(ch), keyword=snake_case(name)))
         return tuple(out)
 
     # parameters ---------------------------------------------------------------------------
     def param(self, p, index: int) -> Param:
         TK = self.ci.TypeKind
-        t = p.type
+        t = self.read.type(p)
         spelling = t.spelling  # each read is a call into libclang: once
         ref = {TK.LVALUEREFERENCE: "lvalue", TK.RVALUEREFERENCE: "rvalue"}.get(t.kind, "")
         target = t.get_pointee() if ref else t
@@ -402,45 +485,46 @@ class _Walker:
             elem = re.sub(r"^const\s+", "", spelling[:m.start()].strip())
         # an unnamed parameter (CCCL 3.3.4's block_topk::max_keys(keys, int /*k*/, ...)) needs a
         # name to be passed by keyword: its position
-        return Param(name=p.spelling or f"arg{index}", type=spelling, const=const, ref=ref,
-                     pointer=pointer, array_elem=elem, array_extent=extent,
-                     default=_default_after_eq(p), role="")
+        return Param(name=self.read.spelling(p) or f"arg{index}", type=spelling, const=const,
+                     ref=ref, pointer=pointer, array_elem=elem, array_extent=extent,
+                     default=self.read.default_after_eq(p), role="")
 
     def overload(self, m, kind: str, cls_name: str, inherited_from: str | None) -> Overload:
-        K = self.K
+        K, read = self.kinds, self.read
+        parm = K.PARM_DECL
         params = tuple(self.param(p, i) for i, p in
-                       enumerate(c for c in m.get_children() if c.kind == K.PARM_DECL))
-        tparams = self.template_params(m) if m.kind == K.FUNCTION_TEMPLATE else ()
-        name = cls_name if kind == "constructor" else m.spelling
+                       enumerate(c for c in read.children(m) if c._kind_id == parm))
+        tparams = self.template_params(m) if m._kind_id == K.FUNCTION_TEMPLATE else ()
+        name = cls_name if kind == "constructor" else read.spelling(m)
         signature = f"{name}({', '.join(p.type for p in params)})"
-        location = m.location  # each read of it is a call into libclang: once
-        path = location.file.name if location.file else ""
-        doc = _clean_comment(m.raw_comment)
-        brief = (m.brief_comment or "").strip() or (doc.split("\n\n")[0].replace("\n", " ")
-                                                     if doc else "")
+        path, line, _ = read.place(read.lib.clang_getCursorLocation(m))
+        raw, brief = read.comments(m)
+        doc = _clean_comment(raw)
+        brief = brief.strip() or (doc.split("\n\n")[0].replace("\n", " ") if doc else "")
         return Overload(
             name=name, kind=kind, signature=signature, params=params,
-            return_type="" if kind == "constructor" else m.result_type.spelling,
-            template_params=tparams, static=m.is_static_method(),
-            hidden=_is_hidden(path, location.line) if path else False,
+            return_type="" if kind == "constructor" else read.type(m, result=True).spelling,
+            template_params=tparams, static=bool(read.lib.clang_CXXMethod_isStatic(m)),
+            hidden=_is_hidden(path, line) if path else False,
             inherited_from=inherited_from, excluded="", brief=brief, doc=doc,
-            file=self.rel_path(path) if path else "", line=location.line)
+            file=self.rel_path(path) if path else "", line=line)
 
     def members(self, cursor, cls_name: str, inherited_from: str | None = None):
         """Public constructors and methods of a class template, in declaration order."""
-        K, A = self.K, self.ci.AccessSpecifier
+        K, read = self.kinds, self.read
+        ctor, method, template = K.CONSTRUCTOR, K.CXX_METHOD, K.FUNCTION_TEMPLATE
+        cls_spelling = read.spelling(cursor)
         ctors, methods = [], []
-        for ch in cursor.get_children():
-            kind = ch.kind
-            if kind not in (K.CONSTRUCTOR, K.CXX_METHOD, K.FUNCTION_TEMPLATE) \
-                    or ch.access_specifier != A.PUBLIC \
-                    or (kind != K.FUNCTION_TEMPLATE and ch.is_deleted_method()):
+        for ch in read.children(cursor):
+            kind = ch._kind_id
+            if kind not in (ctor, method, template) or not read.public(ch) \
+                    or (kind != template and read.deleted(ch)):
                 continue  # deleted members (WarpExchange() = delete) are not API
             # A templated constructor is a FUNCTION_TEMPLATE spelled "Class<Args...>".
-            if kind == K.CONSTRUCTOR or (kind == K.FUNCTION_TEMPLATE
-                                         and ch.spelling.split("<")[0] == cursor.spelling):
+            spelling = read.spelling(ch)
+            if kind == ctor or (kind == template and spelling.split("<")[0] == cls_spelling):
                 ctors.append(self.overload(ch, "constructor", cls_name, inherited_from))
-            elif not ch.spelling.startswith("operator"):
+            elif not spelling.startswith("operator"):
                 methods.append(self.overload(ch, "method", cls_name, inherited_from))
         return ctors, methods
 
@@ -507,7 +591,7 @@ class _Walker:
             constructors=tuple(ctors), methods=tuple(methods),
             temp_storage=temp_storage,
             brief=(cursor.brief_comment or "").strip(), file=self.rel(cursor),
-            line=cursor.location.line, unstable=self.unstable(cursor, ns))
+            line=cursor.location.line, unstable=self.unstable(name, ns))
 
     def function_model(self, qualname: str, found: list) -> FunctionModel:
         """One function's overloads in declaration order; a signature declared again (a
@@ -529,7 +613,7 @@ class _Walker:
         public = [o for o in ovs if not o.hidden] or list(ovs)
         return FunctionModel(name=first.spelling, qualname=qualname, scope=scope, family=family,
                              overloads=ovs, brief=public[0].brief, file=self.rel(first),
-                             line=first.location.line, unstable=self.unstable(first, ns))
+                             line=first.location.line, unstable=self.unstable(first.spelling, ns))
 
     def enum_model(self, qualname: str, cursor) -> Enum:
         values = tuple(EnumValue(name=v.spelling, value=v.enum_value,
@@ -548,6 +632,11 @@ class Unit:
     tu: object
 
 
+#: CXTranslationUnit_IgnoreNonErrorsFromIncludedFiles (cindex names no constant for it): libclang
+#: keeps no warning or note of the headers (every one is included), only their errors.
+_IGNORE_NON_ERRORS = 0x4000
+
+
 def translation_unit(include_root: Path) -> Unit:
     """Parse all public block/warp headers (and the thread-level ones) in one translation unit.
     Safe on several threads at once: libclang holds no GIL while it parses."""
@@ -564,7 +653,7 @@ def translation_unit(include_root: Path) -> Unit:
     tu = ci.Index.create().parse(
         "coopgen_all_headers.cu", args=args + (["-include-pch", pch] if pch else []),
         unsaved_files=[("coopgen_all_headers.cu", source)],
-        options=ci.TranslationUnit.PARSE_SKIP_FUNCTION_BODIES)
+        options=ci.TranslationUnit.PARSE_SKIP_FUNCTION_BODIES | _IGNORE_NON_ERRORS)
     return Unit(include_root, tuple(headers), tu)
 
 
@@ -580,7 +669,8 @@ def model_of(unit: Unit, *, cccl: str, headers_digest: str,
             loc = d.location
             diagnostics.append(Diagnostic(
                 severity="fatal" if d.severity == ci.Diagnostic.Fatal else "error",
-                file=walker.rel(d) if loc.file else "", line=loc.line, message=d.spelling))
+                file=walker.rel_path(loc.file.name) if loc.file else "", line=loc.line,
+                message=d.spelling))
     walker.walk(unit.tu.cursor, ())
     classes = tuple(walker.class_model(q, c, ns) for q, (c, ns) in walker.classes.items())
     enums = tuple(walker.enum_model(q, c) for q, c in walker.enums.items())

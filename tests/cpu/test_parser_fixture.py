@@ -165,3 +165,63 @@ def test_parses_on_threads_give_the_same_model():
         units = list(pool.map(translation_unit, [FIXTURE] * 3))
     alone = parse(FIXTURE, cccl="fixture", headers_digest="none")
     assert [model_of(u, cccl="fixture", headers_digest="none") for u in units] == [alone] * 3
+
+
+def test_direct_reads_agree_with_cindex():
+    """The walk reads its hot cursor properties straight from libclang (parse._Reads): for
+    every cursor under the fixture's namespace cub they give what cindex's properties give."""
+    from coopgen.generator import parse as P
+
+    ci = P._clang()
+    read = P._Reads(ci)
+    unit = P.translation_unit(FIXTURE)
+    A, K = ci.AccessSpecifier, ci.CursorKind
+    seen = []
+
+    def check(cursor):
+        children = read.children(cursor)
+        assert children == list(cursor.get_children())
+        for ch in children:
+            seen.append(ch.kind)
+            assert ch._kind_id == ch.kind.value
+            assert read.spelling(ch) == ch.spelling
+            assert read.is_definition(ch) == ch.is_definition()
+            loc = ch.location
+            assert read.file_name(ch) == (loc.file.name if loc.file else "")
+            assert read.place(read.lib.clang_getCursorLocation(ch))[1] == loc.line
+            assert read.public(ch) == (ch.access_specifier == A.PUBLIC)
+            assert read.comments(ch) == (ch.raw_comment or "", ch.brief_comment or "")
+            assert read.type(ch).spelling == ch.type.spelling
+            if ch.kind in (K.CXX_METHOD, K.CONSTRUCTOR):
+                assert read.deleted(ch) == ch.is_deleted_method()
+                assert read.type(ch, result=True).spelling == ch.result_type.spelling
+            check(ch)
+
+    check(next(c for c in unit.tu.cursor.get_children() if c.spelling == "cub"))
+    wanted = {K.CLASS_TEMPLATE, K.CXX_METHOD, K.PARM_DECL, K.TEMPLATE_NON_TYPE_PARAMETER}
+    assert wanted <= set(seen)
+
+
+def test_defaults_read_from_the_source_text():
+    """A default is the source text after a declaration's ``=``, as its tokens spell it; a
+    declaration with no ``=`` in its text has none."""
+    from coopgen.generator import parse as P
+
+    ci = P._clang()
+    read = P._Reads(ci)
+    unit = P.translation_unit(FIXTURE)
+    K = ci.CursorKind
+    defaults = {}
+
+    def collect(cursor):
+        for ch in read.children(cursor):
+            if ch.kind in (K.PARM_DECL, K.TEMPLATE_NON_TYPE_PARAMETER,
+                           K.TEMPLATE_TYPE_PARAMETER):
+                defaults[ch.spelling] = read.default_after_eq(ch)
+            collect(ch)
+
+    collect(unit.tu.cursor)
+    assert defaults["valid_items"] == "BLOCK_DIM_X * 2"
+    assert defaults["ALGORITHM"] == "BLOCK_FIXTURE_SAFE"
+    assert defaults["BLOCK_DIM_Y"] == "1"
+    assert defaults["input"] is None
