@@ -294,3 +294,35 @@ def test_docs_blocks_link(block, tmp_path, monkeypatch):
     exec(compile(tree, str(path), "exec"), scope)  # noqa: S102
     from cutlass.base_dsl.jit_executor import JitCompiledFunction
     assert any(isinstance(v, JitCompiledFunction) for v in scope.values()), sorted(scope)
+
+
+def test_numba_and_cute_kernels_side_by_side_in_one_process():
+    """coopgen[cute] beside numba-cuda, in one process: a numba kernel, then a CuTe DSL kernel,
+    then a numba kernel again, each calling block.load and block.sum, each linked for sm_90
+    (numba-cuda-mlir's side-by-side run is in tests/mlir: CI installs it in another venv)."""
+    import numba
+    from numba import cuda
+
+    from coopgen import block_shape, local
+    from coopgen.linkcheck import link_cubin
+
+    def numba_sum(d_in, d_out):
+        items = local.array(4, numba.int32)
+        block.load(d_in, items)
+        d_out[0] = block.sum(items)
+
+    def cute_sum(x):
+        items = cute.make_rmem_tensor(4, cutlass.Int32)
+        block.load(x, items)
+        x[0] = block.sum(items)
+
+    signature = (numba.int32[::1], numba.int32[::1])
+    with block_shape(128):
+        before = link_cubin(cuda.jit(numba_sum), signature)
+    compiled = cute.compile[cute.GPUArch("sm_90a"), cute.KeepPTX, cute.KeepCUBIN](
+        kernel_with(cute_sum), pointer(np.int32))
+    with block_shape(128):
+        after = link_cubin(cuda.jit(numba_sum), signature)
+    assert compiled.artifacts.CUBIN[:4] == b"\x7fELF" and "call.uni" not in compiled.artifacts.PTX
+    for linked in (before, after):
+        assert linked.cubin[:4] == b"\x7fELF" and linked.local_bytes == 0
