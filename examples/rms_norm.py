@@ -113,14 +113,13 @@ WARP = 32
 #: A thread adds its squares in this many independent chains (one chain of 32 dependent adds
 #: is 32 adds' latency between the loads' arrival and the first shuffle)
 CHAINS = 4
-TWO_WARPS = 2 * WARP  # a shared array's size must be a constant, not an expression
 
 
 @functools.lru_cache(maxsize=None)
 def make_kernel(dtype: str, items: int, full: bool, convert_once: bool = False,
                 striped: bool = False, blocked: bool = False, threads: int | None = None,
                 tail: bool = False, reduce: str = "warps", warp_rows: int = 0,
-                blocks: int = 0, block_rows: int = 0, cache: bool | None = None):
+                blocks: int = 0, cache: bool | None = None):
     """The kernel for rows of ``dtype`` with ``items`` elements per thread. ``full``: every row
     is exactly threads * items long, and x, w and y come as uint32 words (two elements each);
     otherwise they come as elements and load guarded. ``convert_once``: keep each element's
@@ -147,11 +146,6 @@ def make_kernel(dtype: str, items: int, full: bool, convert_once: bool = False,
     registers to spare: ptxas then fits each thread in 65,536 / (``blocks`` x ``threads``)
     registers. At 32 bfloat16 items ptxas takes 63 registers, which fits two blocks of 352
     threads an SM; at 56 (float16's count) three fit.
-    ``block_rows`` (with ``full``, not ``striped`` or ``blocked``, ``reduce="warps"``): a
-    block normalizes ``block_rows`` rows one after another, the weights loaded once, and loads
-    each next row before it reduces the current one, so that an SM keeps loads in flight
-    while its blocks reduce, compute and store (``items`` more registers); the warps' sums
-    alternate between two shared arrays, so one barrier a row still suffices.
     ``cache`` (default ``KERNEL_CACHE``): a ``cache=True`` kernel whose cache file names the
     variant, so processes compiling other variants at once never write the same file (numba
     keeps one index per function and rewrites it on every save)."""
@@ -173,85 +167,13 @@ def make_kernel(dtype: str, items: int, full: bool, convert_once: bool = False,
     # full rows only: the guarded element-by-element path would spill at 32 registers, and
     # so would the other reductions at 16 items (their kernels, for a few rows, where one
     # block runs an SM, only promise their block size)
-    if block_rows and not (full and not striped and not blocked and reduce == "warps"
-                           and not warp_rows and threads):
-        raise ValueError("rms_norm: block_rows (rows a block, the next one loaded early) takes "
-                         "rows of 16-byte vectors in slices, the warps' reduction and a block "
-                         "size (threads)")
     if blocks and not threads:
         raise ValueError("rms_norm: blocks= (blocks an SM holds) needs the block size (threads)")
     bounds = {"launch_bounds": (threads, blocks)} if blocks \
-        else {"launch_bounds": (threads,)} if block_rows \
         else {"launch_bounds": (threads, SM_THREADS // threads)} \
         if threads and full and items <= VECTOR * VECTORS and two_stage and not warp_rows \
         else {"launch_bounds": (threads,)} if threads and not two_stage else {}
     lanes_words = WARP * 4  # words of one slice of a warp's row: a 16-byte vector a lane
-
-    def rows_kernel(x, w, y, hidden, eps):
-        row_words = hidden >> 1
-        span = cuda.blockDim.x * 4  # words of one slice: a vector for every thread
-        mine = 4 * cuda.threadIdx.x
-        lane = cuda.threadIdx.x & 31
-        row = cuda.blockIdx.x * block_rows
-        x_words = local.array(words, np.uint32)
-        x_next = local.array(words, np.uint32)
-        w_words = local.array(words, np.uint32)
-        part = local.array(4, np.uint32)
-        sums = cuda.shared.array(TWO_WARPS, np.float32)  # the warps' sums, rows alternating
-        for v in range(vectors):  # the weights, once, and the block's first row
-            if not tail or v * span + mine < row_words:
-                block.load(w[v * span:], part, algorithm="vectorize")
-                for j in range(4):
-                    w_words[4 * v + j] = part[j]
-                block.load(x[row * row_words + v * span:], part, algorithm="vectorize")
-                for j in range(4):
-                    x_words[4 * v + j] = part[j]
-            else:
-                for j in range(4):
-                    w_words[4 * v + j] = np.uint32(0)
-                    x_words[4 * v + j] = np.uint32(0)
-        vals = x_words.view(element)
-        weights = w_words.view(element)
-        for k in range(block_rows):
-            if (row + k) * row_words >= x.size:  # past the last row: the same for the block
-                return
-            if k + 1 < block_rows and (row + k + 1) * row_words < x.size:
-                for v in range(vectors):  # the next row, in flight while this one reduces
-                    if not tail or v * span + mine < row_words:
-                        block.load(x[(row + k + 1) * row_words + v * span:], part,
-                                   algorithm="vectorize")
-                        for j in range(4):
-                            x_next[4 * v + j] = part[j]
-                    else:
-                        for j in range(4):
-                            x_next[4 * v + j] = np.uint32(0)
-            squares = local.array(CHAINS, np.float32)
-            for j in range(CHAINS):
-                squares[j] = np.float32(0)
-            for i in range(items):
-                v = np.float32(vals[i])
-                squares[i % CHAINS] += v * v
-            total = squares[0]
-            for j in range(1, CHAINS):
-                total += squares[j]
-            total = warp.sum(total)  # valid in lane 0
-            if lane == 0:
-                sums[(k & 1) * WARP + (cuda.threadIdx.x >> 5)] = total
-            cuda.syncthreads()
-            total = sums[(k & 1) * WARP + lane] if lane < cuda.blockDim.x >> 5 \
-                else np.float32(0)
-            total = cuda.shfl_sync(0xFFFFFFFF, warp.sum(total), 0)  # the row's, every lane
-            r = libdevice.rsqrtf(libdevice.fast_fdividef(total, np.float32(hidden)) + eps)
-            out = part.view(element)
-            for v in range(vectors):
-                for i in range(VECTOR):
-                    out[i] = np.float32(vals[VECTOR * v + i]) * r * \
-                        np.float32(weights[VECTOR * v + i])  # one rounding
-                if not tail or v * span + mine < row_words:
-                    block.store(y[(row + k) * row_words + v * span:], part,
-                                algorithm="vectorize")
-            for j in range(words):
-                x_words[j] = x_next[j]
 
     def rms_norm_kernel(x, w, y, hidden, eps):
         if warp_rows:  # a warp's row: vector v of each lane in the row's v-th slice
@@ -374,10 +296,8 @@ def make_kernel(dtype: str, items: int, full: bool, convert_once: bool = False,
         else:
             block.store(y[base:], out, items, "direct", hidden)
 
-    if block_rows:
-        rms_norm_kernel = rows_kernel  # noqa: F811 (the variant this call makes)
     if KERNEL_CACHE if cache is None else cache:
-        variant = f"{dtype}_{items}_{threads}_{reduce}_{warp_rows}_{blocks}_{block_rows}_" + \
+        variant = f"{dtype}_{items}_{threads}_{reduce}_{warp_rows}_{blocks}_" + \
             "".join("1" if flag else "0" for flag in (full, convert_once, striped, blocked, tail))
         rms_norm_kernel.__qualname__ += "_" + variant
         bounds["cache"] = True

@@ -42,16 +42,12 @@ from coopgen.autotune import Config, autotune, pow2
 #: ``example.make_kernel``) for four vectors a thread, where ptxas left alone takes up to 64
 #: registers: for bfloat16, 63 at 352 threads (11,008 wide), two blocks an SM; bounded to three
 #: blocks it fits the 56 that float16 takes anyway.
-#: Row-stream candidates (``rows``: rows a block, the next row loaded while the current one
-#: reduces, ``example.make_kernel``'s ``block_rows``), for batches of at least ``STREAM_ROWS``
-#: rows, where the kernel is bound by bandwidth and an SM's loads pause while its blocks
-#: reduce and store.
 
 
-def _config(vectors, variant, convert_once=False, reduce="warps", warp_rows=0, blocks=0,
-            rows=0) -> Config:
+def _config(vectors, variant, convert_once=False, reduce="warps", warp_rows=0, blocks=0
+            ) -> Config:
     return Config(vectors=vectors, variant=variant, convert_once=convert_once, reduce=reduce,
-                  warp_rows=warp_rows, blocks=blocks, rows=rows)
+                  warp_rows=warp_rows, blocks=blocks)
 
 
 WARP_ROWS = (4, 1)  # rows a block of the "warp" variant: 128 threads, or 32 for decode batches
@@ -61,15 +57,13 @@ CONFIGS = [_config(v, variant) for v in (1, 2, 3, 4) for variant in ("sliced", "
     [_config(v, "warp", warp_rows=r) for r in WARP_ROWS for v in range(1, 9)] + \
     [_config(0.5, "striped")] + \
     [_config(v, "sliced", reduce=r) for r in example.REDUCTIONS[1:] for v in (1, 2)] + \
-    [_config(4, variant, blocks=3) for variant in ("sliced", "striped")] + \
-    [_config(v, "sliced", rows=4) for v in (1, 2)]
+    [_config(4, variant, blocks=3) for variant in ("sliced", "striped")]
 DTYPES = {torch.float16: "float16", torch.bfloat16: "bfloat16"}
 #: the registers four vectors a thread take, within launch bounds (linked for sm_90: float16
 #: 56 with or without; bfloat16 56 under bounds of 62, 40 and spills under bounds of 48)
 BOUNDED_REGISTERS = 56
 REGISTERS = 65536  # an SM's
 DECODE_ROWS = 64  # the most rows (their bucket, ``pow2``) a decode candidate is timed for
-STREAM_ROWS = 1024  # the fewest rows (their bucket) a row-stream candidate is timed for
 
 
 def decode_only(config: Config) -> bool:
@@ -79,9 +73,7 @@ def decode_only(config: Config) -> bool:
 
 def for_rows(config: Config, rows: int) -> bool:
     """Whether the autotuner times ``config`` for ``rows`` rows (their bucket): decode
-    candidates only for a few rows, row-stream candidates only for many."""
-    if config.rows:
-        return pow2(rows) >= STREAM_ROWS
+    candidates only for a few rows."""
     return not decode_only(config) or pow2(rows) <= DECODE_ROWS
 
 
@@ -103,10 +95,6 @@ def kernel_plan(dtype: str, hidden: int, config: Config) -> tuple[int, tuple, ob
     if config.blocks and (config.variant not in ("sliced", "striped") or config.vectors < 1):
         raise ValueError(f"rms_norm: blocks= is for rows a block of whole vectors (sliced or "
                          f"striped), not {config}")
-    if config.rows and (config.variant != "sliced" or config.reduce != "warps" or
-                        config.convert_once or config.vectors < 1):
-        raise ValueError(f"rms_norm: rows= (rows a block) is for sliced rows and the warps' "
-                         f"reduction, not {config}")
     if config.variant == "warp":
         items = example.VECTOR * config.vectors  # a lane's
         if not whole or -(-hidden // (example.VECTOR * 32)) != config.vectors:
@@ -114,7 +102,7 @@ def kernel_plan(dtype: str, hidden: int, config: Config) -> tuple[int, tuple, ob
                              f"16-byte vectors a lane for a warp")
         threads = 32 * config.warp_rows
         return threads, (dtype, items, True, config.convert_once, False, False, threads,
-                         32 * items != hidden, config.reduce, config.warp_rows, 0, 0), \
+                         32 * items != hidden, config.reduce, config.warp_rows, 0), \
             np.uint32, \
             config.warp_rows
     if config.vectors < 1:  # part of a vector a thread: striped words of the whole row
@@ -126,7 +114,7 @@ def kernel_plan(dtype: str, hidden: int, config: Config) -> tuple[int, tuple, ob
                              f"{items} elements for each of at most {example.MAX_THREADS} "
                              f"threads")
         return threads, (dtype, items, True, config.convert_once, True, False, threads, False,
-                         config.reduce, 0, 0, 0), np.uint64, 1
+                         config.reduce, 0, 0), np.uint64, 1
     threads, items = example.plan(hidden, threads_for(hidden, config.vectors))
     if items != example.VECTOR * config.vectors:
         raise ValueError(f"rms_norm: {config.vectors} vectors a thread are {threads} x {items} "
@@ -138,7 +126,7 @@ def kernel_plan(dtype: str, hidden: int, config: Config) -> tuple[int, tuple, ob
         raise ValueError(f"rms_norm: the {config.variant} variant is not one for rows of "
                          f"{hidden} at {threads} x {items}")
     striped = config.variant == "striped"
-    if (config.blocks or config.rows) and not words:
+    if config.blocks and not words:
         raise ValueError(f"rms_norm: {config} takes rows of whole 16-byte vectors")
     if config.blocks and REGISTERS // (threads * config.blocks) < BOUNDED_REGISTERS:
         raise ValueError(f"rms_norm: {config.blocks} blocks of {threads} threads an SM leave "
@@ -148,7 +136,7 @@ def kernel_plan(dtype: str, hidden: int, config: Config) -> tuple[int, tuple, ob
     view = (np.uint64 if striped else np.uint32) if words else "flat"
     return threads, (dtype, items, words, config.convert_once, striped,
                      config.variant == "blocked", threads, words and not full,
-                     config.reduce, 0, config.blocks, config.rows), view, max(config.rows, 1)
+                     config.reduce, 0, config.blocks), view, 1
 
 
 @functools.lru_cache(maxsize=None)
@@ -193,7 +181,7 @@ def _copies(x, w, eps, out):
 
 # version 3: a warp per row, other block reductions and half vectors for decode batches; timed
 # on copies of x
-@autotune(CONFIGS, _key, name="examples.rms_norm", version="5", prune=_prune, copies=_copies)
+@autotune(CONFIGS, _key, name="examples.rms_norm", version="4", prune=_prune, copies=_copies)
 def _run(x, w, eps, out, *, config):
     hidden = x.shape[-1]
     rows = x.numel() // hidden

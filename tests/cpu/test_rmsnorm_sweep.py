@@ -41,13 +41,12 @@ def test_every_candidate_covers_the_row_and_none_repeats_a_kernel(hidden):
     kernels = [arguments for _, arguments, _, _ in plans.values()]
     assert len(kernels) == len(set(kernels))  # one timing per kernel
     for config, (threads, arguments, view, per_block) in plans.items():
-        _, items, words, _, striped, blocked, _, tail, reduce, warp_rows, blocks, rows = arguments
+        _, items, words, _, striped, blocked, _, tail, reduce, warp_rows, blocks = arguments
         assert threads % 32 == 0 and 32 <= threads <= rms_norm.MAX_THREADS
         assert items == rms_norm.VECTOR * config.vectors and reduce == config.reduce
         # the threads that hold a row: a block's, or a warp's
         holders = 32 if config.variant == "warp" else threads
-        assert holders * items >= hidden and per_block == max(warp_rows, rows, 1)
-        assert rows == config.rows and (not rows or config.variant == "sliced")
+        assert holders * items >= hidden and per_block == max(warp_rows, 1)
         full = holders * items == hidden
         if config.variant in ("striped", "blocked"):
             assert full and words and not tail  # exactly the block's vectors
@@ -79,12 +78,8 @@ def test_decode_candidates_are_pruned_past_decode_batches():
     assert trn._config(4, "warp", warp_rows=1) in decode and \
         trn._config(4, "warp", warp_rows=4) not in decode
     assert half in decode and trn.kernel_plan("float16", 4096, half)[0] == 1024
-    stream = [c for c in trn.CONFIGS if c.rows]  # row-stream candidates: many rows only
-    assert stream and not set(stream) & set(decode)
-    few = [c for c in trn.CONFIGS if c not in stream]
-    for rows, kept in ((1, few), (33, few), (64, few),
-                       (65, [c for c in few if c not in decode]),
-                       (1024, [c for c in trn.CONFIGS if c not in decode]),
+    for rows, kept in ((1, trn.CONFIGS), (33, trn.CONFIGS), (64, trn.CONFIGS),
+                       (65, [c for c in trn.CONFIGS if c not in decode]),
                        (32768, [c for c in trn.CONFIGS if c not in decode])):
         x = torch.empty(rows, 4096, device="meta")
         assert trn._run.prune(trn.CONFIGS, x, x[0], 1e-6, None) == kept
