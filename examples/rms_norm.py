@@ -113,13 +113,15 @@ WARP = 32
 #: A thread adds its squares in this many independent chains (one chain of 32 dependent adds
 #: is 32 adds' latency between the loads' arrival and the first shuffle)
 CHAINS = 4
+HALF = np.uint32(16)  # a bfloat16 is the high half of the float32 with the same bits
+HIGH = np.uint32(0xFFFF0000)
 
 
 @functools.lru_cache(maxsize=None)
 def make_kernel(dtype: str, items: int, full: bool, convert_once: bool = False,
                 striped: bool = False, blocked: bool = False, threads: int | None = None,
                 tail: bool = False, reduce: str = "warps", warp_rows: int = 0,
-                blocks: int = 0, cache: bool | None = None):
+                cache: bool | None = None):
     """The kernel for rows of ``dtype`` with ``items`` elements per thread. ``full``: every row
     is exactly threads * items long, and x, w and y come as uint32 words (two elements each);
     otherwise they come as elements and load guarded. ``convert_once``: keep each element's
@@ -141,11 +143,6 @@ def make_kernel(dtype: str, items: int, full: bool, convert_once: bool = False,
     block, ``warp_rows`` rows a block (``threads`` = 32 * ``warp_rows``; ``items`` per lane):
     ``warp.load`` and ``warp.store`` (CUB's WarpLoad and WarpStore, 16-byte vectors, a warp's
     access 512 contiguous bytes), ``warp.sum`` and a shuffle: no shared memory and no barrier.
-    ``blocks``: the blocks of ``threads`` an SM must hold (launch bounds), where the default
-    bounds (``SM_THREADS`` for at most ``VECTORS`` vectors a thread, none above) leave
-    registers to spare: ptxas then fits each thread in 65,536 / (``blocks`` x ``threads``)
-    registers. At 32 bfloat16 items ptxas takes 63 registers, which fits two blocks of 352
-    threads an SM; at 56 (float16's count) three fit.
     ``cache`` (default ``KERNEL_CACHE``): a ``cache=True`` kernel whose cache file names the
     variant, so processes compiling other variants at once never write the same file (numba
     keeps one index per function and rewrites it on every save)."""
@@ -159,6 +156,10 @@ def make_kernel(dtype: str, items: int, full: bool, convert_once: bool = False,
     quads = items // 4
     vectors = words // 4  # 16-byte vectors a thread
     two_stage = reduce == "warps"
+    # bfloat16 words widen to float32 by their bits (a shift or a mask an item): numba's
+    # conversion is inline assembly the compilers cannot merge, which costs bfloat16 about 60
+    # more instructions than float16 at 32 items
+    widen_bits = dtype == "bfloat16" and full
     shared_sums = reduce == "warps_shared"
     if shared_sums and not threads:
         raise ValueError("rms_norm: reduce='warps_shared' adds each warp's sum: it needs the "
@@ -167,10 +168,7 @@ def make_kernel(dtype: str, items: int, full: bool, convert_once: bool = False,
     # full rows only: the guarded element-by-element path would spill at 32 registers, and
     # so would the other reductions at 16 items (their kernels, for a few rows, where one
     # block runs an SM, only promise their block size)
-    if blocks and not threads:
-        raise ValueError("rms_norm: blocks= (blocks an SM holds) needs the block size (threads)")
-    bounds = {"launch_bounds": (threads, blocks)} if blocks \
-        else {"launch_bounds": (threads, SM_THREADS // threads)} \
+    bounds = {"launch_bounds": (threads, SM_THREADS // threads)} \
         if threads and full and items <= VECTOR * VECTORS and two_stage and not warp_rows \
         else {"launch_bounds": (threads,)} if threads and not two_stage else {}
     lanes_words = WARP * 4  # words of one slice of a warp's row: a 16-byte vector a lane
@@ -230,12 +228,22 @@ def make_kernel(dtype: str, items: int, full: bool, convert_once: bool = False,
             weights = local.array(items, element)
             block.load(x[base:], vals, items, "direct", hidden, 0)
             block.load(w, weights, items, "direct", hidden, 0)
+        if widen_bits:  # a float32 to build from an item's bits
+            wide = local.array(1, np.uint32)
+            wide_value = wide.view(np.float32)
         kept = local.array(items, np.float32)
         squares = local.array(CHAINS, np.float32)  # independent chains of adds
         for j in range(CHAINS):
             squares[j] = np.float32(0)
         for i in range(items):
-            v = np.float32(vals[i])
+            if widen_bits:
+                # the item's 32-bit word (a quad's half, shifted down), then its bits on top
+                word = x_quads[i >> 2] >> np.uint64(32 * ((i >> 1) & 1)) if striped \
+                    else x_words[i >> 1]
+                wide[0] = word << HALF if i & 1 == 0 else word & HIGH
+                v = wide_value[0]
+            else:
+                v = np.float32(vals[i])
             squares[i % CHAINS] += v * v
             if convert_once:
                 kept[i] = v
@@ -277,8 +285,19 @@ def make_kernel(dtype: str, items: int, full: bool, convert_once: bool = False,
         y_quads = local.array(quads, np.uint64)
         out = y_quads.view(element) if striped else y_words.view(element)
         for i in range(items):
-            v = kept[i] if convert_once else np.float32(vals[i])
-            out[i] = v * r * np.float32(weights[i])  # one rounding
+            if widen_bits:
+                word = w_quads[i >> 2] >> np.uint64(32 * ((i >> 1) & 1)) if striped \
+                    else w_words[i >> 1]
+                wide[0] = word << HALF if i & 1 == 0 else word & HIGH
+                weight = wide_value[0]
+                if not convert_once:
+                    word = x_quads[i >> 2] >> np.uint64(32 * ((i >> 1) & 1)) if striped \
+                        else x_words[i >> 1]
+                    wide[0] = word << HALF if i & 1 == 0 else word & HIGH
+            else:
+                weight = np.float32(weights[i])
+            v = kept[i] if convert_once else wide_value[0] if widen_bits else np.float32(vals[i])
+            out[i] = v * r * weight  # one rounding
         if full and striped:
             block.store(y[base:], y_quads, algorithm="striped")
         elif full and blocked:
@@ -297,8 +316,8 @@ def make_kernel(dtype: str, items: int, full: bool, convert_once: bool = False,
             block.store(y[base:], out, items, "direct", hidden)
 
     if KERNEL_CACHE if cache is None else cache:
-        variant = f"{dtype}_{items}_{threads}_{reduce}_{warp_rows}_{blocks}_" + \
-            "".join("1" if flag else "0" for flag in (full, convert_once, striped, blocked, tail))
+        variant = f"{dtype}_{items}_{threads}_{reduce}_{warp_rows}_" + "".join(
+            "1" if flag else "0" for flag in (full, convert_once, striped, blocked, tail))
         rms_norm_kernel.__qualname__ += "_" + variant
         bounds["cache"] = True
     return cuda.jit(**bounds)(rms_norm_kernel)

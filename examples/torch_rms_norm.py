@@ -38,16 +38,11 @@ from coopgen.autotune import Config, autotune, pow2
 #: every thread from shared memory; CUB's BlockReduce, raking or warp reductions), half a
 #: vector a thread (``vectors=0.5``, striped 8-byte words: 1,024 threads at 4,096 wide), and a
 #: warp per row in blocks of one warp (each row on an SM of its own).
-#: Occupancy candidates (``blocks``: the blocks an SM must hold, launch bounds in
-#: ``example.make_kernel``) for four vectors a thread, where ptxas left alone takes up to 64
-#: registers: for bfloat16, 63 at 352 threads (11,008 wide), two blocks an SM; bounded to three
-#: blocks it fits the 56 that float16 takes anyway.
 
 
-def _config(vectors, variant, convert_once=False, reduce="warps", warp_rows=0, blocks=0
-            ) -> Config:
+def _config(vectors, variant, convert_once=False, reduce="warps", warp_rows=0) -> Config:
     return Config(vectors=vectors, variant=variant, convert_once=convert_once, reduce=reduce,
-                  warp_rows=warp_rows, blocks=blocks)
+                  warp_rows=warp_rows)
 
 
 WARP_ROWS = (4, 1)  # rows a block of the "warp" variant: 128 threads, or 32 for decode batches
@@ -56,13 +51,8 @@ CONFIGS = [_config(v, variant) for v in (1, 2, 3, 4) for variant in ("sliced", "
      _config(2, "elements")] + \
     [_config(v, "warp", warp_rows=r) for r in WARP_ROWS for v in range(1, 9)] + \
     [_config(0.5, "striped")] + \
-    [_config(v, "sliced", reduce=r) for r in example.REDUCTIONS[1:] for v in (1, 2)] + \
-    [_config(4, variant, blocks=3) for variant in ("sliced", "striped")]
+    [_config(v, "sliced", reduce=r) for r in example.REDUCTIONS[1:] for v in (1, 2)]
 DTYPES = {torch.float16: "float16", torch.bfloat16: "bfloat16"}
-#: the registers four vectors a thread take, within launch bounds (linked for sm_90: float16
-#: 56 with or without; bfloat16 56 under bounds of 62, 40 and spills under bounds of 48)
-BOUNDED_REGISTERS = 56
-REGISTERS = 65536  # an SM's
 DECODE_ROWS = 64  # the most rows (their bucket, ``pow2``) a decode candidate is timed for
 
 
@@ -92,9 +82,6 @@ def kernel_plan(dtype: str, hidden: int, config: Config) -> tuple[int, tuple, ob
     is no candidate for that width (its variant cannot hold the row, or the width leaves it
     fewer vectors a thread than it names: the kernel of another candidate)."""
     whole = hidden % example.VECTOR == 0  # rows of whole 16-byte vectors
-    if config.blocks and (config.variant not in ("sliced", "striped") or config.vectors < 1):
-        raise ValueError(f"rms_norm: blocks= is for rows a block of whole vectors (sliced or "
-                         f"striped), not {config}")
     if config.variant == "warp":
         items = example.VECTOR * config.vectors  # a lane's
         if not whole or -(-hidden // (example.VECTOR * 32)) != config.vectors:
@@ -102,8 +89,7 @@ def kernel_plan(dtype: str, hidden: int, config: Config) -> tuple[int, tuple, ob
                              f"16-byte vectors a lane for a warp")
         threads = 32 * config.warp_rows
         return threads, (dtype, items, True, config.convert_once, False, False, threads,
-                         32 * items != hidden, config.reduce, config.warp_rows, 0), \
-            np.uint32, \
+                         32 * items != hidden, config.reduce, config.warp_rows), np.uint32, \
             config.warp_rows
     if config.vectors < 1:  # part of a vector a thread: striped words of the whole row
         items = int(example.VECTOR * config.vectors)
@@ -114,7 +100,7 @@ def kernel_plan(dtype: str, hidden: int, config: Config) -> tuple[int, tuple, ob
                              f"{items} elements for each of at most {example.MAX_THREADS} "
                              f"threads")
         return threads, (dtype, items, True, config.convert_once, True, False, threads, False,
-                         config.reduce, 0, 0), np.uint64, 1
+                         config.reduce, 0), np.uint64, 1
     threads, items = example.plan(hidden, threads_for(hidden, config.vectors))
     if items != example.VECTOR * config.vectors:
         raise ValueError(f"rms_norm: {config.vectors} vectors a thread are {threads} x {items} "
@@ -126,17 +112,12 @@ def kernel_plan(dtype: str, hidden: int, config: Config) -> tuple[int, tuple, ob
         raise ValueError(f"rms_norm: the {config.variant} variant is not one for rows of "
                          f"{hidden} at {threads} x {items}")
     striped = config.variant == "striped"
-    if config.blocks and not words:
-        raise ValueError(f"rms_norm: {config} takes rows of whole 16-byte vectors")
-    if config.blocks and REGISTERS // (threads * config.blocks) < BOUNDED_REGISTERS:
-        raise ValueError(f"rms_norm: {config.blocks} blocks of {threads} threads an SM leave "
-                         f"fewer than {BOUNDED_REGISTERS} registers a thread")
     # x, w and y as words (16-byte accesses) or flat rows of elements: views the kernel asks
     # for
     view = (np.uint64 if striped else np.uint32) if words else "flat"
     return threads, (dtype, items, words, config.convert_once, striped,
                      config.variant == "blocked", threads, words and not full,
-                     config.reduce, 0, config.blocks), view, 1
+                     config.reduce, 0), view, 1
 
 
 @functools.lru_cache(maxsize=None)
@@ -180,7 +161,7 @@ def _copies(x, w, eps, out):
 
 
 # version 3: a warp per row, other block reductions and half vectors for decode batches; timed
-# on copies of x
+# on copies of x. Version 4: bfloat16 kernels widen their items to float32 by the bits
 @autotune(CONFIGS, _key, name="examples.rms_norm", version="4", prune=_prune, copies=_copies)
 def _run(x, w, eps, out, *, config):
     hidden = x.shape[-1]

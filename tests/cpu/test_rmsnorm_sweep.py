@@ -41,7 +41,7 @@ def test_every_candidate_covers_the_row_and_none_repeats_a_kernel(hidden):
     kernels = [arguments for _, arguments, _, _ in plans.values()]
     assert len(kernels) == len(set(kernels))  # one timing per kernel
     for config, (threads, arguments, view, per_block) in plans.items():
-        _, items, words, _, striped, blocked, _, tail, reduce, warp_rows, blocks = arguments
+        _, items, words, _, striped, blocked, _, tail, reduce, warp_rows = arguments
         assert threads % 32 == 0 and 32 <= threads <= rms_norm.MAX_THREADS
         assert items == rms_norm.VECTOR * config.vectors and reduce == config.reduce
         # the threads that hold a row: a block's, or a warp's
@@ -60,9 +60,6 @@ def test_every_candidate_covers_the_row_and_none_repeats_a_kernel(hidden):
         else:
             assert warp_rows == 0
         assert view == ("flat" if not words else np.uint64 if striped else np.uint32)
-        # occupancy candidates: launch bounds that leave four vectors their registers
-        assert blocks == config.blocks and \
-            blocks * threads * trn.BOUNDED_REGISTERS <= trn.REGISTERS
     if hidden % rms_norm.VECTOR == 0:  # rows of whole vectors move as 16-byte vectors
         assert any(config.variant == "sliced" for config in plans)
     if hidden % rms_norm.VECTOR == 0 and hidden <= 32 * 8 * rms_norm.VECTOR:
