@@ -113,8 +113,12 @@ WARP = 32
 #: A thread adds its squares in this many independent chains (one chain of 32 dependent adds
 #: is 32 adds' latency between the loads' arrival and the first shuffle)
 CHAINS = 4
-HALF = np.uint32(16)  # a bfloat16 is the high half of the float32 with the same bits
-HIGH = np.uint32(0xFFFF0000)
+SM_REGISTERS = 65536
+#: the registers four vectors a thread take: float16's, and bfloat16's under launch bounds
+#: (sm_90). Left alone, ptxas gives bfloat16 rows with a tail 75-77, which at 352 threads
+#: (11,008 wide) fits two blocks an SM, not three: 222 µs for 16,384 rows on an H200, 187
+#: with the bounds (float16: 182)
+WIDE_REGISTERS = 56
 
 
 @functools.lru_cache(maxsize=None)
@@ -156,10 +160,6 @@ def make_kernel(dtype: str, items: int, full: bool, convert_once: bool = False,
     quads = items // 4
     vectors = words // 4  # 16-byte vectors a thread
     two_stage = reduce == "warps"
-    # bfloat16 words widen to float32 by their bits (a shift or a mask an item): numba's
-    # conversion is inline assembly the compilers cannot merge, which costs bfloat16 about 60
-    # more instructions than float16 at 32 items
-    widen_bits = dtype == "bfloat16" and full
     shared_sums = reduce == "warps_shared"
     if shared_sums and not threads:
         raise ValueError("rms_norm: reduce='warps_shared' adds each warp's sum: it needs the "
@@ -171,6 +171,10 @@ def make_kernel(dtype: str, items: int, full: bool, convert_once: bool = False,
     bounds = {"launch_bounds": (threads, SM_THREADS // threads)} \
         if threads and full and items <= VECTOR * VECTORS and two_stage and not warp_rows \
         else {"launch_bounds": (threads,)} if threads and not two_stage else {}
+    if threads and full and items == 4 * VECTOR and two_stage and not warp_rows and \
+            SM_REGISTERS // (threads * WIDE_REGISTERS) > 1:
+        # four vectors a thread: bounds for the blocks that WIDE_REGISTERS a thread allow
+        bounds = {"launch_bounds": (threads, SM_REGISTERS // (threads * WIDE_REGISTERS))}
     lanes_words = WARP * 4  # words of one slice of a warp's row: a 16-byte vector a lane
 
     def rms_norm_kernel(x, w, y, hidden, eps):
@@ -228,22 +232,12 @@ def make_kernel(dtype: str, items: int, full: bool, convert_once: bool = False,
             weights = local.array(items, element)
             block.load(x[base:], vals, items, "direct", hidden, 0)
             block.load(w, weights, items, "direct", hidden, 0)
-        if widen_bits:  # a float32 to build from an item's bits
-            wide = local.array(1, np.uint32)
-            wide_value = wide.view(np.float32)
         kept = local.array(items, np.float32)
         squares = local.array(CHAINS, np.float32)  # independent chains of adds
         for j in range(CHAINS):
             squares[j] = np.float32(0)
         for i in range(items):
-            if widen_bits:
-                # the item's 32-bit word (a quad's half, shifted down), then its bits on top
-                word = x_quads[i >> 2] >> np.uint64(32 * ((i >> 1) & 1)) if striped \
-                    else x_words[i >> 1]
-                wide[0] = word << HALF if i & 1 == 0 else word & HIGH
-                v = wide_value[0]
-            else:
-                v = np.float32(vals[i])
+            v = np.float32(vals[i])
             squares[i % CHAINS] += v * v
             if convert_once:
                 kept[i] = v
@@ -285,19 +279,8 @@ def make_kernel(dtype: str, items: int, full: bool, convert_once: bool = False,
         y_quads = local.array(quads, np.uint64)
         out = y_quads.view(element) if striped else y_words.view(element)
         for i in range(items):
-            if widen_bits:
-                word = w_quads[i >> 2] >> np.uint64(32 * ((i >> 1) & 1)) if striped \
-                    else w_words[i >> 1]
-                wide[0] = word << HALF if i & 1 == 0 else word & HIGH
-                weight = wide_value[0]
-                if not convert_once:
-                    word = x_quads[i >> 2] >> np.uint64(32 * ((i >> 1) & 1)) if striped \
-                        else x_words[i >> 1]
-                    wide[0] = word << HALF if i & 1 == 0 else word & HIGH
-            else:
-                weight = np.float32(weights[i])
-            v = kept[i] if convert_once else wide_value[0] if widen_bits else np.float32(vals[i])
-            out[i] = v * r * weight  # one rounding
+            v = kept[i] if convert_once else np.float32(vals[i])
+            out[i] = v * r * np.float32(weights[i])  # one rounding
         if full and striped:
             block.store(y[base:], y_quads, algorithm="striped")
         elif full and blocked:
