@@ -87,10 +87,10 @@ def generate_entries(entries: tuple[headers.LockEntry, ...]) -> None:
     shares (``emit_types._ANSWERS``); it makes them ahead from the committed models
     (``_make_ahead``) while a core would idle.
 
-    What runs alone holds up the rest, and gets the cores first: the preamble, which every
-    parse waits for, at this process's priority; the walks on this thread; and the parses and
-    the writer at a lower one (``_lower_priority``), so that after the last parse its walk
-    and write do not queue behind the others' parses."""
+    What others wait for gets the cores first: the preamble, which every parse waits for, and
+    the walks, which the writes wait for, run at this process's priority; the parses below it,
+    and the writer lower still (``_lower_priority``): it takes what the others leave, and after
+    the last parse no other write is left to queue behind."""
     if importlib.util.find_spec("clang") is None:
         raise headers.HeaderError("generate needs libclang: pip install -e '.[generate]' in "
                                   "the coopgen checkout")
@@ -161,13 +161,19 @@ def _quietly(fn) -> None:
         fn()
 
 
-def _lower_priority() -> None:
-    """Lower the calling thread's priority (on Linux each thread has its own; libclang's parse
-    thread takes its caller's): the parse threads and the writer process, which the walks and
-    the preamble must not wait for."""
+#: How far below this process the writer runs: below the parse threads (10), so that it takes
+#: what they leave (while the preamble is made, after a parse thread's last parse) and a share
+#: of the rest that on two cores makes it done about when the last walk is.
+_WRITER_NICE = 15
+
+
+def _lower_priority(by: int = 10) -> None:
+    """Raise the calling thread's nice value ``by`` (on Linux each thread has its own;
+    libclang's parse thread takes its caller's): the parse threads, which the walks and the
+    preamble must not wait for, and, lower still, the writer process."""
     with contextlib.suppress(AttributeError, OSError):
         tid = threading.get_native_id()
-        os.setpriority(os.PRIO_PROCESS, tid, min(19, os.getpriority(os.PRIO_PROCESS, tid) + 10))
+        os.setpriority(os.PRIO_PROCESS, tid, min(19, os.getpriority(os.PRIO_PROCESS, tid) + by))
 
 
 class _InPlace:
@@ -198,7 +204,7 @@ def _writer(entries: tuple[headers.LockEntry, ...] = ()):
             or "fork" not in multiprocessing.get_all_start_methods():
         return _InPlace()
     pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork"),
-                               initializer=_lower_priority)
+                               initializer=_lower_priority, initargs=(_WRITER_NICE,))
     pool.submit(_make_ahead, entries)
     return pool
 
@@ -232,6 +238,7 @@ class _Texts:
 
 
 def entry_texts(entry: headers.LockEntry, model: ApiModel) -> _Texts:
+    """The texts of every file ``write_entry`` writes of ``model``."""
     from .emit import bound_keys
     from .emit_docs import emit_docs, emit_types_page
     from .write import package_files
