@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
+import gc
 import importlib
 import importlib.metadata
 import importlib.util
@@ -10,6 +12,7 @@ import json
 import os
 import shutil
 import sys
+import threading
 import time
 from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor, as_completed
 from pathlib import Path
@@ -81,42 +84,96 @@ def generate_entries(entries: tuple[headers.LockEntry, ...]) -> None:
     that calls into libclang stays on one thread, since two would hand the GIL back and forth
     on every call. A writer process writes each model's specs, docstrings and reference pages
     (the other half of the Python work), keeping the supported-types answers every entry
-    shares (``emit_types._ANSWERS``)."""
+    shares (``emit_types._ANSWERS``); it makes them ahead from the committed models
+    (``_make_ahead``) while a core would idle.
+
+    What others wait for gets the cores first: the preamble, which every parse waits for, and
+    the walks, which the writes wait for, run at this process's priority; the parses below it,
+    and the writer lower still (``_lower_priority``): it takes what the others leave, and after
+    the last parse no other write is left to queue behind."""
     if importlib.util.find_spec("clang") is None:
         raise headers.HeaderError("generate needs libclang: pip install -e '.[generate]' in "
                                   "the coopgen checkout")
-    from .pipeline import build_model, parse_entry
+    collecting = gc.isenabled()
+    # The walks and the writes make millions of objects that live to the end, next to none in
+    # reference cycles: the collector's passes over them were a sixth of their time. Off
+    # before the writer is forked, so there too.
+    gc.disable()
+    try:
+        _generate_entries(entries)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _generate_entries(entries: tuple[headers.LockEntry, ...]) -> None:
+    from .parse import make_preamble
 
     types_page, made, writes, parses = None, {}, {}, {}
-    with _writer() as writer, ThreadPoolExecutor(min(len(entries), os.cpu_count() or 1)) \
-            as parsing:
+    with _writer(entries) as writer:
+        # started before the headers' check (Python work, on this thread meanwhile); a failure
+        # here is the first parse's to raise, when it makes the preamble itself
+        preamble = threading.Thread(target=_quietly, args=(make_preamble,), name="preamble")
+        preamble.start()
         try:
-            # This thread waits seconds for the first parse (the preamble, then a release): it
-            # checks every entry's headers against the lock meanwhile (hashing them, Python work
-            # that would later compete with the walks for the GIL).
-            for entry in entries:
-                parses[parsing.submit(parse_entry, entry, headers.locate(entry))] = entry
-            # each parse is walked as soon as it is done: a core never waits on an earlier
-            # entry's parse while a later one's waits to be walked
-            for parse in as_completed(parses):
-                entry = parses[parse]
-                t0 = time.perf_counter()
-                model, warnings = build_model(entry, parse.result())
-                writes[entry] = (model, warnings, time.perf_counter() - t0,
-                                 writer.submit(write_entry, entry, model))
-            for entry in entries:  # reported in lock order
-                model, warnings, walk_s, written = writes[entry]
-                for w in warnings:
-                    print(f"warning: {w}", file=sys.stderr)
-                count, write_s, page, bound = written.result()
-                print(_summary(entry, model, count, walk_s + write_s), flush=True)
-                types_page = page or types_page
-                made[entry.cccl] = (model, bound)
-        except BaseException:
-            for future in list(parses) + [w[-1] for w in writes.values()]:
-                future.cancel()  # what has not begun
-            raise
+            with ThreadPoolExecutor(min(len(entries), os.cpu_count() or 1),
+                                    initializer=_lower_priority) as parsing:
+                _generate(entries, writer, parsing, parses, writes)
+        finally:
+            preamble.join()
+        for entry in entries:  # reported in lock order
+            model, warnings, walk_s, written = writes[entry]
+            for w in warnings:
+                print(f"warning: {w}", file=sys.stderr)
+            count, write_s, page, bound = written.result()
+            print(_summary(entry, model, count, walk_s + write_s), flush=True)
+            types_page = page or types_page
+            made[entry.cccl] = (model, bound)
     write_release_files(types_page, made)
+
+
+def _generate(entries, writer, parsing, parses: dict, writes: dict) -> None:
+    """``generate_entries``' parses, walks and writes: ``writes`` maps each entry to (model,
+    warnings, seconds of its walk, its write's future)."""
+    from .pipeline import build_model, parse_entry
+
+    try:
+        for entry in entries:
+            parses[parsing.submit(parse_entry, entry, headers.locate(entry))] = entry
+        # the release pages' emitters, imported while this thread waits for the first parse
+        importlib.import_module(f"{__package__}.emit_docs")
+        # each parse is walked as soon as it is done: a core never waits on an earlier
+        # entry's parse while a later one's waits to be walked
+        for parse in as_completed(parses):
+            entry = parses[parse]
+            t0 = time.perf_counter()
+            model, warnings = build_model(entry, parse.result())
+            writes[entry] = (model, warnings, time.perf_counter() - t0,
+                             writer.submit(write_entry, entry, model))
+    except BaseException:
+        for future in list(parses) + [w[-1] for w in writes.values()]:
+            future.cancel()  # what has not begun
+        raise
+
+
+def _quietly(fn) -> None:
+    with contextlib.suppress(Exception):
+        fn()
+
+
+#: How far below this process the writer runs: below the parse threads (10), so that it takes
+#: what they leave (while the preamble is made, after a parse thread's last parse) and a share
+#: of the rest that on two cores makes it done about when the last walk is.
+_WRITER_NICE = 15
+
+
+def _lower_priority(by: int = 10) -> None:
+    """Raise the calling thread's nice value ``by`` (on Linux each thread has its own;
+    libclang's parse thread takes its caller's): the parse threads, which the walks and the
+    preamble must not wait for, and, lower still, the writer process."""
+    with contextlib.suppress(AttributeError, OSError):
+        tid = threading.get_native_id()
+        os.setpriority(os.PRIO_PROCESS, tid, min(19, os.getpriority(os.PRIO_PROCESS, tid) + by))
 
 
 class _InPlace:
@@ -135,36 +192,76 @@ class _InPlace:
         return False
 
 
-def _writer():
+def _writer(entries: tuple[headers.LockEntry, ...] = ()):
     """The writer process of ``generate_entries``, forked now: before any thread starts (a
     fork copies only the thread that forks, and a lock another thread held would stay held
-    in the child). It imports the emitters while this process locates the headers. Where
-    this process runs threads already (a caller's), or cannot fork, the writes run here."""
+    in the child). It imports the emitters, then makes the files of ``entries`` ahead from
+    their committed models (``_make_ahead``). Where this process runs threads already (a
+    caller's), or cannot fork, the writes run here."""
     import multiprocessing
-    import threading
 
     if (os.cpu_count() or 1) < 2 or threading.active_count() > 1 \
             or "fork" not in multiprocessing.get_all_start_methods():
         return _InPlace()
-    pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork"))
-    pool.submit(importlib.import_module, f"{__package__}.emit_docs")
+    pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork"),
+                               initializer=_lower_priority, initargs=(_WRITER_NICE,))
+    pool.submit(_make_ahead, entries)
     return pool
+
+
+#: The writer process's files made ahead: entry -> (the committed model, its files' texts).
+_AHEAD: dict = {}
+
+
+def _make_ahead(entries: tuple[headers.LockEntry, ...]) -> None:
+    """Make the files of each of ``entries`` from its committed model, before the parses give
+    the new one: at first a core idles (while the preamble is made, the parses wait), and after
+    the last parse its write would hold up the end. The new model is most often the committed
+    one, and ``write_entry`` then takes these texts; where it is not, they are dropped, and the
+    supported-types answers (``emit_types._ANSWERS``) still serve the classes that are alike."""
+    importlib.import_module(f"{__package__}.emit_docs")
+    for entry in entries:
+        try:
+            committed = from_json(model_path(entry).read_text(encoding="utf-8"))
+            _AHEAD[entry] = (committed, entry_texts(entry, committed))
+        except Exception:  # noqa: BLE001 (none yet, or of an older schema or tables: not needed)
+            continue
+
+
+@dataclasses.dataclass(frozen=True)
+class _Texts:
+    """What ``write_entry`` writes of one model."""
+    package: list  # (name, text) in bindings/_generated/<tag>/
+    pages: list  # (name, text) in docs/api/<cccl>/
+    types_page: str | None  # the default entry's supported-types page
+    bound: frozenset[str]  # the overloads it binds, for the pages of every entry
+
+
+def entry_texts(entry: headers.LockEntry, model: ApiModel) -> _Texts:
+    """The texts of every file ``write_entry`` writes of ``model``."""
+    from .emit import bound_keys
+    from .emit_docs import emit_docs, emit_types_page
+    from .write import package_files
+
+    return _Texts(package_files(entry, model), emit_docs(entry, model),
+                  emit_types_page(entry, model) if entry == headers.load_lock()[0] else None,
+                  frozenset(bound_keys(model)))
 
 
 def write_entry(entry: headers.LockEntry, model: ApiModel) -> tuple[int, float, str | None,
                                                                      frozenset[str]]:
     """Write one lock entry's files from its model: (how many files, the seconds it took, for
     the default entry the supported-types page, of the table its docstrings made; the overloads
-    it binds, for the pages of every entry)."""
-    from .emit import bound_keys
-    from .emit_docs import emit_types_page
+    it binds, for the pages of every entry). The files made ahead serve where the model is the
+    committed one."""
     from .write import write_docs, write_outputs
 
     t0 = time.perf_counter()
-    written = write_outputs(entry, model, generated_dir())
-    written += write_docs(entry, model, docs_api_dir())
-    page = emit_types_page(entry, model) if entry == headers.load_lock()[0] else None
-    return len(written), time.perf_counter() - t0, page, frozenset(bound_keys(model))
+    ahead = _AHEAD.pop(entry, None)
+    texts = ahead[1] if ahead is not None and ahead[0] == model else entry_texts(entry, model)
+    written = write_outputs(entry, model, generated_dir(), texts.package)
+    written += write_docs(entry, model, docs_api_dir(), texts.pages)
+    return len(written), time.perf_counter() - t0, texts.types_page, texts.bound
 
 
 def _summary(entry: headers.LockEntry, model: ApiModel, files: int, seconds: float) -> str:

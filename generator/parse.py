@@ -86,7 +86,9 @@ def _stub_include_dir() -> str:
     return str(d)
 
 
-def clang_args(include_root: Path) -> list[str]:
+def clang_args(include_root: Path | None) -> list[str]:
+    """libclang's arguments for a parse of the headers under ``include_root``; without it, those
+    of the preamble (the same for every lock entry)."""
     import clang.native
 
     resource = Path(clang.native.__file__).parent / "resource"
@@ -96,7 +98,9 @@ def clang_args(include_root: Path) -> list[str]:
             # the model records errors only: checking for warnings is a tenth of a parse
             "-w"]
     args += [f"-isystem{d}" for d in _gcc_cxx_include_dirs()]
-    args += [f"-I{_stub_include_dir()}", f"-isystem{include_root}"]
+    args.append(f"-I{_stub_include_dir()}")
+    if include_root is not None:
+        args.append(f"-isystem{include_root}")
     cuda = _cuda_path()
     if cuda:
         args.append(f"--cuda-path={cuda}")
@@ -158,10 +162,17 @@ def _shadowed(files: tuple[str, ...], include_root: Path) -> bool:
 _PREAMBLE_LOCK = threading.Lock()  # parses on several threads make the preamble once
 
 
-def _preamble_for(args: list[str], include_root: Path) -> str | None:
-    """The preamble of ``parse``'s ``args``: with the shared headers, unless the release ships
-    one of the files they read; else clang's CUDA wrapper alone."""
-    shared_args = tuple(a for a in args if a != f"-isystem{include_root}")
+def make_preamble() -> None:
+    """Make the preamble now, the parses waiting for it: ``coopgen generate`` starts it before
+    it checks the entries' headers against the lock."""
+    with _PREAMBLE_LOCK:
+        _preamble(tuple(clang_args(None)))
+
+
+def _preamble_for(include_root: Path) -> str | None:
+    """The preamble of a parse of ``include_root``: with the shared headers, unless the release
+    ships one of the files they read; else clang's CUDA wrapper alone."""
+    shared_args = tuple(clang_args(None))
     with _PREAMBLE_LOCK:
         made = _preamble(shared_args)
         if made is not None and _shadowed(made[1], include_root):
@@ -649,7 +660,7 @@ def translation_unit(include_root: Path) -> Unit:
                           for p in include_root.glob(pattern))
     source = "".join(f"#include <{h}>\n" for h in headers)
     args = clang_args(include_root)
-    pch = _preamble_for(args, include_root)
+    pch = _preamble_for(include_root)
     tu = ci.Index.create().parse(
         "coopgen_all_headers.cu", args=args + (["-include-pch", pch] if pch else []),
         unsaved_files=[("coopgen_all_headers.cu", source)],

@@ -14,37 +14,45 @@ def _write_if_changed(path: Path, text: str, written: list[Path]) -> None:
     written.append(path)
 
 
-def write_outputs(entry: LockEntry, model: ApiModel, out_dir: Path) -> list[Path]:
-    """Write ``<out_dir>/<tag>/cub_api.json`` and every emitted module; remove stale modules."""
+def package_files(entry: LockEntry, model: ApiModel) -> list[tuple[str, str]]:
+    """(name, text) of each file of ``<out_dir>/<tag>/``: the model JSON, every emitted module
+    and the docstrings."""
     from .emit import emit_package
     from .emit_docs import emit_docstrings
 
+    return ([("cub_api.json", to_json(model))] + emit_package(entry, model)
+            + [("docstrings.py", emit_docstrings(entry, model))])
+
+
+def _write_folder(folder: Path, files: list[tuple[str, str]], stale: str) -> list[Path]:
+    """Write ``files`` (name, text) into ``folder``; remove the files matching ``stale`` that
+    are not among them."""
     written: list[Path] = []
-    pkg = out_dir / entry.tag
-    _write_if_changed(pkg / "cub_api.json", to_json(model), written)
-    files = emit_package(entry, model) + [("docstrings.py", emit_docstrings(entry, model))]
     for name, text in files:
-        _write_if_changed(pkg / name, text, written)
+        _write_if_changed(folder / name, text, written)
     keep = {p.resolve() for p in written}
-    for stale in pkg.glob("*.py"):
-        if stale.resolve() not in keep:
-            stale.unlink()
+    for old in folder.glob(stale):
+        if old.resolve() not in keep:
+            old.unlink()
     return written
 
 
-def write_docs(entry: LockEntry, model: ApiModel, docs_dir: Path) -> list[Path]:
-    """Write ``<docs_dir>/<cccl>/*.md``, removing stale pages."""
+def write_outputs(entry: LockEntry, model: ApiModel, out_dir: Path,
+                  files: list[tuple[str, str]] | None = None) -> list[Path]:
+    """Write ``<out_dir>/<tag>/cub_api.json`` and every emitted module (``files``, where they
+    are made already: ``package_files``); remove stale modules."""
+    return _write_folder(out_dir / entry.tag,
+                         package_files(entry, model) if files is None else files, "*.py")
+
+
+def write_docs(entry: LockEntry, model: ApiModel, docs_dir: Path,
+               pages: list[tuple[str, str]] | None = None) -> list[Path]:
+    """Write ``<docs_dir>/<cccl>/*.md`` (``pages``, where they are made already:
+    ``emit_docs.emit_docs``), removing stale pages."""
     from .emit_docs import emit_docs
 
-    written: list[Path] = []
-    pages = docs_dir / entry.cccl
-    for name, text in emit_docs(entry, model):
-        _write_if_changed(pages / name, text, written)
-    keep = {p.resolve() for p in written}
-    for stale in pages.glob("*.md"):
-        if stale.resolve() not in keep:
-            stale.unlink()
-    return written
+    return _write_folder(docs_dir / entry.cccl, emit_docs(entry, model) if pages is None else pages,
+                         "*.md")
 
 
 def write_release_pages(entries: tuple[LockEntry, ...], models: list[ApiModel],

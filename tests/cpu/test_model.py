@@ -277,3 +277,56 @@ def test_generate_forks_its_writer_only_without_threads():
     finally:
         stop.set()
         other.join()
+
+
+def test_write_entry_takes_the_files_made_ahead_only_for_the_same_model(tmp_path, monkeypatch):
+    """The writer makes each entry's files ahead from its committed model; a write takes them
+    only where its model is that one, and makes its own from any other."""
+    from dataclasses import replace
+
+    from coopgen.generator.emit import module_name
+
+    entry = find_entry("3.0.1")
+    committed = cli.load_model(entry)
+    monkeypatch.setattr(cli, "_AHEAD", {})
+    monkeypatch.setattr(cli, "generated_dir", lambda: tmp_path / "gen")
+    monkeypatch.setattr(cli, "docs_api_dir", lambda: tmp_path / "docs")
+    cli._make_ahead((entry,))
+    assert cli._AHEAD[entry][0] == committed
+    expected = cli.entry_texts(entry, committed)
+    assert cli._AHEAD[entry][1] == expected
+    count, _, page, bound = cli.write_entry(entry, from_json(to_json(committed)))
+    assert entry not in cli._AHEAD  # taken once
+    assert count == len(expected.package) + len(expected.pages) and bound == expected.bound
+    assert page is None  # not the default entry
+    assert (tmp_path / "gen" / entry.tag / "cub_api.json").read_text() == to_json(committed)
+    # another model (a class's brief changed) is written from itself, not from what was made
+    # ahead
+    first = next(c for c in committed.classes if c.user_facing)
+    changed = replace(committed, classes=tuple(
+        replace(c, brief="A brief no release has.") if c is first else c
+        for c in committed.classes))
+    cli._make_ahead((entry,))
+    cli.write_entry(entry, changed)
+    assert (tmp_path / "gen" / entry.tag / "cub_api.json").read_text() == to_json(changed)
+    page = tmp_path / "docs" / entry.cccl / f"{module_name(first)}.md"
+    assert "A brief no release has." in page.read_text()
+    # an entry with no committed model is left to its write
+    monkeypatch.setattr(cli, "model_path", lambda e: tmp_path / "absent.json")
+    cli._make_ahead((entry,))
+    assert entry not in cli._AHEAD
+
+
+def test_generate_lowers_the_priority_of_its_parse_threads_only():
+    """The parse threads (and libclang's, which take their caller's) and the writer run below
+    the walks and the preamble: ``_lower_priority`` raises the calling thread's nice value by
+    10, and leaves the other threads' as they were."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    here = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+    with ThreadPoolExecutor(1, initializer=cli._lower_priority) as pool:
+        there = pool.submit(lambda: os.getpriority(os.PRIO_PROCESS,
+                                                   threading.get_native_id())).result()
+    assert there == min(19, here + 10)
+    assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == here
