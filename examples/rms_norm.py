@@ -33,7 +33,9 @@ which makes the L1 serve every 32-byte sector twice).
 4. ``y = x * rstd * w`` in float32, rounded once to the row's type, and ``block.store``.
 
 Full-row kernels declare launch bounds for an SM's 2,048 threads (``SM_THREADS``), which keeps
-them at 32 registers: four blocks of 512 threads an SM instead of three.
+them at 32 registers: four blocks of 512 threads an SM instead of three. Those of four vectors a
+thread declare the blocks that 56 registers allow (``WIDE_REGISTERS``): three of 352 threads,
+where bfloat16 would otherwise take 75-77 and two.
 
 Two more layouts for the autotuner (``make_kernel``; ``examples/torch_rms_norm.py`` names the
 candidates):
@@ -78,6 +80,12 @@ MAX_THREADS = 1024
 #: takes 40, which fits three blocks of 448 or 512 threads: 0.84-0.88x the copy bandwidth at
 #: 7168- and 8192-wide rows against 0.95-0.98x at 32 (tools/bench/RESULTS.md); nothing spills.
 SM_THREADS = 2048
+SM_REGISTERS = 65536
+#: the registers four vectors a thread take: float16's, and bfloat16's under launch bounds
+#: (sm_90). Left alone, ptxas gives bfloat16 rows with a tail 75-77, which at 352 threads
+#: (11,008 wide) fits two blocks an SM, not three: 222 µs for 16,384 rows on an H200, 187
+#: with the bounds (float16: 182)
+WIDE_REGISTERS = 56
 DTYPES = ("float16", "bfloat16")
 #: ``COOPGEN_RMSNORM_CACHE=1``: ``make_kernel``'s kernels are ``cache=True`` kernels (numba's
 #: on-disk cache, in ``NUMBA_CACHE_DIR`` where set), one cache file per variant
@@ -113,12 +121,6 @@ WARP = 32
 #: A thread adds its squares in this many independent chains (one chain of 32 dependent adds
 #: is 32 adds' latency between the loads' arrival and the first shuffle)
 CHAINS = 4
-SM_REGISTERS = 65536
-#: the registers four vectors a thread take: float16's, and bfloat16's under launch bounds
-#: (sm_90). Left alone, ptxas gives bfloat16 rows with a tail 75-77, which at 352 threads
-#: (11,008 wide) fits two blocks an SM, not three: 222 µs for 16,384 rows on an H200, 187
-#: with the bounds (float16: 182)
-WIDE_REGISTERS = 56
 
 
 @functools.lru_cache(maxsize=None)
@@ -168,13 +170,14 @@ def make_kernel(dtype: str, items: int, full: bool, convert_once: bool = False,
     # full rows only: the guarded element-by-element path would spill at 32 registers, and
     # so would the other reductions at 16 items (their kernels, for a few rows, where one
     # block runs an SM, only promise their block size)
+    # four vectors a thread: the blocks that WIDE_REGISTERS a thread allow, where more than one
+    wide_blocks = SM_REGISTERS // (threads * WIDE_REGISTERS) if threads else 0
+    row_kernel = threads and full and two_stage and not warp_rows
     bounds = {"launch_bounds": (threads, SM_THREADS // threads)} \
-        if threads and full and items <= VECTOR * VECTORS and two_stage and not warp_rows \
+        if row_kernel and items <= VECTOR * VECTORS \
+        else {"launch_bounds": (threads, wide_blocks)} \
+        if row_kernel and items == 4 * VECTOR and wide_blocks > 1 \
         else {"launch_bounds": (threads,)} if threads and not two_stage else {}
-    if threads and full and items == 4 * VECTOR and two_stage and not warp_rows and \
-            SM_REGISTERS // (threads * WIDE_REGISTERS) > 1:
-        # four vectors a thread: bounds for the blocks that WIDE_REGISTERS a thread allow
-        bounds = {"launch_bounds": (threads, SM_REGISTERS // (threads * WIDE_REGISTERS))}
     lanes_words = WARP * 4  # words of one slice of a warp's row: a 16-byte vector a lane
 
     def rms_norm_kernel(x, w, y, hidden, eps):
