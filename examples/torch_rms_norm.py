@@ -29,7 +29,8 @@ from coopgen.autotune import Config, autotune, pow2
 #: than the block's vectors skip those past the end), striped 8-byte words or each thread's
 #: vectors side by side ("striped", "blocked": rows exactly the block's vectors), or elements
 #: one at a time, guarded ("elements": any width); convert_once keeps each float32 value;
-#: reduce: the block's reduction (``example.REDUCTIONS``).
+#: reduce: the block's reduction (``example.REDUCTIONS``); late: the weights loaded after the
+#: reduction, a vector at a time ("sliced" rows of 4 to 8 vectors a thread: the widest rows).
 #: "warp": a warp per row, ``warp_rows`` rows a block, ``vectors`` 16-byte vectors a lane
 #: (rows of whole vectors up to 256 * 8 = 2,048 elements: the narrow rows, where a block's
 #: barrier and second reduction are most of the time after the loads).
@@ -40,9 +41,10 @@ from coopgen.autotune import Config, autotune, pow2
 #: warp per row in blocks of one warp (each row on an SM of its own).
 
 
-def _config(vectors, variant, convert_once=False, reduce="warps", warp_rows=0) -> Config:
+def _config(vectors, variant, convert_once=False, reduce="warps", warp_rows=0,
+            late=False) -> Config:
     return Config(vectors=vectors, variant=variant, convert_once=convert_once, reduce=reduce,
-                  warp_rows=warp_rows)
+                  warp_rows=warp_rows, late=late)
 
 
 WARP_ROWS = (4, 1)  # rows a block of the "warp" variant: 128 threads, or 32 for decode batches
@@ -51,7 +53,8 @@ CONFIGS = [_config(v, variant) for v in (1, 2, 3, 4) for variant in ("sliced", "
      _config(2, "elements")] + \
     [_config(v, "warp", warp_rows=r) for r in WARP_ROWS for v in range(1, 9)] + \
     [_config(0.5, "striped")] + \
-    [_config(v, "sliced", reduce=r) for r in example.REDUCTIONS[1:] for v in (1, 2)]
+    [_config(v, "sliced", reduce=r) for r in example.REDUCTIONS[1:] for v in (1, 2)] + \
+    [_config(v, "sliced", late=True) for v in (4, 5, 6, 8)]
 DTYPES = {torch.float16: "float16", torch.bfloat16: "bfloat16"}
 DECODE_ROWS = 64  # the most rows (their bucket, ``pow2``) a decode candidate is timed for
 
@@ -89,8 +92,8 @@ def kernel_plan(dtype: str, hidden: int, config: Config) -> tuple[int, tuple, ob
                              f"16-byte vectors a lane for a warp")
         threads = 32 * config.warp_rows
         return threads, (dtype, items, True, config.convert_once, False, False, threads,
-                         32 * items != hidden, config.reduce, config.warp_rows), np.uint32, \
-            config.warp_rows
+                         32 * items != hidden, config.reduce, config.warp_rows, False), \
+            np.uint32, config.warp_rows
     if config.vectors < 1:  # part of a vector a thread: striped words of the whole row
         items = int(example.VECTOR * config.vectors)
         threads = hidden // items
@@ -100,7 +103,7 @@ def kernel_plan(dtype: str, hidden: int, config: Config) -> tuple[int, tuple, ob
                              f"{items} elements for each of at most {example.MAX_THREADS} "
                              f"threads")
         return threads, (dtype, items, True, config.convert_once, True, False, threads, False,
-                         config.reduce, 0), np.uint64, 1
+                         config.reduce, 0, False), np.uint64, 1
     threads, items = example.plan(hidden, threads_for(hidden, config.vectors))
     if items != example.VECTOR * config.vectors:
         raise ValueError(f"rms_norm: {config.vectors} vectors a thread are {threads} x {items} "
@@ -108,16 +111,17 @@ def kernel_plan(dtype: str, hidden: int, config: Config) -> tuple[int, tuple, ob
     full = threads * items == hidden  # items are whole vectors: striped fits them
     words = {"sliced": whole, "elements": False}.get(config.variant, full)
     elements = config.variant == "elements"
-    if elements and full or not elements and not words:
-        raise ValueError(f"rms_norm: the {config.variant} variant is not one for rows of "
-                         f"{hidden} at {threads} x {items}")
+    if elements and full or not elements and not words or \
+            config.late and (config.variant != "sliced" or not words):
+        raise ValueError(f"rms_norm: the {config.variant} variant{' with late weights' * config.late}"
+                         f" is not one for rows of {hidden} at {threads} x {items}")
     striped = config.variant == "striped"
     # x, w and y as words (16-byte accesses) or flat rows of elements: views the kernel asks
     # for
     view = (np.uint64 if striped else np.uint32) if words else "flat"
     return threads, (dtype, items, words, config.convert_once, striped,
                      config.variant == "blocked", threads, words and not full,
-                     config.reduce, 0), view, 1
+                     config.reduce, 0, config.late), view, 1
 
 
 @functools.lru_cache(maxsize=None)
@@ -162,7 +166,8 @@ def _copies(x, w, eps, out):
 
 # version 3: a warp per row, other block reductions and half vectors for decode batches; timed
 # on copies of x. Version 4: four vectors a thread bounded to the blocks 56 registers allow
-@autotune(CONFIGS, _key, name="examples.rms_norm", version="4", prune=_prune, copies=_copies)
+# Version 5: late weights (each vector's weights loaded after the reduction) at 4-8 vectors
+@autotune(CONFIGS, _key, name="examples.rms_norm", version="5", prune=_prune, copies=_copies)
 def _run(x, w, eps, out, *, config):
     hidden = x.shape[-1]
     rows = x.numel() // hidden

@@ -94,6 +94,26 @@ def test_rms_norm_four_vectors_bounded_to_three_blocks(dtype):
     assert res.local_bytes == 0 and res.registers <= rms_norm.WIDE_REGISTERS
 
 
+@pytest.mark.parametrize("dtype", rms_norm.DTYPES)
+@pytest.mark.parametrize("hidden,threads,items,tail", [(13824, 288, 48, False),
+                                                       (11008, 288, 40, True),
+                                                       (16384, 256, 64, False)])
+def test_rms_norm_late_weights_hold_one_row_in_registers(dtype, hidden, threads, items, tail):
+    # late weights: only x is held through the reduction, so six to eight vectors a thread fit
+    # three or more blocks an SM (each with its row in flight), with no local memory
+    words = numba.typeof(np.empty(1, np.uint32))
+    sig = (words, words, words, numba.typeof(np.int32(0)), numba.typeof(np.float32(0)))
+    assert (threads * items == hidden) != tail
+    kernel = rms_norm.make_kernel(dtype, items, True, threads=threads, tail=tail,
+                                  late_weights=True)
+    res = _link(kernel, sig, threads)
+    assert res.local_bytes == 0 and res.spill_stores == 0
+    assert 3 * threads * res.registers <= rms_norm.SM_REGISTERS
+    with pytest.raises(ValueError, match="late weights"):
+        rms_norm.make_kernel(dtype, items, True, striped=True, threads=threads,
+                             late_weights=True)
+
+
 @pytest.mark.parametrize("hidden", [4096, 1000])
 def test_rms_norm_converting_once_keeps_values_in_registers(hidden):
     # Keeping the float32 values is the bench sweep's variant: registers, never local memory.

@@ -41,7 +41,8 @@ def test_every_candidate_covers_the_row_and_none_repeats_a_kernel(hidden):
     kernels = [arguments for _, arguments, _, _ in plans.values()]
     assert len(kernels) == len(set(kernels))  # one timing per kernel
     for config, (threads, arguments, view, per_block) in plans.items():
-        _, items, words, _, striped, blocked, _, tail, reduce, warp_rows = arguments
+        _, items, words, _, striped, blocked, _, tail, reduce, warp_rows, late = arguments
+        assert late == config.late and (not late or config.variant == "sliced")
         assert threads % 32 == 0 and 32 <= threads <= rms_norm.MAX_THREADS
         assert items == rms_norm.VECTOR * config.vectors and reduce == config.reduce
         # the threads that hold a row: a block's, or a warp's
@@ -89,8 +90,11 @@ def test_decode_candidates_are_pruned_past_decode_batches():
 
 
 def test_a_width_past_one_vector_per_thread_keeps_the_wider_candidates():
-    # 11008 = 1376 vectors: one a thread needs 1376 threads; two, three and four fit
-    assert sorted({c.vectors for c in _plans(11008)}) == [2, 3, 4]
+    # 11008 = 1376 vectors: one a thread needs 1376 threads; two, three and four fit, and the
+    # late-weights candidates of five, six and eight
+    plans = _plans(11008)
+    assert sorted({c.vectors for c in plans}) == [2, 3, 4, 5, 6, 8]
+    assert {c.vectors for c in plans if c.late} == {4, 5, 6, 8}
     with pytest.raises(ValueError, match="rms_norm: 3 vectors a thread are 64 x 16 for rows "
                                          "of 1024: the kernel of 2"):
         trn.kernel_plan("bfloat16", 1024, trn.CONFIGS[4])
