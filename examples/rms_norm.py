@@ -155,6 +155,9 @@ def make_kernel(dtype: str, items: int, full: bool, convert_once: bool = False,
     block, ``warp_rows`` rows a block (``threads`` = 32 * ``warp_rows``; ``items`` per lane):
     ``warp.load`` and ``warp.store`` (CUB's WarpLoad and WarpStore, 16-byte vectors, a warp's
     access 512 contiguous bytes), ``warp.sum`` and a shuffle: no shared memory and no barrier.
+    ``late_weights`` (with ``full``, not ``striped``, ``blocked`` or ``warp_rows``): load only x
+    before the reduction, and each vector's weights after it, storing that vector's output at
+    once (a thread holds x alone through the reduction: fewer registers, more blocks an SM).
     ``cache`` (default ``KERNEL_CACHE``): a ``cache=True`` kernel whose cache file names the
     variant, so processes compiling other variants at once never write the same file (numba
     keeps one index per function and rewrites it on every save)."""
