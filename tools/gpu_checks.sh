@@ -52,7 +52,9 @@ free)
     check thread-fuzz 270 fuzz --seed 20261129 --only Thread
     check shuffle-fuzz 270 fuzz --seed 20261130 --only Shuffle
     check streaming 200 python3 examples/streaming_cache_hints.py --n 268435456 \
-        --weights 4194304 --repeats 50 ;;
+        --weights 4194304 --repeats 50
+    check blocked-vectorized 120 python3 examples/blocked_vectorized.py --n 268435456 \
+        --repeats 50 ;;
 torch)
     check torch-tests 400 pytest_gpu tests/gpu/test_torch.py tests/gpu/test_examples.py
     check torch-rms-norm 200 python3 examples/torch_rms_norm.py

@@ -311,3 +311,23 @@ def test_streaming_cache_hints_links(hinted):
         ptx = link_ptx(kernel, sig)
     streams = re.search(r"\bld(\.global)?\.cs\.", ptx) and re.search(r"\bst(\.global)?\.cs\.", ptx)
     assert bool(streams) == hinted
+
+
+@pytest.mark.parametrize("vectorized", (False, True))
+def test_blocked_vectorized_links(vectorized):
+    """The blocked-loads example links; CUB's vectorized direct loads and stores move 16-byte
+    vectors (two of each for 8 float32 a thread), numba's element-by-element ones none."""
+    import re
+
+    import blocked_vectorized as bv
+    from coopgen.linkcheck import link_ptx
+
+    sig = (_ty(np.float32), _ty(np.float32))
+    kernel = bv.make_kernel(vectorized)
+    res = _link(kernel, sig, bv.THREADS)
+    assert res.local_bytes == 0
+    with block_shape(bv.THREADS):
+        ptx = link_ptx(kernel, sig)
+    loads = len(re.findall(r"\bld\.global(\.\w+)*\.v4\.", ptx))
+    stores = len(re.findall(r"\bst\.global(\.\w+)*\.v4\.", ptx))
+    assert (loads, stores) == ((2, 2) if vectorized else (0, 0))

@@ -113,3 +113,15 @@ def test_streaming_cache_hints(n, weights):
 
     gbs = sch.run(n, weights, repeats=2)
     assert set(gbs) == {"plain", "cs"} and min(gbs.values()) > 0
+
+
+@pytest.mark.parametrize("tiles", [1, 333])
+def test_blocked_vectorized(tiles):
+    """Both kernels of the blocked-loads example give numpy's running sums (run() checks them)
+    at a positive rate; a size that is no whole number of tiles is refused."""
+    import blocked_vectorized as bv
+
+    gbs = bv.run(tiles * bv.THREADS * bv.ITEMS, repeats=2)
+    assert set(gbs) == {"plain", "vectorized", "copy"} and min(gbs.values()) > 0
+    with pytest.raises(ValueError, match="must be a multiple of 2048"):
+        bv.run(bv.THREADS * bv.ITEMS + 1, repeats=1)
