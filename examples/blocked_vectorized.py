@@ -26,11 +26,11 @@ def make_kernel(vectorized: bool):
     @cuda.jit
     def running_sums(x, out):
         tile = cuda.blockIdx.x * (THREADS * ITEMS)
+        first = tile + cuda.threadIdx.x * ITEMS  # this thread's first item
         items = local.array(ITEMS, np.float32)
         if vectorized:
             block.load_direct_blocked_vectorized(x[tile:], items)
         else:
-            first = tile + cuda.threadIdx.x * ITEMS
             for j in range(ITEMS):
                 items[j] = x[first + j]
         total = np.float32(0)
@@ -40,7 +40,6 @@ def make_kernel(vectorized: bool):
         if vectorized:
             block.store_direct_blocked_vectorized(out[tile:], items)
         else:
-            first = tile + cuda.threadIdx.x * ITEMS
             for j in range(ITEMS):
                 out[first + j] = items[j]
     return running_sums

@@ -165,8 +165,8 @@ def _copies(x, w, eps, out):
 
 
 # version 3: a warp per row, other block reductions and half vectors for decode batches; timed
-# on copies of x. Version 4: four vectors a thread bounded to the blocks 56 registers allow
-# Version 5: late weights (each vector's weights loaded after the reduction) at 4-8 vectors
+# on copies of x. Version 4: four vectors a thread bounded to the blocks 56 registers allow.
+# Version 5: late weights (each vector's weights loaded after the reduction) at 4-8 vectors.
 @autotune(CONFIGS, _key, name="examples.rms_norm", version="5", prune=_prune, copies=_copies)
 def _run(x, w, eps, out, *, config):
     hidden = x.shape[-1]
