@@ -130,11 +130,57 @@ WARP = 32
 CHAINS = 4
 
 
+#: CUDA C++ a cluster's blocks call to add their sums (``make_kernel``'s ``cluster``): numba has
+#: no intrinsics for a cluster's barrier or its distributed shared memory (sm_90 and later)
+CLUSTER_SOURCE = r"""
+// The row's sum over the blocks of a cluster: thread 0 of each block publishes its block's sum
+// in its shared memory; after the cluster's barrier every thread adds the blocks' sums in rank
+// order (so every block gets the same float) through distributed shared memory, then arrives
+// at a second barrier: the others may exit once all have read (rms_cluster_exit waits there).
+extern "C" __device__ int rms_cluster_sum(float* sum, float block_sum, int ranks) {
+    __shared__ float published;
+    if (threadIdx.x == 0) published = block_sum;
+    asm volatile("barrier.cluster.arrive.release.aligned;\n\t"
+                 "barrier.cluster.wait.acquire.aligned;" ::: "memory");
+    unsigned mine;
+    asm("{ .reg .u64 a; cvta.to.shared.u64 a, %1; cvt.u32.u64 %0, a; }"
+        : "=r"(mine) : "l"(&published));
+    float total = 0.0f;
+    for (int rank = 0; rank < ranks; ++rank) {
+        unsigned theirs;
+        float part;
+        asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(theirs) : "r"(mine), "r"(rank));
+        asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(part) : "r"(theirs) : "memory");
+        total += part;
+    }
+    asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
+    *sum = total;
+    return 0;
+}
+
+// A block may leave once every block of its cluster has read its published sum.
+extern "C" __device__ int rms_cluster_exit(int* done) {
+    asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
+    *done = 1;
+    return 0;
+}
+"""
+
+
+@functools.lru_cache(maxsize=None)
+def _cluster_functions():
+    """(rms_cluster_sum, rms_cluster_exit) as numba device functions (numba-cuda)."""
+    from numba.cuda import CUSource
+    source = CUSource(CLUSTER_SOURCE)
+    return (cuda.declare_device("rms_cluster_sum", "float32(float32, int32)", link=source),
+            cuda.declare_device("rms_cluster_exit", "int32()", link=source))
+
+
 @functools.lru_cache(maxsize=None)
 def make_kernel(dtype: str, items: int, full: bool, convert_once: bool = False,
                 striped: bool = False, blocked: bool = False, threads: int | None = None,
                 tail: bool = False, reduce: str = "warps", warp_rows: int = 0,
-                late_weights: bool = False, cache: bool | None = None):
+                late_weights: bool = False, cluster: int = 0, cache: bool | None = None):
     """The kernel for rows of ``dtype`` with ``items`` elements per thread. ``full``: every row
     is exactly threads * items long, and x, w and y come as uint32 words (two elements each);
     otherwise they come as elements and load guarded. ``convert_once``: keep each element's
@@ -159,6 +205,11 @@ def make_kernel(dtype: str, items: int, full: bool, convert_once: bool = False,
     ``late_weights`` (with ``full``, not ``striped``, ``blocked`` or ``warp_rows``): load only x
     before the reduction, and each vector's weights after it, storing that vector's output at
     once (a thread holds x alone through the reduction: fewer registers, more blocks an SM).
+    ``cluster`` (with ``full``, not ``striped``, ``blocked`` or ``warp_rows``; the two-stage
+    reduction): the row is split in ``cluster`` parts of whole 16-byte vectors, one a block, and
+    each cluster of that many blocks (a launch with that cluster shape, sm_90 or later: block b
+    holds part b % cluster of row b // cluster) adds its blocks' sums through distributed shared
+    memory (``CLUSTER_SOURCE``): a few wide rows load on that many SMs instead of one each.
     ``cache`` (default ``KERNEL_CACHE``): a ``cache=True`` kernel whose cache file names the
     variant, so processes compiling other variants at once never write the same file (numba
     keeps one index per function and rewrites it on every save)."""
@@ -170,6 +221,13 @@ def make_kernel(dtype: str, items: int, full: bool, convert_once: bool = False,
     if warp_rows and not (full and not striped and not blocked and reduce == "warps"):
         raise ValueError("rms_norm: a warp per row (warp_rows) takes rows of 16-byte vectors "
                          "in slices (full, not striped or blocked) and its own reduction")
+    if cluster and not (full and not striped and not blocked and not warp_rows and
+                        reduce == "warps" and 2 <= cluster <= 8):
+        raise ValueError(f"rms_norm: a cluster of {cluster} blocks a row takes 2 to 8 blocks, "
+                         f"rows of 16-byte vectors in slices (full, not striped, blocked or a "
+                         f"warp per row) and the two-stage reduction")
+    # (the kernel names them in branches that numba prunes where cluster is 0)
+    cluster_sum, cluster_exit = _cluster_functions() if cluster else (None, None)
     element = np.dtype(dtype)
     words = items // 2
     quads = items // 4
@@ -194,12 +252,18 @@ def make_kernel(dtype: str, items: int, full: bool, convert_once: bool = False,
     lanes_words = WARP * 4  # words of one slice of a warp's row: a 16-byte vector a lane
 
     def rms_norm_kernel(x, w, y, hidden, eps):
+        w_base, row_words = 0, hidden >> 1  # where the block's part of w starts; its words
         if warp_rows:  # a warp's row: vector v of each lane in the row's v-th slice
             lane = cuda.threadIdx.x & 31
             base = (cuda.blockIdx.x * warp_rows + (cuda.threadIdx.x >> 5)) * (hidden >> 1)
             if base >= x.size:  # past the last row: the block's last warps
                 return
             span, mine = lanes_words, 4 * lane
+        elif cluster:  # the block's part of its cluster's row, in slices likewise
+            part = (hidden >> 1) // cluster  # words
+            w_base, row_words = cuda.blockIdx.x % cluster * part, part
+            base = cuda.blockIdx.x // cluster * (hidden >> 1) + w_base
+            span, mine = cuda.blockDim.x * 4, 4 * cuda.threadIdx.x
         elif full and not striped and not blocked:  # the block's row, in slices likewise
             base = cuda.blockIdx.x * (hidden >> 1)
             span = cuda.blockDim.x * 4  # words of one slice: a vector for every thread
@@ -226,14 +290,14 @@ def make_kernel(dtype: str, items: int, full: bool, convert_once: bool = False,
             x_part = local.array(4, np.uint32)
             w_part = local.array(4, np.uint32)
             for v in range(vectors):
-                if not tail or v * span + mine < hidden >> 1:
+                if not tail or v * span + mine < row_words:
                     if warp_rows:  # CUB's WarpLoad: the lane's 16 bytes
                         warp.load(x[base + v * span:], x_part, algorithm="vectorize")
-                        warp.load(w[v * span:], w_part, algorithm="vectorize")
+                        warp.load(w[w_base + v * span:], w_part, algorithm="vectorize")
                     else:
                         block.load(x[base + v * span:], x_part, algorithm="vectorize")
                         if not late_weights:
-                            block.load(w[v * span:], w_part, algorithm="vectorize")
+                            block.load(w[w_base + v * span:], w_part, algorithm="vectorize")
                 else:  # past the row's end
                     for j in range(4):
                         x_part[j] = np.uint32(0)
@@ -285,6 +349,8 @@ def make_kernel(dtype: str, items: int, full: bool, convert_once: bool = False,
             cuda.syncthreads()
             total = warp_sums[lane] if lane < cuda.blockDim.x >> 5 else np.float32(0)
             total = cuda.shfl_sync(0xFFFFFFFF, warp.sum(total), 0)  # the row's, in every lane
+            if cluster:  # the block's part's: the row's is its cluster's sum
+                total = cluster_sum(total, cluster)
         else:
             row_sum = cuda.shared.array(1, np.float32)
             total = block.sum(total, algorithm=reduce)  # valid in thread 0
@@ -297,11 +363,13 @@ def make_kernel(dtype: str, items: int, full: bool, convert_once: bool = False,
             w_vals = w_part.view(element)  # the 16-byte parts the loads above went through
             y_vals = x_part.view(element)
             for v in range(vectors):
-                if not tail or v * span + mine < hidden >> 1:
-                    block.load(w[v * span:], w_part, algorithm="vectorize")
+                if not tail or v * span + mine < row_words:
+                    block.load(w[w_base + v * span:], w_part, algorithm="vectorize")
                     for k in range(VECTOR):
                         y_vals[k] = np.float32(vals[VECTOR * v + k]) * r * np.float32(w_vals[k])
                     block.store(y[base + v * span:], x_part, algorithm="vectorize")
+            if cluster:
+                cluster_exit()
             return
         y_words = local.array(words, np.uint32)
         y_quads = local.array(quads, np.uint64)
@@ -318,16 +386,18 @@ def make_kernel(dtype: str, items: int, full: bool, convert_once: bool = False,
             for v in range(vectors):
                 for j in range(4):
                     y_part[j] = y_words[4 * v + j]
-                if not tail or v * span + mine < hidden >> 1:
+                if not tail or v * span + mine < row_words:
                     if warp_rows:  # CUB's WarpStore
                         warp.store(y[base + v * span:], y_part, algorithm="vectorize")
                     else:
                         block.store(y[base + v * span:], y_part, algorithm="vectorize")
         else:
             block.store(y[base:], out, items, "direct", hidden)
+        if cluster:
+            cluster_exit()
 
     if KERNEL_CACHE if cache is None else cache:
-        variant = f"{dtype}_{items}_{threads}_{reduce}_{warp_rows}_" + "".join(
+        variant = f"{dtype}_{items}_{threads}_{reduce}_{warp_rows}_{cluster}_" + "".join(
             "1" if flag else "0" for flag in (full, convert_once, striped, blocked, tail,
                                               late_weights))
         rms_norm_kernel.__qualname__ += "_" + variant

@@ -42,11 +42,16 @@ from coopgen.autotune import Config, autotune, pow2
 
 
 def _config(vectors, variant, convert_once=False, reduce="warps", warp_rows=0,
-            late=False) -> Config:
+            late=False, cluster=0) -> Config:
     return Config(vectors=vectors, variant=variant, convert_once=convert_once, reduce=reduce,
-                  warp_rows=warp_rows, late=late)
+                  warp_rows=warp_rows, late=late, cluster=cluster)
 
 
+#: blocks a row of the "sliced" variant's cluster candidates (sm_90 and later; decode batches
+#: of rows of at least ``CLUSTER_PART`` elements a block): a few wide rows load on that many SMs
+#: each, their blocks' sums added through distributed shared memory
+CLUSTERS = (2, 4, 8)
+CLUSTER_PART = 1024
 WARP_ROWS = (4, 1)  # rows a block of the "warp" variant: 128 threads, or 32 for decode batches
 CONFIGS = [_config(v, variant) for v in (1, 2, 3, 4) for variant in ("sliced", "striped")] + \
     [_config(2, "blocked"), _config(2, "sliced", convert_once=True), _config(1, "elements"),
@@ -54,14 +59,16 @@ CONFIGS = [_config(v, variant) for v in (1, 2, 3, 4) for variant in ("sliced", "
     [_config(v, "warp", warp_rows=r) for r in WARP_ROWS for v in range(1, 9)] + \
     [_config(0.5, "striped")] + \
     [_config(v, "sliced", reduce=r) for r in example.REDUCTIONS[1:] for v in (1, 2)] + \
-    [_config(v, "sliced", late=True) for v in (4, 5, 6, 8)]
+    [_config(v, "sliced", late=True) for v in (4, 5, 6, 8)] + \
+    [_config(v, "sliced", cluster=c) for c in CLUSTERS for v in (1, 2)]
 DTYPES = {torch.float16: "float16", torch.bfloat16: "bfloat16"}
 DECODE_ROWS = 64  # the most rows (their bucket, ``pow2``) a decode candidate is timed for
 
 
 def decode_only(config: Config) -> bool:
     """Whether ``config`` is a candidate only for buckets of at most ``DECODE_ROWS`` rows."""
-    return config.reduce != "warps" or config.vectors < 1 or config.warp_rows == 1
+    return config.reduce != "warps" or config.vectors < 1 or config.warp_rows == 1 or \
+        config.cluster > 0
 
 
 def for_rows(config: Config, rows: int) -> bool:
@@ -92,7 +99,7 @@ def kernel_plan(dtype: str, hidden: int, config: Config) -> tuple[int, tuple, ob
                              f"16-byte vectors a lane for a warp")
         threads = 32 * config.warp_rows
         return threads, (dtype, items, True, config.convert_once, False, False, threads,
-                         32 * items != hidden, config.reduce, config.warp_rows, False), \
+                         32 * items != hidden, config.reduce, config.warp_rows, False, 0), \
             np.uint32, config.warp_rows
     if config.vectors < 1:  # part of a vector a thread: striped words of the whole row
         items = int(example.VECTOR * config.vectors)
@@ -103,7 +110,21 @@ def kernel_plan(dtype: str, hidden: int, config: Config) -> tuple[int, tuple, ob
                              f"{items} elements for each of at most {example.MAX_THREADS} "
                              f"threads")
         return threads, (dtype, items, True, config.convert_once, True, False, threads, False,
-                         config.reduce, 0, False), np.uint64, 1
+                         config.reduce, 0, False, 0), np.uint64, 1
+    if config.cluster:  # each block a part of whole vectors, cluster parts a row
+        part = hidden // config.cluster
+        if config.variant != "sliced" or config.reduce != "warps" or config.late or \
+                hidden % (example.VECTOR * config.cluster) or part < CLUSTER_PART:
+            raise ValueError(f"rms_norm: rows of {hidden} are no sliced rows of "
+                             f"{config.cluster} parts of at least {CLUSTER_PART} elements of "
+                             f"whole 16-byte vectors")
+        threads, items = example.plan(part, threads_for(part, config.vectors))
+        if items != example.VECTOR * config.vectors:
+            raise ValueError(f"rms_norm: {config.vectors} vectors a thread are {threads} x "
+                             f"{items} for parts of {part}")
+        return threads, (dtype, items, True, config.convert_once, False, False, threads,
+                         threads * items != part, "warps", 0, False, config.cluster), \
+            np.uint32, 1
     threads, items = example.plan(hidden, threads_for(hidden, config.vectors))
     if items != example.VECTOR * config.vectors:
         raise ValueError(f"rms_norm: {config.vectors} vectors a thread are {threads} x {items} "
@@ -121,7 +142,7 @@ def kernel_plan(dtype: str, hidden: int, config: Config) -> tuple[int, tuple, ob
     view = (np.uint64 if striped else np.uint32) if words else "flat"
     return threads, (dtype, items, words, config.convert_once, striped,
                      config.variant == "blocked", threads, words and not full,
-                     config.reduce, 0, config.late), view, 1
+                     config.reduce, 0, config.late, 0), view, 1
 
 
 @functools.lru_cache(maxsize=None)
@@ -131,7 +152,8 @@ def launcher_for(dtype: str, hidden: int, config: Config):
     threads, arguments, view, per_block = kernel_plan(dtype, hidden, config)
     # hidden and eps: Python numbers passed as the kernel's int32 and float32
     return ct.launcher(example.make_kernel(*arguments), views={0: view, 1: view, 2: view},
-                       scalars={3: np.int32, 4: np.float32}), threads, per_block
+                       scalars={3: np.int32, 4: np.float32},
+                       cluster=config.cluster or None), threads, per_block
 
 
 def _key(x, w, eps, out):
@@ -139,13 +161,31 @@ def _key(x, w, eps, out):
     return x.dtype, hidden, pow2(x.numel() // hidden)
 
 
+def clusters_on(device: torch.device) -> bool:
+    """Whether ``device`` launches thread-block clusters (compute capability 9.0 and later; a
+    tensor on the meta device, which the candidates' tests use, is taken to)."""
+    return device.type != "cuda" or torch.cuda.get_device_capability(device) >= (9, 0)
+
+
 def _prune(configs, x, w, eps, out):
-    return [c for c in configs if for_rows(c, x.numel() // x.shape[-1])]
+    clusters = clusters_on(x.device)
+    return [c for c in configs if for_rows(c, x.numel() // x.shape[-1]) and
+            (clusters or not c.cluster)]
+
+
+def grid_for(rows: int, per_block: int, config: Config) -> tuple:
+    """The grid of ``rows`` rows: a block per ``per_block`` rows, or ``config.cluster``
+    blocks a row."""
+    return (-(-rows // per_block) * (config.cluster or 1), 1, 1)
 
 
 #: the copies of x and out the autotuner's timing cycles through hold this many L2 caches ...
-COLD_L2 = 2
-MAX_COPIES = 16  # ... in at most this many copies
+COLD_L2 = 4  # as tools/bench/rmsnorm.py's L2_MULTIPLE
+#: ... in at most this many copies: as many as tools/bench/rmsnorm.py cycles through, so that
+#: a few rows are timed as the bench times them (16 copies of 16 x 4,096 rows stay in the L2,
+#: where a row split over a cluster won by 0.4 µs; from 150, read as the bench reads them, it
+#: lost to a block a row)
+MAX_COPIES = 150
 
 
 def _copies(x, w, eps, out):
@@ -167,12 +207,13 @@ def _copies(x, w, eps, out):
 # version 3: a warp per row, other block reductions and half vectors for decode batches; timed
 # on copies of x. Version 4: four vectors a thread bounded to the blocks 56 registers allow.
 # Version 5: late weights (each vector's weights loaded after the reduction) at 4-8 vectors.
-@autotune(CONFIGS, _key, name="examples.rms_norm", version="5", prune=_prune, copies=_copies)
+# Version 6: a row split over a cluster of 2, 4 or 8 blocks, for decode batches.
+@autotune(CONFIGS, _key, name="examples.rms_norm", version="6", prune=_prune, copies=_copies)
 def _run(x, w, eps, out, *, config):
     hidden = x.shape[-1]
     rows = x.numel() // hidden
     launch, threads, per_block = launcher_for(DTYPES[x.dtype], hidden, config)
-    launch.launch((-(-rows // per_block), 1, 1), (threads, 1, 1), (x, w, out, hidden, eps))
+    launch.launch(grid_for(rows, per_block, config), (threads, 1, 1), (x, w, out, hidden, eps))
     return out
 
 
@@ -205,10 +246,10 @@ def rms_norm(x: torch.Tensor, w: torch.Tensor, eps: float = 1e-6,
     if x.numel():
         if config is None:
             _run(x, w, eps, out)
-            launch, threads, per_block = launcher_for(DTYPES[x.dtype], hidden,
-                                                      _run.config_for(x, w, eps, out))
+            config = _run.config_for(x, w, eps, out)
+            launch, threads, per_block = launcher_for(DTYPES[x.dtype], hidden, config)
             _ready[x.dtype, x.shape, w.dtype, w.shape] = (
-                launch.launch, (-(-(x.numel() // hidden) // per_block), 1, 1), (threads, 1, 1),
+                launch.launch, grid_for(x.numel() // hidden, per_block, config), (threads, 1, 1),
                 hidden)
         else:
             _run.fn(x, w, eps, out, config=config)

@@ -14,10 +14,11 @@ from .launcher import Launcher
 from .ops import Like, custom_op, like
 
 
-def launcher(kernel, views: dict | None = None, scalars: dict | None = None) -> Launcher:
+def launcher(kernel, views: dict | None = None, scalars: dict | None = None,
+             cluster=None) -> Launcher:
     """A :class:`Launcher` of ``kernel`` (a ``@cuda.jit`` function of either compiler); its
-    docstring says what ``views`` and ``scalars`` declare."""
-    return Launcher(kernel, views, scalars)
+    docstring says what ``views``, ``scalars`` and ``cluster`` declare."""
+    return Launcher(kernel, views, scalars, cluster)
 
 
 __all__ = ["Launcher", "launcher", "custom_op", "like", "Like", "current_stream"]

@@ -28,7 +28,8 @@ _driver = None
 
 def driver():
     """libcuda's ``cuFuncSetAttribute`` and ``cuGetErrorName``, typed once, and its
-    ``cuLaunchKernel`` untyped as ``launch_kernel``: a typed call of 11 arguments costs twice the
+    ``cuLaunchKernel`` untyped as ``launch_kernel`` (and ``cuLaunchKernelEx`` as
+    ``launch_kernel_ex``): a typed call of 11 arguments costs twice the
     host time. Its callers pass pointers as ``c_void_p`` and dimensions as ints (< 2**31)."""
     global _driver
     if _driver is None:
@@ -37,6 +38,8 @@ def driver():
         lib.cuGetErrorName.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_char_p)]
         lib.launch_kernel = lib["cuLaunchKernel"]  # a second function object: no argtypes
         lib.launch_kernel.restype = ctypes.c_int
+        lib.launch_kernel_ex = lib["cuLaunchKernelEx"]  # launches with a cluster shape
+        lib.launch_kernel_ex.restype = ctypes.c_int
         _driver = lib
     return _driver
 
@@ -97,6 +100,21 @@ def dim3(d) -> tuple:
     return dims + (1,) * (3 - len(dims))
 
 
+#: CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION: a ``CUlaunchAttribute`` (id, 4 bytes of padding, a
+#: 64-byte value whose first 12 bytes are the cluster's x, y, z)
+CLUSTER_DIMENSION = 4
+LAUNCH_ATTRIBUTE = struct.Struct("<i4x3I52x")
+#: ``CUlaunchConfig``'s grid, block, dynamic shared bytes and stream, the fields a launch sets;
+#: its attribute pointer and count follow (``LAUNCH_ATTRIBUTES``)
+LAUNCH_CONFIG = struct.Struct("<7I4xQ")
+LAUNCH_ATTRIBUTES = struct.Struct("<QI4x")
+
+
+class _Compiled(Exception):
+    """Ends a numba-cuda launch after it compiled and loaded the kernel: a launcher with a
+    cluster shape launches it itself (numba's launch has no cluster shape)."""
+
+
 class NumbaCuda:
     """numba-cuda: its launch compiles and loads; a pre-launch callback keeps the kernel."""
     abi = "numba"
@@ -104,12 +122,27 @@ class NumbaCuda:
     def __init__(self):
         self.cuda = importlib.import_module("numba.cuda")
 
-    def first_launch(self, kernel, grid, block, stream, sharedmem, args):
+    def first_launch(self, kernel, grid, block, stream, sharedmem, args, launch=True):
+        """(function handle, dynamic shared bytes, argument types) of the kernel for ``args``,
+        compiled and loaded by numba's launch; ``launch=False`` stops that launch after the
+        last pre-launch callback (coopgen's raises the function's shared-memory limit)."""
         seen = {}
         config = kernel[grid, block, self.cuda.external_stream(stream) if stream else 0,
                         sharedmem]
-        config.pre_launch_callbacks.append(lambda k, cfg: seen.update(kernel=k))
-        config(*args)
+
+        def stop(k, cfg):
+            raise _Compiled
+
+        def keep(k, cfg):
+            seen.update(kernel=k)
+            if not launch:  # after every other callback, coopgen's among them
+                cfg.pre_launch_callbacks.append(stop)
+
+        config.pre_launch_callbacks.append(keep)
+        try:
+            config(*args)
+        except _Compiled:
+            pass
         k = seen["kernel"]
         # coopgen's own callback has raised the function's limit and reported the total
         return int(k._codelibrary.get_cufunc().handle), config.sharedmem, k.argument_types
@@ -125,7 +158,11 @@ class NumbaCudaMlir:
         self.cuda = importlib.import_module("numba_cuda_mlir.cuda")
         self.typeof = importlib.import_module("numba_cuda_mlir.numba_cuda.typing.typeof")
 
-    def first_launch(self, kernel, grid, block, stream, sharedmem, args):
+    def first_launch(self, kernel, grid, block, stream, sharedmem, args, launch=True):
+        if not launch:
+            raise ValueError("coopgen.torch: a cluster shape (cluster=) launches numba-cuda "
+                             "kernels; numba-cuda-mlir compiles a kernel on its launch, which "
+                             "has no cluster shape")
         kernel[grid, block, self.cuda.external_stream(stream) if stream else 0,
                sharedmem](*args)
         argtypes = tuple(self.typeof.typeof(a, self.typeof.Purpose.argument) for a in args)
@@ -171,8 +208,17 @@ class Specialization:
     host time). ``sources``: per argument, ("tensor", itemsize, ndim), ("view", itemsize,
     source itemsize), ("fields", writer) or ("scalar",)."""
 
-    def __init__(self, function: int, sharedmem: int, device: int, abi: str, sources, codes):
+    def __init__(self, function: int, sharedmem: int, device: int, abi: str, sources, codes,
+                 cluster: tuple | None = None):
         self.function, self.sharedmem, self.device = function, sharedmem, device
+        self.cluster = cluster
+        if cluster is not None:  # cuLaunchKernelEx's CUlaunchConfig and its one attribute
+            self.attribute = ctypes.create_string_buffer(
+                LAUNCH_ATTRIBUTE.pack(CLUSTER_DIMENSION, *cluster))
+            self.config = ctypes.create_string_buffer(LAUNCH_CONFIG.size +
+                                                      LAUNCH_ATTRIBUTES.size)
+            LAUNCH_ATTRIBUTES.pack_into(self.config, LAUNCH_CONFIG.size,
+                                        ctypes.addressof(self.attribute), 1)
         self.struct = struct.Struct("<" + "".join(c + "x" * (8 - struct.calcsize(c))
                                                   for c in codes))
         self.buffer = ctypes.create_string_buffer(max(self.struct.size, 8))
@@ -208,15 +254,23 @@ class Specialization:
         code = "\n    ".join(["def launch(grid, block, stream, args):"] + unpack + lines + [
             f"values = ({''.join(v + ', ' for v in values)})",
             "try:", "    pack_into(buffer, 0, *values)",
-            "except struct_error as e:", "    not_fit(e)",
+            "except struct_error as e:", "    not_fit(e)"] + ([
             "err = launch_kernel(function, grid[0], grid[1], grid[2], block[0], block[1], "
             "block[2], sharedmem, stream_pointers[stream], params, None)",
-            "if err:", "    check(err, 'cuLaunchKernel')"])
+            "if err:", "    check(err, 'cuLaunchKernel')"] if self.cluster is None else [
+            "pack_config(config, 0, *grid, *block, sharedmem, stream)",
+            "err = launch_kernel_ex(config_pointer, function, params, None)",
+            "if err:", "    check(err, f'cuLaunchKernelEx with cluster {cluster} of grid "
+            "{grid}')"]))
         scope.update(pack_into=self.struct.pack_into, buffer=self.buffer, check=check,
                      struct_error=(struct.error, OverflowError), not_fit=_not_fit,
                      not_whole=_not_whole, launch_kernel=driver().launch_kernel,
                      function=ctypes.c_void_p(self.function), sharedmem=self.sharedmem,
                      params=self.params, stream_pointers=STREAM_POINTERS)
+        if self.cluster is not None:
+            scope.update(pack_config=LAUNCH_CONFIG.pack_into, config=self.config,
+                         config_pointer=ctypes.c_void_p(ctypes.addressof(self.config)),
+                         launch_kernel_ex=driver().launch_kernel_ex, cluster=self.cluster)
         exec(compile(code, "<coopgen.torch launch>", "exec"), scope)  # noqa: S102
         return scope["launch"]
 

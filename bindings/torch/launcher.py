@@ -21,10 +21,15 @@ class Launcher:
     dtype, any rank seen as 1-D); only there are bytes reinterpreted.
     ``scalars``: {argument index: numpy scalar type}: a Python number there is passed as that
     type (``np.int32``), as an explicit numba signature would type it, and refused when it does
-    not fit; without it numba's rule holds (int: int64, float: float64)."""
+    not fit; without it numba's rule holds (int: int64, float: float64).
+    ``cluster``: 1 to 3 ints, the thread-block cluster shape of every launch (sm_90 and later;
+    numba-cuda kernels): the grid must be a multiple of it, and the kernel is compiled by
+    numba's launch but launched only by ``cuLaunchKernelEx``."""
 
-    def __init__(self, kernel, views: dict | None = None, scalars: dict | None = None):
+    def __init__(self, kernel, views: dict | None = None, scalars: dict | None = None,
+                 cluster=None):
         self.kernel = kernel
+        self.cluster = None if cluster is None else launch.dim3(cluster)
         self.compiler = launch.compiler_of(kernel)
         self.views = {int(i): t if t == "flat" else arrays.dtype_name(t)
                       for i, t in (views or {}).items()}
@@ -94,8 +99,12 @@ class Launcher:
         numba_args = [arrays.device_array(compiler.cuda, f) if isinstance(f, arrays.Fields)
                       else self.scalars[i](f) if i in self.scalars and type(f) in (int, float)
                       else f for i, f in enumerate(fields)]
+        if self.cluster is not None and any(g % c for g, c in zip(grid, self.cluster)):
+            raise ValueError(f"coopgen.torch: grid {grid} is no multiple of the cluster shape "
+                             f"{self.cluster}")
         function, total, argtypes = compiler.first_launch(self.kernel, grid, block, stream,
-                                                          sharedmem, numba_args)
+                                                          sharedmem, numba_args,
+                                                          launch=self.cluster is None)
         sources, codes = [], []
         for i, (ty, f) in enumerate(zip(argtypes, fields)):
             if isinstance(f, arrays.Fields):
@@ -111,9 +120,12 @@ class Launcher:
             else:
                 raise TypeError(f"coopgen.torch: argument {i} of type {ty} is no array or "
                                 f"number; launch this kernel through its compiler")
-        spec = launch.Specialization(function, total, device, compiler.abi, sources, codes)
+        spec = launch.Specialization(function, total, device, compiler.abi, sources, codes,
+                                     self.cluster)
         spec.stream = launch.stream_getter()
         spec.run = spec.guarded(block, sharedmem, *self._checks(args), spec.stream)
+        if self.cluster is not None:  # numba's launch compiled it; this is the first launch
+            spec.launch(grid, block, stream, args)
         return spec
 
     def _checks(self, args) -> tuple[list, dict]:

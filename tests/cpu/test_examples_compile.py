@@ -114,6 +114,32 @@ def test_rms_norm_late_weights_hold_one_row_in_registers(dtype, hidden, threads,
                              late_weights=True)
 
 
+@pytest.mark.parametrize("dtype", rms_norm.DTYPES)
+@pytest.mark.parametrize("cluster,threads,items,tail", [(2, 704, 8, True), (8, 128, 16, False)],
+                         ids=("11008-2", "16384-8"))
+def test_rms_norm_cluster_kernel_adds_its_blocks_sums(dtype, cluster, threads, items, tail):
+    # a row split over a cluster: the blocks' sums meet through distributed shared memory
+    # after the cluster's barrier, and each block waits at a second one before it exits
+    from coopgen.linkcheck import link_ptx
+    words = numba.typeof(np.empty(1, np.uint32))
+    sig = (words, words, words, numba.typeof(np.int32(0)), numba.typeof(np.float32(0)))
+    kernel = rms_norm.make_kernel(dtype, items, True, threads=threads, tail=tail,
+                                  cluster=cluster)
+    res = _link(kernel, sig, threads)
+    assert res.local_bytes == 0 and res.spill_stores == 0
+    with block_shape(threads), warnings.catch_warnings():
+        warnings.simplefilter("ignore", numba.NumbaExperimentalFeatureWarning)
+        ptx = link_ptx(kernel, sig)
+    for op in ("barrier.cluster.arrive.release.aligned", "barrier.cluster.wait.acquire.aligned",
+               "mapa.shared::cluster.u32", "ld.shared::cluster.f32",
+               "barrier.cluster.arrive.relaxed.aligned", "barrier.cluster.wait.aligned"):
+        assert op in ptx, op
+    for bad in ({"striped": True}, {"cluster": 9}, {"reduce": "warps_shared"}):
+        with pytest.raises(ValueError, match="a cluster of"):
+            rms_norm.make_kernel(dtype, items, True, threads=threads,
+                                 **dict({"cluster": cluster}, **bad))
+
+
 @pytest.mark.parametrize("hidden", [4096, 1000])
 def test_rms_norm_converting_once_keeps_values_in_registers(hidden):
     # Keeping the float32 values is the bench sweep's variant: registers, never local memory.

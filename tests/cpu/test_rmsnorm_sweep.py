@@ -41,14 +41,18 @@ def test_every_candidate_covers_the_row_and_none_repeats_a_kernel(hidden):
     kernels = [arguments for _, arguments, _, _ in plans.values()]
     assert len(kernels) == len(set(kernels))  # one timing per kernel
     for config, (threads, arguments, view, per_block) in plans.items():
-        _, items, words, _, striped, blocked, _, tail, reduce, warp_rows, late = arguments
+        _, items, words, _, striped, blocked, _, tail, reduce, warp_rows, late, cluster = \
+            arguments
         assert late == config.late and (not late or config.variant == "sliced")
+        assert cluster == config.cluster and (not cluster or config.variant == "sliced")
+        row = hidden // (cluster or 1)  # a block's part of the row (cluster's: whole vectors)
+        assert row * (cluster or 1) == hidden and (not cluster or row % rms_norm.VECTOR == 0)
         assert threads % 32 == 0 and 32 <= threads <= rms_norm.MAX_THREADS
         assert items == rms_norm.VECTOR * config.vectors and reduce == config.reduce
         # the threads that hold a row: a block's, or a warp's
         holders = 32 if config.variant == "warp" else threads
-        assert holders * items >= hidden and per_block == max(warp_rows, 1)
-        full = holders * items == hidden
+        assert holders * items >= row and per_block == max(warp_rows, 1)
+        full = holders * items == row
         if config.variant in ("striped", "blocked"):
             assert full and words and not tail  # exactly the block's vectors
         if config.variant in ("sliced", "warp"):
@@ -68,7 +72,7 @@ def test_every_candidate_covers_the_row_and_none_repeats_a_kernel(hidden):
             [(-(-hidden // (32 * rms_norm.VECTOR)), r) for r in trn.WARP_ROWS]  # a warp a row
 
 
-def test_decode_candidates_are_pruned_past_decode_batches():
+def test_decode_candidates_are_pruned_past_decode_batches(monkeypatch):
     decode = [c for c in trn.CONFIGS if trn.decode_only(c)]
     assert {c.reduce for c in decode} == set(rms_norm.REDUCTIONS) and \
         any(c.vectors < 1 for c in decode)
@@ -82,6 +86,12 @@ def test_decode_candidates_are_pruned_past_decode_batches():
         x = torch.empty(rows, 4096, device="meta")
         assert trn._run.prune(trn.CONFIGS, x, x[0], 1e-6, None) == kept
         assert [c for c in trn.CONFIGS if trn.for_rows(c, rows)] == kept
+    x = torch.empty(4, 4096, device="meta")
+    clustered = [c for c in trn.CONFIGS if c.cluster]
+    assert clustered and all(c in decode for c in clustered)
+    monkeypatch.setattr(trn, "clusters_on", lambda device: False)  # before sm_90
+    assert trn._run.prune(trn.CONFIGS, x, x[0], 1e-6, None) == [
+        c for c in trn.CONFIGS if not c.cluster]
     with pytest.raises(ValueError, match="rows of 8192 are no striped rows of 4 elements"):
         trn.kernel_plan("float16", 8192, half)
     with pytest.raises(ValueError, match="rows of 2056 are no rows of 8 16-byte vectors a "
@@ -93,8 +103,17 @@ def test_a_width_past_one_vector_per_thread_keeps_the_wider_candidates():
     # 11008 = 1376 vectors: one a thread needs 1376 threads; two, three and four fit, and the
     # late-weights candidates of five, six and eight
     plans = _plans(11008)
-    assert sorted({c.vectors for c in plans}) == [2, 3, 4, 5, 6, 8]
+    assert sorted({c.vectors for c in plans if not c.cluster}) == [2, 3, 4, 5, 6, 8]
     assert {c.vectors for c in plans if c.late} == {4, 5, 6, 8}
+    # a cluster's blocks hold a part each: 5,504 (two), 2,752 (four) or 1,376 (eight) elements,
+    # one or two vectors a thread
+    assert {(c.cluster, c.vectors) for c in plans if c.cluster} == {
+        (n, v) for n in trn.CLUSTERS for v in (1, 2)}
+    with pytest.raises(ValueError, match="rows of 5000 are no sliced rows of 2 parts"):
+        trn.kernel_plan("bfloat16", 5000, trn._config(1, "sliced", cluster=2))
+    with pytest.raises(ValueError, match="rows of 4096 are no sliced rows of 8 parts of at "
+                                         "least 1024"):
+        trn.kernel_plan("bfloat16", 4096, trn._config(1, "sliced", cluster=8))
     with pytest.raises(ValueError, match="rms_norm: 3 vectors a thread are 64 x 16 for rows "
                                          "of 1024: the kernel of 2"):
         trn.kernel_plan("bfloat16", 1024, trn.CONFIGS[4])

@@ -45,8 +45,9 @@ class _Recorded:
     def from_cuda_array_interface(self, desc, owner=None, sync=True):
         return desc
 
-    def first_launch(self, kernel, grid, block, stream, sharedmem, args):
+    def first_launch(self, kernel, grid, block, stream, sharedmem, args, launch=True):
         self.first.append((grid, block, args))
+        self.launched = launch
         types = []
         for a in args:
             if isinstance(a, dict):
@@ -75,6 +76,20 @@ def launches(monkeypatch):
                          spec.struct.unpack_from(spec.buffer)))
             return 0
 
+        def launch_kernel_ex(self, config, function, params, _):
+            # the untyped cuLaunchKernelEx: its CUlaunchConfig and one cluster attribute
+            spec = next(s for s in made_specs if s.params is params)
+            raw = ctypes.string_at(config.value, launch.LAUNCH_CONFIG.size +
+                                   launch.LAUNCH_ATTRIBUTES.size)
+            *dims, shared, stream = launch.LAUNCH_CONFIG.unpack_from(raw)
+            attrs, count = launch.LAUNCH_ATTRIBUTES.unpack_from(raw, launch.LAUNCH_CONFIG.size)
+            kind, *cluster = launch.LAUNCH_ATTRIBUTE.unpack(
+                ctypes.string_at(attrs, launch.LAUNCH_ATTRIBUTE.size))
+            assert count == 1 and kind == launch.CLUSTER_DIMENSION
+            made.append((tuple(dims[:3]), tuple(dims[3:]), shared, stream,
+                         spec.struct.unpack_from(spec.buffer), tuple(cluster)))
+            return 0
+
     made_specs = []
     original = launch.Specialization.__init__
 
@@ -89,11 +104,11 @@ def launches(monkeypatch):
     return made
 
 
-def _launcher(abi="numba", views=None, scalars=None):
+def _launcher(abi="numba", views=None, scalars=None, cluster=None):
     original = launch.compiler_of
     launch.compiler_of = lambda kernel: _Recorded(abi)
     try:
-        return ct.launcher(None, views, scalars)
+        return ct.launcher(None, views, scalars, cluster)
     finally:
         launch.compiler_of = original
 
@@ -129,6 +144,25 @@ def test_specialization_per_signature_and_numba_layout(launches, monkeypatch):
     launcher[2, 64](x, 10, 0.5)
     assert launches[-1][4][9:] == (10, 0.5)
     assert len(launcher.specializations) == 3 and len(launcher.compiler.first) == 3
+
+
+def test_cluster_launches_through_launch_kernel_ex(launches, monkeypatch):
+    # a cluster shape: numba's launch only compiles (it has no cluster shape), and every
+    # launch, the first included, is cuLaunchKernelEx's with that shape
+    monkeypatch.setattr(ct.Launcher, "_device", staticmethod(lambda args: 0))
+    launcher = _launcher(cluster=4)
+    x = torch.empty(3, 5)
+    launcher[8, 64](x, 7, 0.5)
+    assert launcher.compiler.launched is False
+    launcher[12, 64](x, 8, 0.5)
+    assert [(g, b, s, st, c) for g, b, s, st, _, c in launches] == [
+        ((8, 1, 1), (64, 1, 1), 16, 77, (4, 1, 1)), ((12, 1, 1), (64, 1, 1), 16, 77, (4, 1, 1))]
+    assert launches[0][4][4] == x.data_ptr() and launches[1][4][9:] == (8, 0.5)
+    with pytest.raises(ValueError, match=r"grid \(6, 1, 1\) is no multiple of the cluster "
+                                         r"shape \(4, 1, 1\)"):
+        _launcher(cluster=(4,))[6, 64](x, 7, 0.5)
+    with pytest.raises(ValueError, match="a grid or block is 1 to 3 positive ints"):
+        _launcher(cluster=(0, 1))
 
 
 def test_memref_layout_and_views(launches, monkeypatch):
