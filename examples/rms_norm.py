@@ -37,8 +37,14 @@ them at 32 registers: four blocks of 512 threads an SM instead of three. Those o
 thread declare the blocks that 56 registers allow (``WIDE_REGISTERS``): three of 352 threads,
 where bfloat16 would otherwise take 75-77 and two.
 
-Three more layouts for the autotuner (``make_kernel``; ``examples/torch_rms_norm.py`` names the
+Four more layouts for the autotuner (``make_kernel``; ``examples/torch_rms_norm.py`` names the
 candidates):
+
+- **a row over a cluster** (``cluster``), for a few wide rows (sm_90 and later): the row is split
+  in 2, 4 or 8 parts, one a block, and the blocks of a thread-block cluster add their sums
+  through distributed shared memory (``CLUSTER_SOURCE``, CUDA C++ linked beside the kernel:
+  numba has no intrinsics for it), so a decode batch of 16,384-wide rows loads on eight SMs a
+  row instead of one; the launch gives the cluster's shape (``coopgen.torch``'s ``cluster=``);
 
 - **late weights** (``late_weights``), for wide rows at 4 to 8 vectors a thread: only x is
   loaded before the reduction; after it, each vector's weights come from L2 and its output is

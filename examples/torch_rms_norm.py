@@ -37,8 +37,9 @@ from coopgen.autotune import Config, autotune, pow2
 #: Decode candidates (``decode_only``: for at most ``DECODE_ROWS`` rows, where one block an SM
 #: runs and its latency is the time): the block's other reductions (the warps' sums added by
 #: every thread from shared memory; CUB's BlockReduce, raking or warp reductions), half a
-#: vector a thread (``vectors=0.5``, striped 8-byte words: 1,024 threads at 4,096 wide), and a
-#: warp per row in blocks of one warp (each row on an SM of its own).
+#: vector a thread (``vectors=0.5``, striped 8-byte words: 1,024 threads at 4,096 wide), a
+#: warp per row in blocks of one warp (each row on an SM of its own), and a row split over a
+#: cluster of ``cluster`` blocks (``CLUSTERS``: each part on an SM of its own).
 
 
 def _config(vectors, variant, convert_once=False, reduce="warps", warp_rows=0,
@@ -181,19 +182,20 @@ def grid_for(rows: int, per_block: int, config: Config) -> tuple:
 
 #: the copies of x and out the autotuner's timing cycles through hold this many L2 caches ...
 COLD_L2 = 4  # as tools/bench/rmsnorm.py's L2_MULTIPLE
-#: ... in at most this many copies: as many as tools/bench/rmsnorm.py cycles through, so that
-#: a few rows are timed as the bench times them (16 copies of 16 x 4,096 rows stay in the L2,
-#: where a row split over a cluster won by 0.4 µs; from 150, read as the bench reads them, it
-#: lost to a block a row)
+#: ... in at most this many copies: as many as tools/bench/rmsnorm.py cycles through, so that a
+#: few rows are timed as the bench times them (at most 16 copies of 16 x 4,096 rows stay in the
+#: L2: a row split over a cluster timed 3.02 µs there, and 3.50 in the bench, where
+#: torch.compile took 2.95)
 MAX_COPIES = 150
 
 
 def _copies(x, w, eps, out):
     """Arguments for the timing to cycle through (``coopgen.autotune``'s ``copies``): x and
-    out, and copies of them holding ``COLD_L2`` L2 caches, so that a candidate is timed on x
-    read from memory, not on the L2 its previous call filled (a few rows fit the L2 whatever
-    the copies: there the time is the latency of L2 hits, as in a decode loop). Only x and
-    out where one x is that large already; none where the GPU has no room for the copies."""
+    out, and copies of them holding ``COLD_L2`` L2 caches (at most ``MAX_COPIES``), so that a
+    candidate is timed on x read from memory, not on the L2 its previous call filled (a row or
+    two fit the L2 whatever the copies: there the time is the latency of L2 hits, as in a
+    decode loop). Only x and out where one x is that large already; none where the GPU has no
+    room for the copies."""
     l2 = torch.cuda.get_device_properties(x.device).L2_cache_size
     n = min(MAX_COPIES, -(-COLD_L2 * l2 // max(x.numel() * x.element_size(), 1)))
     out = torch.empty_like(x) if out is None else out

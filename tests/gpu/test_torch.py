@@ -243,6 +243,24 @@ def test_rms_norm_refuses_what_it_cannot_read_and_the_op_reads_any_layout():
     _assert_close(op(strided, w, 1e-6), x, w, 1e-6)  # the op reads any layout
 
 
+@pytest.mark.parametrize("cluster", trn.CLUSTERS)
+def test_rms_norm_split_over_a_cluster_in_a_cuda_graph(cluster):
+    # a row over a cluster of blocks: launched by cuLaunchKernelEx with the cluster's shape,
+    # on PyTorch's stream, captured in a graph and replayed on new rows
+    config = trn._config(1, "sliced", cluster=cluster)
+    x, w = _inputs((3, 11008), torch.bfloat16, 41 + cluster)
+    _assert_close(trn.rms_norm(x, w, 1e-6, config=config), x, w, 1e-6)
+    graph, stream = torch.cuda.CUDAGraph(), torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream), torch.cuda.graph(graph, stream=stream):
+        y = trn.rms_norm(x, w, 1e-6, config=config)
+    torch.cuda.current_stream().wait_stream(stream)
+    x.copy_(_inputs(x.shape, torch.bfloat16, 7)[0])
+    graph.replay()
+    torch.cuda.synchronize()
+    _assert_close(y, x, w, 1e-6)
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_cuda_graph_capture_and_replay(dtype):
     x, w = _inputs((64, 5120), dtype, 23)
