@@ -159,10 +159,7 @@ class NumbaCudaMlir:
         self.typeof = importlib.import_module("numba_cuda_mlir.numba_cuda.typing.typeof")
 
     def first_launch(self, kernel, grid, block, stream, sharedmem, args, launch=True):
-        if not launch:
-            raise ValueError("coopgen.torch: a cluster shape (cluster=) launches numba-cuda "
-                             "kernels; numba-cuda-mlir compiles a kernel on its launch, which "
-                             "has no cluster shape")
+        # launch=False (a cluster shape) is refused by the Launcher: the launch compiles
         kernel[grid, block, self.cuda.external_stream(stream) if stream else 0,
                sharedmem](*args)
         argtypes = tuple(self.typeof.typeof(a, self.typeof.Purpose.argument) for a in args)

@@ -31,6 +31,10 @@ class Launcher:
         self.kernel = kernel
         self.cluster = None if cluster is None else launch.dim3(cluster)
         self.compiler = launch.compiler_of(kernel)
+        if self.cluster is not None and self.compiler.abi != "numba":
+            raise ValueError("coopgen.torch: a cluster shape (cluster=) takes a numba-cuda "
+                             "kernel; numba-cuda-mlir compiles a kernel on its launch, which "
+                             "has no cluster shape")
         self.views = {int(i): t if t == "flat" else arrays.dtype_name(t)
                       for i, t in (views or {}).items()}
         self.scalars = {int(i): np.dtype(t).type for i, t in (scalars or {}).items()}

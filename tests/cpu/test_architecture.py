@@ -117,7 +117,9 @@ PYTORCH_SURFACE = ("torch", "autotune")
 #: time of a typed ctypes call).
 #: +22: the autotuner's prune= and copies= (the candidates worth timing for a call's
 #: arguments; inputs to cycle through, so a kernel is not timed on its own L2).
-MAX_PYTORCH_SURFACE_LINES = 929
+#: +67: launches with a thread-block cluster shape (``cluster=``: ``cuLaunchKernelEx``, its
+#: launch configuration packed per call; numba's first launch stopped once it compiled).
+MAX_PYTORCH_SURFACE_LINES = 996
 
 
 def modules() -> dict[str, Path]:

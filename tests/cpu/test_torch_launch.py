@@ -163,6 +163,8 @@ def test_cluster_launches_through_launch_kernel_ex(launches, monkeypatch):
         _launcher(cluster=(4,))[6, 64](x, 7, 0.5)
     with pytest.raises(ValueError, match="a grid or block is 1 to 3 positive ints"):
         _launcher(cluster=(0, 1))
+    with pytest.raises(ValueError, match="a cluster shape .* takes a numba-cuda kernel"):
+        _launcher("memref", cluster=2)
 
 
 def test_memref_layout_and_views(launches, monkeypatch):
