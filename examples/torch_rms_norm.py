@@ -112,25 +112,17 @@ def kernel_plan(dtype: str, hidden: int, config: Config) -> tuple[int, tuple, ob
                              f"threads")
         return threads, (dtype, items, True, config.convert_once, True, False, threads, False,
                          config.reduce, 0, False, 0), np.uint64, 1
-    if config.cluster:  # each block a part of whole vectors, cluster parts a row
-        part = hidden // config.cluster
-        if config.variant != "sliced" or config.reduce != "warps" or config.late or \
-                hidden % (example.VECTOR * config.cluster) or part < CLUSTER_PART:
-            raise ValueError(f"rms_norm: rows of {hidden} are no sliced rows of "
-                             f"{config.cluster} parts of at least {CLUSTER_PART} elements of "
-                             f"whole 16-byte vectors")
-        threads, items = example.plan(part, threads_for(part, config.vectors))
-        if items != example.VECTOR * config.vectors:
-            raise ValueError(f"rms_norm: {config.vectors} vectors a thread are {threads} x "
-                             f"{items} for parts of {part}")
-        return threads, (dtype, items, True, config.convert_once, False, False, threads,
-                         threads * items != part, "warps", 0, False, config.cluster), \
-            np.uint32, 1
-    threads, items = example.plan(hidden, threads_for(hidden, config.vectors))
+    width = hidden // (config.cluster or 1)  # a block's: the row, or its part of the row
+    if config.cluster and (config.variant != "sliced" or config.reduce != "warps" or
+                           config.late or hidden % (example.VECTOR * config.cluster) or
+                           width < CLUSTER_PART):
+        raise ValueError(f"rms_norm: rows of {hidden} are no sliced rows of {config.cluster} "
+                         f"parts of at least {CLUSTER_PART} elements of whole 16-byte vectors")
+    threads, items = example.plan(width, threads_for(width, config.vectors))
     if items != example.VECTOR * config.vectors:
         raise ValueError(f"rms_norm: {config.vectors} vectors a thread are {threads} x {items} "
-                         f"for rows of {hidden}: the kernel of {items // example.VECTOR}")
-    full = threads * items == hidden  # items are whole vectors: striped fits them
+                         f"for rows of {width}: the kernel of {items // example.VECTOR}")
+    full = threads * items == width  # items are whole vectors: striped fits them
     words = {"sliced": whole, "elements": False}.get(config.variant, full)
     elements = config.variant == "elements"
     if elements and full or not elements and not words or \
@@ -143,7 +135,7 @@ def kernel_plan(dtype: str, hidden: int, config: Config) -> tuple[int, tuple, ob
     view = (np.uint64 if striped else np.uint32) if words else "flat"
     return threads, (dtype, items, words, config.convert_once, striped,
                      config.variant == "blocked", threads, words and not full,
-                     config.reduce, 0, config.late, 0), view, 1
+                     config.reduce, 0, config.late, config.cluster), view, 1
 
 
 @functools.lru_cache(maxsize=None)
