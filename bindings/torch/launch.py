@@ -89,14 +89,14 @@ def stream_handle(stream) -> int:
     return int(stream)
 
 
-def dim3(d) -> tuple:
-    """A grid or block as 3 Python ints (numpy's integers accepted)."""
+def dim3(d, what: str = "a grid or block") -> tuple:
+    """A grid, block or cluster shape (``what``) as 3 Python ints (numpy's ints accepted)."""
     try:
         dims = (operator.index(d),) if not isinstance(d, tuple) else tuple(map(operator.index, d))
     except TypeError:
         dims = ()
     if not 1 <= len(dims) <= 3 or any(n < 1 for n in dims):
-        raise ValueError(f"coopgen.torch: a grid or block is 1 to 3 positive ints, not {d!r}")
+        raise ValueError(f"coopgen.torch: {what} is 1 to 3 positive ints, not {d!r}")
     return dims + (1,) * (3 - len(dims))
 
 

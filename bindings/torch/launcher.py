@@ -29,7 +29,7 @@ class Launcher:
     def __init__(self, kernel, views: dict | None = None, scalars: dict | None = None,
                  cluster=None):
         self.kernel = kernel
-        self.cluster = None if cluster is None else launch.dim3(cluster)
+        self.cluster = None if cluster is None else launch.dim3(cluster, "a cluster shape")
         self.compiler = launch.compiler_of(kernel)
         if self.cluster is not None and self.compiler.abi != "numba":
             raise ValueError("coopgen.torch: a cluster shape (cluster=) takes a numba-cuda "

@@ -161,7 +161,8 @@ def test_cluster_launches_through_launch_kernel_ex(launches, monkeypatch):
     with pytest.raises(ValueError, match=r"grid \(6, 1, 1\) is no multiple of the cluster "
                                          r"shape \(4, 1, 1\)"):
         _launcher(cluster=(4,))[6, 64](x, 7, 0.5)
-    with pytest.raises(ValueError, match="a grid or block is 1 to 3 positive ints"):
+    with pytest.raises(ValueError, match=r"a cluster shape is 1 to 3 positive ints, not "
+                                         r"\(0, 1\)"):
         _launcher(cluster=(0, 1))
     with pytest.raises(ValueError, match="a cluster shape .* takes a numba-cuda kernel"):
         _launcher("memref", cluster=2)
