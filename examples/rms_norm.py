@@ -10,15 +10,17 @@ contiguous bytes (``make_kernel``'s ``blocked`` variant puts a thread's vectors 
 which makes the L1 serve every 32-byte sector twice).
 
 1. ``block.load`` the row and the weights together, before the reduction, so both are in
-   flight at once. When every row is exactly ``threads * items`` wide (a multiple of 8
-   elements, so each row starts as 16-byte aligned as the array), the rows travel as **32-bit
-   words**, two elements each: CUB's vectorized load and store (``algorithm="vectorize"``)
-   build vectors of at most 4 items, which for a 2-byte type is 8 bytes a load, but for words
-   is 16 bytes (``ld.global.v4.u32`` / ``st.global.v4.u32``), the widest access a thread can
-   make (CUB checks the alignment and moves a misaligned row a word at a time), one
-   ``block.load`` per slice of the row. The kernel
-   views each thread's words as elements (``words.view(dtype)``, still registers). Other rows
-   load guarded, one element at a time, with zeros past the end;
+   flight at once. When every row is made of whole 16-byte vectors (a multiple of 8 elements,
+   so each row starts as 16-byte aligned as the array), the rows travel as **16-byte items**
+   (``VECTOR_BITS``), eight elements each, loaded striped (``algorithm="striped"``: item v of
+   each thread from the row's v-th slice, a warp's load 512 contiguous bytes), which is one
+   ``ld.global.v2`` of 16 bytes an item, the widest access a thread can make. CUB's vectorized
+   load of 2-byte items would build 8-byte vectors; of 32-bit words, 16-byte ones, but behind a
+   run-time alignment check with a second path of 4-byte loads, which made every load later
+   (``docs/pytorch.md``, the copy floor). Items past a row's end (rows narrower than the
+   block's vectors) load as zeros and are not stored. The kernel views each thread's items as
+   elements (``items.view(dtype)``, still registers). Other rows load guarded, one element at
+   a time, with zeros past the end, as do rows that do not start on a 16-byte boundary;
 2. square each item **in float32** and add the squares: the thread's own in four independent chains (``CHAINS``), then
    ``warp.sum`` (CUB's ``WarpReduce``) within each warp, whose lane 0 leaves the warp's sum in
    shared memory; after the block's one barrier, each warp adds those sums with ``warp.sum``
@@ -82,6 +84,13 @@ from _compiler import cuda, libdevice  # numba-cuda's, or numba-cuda-mlir's (COO
 from coopgen import block, local, warp
 
 VECTOR = 8  # elements of a 2-byte type in one 16-byte access
+#: The item type of rows of whole 16-byte vectors: numpy's one 16-byte type, used as bits only
+#: (a thread's vectors are viewed as elements in registers). A load of such an item is one
+#: ``ld.global.v2.f64``, with no alignment check: CUB's vectorized load of words checks the
+#: pointer on every load and keeps a second path of 4-byte loads beside the 16-byte one, which
+#: delays the load (``docs/pytorch.md``, the copy floor). The arrays must be 16-byte aligned:
+#: the callers check it on the host.
+VECTOR_BITS = np.complex128
 #: 16-byte vectors a thread holds while the row fits 1024 threads. tools/bench's sweep (RESULTS.md)
 #: measured 2 fastest at hidden 4096 and 8192: 4 vectors (256 threads at 8192) need 48-64
 #: registers and fell to 0.81x copy bandwidth; 1 vector (1024 threads) to 0.89x.
@@ -188,8 +197,9 @@ def make_kernel(dtype: str, items: int, full: bool, convert_once: bool = False,
                 tail: bool = False, reduce: str = "warps", warp_rows: int = 0,
                 late_weights: bool = False, cluster: int = 0, cache: bool | None = None):
     """The kernel for rows of ``dtype`` with ``items`` elements per thread. ``full``: every row
-    is exactly threads * items long, and x, w and y come as uint32 words (two elements each);
-    otherwise they come as elements and load guarded. ``convert_once``: keep each element's
+    is exactly threads * items long, and x, w and y come as 16-byte ``VECTOR_BITS`` items
+    (eight elements each; uint32 words where ``blocked``, uint64 where ``striped``); otherwise
+    they come as elements and load guarded. ``convert_once``: keep each element's
     float32 value from the squares to the output (``items`` more registers) instead of
     converting it again. ``striped`` (full rows, ``items`` a multiple of 4): x, w and y come
     as uint64 words of four elements, loaded and stored striped (a warp's access is 256
@@ -197,11 +207,11 @@ def make_kernel(dtype: str, items: int, full: bool, convert_once: bool = False,
     lie side by side in the row (one ``block.load`` of all of them), so a warp's load of its
     first vectors touches every other 16 bytes, and the L1 serves each 32-byte sector twice;
     by default vector v of every thread comes from the row's v-th slice of threads * 16
-    bytes (one ``block.load`` per slice: a warp reads 512 contiguous bytes). ``threads``: the
+    bytes (a striped ``block.load`` of 16-byte items: a warp reads 512 contiguous bytes). ``threads``: the
     block size it will launch with, for its launch bounds (``SM_THREADS``). ``tail`` (with
     ``full``, not ``striped`` or ``blocked``): rows of whole 16-byte vectors (a multiple of 8
-    elements) narrower than threads * items: the rows still come as words in 16-byte vectors,
-    and a thread loads and stores only its vectors that lie in the row (zeros past it).
+    elements) narrower than threads * items: the rows still come as 16-byte items, and a
+    thread loads and stores only its items that lie in the row (zeros past it).
     ``reduce``: the block's reduction, one of ``REDUCTIONS``; CUB's (for a few rows: one block
     an SM whatever its registers) declare no launch bounds.
     ``warp_rows`` (with ``full``, not ``striped`` or ``blocked``): a warp per row instead of a
@@ -238,6 +248,7 @@ def make_kernel(dtype: str, items: int, full: bool, convert_once: bool = False,
     words = items // 2
     quads = items // 4
     vectors = words // 4  # 16-byte vectors a thread
+    vector_slots = max(vectors, 1)  # (striped kernels of half a vector name y_vecs too)
     two_stage = reduce == "warps"
     shared_sums = reduce == "warps_shared"
     if shared_sums and not threads:
@@ -245,35 +256,33 @@ def make_kernel(dtype: str, items: int, full: bool, convert_once: bool = False,
                          "block size (threads)")
     warps = -(-threads // WARP) if threads else WARP
     # full rows only: the guarded element-by-element path would spill at 32 registers, and
-    # so would the other reductions at 16 items (their kernels, for a few rows, where one
-    # block runs an SM, only promise their block size)
+    # so would the other reductions and the cluster's at 16 items (their kernels, for a few
+    # rows, where one block runs an SM, only promise their block size; the cluster's call
+    # keeps a thread's vectors live across it)
     # four vectors a thread: the blocks that WIDE_REGISTERS a thread allow, where more than one
     wide_blocks = SM_REGISTERS // (threads * WIDE_REGISTERS) if threads else 0
-    row_kernel = threads and full and two_stage and not warp_rows
+    row_kernel = threads and full and two_stage and not warp_rows and not cluster
     bounds = {"launch_bounds": (threads, SM_THREADS // threads)} \
         if row_kernel and items <= VECTOR * VECTORS \
         else {"launch_bounds": (threads, wide_blocks)} \
         if row_kernel and items == 4 * VECTOR and wide_blocks > 1 \
-        else {"launch_bounds": (threads,)} if threads and not two_stage else {}
-    lanes_words = WARP * 4  # words of one slice of a warp's row: a 16-byte vector a lane
-
+        else {"launch_bounds": (threads,)} if threads and (not two_stage or cluster) else {}
     def rms_norm_kernel(x, w, y, hidden, eps):
-        w_base, row_words = 0, hidden >> 1  # where the block's part of w starts; its words
-        if warp_rows:  # a warp's row: vector v of each lane in the row's v-th slice
-            lane = cuda.threadIdx.x & 31
-            base = (cuda.blockIdx.x * warp_rows + (cuda.threadIdx.x >> 5)) * (hidden >> 1)
+        # rows of 16-byte vectors (full, not striped or blocked): x, w and y come as VECTOR_BITS
+        # items; base, w_base: the first vector of this block's (or warp's) row and weights;
+        # row: the vectors of the row (or of the block's part of it, in a cluster)
+        w_base, row = 0, hidden >> 3
+        if warp_rows:  # a warp's row
+            base = (cuda.blockIdx.x * warp_rows + (cuda.threadIdx.x >> 5)) * row
             if base >= x.size:  # past the last row: the block's last warps
                 return
-            span, mine = lanes_words, 4 * lane
-        elif cluster:  # the block's part of its cluster's row, in slices likewise
-            part = (hidden >> 1) // cluster  # words
-            w_base, row_words = cuda.blockIdx.x % cluster * part, part
-            base = cuda.blockIdx.x // cluster * (hidden >> 1) + w_base
-            span, mine = cuda.blockDim.x * 4, 4 * cuda.threadIdx.x
-        elif full and not striped and not blocked:  # the block's row, in slices likewise
-            base = cuda.blockIdx.x * (hidden >> 1)
-            span = cuda.blockDim.x * 4  # words of one slice: a vector for every thread
-            mine = 4 * cuda.threadIdx.x  # the first word of this thread's vector in a slice
+        elif cluster:  # the block's part of its cluster's row
+            part = row // cluster
+            w_base = cuda.blockIdx.x % cluster * part
+            base = cuda.blockIdx.x // cluster * row + w_base
+            row = part
+        elif full and not striped and not blocked:
+            base = cuda.blockIdx.x * row
         if full and striped:
             base = cuda.blockIdx.x * (hidden >> 2)
             x_quads = local.array(quads, np.uint64)
@@ -290,30 +299,30 @@ def make_kernel(dtype: str, items: int, full: bool, convert_once: bool = False,
             block.load(w, w_words, algorithm="vectorize")
             vals = x_words.view(element)
             weights = w_words.view(element)
-        elif full:
-            x_words = local.array(words, np.uint32)
-            w_words = local.array(words, np.uint32)
-            x_part = local.array(4, np.uint32)
-            w_part = local.array(4, np.uint32)
-            for v in range(vectors):
-                if not tail or v * span + mine < row_words:
-                    if warp_rows:  # CUB's WarpLoad: the lane's 16 bytes
-                        warp.load(x[base + v * span:], x_part, algorithm="vectorize")
-                        warp.load(w[w_base + v * span:], w_part, algorithm="vectorize")
-                    else:
-                        block.load(x[base + v * span:], x_part, algorithm="vectorize")
-                        if not late_weights:
-                            block.load(w[w_base + v * span:], w_part, algorithm="vectorize")
-                else:  # past the row's end
-                    for j in range(4):
-                        x_part[j] = np.uint32(0)
-                        w_part[j] = np.uint32(0)
-                for j in range(4):
-                    x_words[4 * v + j] = x_part[j]
-                    if not late_weights:
-                        w_words[4 * v + j] = w_part[j]
-            vals = x_words.view(element)
-            weights = w_words.view(element)
+        elif full:  # vector v of each thread (lane) from the row's v-th slice: striped
+            x_vecs = local.array(vectors, VECTOR_BITS)
+            w_vecs = local.array(vectors, VECTOR_BITS)
+            if warp_rows:  # CUB's WarpLoad: a lane's vectors, 512 contiguous bytes a slice
+                if tail:  # zeros past the row's end
+                    warp.load(x[base:], x_vecs, algorithm="striped", num_valid_items=row,
+                              oob_default=0)
+                    warp.load(w, w_vecs, algorithm="striped", num_valid_items=row,
+                              oob_default=0)
+                else:
+                    warp.load(x[base:], x_vecs, algorithm="striped")
+                    warp.load(w, w_vecs, algorithm="striped")
+            elif tail:
+                block.load(x[base:], x_vecs, algorithm="striped", num_valid_items=row,
+                           oob_default=0)
+                if not late_weights:
+                    block.load(w[w_base:], w_vecs, algorithm="striped", num_valid_items=row,
+                               oob_default=0)
+            else:
+                block.load(x[base:], x_vecs, algorithm="striped")
+                if not late_weights:
+                    block.load(w[w_base:], w_vecs, algorithm="striped")
+            vals = x_vecs.view(element)
+            weights = w_vecs.view(element)
         else:
             base = cuda.blockIdx.x * hidden
             vals = local.array(items, element)
@@ -366,20 +375,24 @@ def make_kernel(dtype: str, items: int, full: bool, convert_once: bool = False,
             total = row_sum[0]
         r = libdevice.rsqrtf(libdevice.fast_fdividef(total, np.float32(hidden)) + eps)
         if late_weights:  # each vector's weights now (from L2), its output stored at once
-            w_vals = w_part.view(element)  # the 16-byte parts the loads above went through
-            y_vals = x_part.view(element)
+            w_part = local.array(1, VECTOR_BITS)
+            y_part = local.array(1, VECTOR_BITS)
+            w_vals, y_vals = w_part.view(element), y_part.view(element)
+            span = cuda.blockDim.x  # vectors of one slice
             for v in range(vectors):
-                if not tail or v * span + mine < row_words:
-                    block.load(w[w_base + v * span:], w_part, algorithm="vectorize")
+                if not tail or v * span + cuda.threadIdx.x < row:
+                    block.load(w[w_base + v * span:], w_part, algorithm="direct")
                     for k in range(VECTOR):
                         y_vals[k] = np.float32(vals[VECTOR * v + k]) * r * np.float32(w_vals[k])
-                    block.store(y[base + v * span:], x_part, algorithm="vectorize")
+                    block.store(y[base + v * span:], y_part, algorithm="direct")
             if cluster:
                 cluster_exit()
             return
         y_words = local.array(words, np.uint32)
         y_quads = local.array(quads, np.uint64)
-        out = y_quads.view(element) if striped else y_words.view(element)
+        y_vecs = local.array(vector_slots, VECTOR_BITS)
+        out = y_quads.view(element) if striped else y_words.view(element) if blocked else \
+            y_vecs.view(element) if full else y_words.view(element)
         for i in range(items):
             v = kept[i] if convert_once else np.float32(vals[i])
             out[i] = v * r * np.float32(weights[i])  # one rounding
@@ -387,16 +400,16 @@ def make_kernel(dtype: str, items: int, full: bool, convert_once: bool = False,
             block.store(y[base:], y_quads, algorithm="striped")
         elif full and blocked:
             block.store(y[base:], y_words, algorithm="vectorize")
+        elif full and warp_rows:  # CUB's WarpStore
+            if tail:
+                warp.store(y[base:], y_vecs, algorithm="striped", num_valid_items=row)
+            else:
+                warp.store(y[base:], y_vecs, algorithm="striped")
         elif full:
-            y_part = local.array(4, np.uint32)
-            for v in range(vectors):
-                for j in range(4):
-                    y_part[j] = y_words[4 * v + j]
-                if not tail or v * span + mine < row_words:
-                    if warp_rows:  # CUB's WarpStore
-                        warp.store(y[base + v * span:], y_part, algorithm="vectorize")
-                    else:
-                        block.store(y[base + v * span:], y_part, algorithm="vectorize")
+            if tail:
+                block.store(y[base:], y_vecs, algorithm="striped", num_valid_items=row)
+            else:
+                block.store(y[base:], y_vecs, algorithm="striped")
         else:
             block.store(y[base:], out, items, "direct", hidden)
         if cluster:
@@ -492,9 +505,18 @@ def prepare(x, w, eps: float = 1e-6, out=None, stream=0, threads: int | None = N
     striped = striped and full and items % 4 == 0
     kernel = make_kernel(_dtype_name(x), items, full, convert_once, striped, blocked, threads)
     flat = [a.reshape(a.size) for a in (x, w, out)]
-    if full:  # as words: 16-byte accesses (the module docstring says why)
-        flat = [a.view(np.uint64 if striped else np.uint32) for a in flat]
+    if full and not aligned(*flat):  # 16-byte items need 16-byte aligned rows
+        full = striped = blocked = False
+        kernel = make_kernel(_dtype_name(x), items, False, convert_once, False, False, threads)
+    if full:  # as 16-byte items, or words (the module docstring says why)
+        flat = [a.view(np.uint64 if striped else np.uint32 if blocked else VECTOR_BITS)
+                for a in flat]
     return result, (kernel, rows, threads, (*flat, np.int32(hidden), np.float32(eps)))
+
+
+def aligned(*arrays) -> bool:
+    """Whether every one of ``arrays`` (numba device arrays) starts on a 16-byte boundary."""
+    return all(a.__cuda_array_interface__["data"][0] % 16 == 0 for a in arrays)
 
 
 def reference(x, w, eps: float = 1e-6) -> np.ndarray:

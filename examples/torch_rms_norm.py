@@ -101,7 +101,7 @@ def kernel_plan(dtype: str, hidden: int, config: Config) -> tuple[int, tuple, ob
         threads = 32 * config.warp_rows
         return threads, (dtype, items, True, config.convert_once, False, False, threads,
                          32 * items != hidden, config.reduce, config.warp_rows, False, 0), \
-            np.uint32, config.warp_rows
+            example.VECTOR_BITS, config.warp_rows
     if config.vectors < 1:  # part of a vector a thread: striped words of the whole row
         items = int(example.VECTOR * config.vectors)
         threads = hidden // items
@@ -129,13 +129,32 @@ def kernel_plan(dtype: str, hidden: int, config: Config) -> tuple[int, tuple, ob
             config.late and (config.variant != "sliced" or not words):
         raise ValueError(f"rms_norm: the {config.variant} variant{' with late weights' * config.late}"
                          f" is not one for rows of {hidden} at {threads} x {items}")
-    striped = config.variant == "striped"
-    # x, w and y as words (16-byte accesses) or flat rows of elements: views the kernel asks
-    # for
-    view = (np.uint64 if striped else np.uint32) if words else "flat"
-    return threads, (dtype, items, words, config.convert_once, striped,
-                     config.variant == "blocked", threads, words and not full,
+    striped, blocked = config.variant == "striped", config.variant == "blocked"
+    # x, w and y as 16-byte items, words or flat rows of elements: views the kernel asks for
+    view = (np.uint64 if striped else np.uint32 if blocked else example.VECTOR_BITS) \
+        if words else "flat"
+    return threads, (dtype, items, words, config.convert_once, striped, blocked, threads,
+                     words and not full,
                      config.reduce, 0, config.late, config.cluster), view, 1
+
+
+@functools.lru_cache(maxsize=None)
+def unaligned_launcher(dtype: str, hidden: int):
+    """(launcher, threads) of the kernel for rows that do not start on a 16-byte boundary (a
+    view of a buffer at an odd offset): every candidate but the "elements" variant sees the
+    rows as 16-byte items or words, so this one kernel loads elements one at a time, guarded,
+    at ``example.plan``'s block size. It is not tuned: such rows are rare, and slower."""
+    threads, items = example.plan(hidden)
+    kernel = example.make_kernel(dtype, items, False, threads=threads)
+    return ct.launcher(kernel, views={0: "flat", 1: "flat", 2: "flat"},
+                       scalars={3: np.int32, 4: np.float32}), threads
+
+
+def _unaligned(x, w, eps, out):
+    launch, threads = unaligned_launcher(DTYPES[x.dtype], x.shape[-1])
+    launch.launch((x.numel() // x.shape[-1], 1, 1), (threads, 1, 1),
+                  (x, w, out, x.shape[-1], eps))
+    return out
 
 
 @functools.lru_cache(maxsize=None)
@@ -231,14 +250,19 @@ def rms_norm(x: torch.Tensor, w: torch.Tensor, eps: float = 1e-6,
                          f"{out.dtype} of shape {tuple(out.shape)}")
     if ready is not None:
         launch, grid, block, hidden = ready
-        launch(grid, block, (x, w, out, hidden, eps))
+        try:
+            launch(grid, block, (x, w, out, hidden, eps))
+        except ct.MisalignedView:  # (the launcher checks before it launches)
+            _unaligned(x, w, eps, out)
         return out
     hidden = x.shape[-1]
     if x.dtype not in DTYPES or w.dtype != x.dtype or w.shape != (hidden,):
         raise ValueError(f"rms_norm: x must be float16 or bfloat16 and w ({hidden},) of its "
                          f"type, not {x.dtype} and {w.dtype} {tuple(w.shape)}")
     if x.numel():
-        if config is None:
+        if (x.data_ptr() | w.data_ptr() | out.data_ptr()) % 16:
+            _unaligned(x, w, eps, out)
+        elif config is None:
             _run(x, w, eps, out)
             config = _run.config_for(x, w, eps, out)
             launch, threads, per_block = launcher_for(DTYPES[x.dtype], hidden, config)

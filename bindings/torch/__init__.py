@@ -9,6 +9,7 @@ tensors with a few µs of host time, and register them as custom ops.
 ``import coopgen`` never imports this module, and this module imports torch only where it
 needs it (streams, custom ops): it also launches on CuPy or numba arrays without PyTorch.
 docs/pytorch.md is the guide."""
+from .arrays import MisalignedView
 from .launch import current_stream
 from .launcher import Launcher
 from .ops import Like, custom_op, like
@@ -21,4 +22,4 @@ def launcher(kernel, views: dict | None = None, scalars: dict | None = None,
     return Launcher(kernel, views, scalars, cluster)
 
 
-__all__ = ["Launcher", "launcher", "custom_op", "like", "Like", "current_stream"]
+__all__ = ["Launcher", "launcher", "MisalignedView", "custom_op", "like", "Like", "current_stream"]

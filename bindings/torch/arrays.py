@@ -110,11 +110,26 @@ def itemsize(name: str) -> int:
     return np.dtype(TYPESTRS[name]).itemsize
 
 
+class MisalignedView(ValueError):
+    """An array seen as wider elements (a launcher's ``views``) does not start on a boundary of
+    their size: the kernel's loads would fault. A caller with a kernel for unaligned data
+    catches it and launches that instead."""
+
+
+def misaligned(name: str, ptr: int, item: int, view: str = ""):
+    view = f" {view}" if view else ""
+    raise MisalignedView(f"coopgen.torch: {name} is seen as {item}-byte{view} elements, so "
+                         f"its data must start on a {item}-byte boundary; it starts at "
+                         f"{ptr:#x} ({ptr % item} bytes past one)")
+
+
 def words(f: Fields, view: str, name: str) -> Fields:
     """``f``'s memory seen as a flat C-contiguous array of ``view`` elements ("flat": its own
     type), a view the caller asked for."""
     view = f.dtype if view == "flat" else view
     size, item = itemsize(f.dtype), itemsize(view)
+    if f.ptr % item:
+        misaligned(name, f.ptr, item, view)
     if not is_contiguous(f.shape, f.strides):
         raise ValueError(f"coopgen.torch: {name} is seen as a flat array of {view}, so it must "
                          f"be C-contiguous")

@@ -224,7 +224,7 @@ class Specialization:
         self.launch = self._generate(abi, sources)
 
     def _generate(self, abi: str, sources):
-        lines, values, scope = [], [], {}
+        lines, values, scope, aligned = [], [], {}, []
         for i, (kind, *info) in enumerate(sources):
             a = f"a{i}"
             if kind == "tensor":
@@ -240,6 +240,8 @@ class Specialization:
                 lines += [f"n{i}, r{i} = divmod({a}.numel() * {source}, {size})",
                           f"if r{i}: not_whole({i}, {a}.numel() * {source}, {size})",
                           f"p{i} = {a}.data_ptr()"]
+                if size > source:  # wider elements: a misaligned start would fault
+                    aligned.append((i, size))
                 values += ["0", "0", f"n{i}", str(size), f"p{i}", f"n{i}", str(size)] \
                     if abi == "numba" else [f"p{i}", f"p{i}", "0", f"n{i}", "1"]
             elif kind == "fields":
@@ -247,6 +249,10 @@ class Specialization:
                 values.append(f"*w{i}({a})")
             else:
                 values.append(a)
+        if aligned:  # one test for all the views: the rare failure finds its argument
+            lines += [f"if {' | '.join(f'p{i} & {size - 1}' for i, size in aligned)}:",
+                      f"    misaligned(({', '.join(f'p{i}' for i, _ in aligned)},), "
+                      f"{[(i, size) for i, size in aligned]})"]
         unpack = [f"({''.join(f'a{i}, ' for i in range(len(sources)))}) = args"]
         code = "\n    ".join(["def launch(grid, block, stream, args):"] + unpack + lines + [
             f"values = ({''.join(v + ', ' for v in values)})",
@@ -261,7 +267,8 @@ class Specialization:
             "{grid}')"]))
         scope.update(pack_into=self.struct.pack_into, buffer=self.buffer, check=check,
                      struct_error=(struct.error, OverflowError), not_fit=_not_fit,
-                     not_whole=_not_whole, launch_kernel=driver().launch_kernel,
+                     not_whole=_not_whole, misaligned=_misaligned,
+                     launch_kernel=driver().launch_kernel,
                      function=ctypes.c_void_p(self.function), sharedmem=self.sharedmem,
                      params=self.params, stream_pointers=STREAM_POINTERS)
         if self.cluster is not None:
@@ -292,6 +299,12 @@ class Specialization:
 
 def _not_fit(e):
     raise ValueError(f"coopgen.torch: an argument does not fit its parameter: {e}") from None
+
+
+def _misaligned(pointers, views):
+    for p, (i, size) in zip(pointers, views):
+        if p % size:
+            arrays.misaligned(f"argument {i}", p, size)
 
 
 def _not_whole(i: int, nbytes: int, size: int):

@@ -53,7 +53,7 @@ def _rms_norm_kernel(dtype, hidden, threads=None, convert_once=False, striped=Fa
     import ml_dtypes  # noqa: F401
     threads, items = rms_norm.plan(hidden, threads)
     full = threads * items == hidden
-    word = np.uint64 if striped else np.uint32
+    word = np.uint64 if striped else np.uint32 if blocked else rms_norm.VECTOR_BITS
     arr = typeof(np.empty(1, word if full else np.dtype(dtype)))
     sig = (arr, arr, arr, numba.typeof(np.int32(0)), numba.typeof(np.float32(0)))
     kernel = rms_norm.make_kernel(dtype, items, full, convert_once, striped, blocked, threads)
@@ -74,7 +74,7 @@ def test_rms_norm_links(dtype, hidden, threads):
 def test_rms_norm_rows_of_whole_vectors_past_the_end_keep_32_registers(dtype, items, threads):
     # rows of 5000 (320 threads x 16 items hold 5120) move as 16-byte vectors, those past the
     # row's end skipped: the launch bounds' 32 registers, no local memory
-    words = numba.typeof(np.empty(1, np.uint32))
+    words = numba.typeof(np.empty(1, rms_norm.VECTOR_BITS))
     sig = (words, words, words, numba.typeof(np.int32(0)), numba.typeof(np.float32(0)))
     res = _link(rms_norm.make_kernel(dtype, items, True, threads=threads, tail=True), sig,
                 threads)
@@ -86,7 +86,7 @@ def test_rms_norm_four_vectors_bounded_to_three_blocks(dtype):
     # 11,008-wide rows at 352 threads x 32 items (a tail past the row): launch bounds for
     # three blocks an SM hold both types at float16's 56 registers (bfloat16 takes 75-77
     # without them, two blocks an SM), with no local memory
-    words = numba.typeof(np.empty(1, np.uint32))
+    words = numba.typeof(np.empty(1, rms_norm.VECTOR_BITS))
     sig = (words, words, words, numba.typeof(np.int32(0)), numba.typeof(np.float32(0)))
     kernel = rms_norm.make_kernel(dtype, 32, True, threads=352, tail=True)
     assert kernel.targetoptions["launch_bounds"] == (352, 3)
@@ -101,7 +101,7 @@ def test_rms_norm_four_vectors_bounded_to_three_blocks(dtype):
 def test_rms_norm_late_weights_hold_one_row_in_registers(dtype, hidden, threads, items, tail):
     # late weights: only x is held through the reduction, so six to eight vectors a thread fit
     # three or more blocks an SM (each with its row in flight), with no local memory
-    words = numba.typeof(np.empty(1, np.uint32))
+    words = numba.typeof(np.empty(1, rms_norm.VECTOR_BITS))
     sig = (words, words, words, numba.typeof(np.int32(0)), numba.typeof(np.float32(0)))
     assert (threads * items == hidden) != tail
     kernel = rms_norm.make_kernel(dtype, items, True, threads=threads, tail=tail,
@@ -121,7 +121,7 @@ def test_rms_norm_cluster_kernel_adds_its_blocks_sums(dtype, cluster, threads, i
     # a row split over a cluster: the blocks' sums meet through distributed shared memory
     # after the cluster's barrier, and each block waits at a second one before it exits
     from coopgen.linkcheck import link_ptx
-    words = numba.typeof(np.empty(1, np.uint32))
+    words = numba.typeof(np.empty(1, rms_norm.VECTOR_BITS))
     sig = (words, words, words, numba.typeof(np.int32(0)), numba.typeof(np.float32(0)))
     kernel = rms_norm.make_kernel(dtype, items, True, threads=threads, tail=tail,
                                   cluster=cluster)
@@ -156,9 +156,11 @@ def test_rms_norm_converting_once_keeps_values_in_registers(hidden):
 @pytest.mark.parametrize("hidden", [4096, 8192])
 @pytest.mark.parametrize("blocked", (False, True), ids=("sliced", "blocked"))
 def test_rms_norm_moves_16_bytes_per_access(dtype, hidden, blocked):
-    # Full rows move as 32-bit words, four to a vector: each load of x and w and each store of
-    # y is 16 bytes (CUB's vectors of 2-byte items would be 8: ld.global.v4.u16). The scalar
-    # u32 accesses are CUB's fallback for a misaligned row, which rms_norm never passes.
+    # Full rows move 16 bytes an access: each load of x and w and each store of y (CUB's
+    # vectors of 2-byte items would be 8: ld.global.v4.u16). Sliced rows come as 16-byte items
+    # and nothing else: no 4-byte accesses beside them. Blocked rows come as 32-bit words,
+    # four to a vector, where the scalar u32 accesses are CUB's fallback for a misaligned row,
+    # which rms_norm never passes.
     import re
     from coopgen.linkcheck import link_ptx
     kernel, sig, threads, full = _rms_norm_kernel(dtype, hidden, blocked=blocked)
@@ -169,9 +171,12 @@ def test_rms_norm_moves_16_bytes_per_access(dtype, hidden, blocked):
     body = ptx[ptx.index(".entry"):]
     body = body[:body.index("\n}")]
     vectors = hidden // threads // 8  # per thread, of x, of w and of y
-    assert len(re.findall(r"ld\.global(?:\.nc)?\.v4\.u32", body)) == 2 * vectors
-    assert len(re.findall(r"st\.global\.v4\.u32", body)) == vectors
+    wide = r"v4\.u32" if blocked else r"v2\.[ufb]64"
+    assert len(re.findall(r"ld\.global(?:\.nc)?\." + wide, body)) == 2 * vectors
+    assert len(re.findall(r"st\.global\." + wide, body)) == vectors
     assert not re.search(r"(?:ld|st)\.global(?:\.nc)?\.v[24]\.[ub]16", body)
+    if not blocked:
+        assert len(re.findall(r"(?:ld|st)\.global", body)) == 3 * vectors
 
 
 @pytest.mark.parametrize("dtype", rms_norm.DTYPES)

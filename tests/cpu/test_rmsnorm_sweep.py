@@ -64,7 +64,8 @@ def test_every_candidate_covers_the_row_and_none_repeats_a_kernel(hidden):
                 holders * (items - rms_norm.VECTOR) < hidden  # no lane's vectors all past it
         else:
             assert warp_rows == 0
-        assert view == ("flat" if not words else np.uint64 if striped else np.uint32)
+        assert view == ("flat" if not words else np.uint64 if striped else np.uint32
+                        if config.variant == "blocked" else rms_norm.VECTOR_BITS)
     if hidden % rms_norm.VECTOR == 0:  # rows of whole vectors move as 16-byte vectors
         assert any(config.variant == "sliced" for config in plans)
     if hidden % rms_norm.VECTOR == 0 and hidden <= 32 * 8 * rms_norm.VECTOR:
@@ -175,11 +176,11 @@ def test_the_warp_and_decode_candidates_link_and_load_before_they_reduce(dtype, 
         first_sync = min(i for i, line in enumerate(lines) if "shfl.sync" in line or
                          "bar.sync" in line or "barrier.sync" in line)
         assert loads and max(loads) < first_sync, config
-        # a 16-byte load of x and one of w for each vector (scalar u32 loads: CUB's path for
-        # a misaligned row, never taken), or one 8-byte load of each
+        # a 16-byte load of x and one of w for each vector and no other load of them, or one
+        # 8-byte load of each
         wide = r"ld\.global(?:\.nc)?\.u64" if config.vectors < 1 else \
-            r"ld\.global(?:\.nc)?\.v4\.u32"
-        assert len(re.findall(wide, ptx)) == max(2 * config.vectors, 2), config
+            r"ld\.global(?:\.nc)?\.v2\.[ufb]64"
+        assert len(re.findall(wide, ptx)) == len(loads) == max(2 * config.vectors, 2), config
         if config.variant == "warp":
             assert "bar.sync" not in ptx and "barrier.sync" not in ptx and res.smem == 0
             assert hidden <= 2048

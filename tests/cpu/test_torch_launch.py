@@ -184,6 +184,37 @@ def test_memref_layout_and_views(launches, monkeypatch):
         launcher[1, 32](x, y.transpose(0, 1), np.int32(24))
 
 
+@pytest.mark.parametrize("abi", ("numba", "memref"))
+def test_a_view_as_wider_elements_must_start_on_their_boundary(launches, monkeypatch, abi):
+    # float16 rows seen as 16-byte items: a row that starts 2 bytes past a boundary would fault
+    # in the kernel's first load, so the launch refuses it, on the first call of the signature
+    # and on every raw launch after it (MisalignedView, a ValueError: the caller may launch
+    # another kernel instead)
+    monkeypatch.setattr(ct.Launcher, "_device", staticmethod(lambda args: 0))
+    launcher = _launcher(abi, views={0: np.complex128, 1: "flat"})
+    buf = torch.empty(80, dtype=torch.float16)
+    y = torch.empty(8)
+    assert buf.data_ptr() % 16 == 0
+    with pytest.raises(ct.MisalignedView, match=r"argument 0 is seen as 16-byte complex128 "
+                                                r"elements, so its data must start on a "
+                                                r"16-byte boundary; it starts at 0x[0-9a-f]+ "
+                                                r"\(2 bytes past one\)"):
+        launcher[1, 32](buf[1:65], y, np.int32(64))
+    assert not launches
+    launcher[1, 32](buf[8:72], y, np.int32(64))  # 16 bytes in: aligned
+    launcher[1, 32](buf[16:80], y, np.int32(64))  # the raw launch
+    assert len(launches) == 1 and launches[0][4][4 if abi == "numba" else 0] == \
+        buf[16:].data_ptr()
+    for offset in (4, 12):
+        with pytest.raises(ct.MisalignedView, match=rf"argument 0 is seen as 16-byte "
+                                                    rf"elements.*\({2 * offset % 16} bytes"):
+            launcher[1, 32](buf[offset:offset + 64], y, np.int32(64))
+    assert len(launches) == 1
+    # the flat view of y keeps y's own elements: no alignment beyond theirs
+    launcher[1, 32](buf[16:80], torch.empty(9)[1:], np.int32(64))
+    assert len(launches) == 2
+
+
 def test_numbers_out_of_range_and_unknown_arguments(launches, monkeypatch):
     monkeypatch.setattr(ct.Launcher, "_device", staticmethod(lambda args: 0))
     launcher = _launcher()

@@ -105,6 +105,20 @@ def test_rms_norm_torch_tensors(rows, hidden, dtype):
         rms_norm.rms_norm(x.t(), w)
 
 
+@pytest.mark.parametrize("dtype", rms_norm.DTYPES)
+def test_rms_norm_rows_off_a_16_byte_boundary(dtype):
+    # rows of whole 16-byte vectors move as 16-byte items, which need 16-byte aligned rows: a
+    # view 2 bytes into a buffer takes the guarded kernel of elements
+    import ml_dtypes  # noqa: F401
+    rows, hidden = 3, 4096
+    x, w = rms_norm.random_inputs(rng_for("rms_norm-offset", dtype), rows, hidden, dtype)
+    buf = rms_norm.to_device(np.concatenate([x.reshape(-1)[:1], x.reshape(-1)]))
+    xs = buf[1:].reshape(rows, hidden)  # x, 2 bytes past the buffer's start
+    assert not rms_norm.aligned(xs)
+    got = rms_norm.to_host(rms_norm.rms_norm(xs, rms_norm.to_device(w)))
+    assert rms_norm.worst_error(got, rms_norm.reference(x, w), dtype, hidden) <= 1
+
+
 @pytest.mark.parametrize("n,weights", [(1000, 7), (1 << 20, 4096)])
 def test_streaming_cache_hints(n, weights):
     """Both kernels of the streaming example give numpy's answer (run() checks it) at a

@@ -243,6 +243,28 @@ def test_rms_norm_refuses_what_it_cannot_read_and_the_op_reads_any_layout():
     _assert_close(op(strided, w, 1e-6), x, w, 1e-6)  # the op reads any layout
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("hidden", (4096, 1000, 11008))
+def test_rms_norm_rows_off_a_16_byte_boundary(hidden, dtype):
+    # the tuned kernels see rows as 16-byte items: x, w or out views of a buffer at an odd
+    # offset take the guarded kernel of elements instead, on the first call of a shape and on
+    # a later call of a shape already tuned on aligned rows
+    rows = 5
+    x, w = _inputs((rows, hidden), dtype, 51)
+    for shift_x, shift_w, shift_out in ((1, 0, 0), (0, 3, 0), (0, 0, 4), (0, 0, 0), (2, 0, 0),
+                                        (0, 0, 8)):
+        bx = torch.empty(rows * hidden + 8, device="cuda", dtype=dtype)
+        bw = torch.empty(hidden + 8, device="cuda", dtype=dtype)
+        bo = torch.full((rows * hidden + 8,), float("nan"), device="cuda", dtype=dtype)
+        xs = bx[shift_x:shift_x + rows * hidden].view(rows, hidden)
+        ws = bw[shift_w:shift_w + hidden]
+        out = bo[shift_out:shift_out + rows * hidden].view(rows, hidden)
+        xs.copy_(x)
+        ws.copy_(w)
+        assert trn.rms_norm(xs, ws, 1e-6, out=out) is out
+        _assert_close(out, x, w, 1e-6)
+
+
 @pytest.mark.parametrize("cluster", trn.CLUSTERS)
 def test_rms_norm_split_over_a_cluster_in_a_cuda_graph(cluster):
     # a row over a cluster of blocks: launched by cuLaunchKernelEx with the cluster's shape,
