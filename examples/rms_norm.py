@@ -195,7 +195,8 @@ def _cluster_functions():
 def make_kernel(dtype: str, items: int, full: bool, convert_once: bool = False,
                 striped: bool = False, blocked: bool = False, threads: int | None = None,
                 tail: bool = False, reduce: str = "warps", warp_rows: int = 0,
-                late_weights: bool = False, cluster: int = 0, cache: bool | None = None):
+                late_weights: bool = False, cluster: int = 0, loads_barrier: bool = False,
+                cache: bool | None = None):
     """The kernel for rows of ``dtype`` with ``items`` elements per thread. ``full``: every row
     is exactly threads * items long, and x, w and y come as 16-byte ``VECTOR_BITS`` items
     (eight elements each; uint32 words where ``blocked``, uint64 where ``striped``); otherwise
@@ -226,6 +227,12 @@ def make_kernel(dtype: str, items: int, full: bool, convert_once: bool = False,
     each cluster of that many blocks (a launch with that cluster shape, sm_90 or later: block b
     holds part b % cluster of row b // cluster) adds its blocks' sums through distributed shared
     memory (``CLUSTER_SOURCE``): a few wide rows load on that many SMs instead of one each.
+    ``loads_barrier`` (with ``full``, not ``warp_rows``, ``late_weights`` or ``cluster``): a barrier
+    right after the loads of x and w, and each product x * w formed before the reduction
+    (``out = x * w * rstd``). ptxas otherwise issues the weights' loads late, after the row's
+    squares, and a barrier is a point no load moves past, so every load of x and w is in
+    flight at once: more bytes in flight an SM, which rows of thousands of rows, where the
+    memory's bandwidth is the time, run 2% faster (tools/bench/RESULTS.md); a few rows do not.
     ``cache`` (default ``KERNEL_CACHE``): a ``cache=True`` kernel whose cache file names the
     variant, so processes compiling other variants at once never write the same file (numba
     keeps one index per function and rewrites it on every save)."""
@@ -242,6 +249,10 @@ def make_kernel(dtype: str, items: int, full: bool, convert_once: bool = False,
         raise ValueError(f"rms_norm: a cluster of {cluster} blocks a row takes 2 to 8 blocks, "
                          f"rows of 16-byte vectors in slices (full, not striped, blocked or a "
                          f"warp per row) and the two-stage reduction")
+    if loads_barrier and not (full and not warp_rows and not late_weights and not cluster):
+        raise ValueError("rms_norm: a barrier after the loads (loads_barrier) takes full rows "
+                         "of a block, their weights loaded with them (not warp_rows, "
+                         "late_weights or cluster)")
     # (the kernel names them in branches that numba prunes where cluster is 0)
     cluster_sum, cluster_exit = _cluster_functions() if cluster else (None, None)
     element = np.dtype(dtype)
@@ -329,6 +340,8 @@ def make_kernel(dtype: str, items: int, full: bool, convert_once: bool = False,
             weights = local.array(items, element)
             block.load(x[base:], vals, items, "direct", hidden, 0)
             block.load(w, weights, items, "direct", hidden, 0)
+        if loads_barrier:  # every load issued before it (ptxas moves none past a barrier)
+            cuda.syncthreads()
         kept = local.array(items, np.float32)
         squares = local.array(CHAINS, np.float32)  # independent chains of adds
         for j in range(CHAINS):
@@ -338,6 +351,8 @@ def make_kernel(dtype: str, items: int, full: bool, convert_once: bool = False,
             squares[i % CHAINS] += v * v
             if convert_once:
                 kept[i] = v
+            elif loads_barrier:  # x * w now, so the weights' loads are needed as early
+                kept[i] = v * np.float32(weights[i])
         total = squares[0]
         for j in range(1, CHAINS):
             total += squares[j]
@@ -393,9 +408,12 @@ def make_kernel(dtype: str, items: int, full: bool, convert_once: bool = False,
         y_vecs = local.array(vector_slots, VECTOR_BITS)
         out = y_quads.view(element) if striped else y_words.view(element) if blocked else \
             y_vecs.view(element) if full else y_words.view(element)
-        for i in range(items):
-            v = kept[i] if convert_once else np.float32(vals[i])
-            out[i] = v * r * np.float32(weights[i])  # one rounding
+        for i in range(items):  # one rounding
+            if loads_barrier and not convert_once:
+                out[i] = kept[i] * r
+            else:
+                v = kept[i] if convert_once else np.float32(vals[i])
+                out[i] = v * r * np.float32(weights[i])
         if full and striped:
             block.store(y[base:], y_quads, algorithm="striped")
         elif full and blocked:
@@ -418,7 +436,7 @@ def make_kernel(dtype: str, items: int, full: bool, convert_once: bool = False,
     if KERNEL_CACHE if cache is None else cache:
         variant = f"{dtype}_{items}_{threads}_{reduce}_{warp_rows}_{cluster}_" + "".join(
             "1" if flag else "0" for flag in (full, convert_once, striped, blocked, tail,
-                                              late_weights))
+                                              late_weights, loads_barrier))
         rms_norm_kernel.__qualname__ += "_" + variant
         bounds["cache"] = True
     return cuda.jit(**bounds)(rms_norm_kernel)

@@ -40,12 +40,15 @@ from coopgen.autotune import Config, autotune, pow2
 #: vector a thread (``vectors=0.5``, striped 8-byte words: 1,024 threads at 4,096 wide), a
 #: warp per row in blocks of one warp (each row on an SM of its own), and a row split over a
 #: cluster of ``cluster`` blocks (``CLUSTERS``: each part on an SM of its own).
+#: Bulk candidates (``bulk_only``: for more than ``DECODE_ROWS`` rows, where the memory's
+#: bandwidth is the time): a barrier right after the loads (``barrier``), so that all of x's and
+#: w's loads are in flight at once (``example.make_kernel``'s ``loads_barrier``).
 
 
 def _config(vectors, variant, convert_once=False, reduce="warps", warp_rows=0,
-            late=False, cluster=0) -> Config:
+            late=False, cluster=0, barrier=False) -> Config:
     return Config(vectors=vectors, variant=variant, convert_once=convert_once, reduce=reduce,
-                  warp_rows=warp_rows, late=late, cluster=cluster)
+                  warp_rows=warp_rows, late=late, cluster=cluster, barrier=barrier)
 
 
 #: blocks a row of the "sliced" variant's cluster candidates (sm_90 and later; decode batches
@@ -61,7 +64,8 @@ CONFIGS = [_config(v, variant) for v in (1, 2, 3, 4) for variant in ("sliced", "
     [_config(0.5, "striped")] + \
     [_config(v, "sliced", reduce=r) for r in example.REDUCTIONS[1:] for v in (1, 2)] + \
     [_config(v, "sliced", late=True) for v in (4, 5, 6, 8)] + \
-    [_config(v, "sliced", cluster=c) for c in CLUSTERS for v in (1, 2)]
+    [_config(v, "sliced", cluster=c) for c in CLUSTERS for v in (1, 2)] + \
+    [_config(v, "sliced", barrier=True) for v in (1, 2)]
 DTYPES = {torch.float16: "float16", torch.bfloat16: "bfloat16"}
 DECODE_ROWS = 64  # the most rows (their bucket, ``pow2``) a decode candidate is timed for
 
@@ -72,10 +76,16 @@ def decode_only(config: Config) -> bool:
         config.cluster > 0
 
 
+def bulk_only(config: Config) -> bool:
+    """Whether ``config`` is a candidate only for buckets of more than ``DECODE_ROWS`` rows."""
+    return config.barrier
+
+
 def for_rows(config: Config, rows: int) -> bool:
     """Whether the autotuner times ``config`` for ``rows`` rows (their bucket): decode
-    candidates only for a few rows."""
-    return not decode_only(config) or pow2(rows) <= DECODE_ROWS
+    candidates only for a few rows, bulk candidates only for more."""
+    few = pow2(rows) <= DECODE_ROWS
+    return few if decode_only(config) else not few if bulk_only(config) else True
 
 
 def threads_for(hidden: int, vectors) -> int:
@@ -100,8 +110,8 @@ def kernel_plan(dtype: str, hidden: int, config: Config) -> tuple[int, tuple, ob
                              f"16-byte vectors a lane for a warp")
         threads = 32 * config.warp_rows
         return threads, (dtype, items, True, config.convert_once, False, False, threads,
-                         32 * items != hidden, config.reduce, config.warp_rows, False, 0), \
-            example.VECTOR_BITS, config.warp_rows
+                         32 * items != hidden, config.reduce, config.warp_rows, False, 0,
+                         False), example.VECTOR_BITS, config.warp_rows
     if config.vectors < 1:  # part of a vector a thread: striped words of the whole row
         items = int(example.VECTOR * config.vectors)
         threads = hidden // items
@@ -111,7 +121,7 @@ def kernel_plan(dtype: str, hidden: int, config: Config) -> tuple[int, tuple, ob
                              f"{items} elements for each of at most {example.MAX_THREADS} "
                              f"threads")
         return threads, (dtype, items, True, config.convert_once, True, False, threads, False,
-                         config.reduce, 0, False, 0), np.uint64, 1
+                         config.reduce, 0, False, 0, False), np.uint64, 1
     width = hidden // (config.cluster or 1)  # a block's: the row, or its part of the row
     if config.cluster and (config.variant != "sliced" or config.reduce != "warps" or
                            config.late or hidden % (example.VECTOR * config.cluster) or
@@ -126,7 +136,8 @@ def kernel_plan(dtype: str, hidden: int, config: Config) -> tuple[int, tuple, ob
     words = {"sliced": whole, "elements": False}.get(config.variant, full)
     elements = config.variant == "elements"
     if elements and full or not elements and not words or \
-            config.late and (config.variant != "sliced" or not words):
+            config.late and (config.variant != "sliced" or not words) or \
+            config.barrier and (elements or config.late or config.cluster):
         raise ValueError(f"rms_norm: the {config.variant} variant{' with late weights' * config.late}"
                          f" is not one for rows of {hidden} at {threads} x {items}")
     striped, blocked = config.variant == "striped", config.variant == "blocked"
@@ -134,8 +145,8 @@ def kernel_plan(dtype: str, hidden: int, config: Config) -> tuple[int, tuple, ob
     view = (np.uint64 if striped else np.uint32 if blocked else example.VECTOR_BITS) \
         if words else "flat"
     return threads, (dtype, items, words, config.convert_once, striped, blocked, threads,
-                     words and not full,
-                     config.reduce, 0, config.late, config.cluster), view, 1
+                     words and not full, config.reduce, 0, config.late, config.cluster,
+                     config.barrier), view, 1
 
 
 @functools.lru_cache(maxsize=None)
@@ -220,8 +231,9 @@ def _copies(x, w, eps, out):
 # version 3: a warp per row, other block reductions and half vectors for decode batches; timed
 # on copies of x. Version 4: four vectors a thread bounded to the blocks 56 registers allow.
 # Version 5: late weights (each vector's weights loaded after the reduction) at 4-8 vectors.
-# Version 6: a row split over a cluster of 2, 4 or 8 blocks, for decode batches.
-@autotune(CONFIGS, _key, name="examples.rms_norm", version="6", prune=_prune, copies=_copies)
+# Version 6: a row split over a cluster of 2, 4 or 8 blocks, for decode batches. Version 7:
+# rows of 16-byte items, and a barrier after the loads for more than DECODE_ROWS rows.
+@autotune(CONFIGS, _key, name="examples.rms_norm", version="7", prune=_prune, copies=_copies)
 def _run(x, w, eps, out, *, config):
     hidden = x.shape[-1]
     rows = x.numel() // hidden

@@ -22,4 +22,5 @@ def launcher(kernel, views: dict | None = None, scalars: dict | None = None,
     return Launcher(kernel, views, scalars, cluster)
 
 
-__all__ = ["Launcher", "launcher", "MisalignedView", "custom_op", "like", "Like", "current_stream"]
+__all__ = ["Launcher", "launcher", "MisalignedView", "custom_op", "like", "Like",
+           "current_stream"]

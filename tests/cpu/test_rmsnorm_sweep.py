@@ -41,8 +41,9 @@ def test_every_candidate_covers_the_row_and_none_repeats_a_kernel(hidden):
     kernels = [arguments for _, arguments, _, _ in plans.values()]
     assert len(kernels) == len(set(kernels))  # one timing per kernel
     for config, (threads, arguments, view, per_block) in plans.items():
-        _, items, words, _, striped, blocked, _, tail, reduce, warp_rows, late, cluster = \
-            arguments
+        _, items, words, _, striped, blocked, _, tail, reduce, warp_rows, late, cluster, \
+            barrier = arguments
+        assert barrier == config.barrier and (not barrier or words and not late and not cluster)
         assert late == config.late and (not late or config.variant == "sliced")
         assert cluster == config.cluster and (not cluster or config.variant == "sliced")
         row = hidden // (cluster or 1)  # a block's part of the row (cluster's: whole vectors)
@@ -81,7 +82,11 @@ def test_decode_candidates_are_pruned_past_decode_batches(monkeypatch):
     assert trn._config(4, "warp", warp_rows=1) in decode and \
         trn._config(4, "warp", warp_rows=4) not in decode
     assert half in decode and trn.kernel_plan("float16", 4096, half)[0] == 1024
-    for rows, kept in ((1, trn.CONFIGS), (33, trn.CONFIGS), (64, trn.CONFIGS),
+    bulk = [c for c in trn.CONFIGS if trn.bulk_only(c)]
+    assert bulk and all(c.barrier and c.variant == "sliced" for c in bulk)
+    assert not set(bulk) & set(decode)
+    few = [c for c in trn.CONFIGS if c not in bulk]
+    for rows, kept in ((1, few), (33, few), (64, few),
                        (65, [c for c in trn.CONFIGS if c not in decode]),
                        (32768, [c for c in trn.CONFIGS if c not in decode])):
         x = torch.empty(rows, 4096, device="meta")
@@ -92,7 +97,7 @@ def test_decode_candidates_are_pruned_past_decode_batches(monkeypatch):
     assert clustered and all(c in decode for c in clustered)
     monkeypatch.setattr(trn, "clusters_on", lambda device: False)  # before sm_90
     assert trn._run.prune(trn.CONFIGS, x, x[0], 1e-6, None) == [
-        c for c in trn.CONFIGS if not c.cluster]
+        c for c in few if not c.cluster]
     with pytest.raises(ValueError, match="rows of 8192 are no striped rows of 4 elements"):
         trn.kernel_plan("float16", 8192, half)
     with pytest.raises(ValueError, match="rows of 2056 are no rows of 8 16-byte vectors a "
@@ -156,6 +161,28 @@ def test_every_candidate_of_an_odd_width_links(hidden):
         if config.variant != "elements":  # 16-byte vectors in registers
             assert res.local_bytes == 0, (config, res)
     assert linked
+
+
+@pytest.mark.parametrize("dtype", rms_norm.DTYPES)
+@pytest.mark.parametrize("hidden", (4096, 8192, 5000))
+def test_the_bulk_candidates_load_everything_before_a_barrier(dtype, hidden):
+    # a barrier right after the loads: every 16-byte load of x and w comes before it (ptxas
+    # moves no load past a barrier), then the reduction's own barrier; 32 registers under the
+    # launch bounds, nothing in local memory
+    bulk = [c for c in trn.CONFIGS if trn.bulk_only(c)]
+    linked = _link_candidates(dtype, hidden, bulk, ptx=True)
+    assert linked
+    for config, (res, ptx) in linked.items():
+        assert res.local_bytes == 0 and res.spill_stores == 0, (config, res.log)
+        assert res.registers <= 32, config
+        lines = ptx.splitlines()
+        loads = [i for i, line in enumerate(lines) if "ld.global" in line]
+        barriers = [i for i, line in enumerate(lines) if re.search(r"\bbar(?:rier)?\.sync", line)]
+        assert len(barriers) == 2 and max(loads) < barriers[0], config
+        assert len(loads) == 2 * config.vectors, config
+    with pytest.raises(ValueError, match="a barrier after the loads"):
+        rms_norm.make_kernel(dtype, 16, True, threads=256, late_weights=True,
+                             loads_barrier=True)
 
 
 NEW = [c for c in trn.CONFIGS if c.variant == "warp" or trn.decode_only(c)]
