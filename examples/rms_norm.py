@@ -232,7 +232,7 @@ def make_kernel(dtype: str, items: int, full: bool, convert_once: bool = False,
     (``out = x * w * rstd``). ptxas otherwise issues the weights' loads late, after the row's
     squares, and a barrier is a point no load moves past, so every load of x and w is in
     flight at once: more bytes in flight an SM, which rows of thousands of rows, where the
-    memory's bandwidth is the time, run 2% faster (tools/bench/RESULTS.md); a few rows do not.
+    memory's bandwidth is the time, run 2% faster (docs/pytorch.md, run f); a few rows do not.
     ``cache`` (default ``KERNEL_CACHE``): a ``cache=True`` kernel whose cache file names the
     variant, so processes compiling other variants at once never write the same file (numba
     keeps one index per function and rewrites it on every save)."""
