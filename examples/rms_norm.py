@@ -9,8 +9,9 @@ every thread comes from the row's v-th slice of ``threads`` vectors, so a warp's
 contiguous bytes (``make_kernel``'s ``blocked`` variant puts a thread's vectors side by side,
 which makes the L1 serve every 32-byte sector twice).
 
-1. ``block.load`` the row and the weights together, before the reduction, so both are in
-   flight at once. When every row is made of whole 16-byte vectors (a multiple of 8 elements,
+1. ``block.load`` the row and the weights before the reduction (ptxas issues the weights'
+   loads after the row's squares; ``make_kernel``'s ``loads_barrier`` keeps them beside the
+   row's). When every row is made of whole 16-byte vectors (a multiple of 8 elements,
    so each row starts as 16-byte aligned as the array), the rows travel as **16-byte items**
    (``VECTOR_BITS``), eight elements each, loaded striped (``algorithm="striped"``: item v of
    each thread from the row's v-th slice, a warp's load 512 contiguous bytes), which is one
@@ -39,7 +40,7 @@ them at 32 registers: four blocks of 512 threads an SM instead of three. Those o
 thread declare the blocks that 56 registers allow (``WIDE_REGISTERS``): three of 352 threads,
 where bfloat16 would otherwise take 75-77 and two.
 
-Four more layouts for the autotuner (``make_kernel``; ``examples/torch_rms_norm.py`` names the
+Five more layouts for the autotuner (``make_kernel``; ``examples/torch_rms_norm.py`` names the
 candidates):
 
 - **a row over a cluster** (``cluster``), for a few wide rows (sm_90 and later): the row is split
@@ -63,7 +64,10 @@ candidates):
   shared-memory round trip and a barrier after the loads; a warp spends one reduction;
 - **CUB's BlockReduce** (``block.sum`` with the raking or warp-reductions algorithm, the sum in
   thread 0 broadcast through shared memory) in place of the two ``warp.sum`` stages, for a few
-  rows, where one block runs on an SM and its reduction's latency is the time.
+  rows, where one block runs on an SM and its reduction's latency is the time;
+- **a barrier after the loads** (``loads_barrier``), for thousands of rows: every load of x and
+  w in flight at once (ptxas moves no load past a barrier), each x * w formed before the
+  reduction.
 
 Inputs are device arrays: numba's, or any DLPack producer (PyTorch, CuPy, JAX), seen without a
 copy. DLPack comes first because it names bfloat16; a ``__cuda_array_interface__`` typestr
@@ -208,8 +212,9 @@ def make_kernel(dtype: str, items: int, full: bool, convert_once: bool = False,
     lie side by side in the row (one ``block.load`` of all of them), so a warp's load of its
     first vectors touches every other 16 bytes, and the L1 serves each 32-byte sector twice;
     by default vector v of every thread comes from the row's v-th slice of threads * 16
-    bytes (a striped ``block.load`` of 16-byte items: a warp reads 512 contiguous bytes). ``threads``: the
-    block size it will launch with, for its launch bounds (``SM_THREADS``). ``tail`` (with
+    bytes (a striped ``block.load`` of 16-byte items: a warp reads 512 contiguous bytes).
+    ``threads``: the block size it will launch with, for its launch bounds (``SM_THREADS``).
+    ``tail`` (with
     ``full``, not ``striped`` or ``blocked``): rows of whole 16-byte vectors (a multiple of 8
     elements) narrower than threads * items: the rows still come as 16-byte items, and a
     thread loads and stores only its items that lie in the row (zeros past it).
@@ -227,8 +232,8 @@ def make_kernel(dtype: str, items: int, full: bool, convert_once: bool = False,
     each cluster of that many blocks (a launch with that cluster shape, sm_90 or later: block b
     holds part b % cluster of row b // cluster) adds its blocks' sums through distributed shared
     memory (``CLUSTER_SOURCE``): a few wide rows load on that many SMs instead of one each.
-    ``loads_barrier`` (with ``full``, not ``warp_rows``, ``late_weights`` or ``cluster``): a barrier
-    right after the loads of x and w, and each product x * w formed before the reduction
+    ``loads_barrier`` (with ``full``, not ``warp_rows``, ``late_weights`` or ``cluster``): a
+    barrier right after the loads of x and w, and each product x * w formed before the reduction
     (``out = x * w * rstd``). ptxas otherwise issues the weights' loads late, after the row's
     squares, and a barrier is a point no load moves past, so every load of x and w is in
     flight at once: more bytes in flight an SM, which rows of thousands of rows, where the
@@ -278,6 +283,7 @@ def make_kernel(dtype: str, items: int, full: bool, convert_once: bool = False,
         else {"launch_bounds": (threads, wide_blocks)} \
         if row_kernel and items == 4 * VECTOR and wide_blocks > 1 \
         else {"launch_bounds": (threads,)} if threads and (not two_stage or cluster) else {}
+
     def rms_norm_kernel(x, w, y, hidden, eps):
         # rows of 16-byte vectors (full, not striped or blocked): x, w and y come as VECTOR_BITS
         # items; base, w_base: the first vector of this block's (or warp's) row and weights;
