@@ -525,13 +525,12 @@ def prepare(x, w, eps: float = 1e-6, out=None, stream=0, threads: int | None = N
     if rows == 0:
         return result, None
     threads, items = plan(hidden, threads)
-    full = threads * items == hidden
-    striped = striped and full and items % 4 == 0
-    kernel = make_kernel(_dtype_name(x), items, full, convert_once, striped, blocked, threads)
     flat = [a.reshape(a.size) for a in (x, w, out)]
-    if full and not aligned(*flat):  # 16-byte items need 16-byte aligned rows
-        full = striped = blocked = False
-        kernel = make_kernel(_dtype_name(x), items, False, convert_once, False, False, threads)
+    # 16-byte items (and words) need 16-byte aligned rows; others take the guarded kernel
+    full = threads * items == hidden and aligned(*flat)
+    striped = striped and full and items % 4 == 0
+    blocked = blocked and full
+    kernel = make_kernel(_dtype_name(x), items, full, convert_once, striped, blocked, threads)
     if full:  # as 16-byte items, or words (the module docstring says why)
         flat = [a.view(np.uint64 if striped else np.uint32 if blocked else VECTOR_BITS)
                 for a in flat]

@@ -74,8 +74,8 @@ def test_rms_norm_links(dtype, hidden, threads):
 def test_rms_norm_rows_of_whole_vectors_past_the_end_keep_32_registers(dtype, items, threads):
     # rows of 5000 (320 threads x 16 items hold 5120) move as 16-byte vectors, those past the
     # row's end skipped: the launch bounds' 32 registers, no local memory
-    words = numba.typeof(np.empty(1, rms_norm.VECTOR_BITS))
-    sig = (words, words, words, numba.typeof(np.int32(0)), numba.typeof(np.float32(0)))
+    vecs = numba.typeof(np.empty(1, rms_norm.VECTOR_BITS))  # 16-byte items
+    sig = (vecs, vecs, vecs, numba.typeof(np.int32(0)), numba.typeof(np.float32(0)))
     res = _link(rms_norm.make_kernel(dtype, items, True, threads=threads, tail=True), sig,
                 threads)
     assert res.local_bytes == 0 and res.registers <= 32
@@ -86,8 +86,8 @@ def test_rms_norm_four_vectors_bounded_to_three_blocks(dtype):
     # 11,008-wide rows at 352 threads x 32 items (a tail past the row): launch bounds for
     # three blocks an SM hold both types at float16's 56 registers (bfloat16 takes 75-77
     # without them, two blocks an SM), with no local memory
-    words = numba.typeof(np.empty(1, rms_norm.VECTOR_BITS))
-    sig = (words, words, words, numba.typeof(np.int32(0)), numba.typeof(np.float32(0)))
+    vecs = numba.typeof(np.empty(1, rms_norm.VECTOR_BITS))  # 16-byte items
+    sig = (vecs, vecs, vecs, numba.typeof(np.int32(0)), numba.typeof(np.float32(0)))
     kernel = rms_norm.make_kernel(dtype, 32, True, threads=352, tail=True)
     assert kernel.targetoptions["launch_bounds"] == (352, 3)
     res = _link(kernel, sig, 352)
@@ -101,8 +101,8 @@ def test_rms_norm_four_vectors_bounded_to_three_blocks(dtype):
 def test_rms_norm_late_weights_hold_one_row_in_registers(dtype, hidden, threads, items, tail):
     # late weights: only x is held through the reduction, so six to eight vectors a thread fit
     # three or more blocks an SM (each with its row in flight), with no local memory
-    words = numba.typeof(np.empty(1, rms_norm.VECTOR_BITS))
-    sig = (words, words, words, numba.typeof(np.int32(0)), numba.typeof(np.float32(0)))
+    vecs = numba.typeof(np.empty(1, rms_norm.VECTOR_BITS))  # 16-byte items
+    sig = (vecs, vecs, vecs, numba.typeof(np.int32(0)), numba.typeof(np.float32(0)))
     assert (threads * items == hidden) != tail
     kernel = rms_norm.make_kernel(dtype, items, True, threads=threads, tail=tail,
                                   late_weights=True)
@@ -121,8 +121,8 @@ def test_rms_norm_cluster_kernel_adds_its_blocks_sums(dtype, cluster, threads, i
     # a row split over a cluster: the blocks' sums meet through distributed shared memory
     # after the cluster's barrier, and each block waits at a second one before it exits
     from coopgen.linkcheck import link_ptx
-    words = numba.typeof(np.empty(1, rms_norm.VECTOR_BITS))
-    sig = (words, words, words, numba.typeof(np.int32(0)), numba.typeof(np.float32(0)))
+    vecs = numba.typeof(np.empty(1, rms_norm.VECTOR_BITS))  # 16-byte items
+    sig = (vecs, vecs, vecs, numba.typeof(np.int32(0)), numba.typeof(np.float32(0)))
     kernel = rms_norm.make_kernel(dtype, items, True, threads=threads, tail=tail,
                                   cluster=cluster)
     res = _link(kernel, sig, threads)
