@@ -19,9 +19,14 @@ which makes the L1 serve every 32-byte sector twice).
    load of 2-byte items would build 8-byte vectors; of 32-bit words, 16-byte ones, but behind a
    run-time alignment check with a second path of 4-byte loads, which made every load later
    (``docs/pytorch.md``, the copy floor). Items past a row's end (rows narrower than the
-   block's vectors) load as zeros and are not stored. The kernel views each thread's items as
-   elements (``items.view(dtype)``, still registers). Other rows load guarded, one element at
-   a time, with zeros past the end, as do rows that do not start on a 16-byte boundary;
+   block's vectors) load as zeros and are not stored. The kernel reads each thread's items as
+   32-bit words (``items.view(np.uint32)``, still registers), and each element as half of a
+   word through a few lines of CUDA C++ linked beside it (``PAIR_SOURCE``: one instruction
+   converts an element to float32, one packs two floats into a word of the output), where
+   numba's element view of a 16-byte item would shift the item's 64-bit halves for every odd
+   element and build each output word from masked and shifted halves. Other rows load
+   guarded, one element at a time, with zeros past the end, as do rows that do not start on a
+   16-byte boundary;
 2. square each item **in float32** and add the squares: the thread's own in four independent chains (``CHAINS``), then
    ``warp.sum`` (CUB's ``WarpReduce``) within each warp, whose lane 0 leaves the warp's sum in
    shared memory; after the block's one barrier, each warp adds those sums with ``warp.sum``
@@ -186,6 +191,67 @@ extern "C" __device__ int rms_cluster_exit(int* done) {
 """
 
 
+#: CUDA C++ for the two 2-byte elements of a 32-bit word (``make_kernel``'s ``pairs``). A thread's
+#: 16-byte items are two 64-bit halves to numba, so it reads an element by a 64-bit shift (ptxas
+#: keeps it for the odd elements: a shift and a conversion where one conversion of the word's
+#: high half would do) and writes one by masks, shifts and byte permutes of the half: at 8,192
+#: wide, four vectors a thread spent some 260 instructions after the reduction, Triton's kernel
+#: some 150. Here a word's element converts in one instruction and two floats pack in one.
+PAIR_SOURCE = r"""
+// a word's low (l) or high (h) float16 as float32: one conversion of that half of the register
+#define RMS_F16_HALF(NAME, HALF)                                                           \
+    extern "C" __device__ int NAME(float* value, unsigned pair) {                          \
+        asm("{ .reg .b16 l, h; mov.b32 {l, h}, %1; cvt.f32.f16 %0, " HALF "; }"            \
+            : "=f"(*value) : "r"(pair));                                                   \
+        return 0;                                                                          \
+    }
+RMS_F16_HALF(rms_f16_low, "l")
+RMS_F16_HALF(rms_f16_high, "h")
+extern "C" __device__ int rms_bf16_low(float* value, unsigned pair) {
+    asm("shl.b32 %0, %1, 16;" : "=f"(*value) : "r"(pair));
+    return 0;
+}
+extern "C" __device__ int rms_bf16_high(float* value, unsigned pair) {
+    asm("and.b32 %0, %1, 0xffff0000;" : "=f"(*value) : "r"(pair));
+    return 0;
+}
+// low in bits 0-15, high in bits 16-31, each rounded to nearest even
+extern "C" __device__ int rms_f16_pair(unsigned* pair, float low, float high) {
+#if __CUDA_ARCH__ >= 800
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(*pair) : "f"(high), "f"(low));
+#else
+    asm("{ .reg .b16 l, h; cvt.rn.f16.f32 l, %1; cvt.rn.f16.f32 h, %2; mov.b32 %0, {l, h}; }"
+        : "=r"(*pair) : "f"(low), "f"(high));
+#endif
+    return 0;
+}
+extern "C" __device__ int rms_bf16_pair(unsigned* pair, float low, float high) {
+#if __CUDA_ARCH__ >= 800
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(*pair) : "f"(high), "f"(low));
+#else
+    unsigned bits[2] = {__float_as_uint(low), __float_as_uint(high)};
+    for (int i = 0; i < 2; ++i) {
+        bits[i] = (bits[i] & 0x7fffffffu) > 0x7f800000u ? 0x7fc00000u  // NaN stays NaN
+                  : bits[i] + 0x7fffu + ((bits[i] >> 16) & 1u);
+    }
+    *pair = (bits[0] >> 16) | (bits[1] & 0xffff0000u);
+#endif
+    return 0;
+}
+"""
+
+
+@functools.lru_cache(maxsize=None)
+def _pair_functions(dtype: str):
+    """(low, high, pair) of ``PAIR_SOURCE`` for ``dtype``: a word's low and high element as
+    float32, and the word of two float32 values."""
+    source = cuda.CUSource(PAIR_SOURCE)
+    prefix = "rms_f16" if dtype == "float16" else "rms_bf16"
+    return (cuda.declare_device(f"{prefix}_low", "float32(uint32)", link=source),
+            cuda.declare_device(f"{prefix}_high", "float32(uint32)", link=source),
+            cuda.declare_device(f"{prefix}_pair", "uint32(float32, float32)", link=source))
+
+
 @functools.lru_cache(maxsize=None)
 def _cluster_functions():
     """(rms_cluster_sum, rms_cluster_exit) as numba device functions (numba-cuda)."""
@@ -200,7 +266,7 @@ def make_kernel(dtype: str, items: int, full: bool, convert_once: bool = False,
                 striped: bool = False, blocked: bool = False, threads: int | None = None,
                 tail: bool = False, reduce: str = "warps", warp_rows: int = 0,
                 late_weights: bool = False, cluster: int = 0, loads_barrier: bool = False,
-                cache: bool | None = None):
+                pairs: bool = True, cache: bool | None = None):
     """The kernel for rows of ``dtype`` with ``items`` elements per thread. ``full``: every row
     is exactly threads * items long, and x, w and y come as 16-byte ``VECTOR_BITS`` items
     (eight elements each; uint32 words where ``blocked``, uint64 where ``striped``); otherwise
@@ -238,6 +304,11 @@ def make_kernel(dtype: str, items: int, full: bool, convert_once: bool = False,
     squares, and a barrier is a point no load moves past, so every load of x and w is in
     flight at once: more bytes in flight an SM, which rows of thousands of rows, where the
     memory's bandwidth is the time, run 2% faster (docs/pytorch.md, run f); a few rows do not.
+    ``pairs`` (full rows of at most four vectors a thread): each element read, and each two
+    written, as half of a 32-bit word through ``PAIR_SOURCE`` (one instruction converts an
+    element, one packs two), not through numba's element view of the 16-byte items: a third
+    fewer instructions after the reduction; decode batches at 7,168 and 8,192 wide ran 5-6%
+    faster on an H200 (docs/pytorch.md, run g).
     ``cache`` (default ``KERNEL_CACHE``): a ``cache=True`` kernel whose cache file names the
     variant, so processes compiling other variants at once never write the same file (numba
     keeps one index per function and rewrites it on every save)."""
@@ -260,6 +331,11 @@ def make_kernel(dtype: str, items: int, full: bool, convert_once: bool = False,
                          "late_weights or cluster)")
     # (the kernel names them in branches that numba prunes where cluster is 0)
     cluster_sum, cluster_exit = _cluster_functions() if cluster else (None, None)
+    # full rows: each element read, and each two written, through ``PAIR_SOURCE``; up to four
+    # vectors a thread (past them the loops of calls stay loops, and the arrays they index go
+    # to local memory)
+    pairs = pairs and full and items <= 4 * VECTOR
+    low, high, pair = _pair_functions(dtype) if pairs else (None, None, None)
     element = np.dtype(dtype)
     words = items // 2
     quads = items // 4
@@ -308,6 +384,7 @@ def make_kernel(dtype: str, items: int, full: bool, convert_once: bool = False,
             block.load(w, w_quads, algorithm="striped")
             vals = x_quads.view(element)
             weights = w_quads.view(element)
+            x_pairs, w_pairs = x_quads.view(np.uint32), w_quads.view(np.uint32)
         elif full and blocked:
             base = cuda.blockIdx.x * (hidden >> 1)
             x_words = local.array(words, np.uint32)
@@ -316,6 +393,7 @@ def make_kernel(dtype: str, items: int, full: bool, convert_once: bool = False,
             block.load(w, w_words, algorithm="vectorize")
             vals = x_words.view(element)
             weights = w_words.view(element)
+            x_pairs, w_pairs = x_words, w_words
         elif full:  # vector v of each thread (lane) from the row's v-th slice: striped
             x_vecs = local.array(vectors, VECTOR_BITS)
             w_vecs = local.array(vectors, VECTOR_BITS)
@@ -340,6 +418,7 @@ def make_kernel(dtype: str, items: int, full: bool, convert_once: bool = False,
                     block.load(w[w_base:], w_vecs, algorithm="striped")
             vals = x_vecs.view(element)
             weights = w_vecs.view(element)
+            x_pairs, w_pairs = x_vecs.view(np.uint32), w_vecs.view(np.uint32)
         else:
             base = cuda.blockIdx.x * hidden
             vals = local.array(items, element)
@@ -353,12 +432,19 @@ def make_kernel(dtype: str, items: int, full: bool, convert_once: bool = False,
         for j in range(CHAINS):
             squares[j] = np.float32(0)
         for i in range(items):
-            v = np.float32(vals[i])
+            if pairs:
+                v = low(x_pairs[i >> 1]) if i & 1 == 0 else high(x_pairs[i >> 1])
+            else:
+                v = np.float32(vals[i])
             squares[i % CHAINS] += v * v
             if convert_once:
                 kept[i] = v
             elif loads_barrier:  # x * w now, so the weights' loads are needed as early
-                kept[i] = v * np.float32(weights[i])
+                if pairs:
+                    kept[i] = v * (low(w_pairs[i >> 1]) if i & 1 == 0 else
+                                   high(w_pairs[i >> 1]))
+                else:
+                    kept[i] = v * np.float32(weights[i])
         total = squares[0]
         for j in range(1, CHAINS):
             total += squares[j]
@@ -399,12 +485,20 @@ def make_kernel(dtype: str, items: int, full: bool, convert_once: bool = False,
             w_part = local.array(1, VECTOR_BITS)
             y_part = local.array(1, VECTOR_BITS)
             w_vals, y_vals = w_part.view(element), y_part.view(element)
+            w_words, y_words = w_part.view(np.uint32), y_part.view(np.uint32)
             span = cuda.blockDim.x  # vectors of one slice
             for v in range(vectors):
                 if not tail or v * span + cuda.threadIdx.x < row:
                     block.load(w[w_base + v * span:], w_part, algorithm="direct")
-                    for k in range(VECTOR):
-                        y_vals[k] = np.float32(vals[VECTOR * v + k]) * r * np.float32(w_vals[k])
+                    if pairs:
+                        for k in range(VECTOR // 2):
+                            word = x_pairs[VECTOR // 2 * v + k]
+                            y_words[k] = pair(low(word) * r * low(w_words[k]),
+                                              high(word) * r * high(w_words[k]))
+                    else:
+                        for k in range(VECTOR):
+                            y_vals[k] = np.float32(vals[VECTOR * v + k]) * r * \
+                                np.float32(w_vals[k])
                     block.store(y[base + v * span:], y_part, algorithm="direct")
             if cluster:
                 cluster_exit()
@@ -414,12 +508,24 @@ def make_kernel(dtype: str, items: int, full: bool, convert_once: bool = False,
         y_vecs = local.array(vector_slots, VECTOR_BITS)
         out = y_quads.view(element) if striped else y_words.view(element) if blocked else \
             y_vecs.view(element) if full else y_words.view(element)
-        for i in range(items):  # one rounding
-            if loads_barrier and not convert_once:
-                out[i] = kept[i] * r
-            else:
-                v = kept[i] if convert_once else np.float32(vals[i])
-                out[i] = v * r * np.float32(weights[i])
+        if pairs:  # two elements a word, one rounding each
+            y_pairs = y_quads.view(np.uint32) if striped else y_words if blocked else \
+                y_vecs.view(np.uint32)
+            for k in range(words):
+                if loads_barrier and not convert_once:
+                    y_pairs[k] = pair(kept[2 * k] * r, kept[2 * k + 1] * r)
+                else:
+                    word, w_word = x_pairs[k], w_pairs[k]
+                    a = kept[2 * k] if convert_once else low(word)
+                    b = kept[2 * k + 1] if convert_once else high(word)
+                    y_pairs[k] = pair(a * r * low(w_word), b * r * high(w_word))
+        else:
+            for i in range(items):  # one rounding
+                if loads_barrier and not convert_once:
+                    out[i] = kept[i] * r
+                else:
+                    v = kept[i] if convert_once else np.float32(vals[i])
+                    out[i] = v * r * np.float32(weights[i])
         if full and striped:
             block.store(y[base:], y_quads, algorithm="striped")
         elif full and blocked:
@@ -442,7 +548,7 @@ def make_kernel(dtype: str, items: int, full: bool, convert_once: bool = False,
     if KERNEL_CACHE if cache is None else cache:
         variant = f"{dtype}_{items}_{threads}_{reduce}_{warp_rows}_{cluster}_" + "".join(
             "1" if flag else "0" for flag in (full, convert_once, striped, blocked, tail,
-                                              late_weights, loads_barrier))
+                                              late_weights, loads_barrier, pairs))
         rms_norm_kernel.__qualname__ += "_" + variant
         bounds["cache"] = True
     return cuda.jit(**bounds)(rms_norm_kernel)

@@ -29,26 +29,33 @@ from coopgen.autotune import Config, autotune, pow2
 #: than the block's vectors skip those past the end), striped 8-byte words or each thread's
 #: vectors side by side ("striped", "blocked": rows exactly the block's vectors), or elements
 #: one at a time, guarded ("elements": any width); convert_once keeps each float32 value;
-#: reduce: the block's reduction (``example.REDUCTIONS``); late: the weights loaded after the
-#: reduction, a vector at a time ("sliced" rows of 4 to 8 vectors a thread: the widest rows).
+#: reduce: the block's reduction (``example.REDUCTIONS``; "warps_shared": the warps' sums
+#: added by every thread from shared memory, for any rows); late: the weights loaded after the
+#: reduction, a vector at a time ("sliced" rows of 1 to 8 vectors a thread: a thread holds
+#: only x through the reduction, as Triton's row kernels do).
 #: "warp": a warp per row, ``warp_rows`` rows a block, ``vectors`` 16-byte vectors a lane
 #: (rows of whole vectors up to 256 * 8 = 2,048 elements: the narrow rows, where a block's
 #: barrier and second reduction are most of the time after the loads).
 #: Decode candidates (``decode_only``: for at most ``DECODE_ROWS`` rows, where one block an SM
-#: runs and its latency is the time): the block's other reductions (the warps' sums added by
-#: every thread from shared memory; CUB's BlockReduce, raking or warp reductions), half a
+#: runs and its latency is the time): CUB's block reductions (BlockReduce's raking or warp
+#: reductions), half a
 #: vector a thread (``vectors=0.5``, striped 8-byte words: 1,024 threads at 4,096 wide), a
 #: warp per row in blocks of one warp (each row on an SM of its own), and a row split over a
 #: cluster of ``cluster`` blocks (``CLUSTERS``: each part on an SM of its own).
 #: Bulk candidates (``bulk_only``: for more than ``DECODE_ROWS`` rows, where the memory's
 #: bandwidth is the time): a barrier right after the loads (``barrier``), so that all of x's and
-#: w's loads are in flight at once (``example.make_kernel``'s ``loads_barrier``).
+#: w's loads are in flight at once (``example.make_kernel``'s ``loads_barrier``), with and
+#: without ``pairs``.
+#: pairs: elements read and written two a 32-bit word through ``example.PAIR_SOURCE`` (every
+#: candidate of up to four vectors a thread; ``pairs=False``, numba's element views of the
+#: 16-byte items, is kept for the barrier candidates, where a probe timed it 1% faster at
+#: 4,096 x 8,192 bfloat16 and 16,384 x 4,096 float16, and 3% slower at 1,024 x 4,096).
 
 
 def _config(vectors, variant, convert_once=False, reduce="warps", warp_rows=0,
-            late=False, cluster=0, barrier=False) -> Config:
+            late=False, cluster=0, barrier=False, pairs=True) -> Config:
     return Config(vectors=vectors, variant=variant, convert_once=convert_once, reduce=reduce,
-                  warp_rows=warp_rows, late=late, cluster=cluster, barrier=barrier)
+                  warp_rows=warp_rows, late=late, cluster=cluster, barrier=barrier, pairs=pairs)
 
 
 #: blocks a row of the "sliced" variant's cluster candidates (sm_90 and later; decode batches
@@ -65,15 +72,17 @@ CONFIGS = [_config(v, variant) for v in (1, 2, 3, 4) for variant in ("sliced", "
     [_config(v, "sliced", reduce=r) for r in example.REDUCTIONS[1:] for v in (1, 2)] + \
     [_config(v, "sliced", late=True) for v in (4, 5, 6, 8)] + \
     [_config(v, "sliced", cluster=c) for c in CLUSTERS for v in (1, 2)] + \
-    [_config(v, "sliced", barrier=True) for v in (1, 2)]
+    [_config(v, "sliced", barrier=True) for v in (1, 2)] + \
+    [_config(v, "sliced", late=True) for v in (1, 2, 3)] + \
+    [_config(v, "sliced", barrier=True, pairs=False) for v in (1, 2)]
 DTYPES = {torch.float16: "float16", torch.bfloat16: "bfloat16"}
 DECODE_ROWS = 64  # the most rows (their bucket, ``pow2``) a decode candidate is timed for
 
 
 def decode_only(config: Config) -> bool:
     """Whether ``config`` is a candidate only for buckets of at most ``DECODE_ROWS`` rows."""
-    return config.reduce != "warps" or config.vectors < 1 or config.warp_rows == 1 or \
-        config.cluster > 0
+    return config.reduce not in ("warps", "warps_shared") or config.vectors < 1 or \
+        config.warp_rows == 1 or config.cluster > 0
 
 
 def bulk_only(config: Config) -> bool:
@@ -111,7 +120,7 @@ def kernel_plan(dtype: str, hidden: int, config: Config) -> tuple[int, tuple, ob
         threads = 32 * config.warp_rows
         return threads, (dtype, items, True, config.convert_once, False, False, threads,
                          32 * items != hidden, config.reduce, config.warp_rows, False, 0,
-                         False), example.VECTOR_BITS, config.warp_rows
+                         False, config.pairs), example.VECTOR_BITS, config.warp_rows
     if config.vectors < 1:  # part of a vector a thread: striped words of the whole row
         items = int(example.VECTOR * config.vectors)
         threads = hidden // items
@@ -121,7 +130,7 @@ def kernel_plan(dtype: str, hidden: int, config: Config) -> tuple[int, tuple, ob
                              f"{items} elements for each of at most {example.MAX_THREADS} "
                              f"threads")
         return threads, (dtype, items, True, config.convert_once, True, False, threads, False,
-                         config.reduce, 0, False, 0, False), np.uint64, 1
+                         config.reduce, 0, False, 0, False, config.pairs), np.uint64, 1
     width = hidden // (config.cluster or 1)  # a block's: the row, or its part of the row
     if config.cluster and (config.variant != "sliced" or config.reduce != "warps" or
                            config.late or hidden % (example.VECTOR * config.cluster) or
@@ -146,7 +155,7 @@ def kernel_plan(dtype: str, hidden: int, config: Config) -> tuple[int, tuple, ob
         if words else "flat"
     return threads, (dtype, items, words, config.convert_once, striped, blocked, threads,
                      words and not full, config.reduce, 0, config.late, config.cluster,
-                     config.barrier), view, 1
+                     config.barrier, config.pairs), view, 1
 
 
 @functools.lru_cache(maxsize=None)
@@ -204,22 +213,23 @@ def grid_for(rows: int, per_block: int, config: Config) -> tuple:
 
 #: the copies of x and out the autotuner's timing cycles through hold this many L2 caches ...
 COLD_L2 = 4  # as tools/bench/rmsnorm.py's L2_MULTIPLE
-#: ... in at most this many copies: as many as tools/bench/rmsnorm.py cycles through, so that a
-#: few rows are timed as the bench times them (at most 16 copies of 16 x 4,096 rows stay in the
-#: L2: a row split over a cluster timed 3.02 µs there, and 3.50 in the bench, where
-#: torch.compile took 2.95)
-MAX_COPIES = 150
+#: ... in at most this many copies. The benchmark cycles through at most 150 copies of x, but
+#: each of its five peers writes copies of y of its own, so that a copy of x comes back to a
+#: peer after about six times its bytes: at 64 x 1,024 float16, 150 copies of x and out (38 MB)
+#: stay in an H200's L2, and the kernel they ranked first ran 9% slower in the benchmark. Rows
+#: of a few KB stay in the L2 in both (1,024 copies of one row of 1,024 are 4 MB).
+MAX_COPIES = 1024
 
 
 def _copies(x, w, eps, out):
     """Arguments for the timing to cycle through (``coopgen.autotune``'s ``copies``): x and
-    out, and copies of them holding ``COLD_L2`` L2 caches (at most ``MAX_COPIES``), so that a
-    candidate is timed on x read from memory, not on the L2 its previous call filled (a row or
-    two fit the L2 whatever the copies: there the time is the latency of L2 hits, as in a
-    decode loop). Only x and out where one x is that large already; none where the GPU has no
-    room for the copies."""
+    out, and copies of them holding ``COLD_L2`` L2 caches between them (at most
+    ``MAX_COPIES``), so that a candidate is timed on x read from memory, not on the L2 an
+    earlier call filled (a row or two fit the L2 whatever the copies: there the time is the
+    latency of L2 hits, as in a decode loop). Only x and out where they are that large
+    already; none where the GPU has no room for the copies."""
     l2 = torch.cuda.get_device_properties(x.device).L2_cache_size
-    n = min(MAX_COPIES, -(-COLD_L2 * l2 // max(x.numel() * x.element_size(), 1)))
+    n = min(MAX_COPIES, -(-COLD_L2 * l2 // max(2 * x.numel() * x.element_size(), 1)))
     out = torch.empty_like(x) if out is None else out
     try:
         return [((x, w, eps, out), {})] + [
@@ -233,7 +243,9 @@ def _copies(x, w, eps, out):
 # Version 5: late weights (each vector's weights loaded after the reduction) at 4-8 vectors.
 # Version 6: a row split over a cluster of 2, 4 or 8 blocks, for decode batches. Version 7:
 # rows of 16-byte items, and a barrier after the loads for more than DECODE_ROWS rows.
-@autotune(CONFIGS, _key, name="examples.rms_norm", version="7", prune=_prune, copies=_copies)
+# Version 8: late weights at 1 to 3 vectors too, the warps' sums from shared memory for any rows,
+# and the timing in the benchmark's batches, cycling through the copies across candidates.
+@autotune(CONFIGS, _key, name="examples.rms_norm", version="8", prune=_prune, copies=_copies)
 def _run(x, w, eps, out, *, config):
     hidden = x.shape[-1]
     rows = x.numel() // hidden

@@ -121,7 +121,9 @@ PYTORCH_SURFACE = ("torch", "autotune")
 #: launch configuration packed per call; numba's first launch stopped once it compiled).
 #: +30: a view's alignment checked on every call, before the launch (``MisalignedView``: a
 #: float16 row seen as 16-byte items 2 bytes off a boundary would fault in the kernel).
-MAX_PYTORCH_SURFACE_LINES = 1026
+#: +20: the autotuner's timer in the benchmark's batches of 10 calls, a batch timed again where
+#: the host fell behind the GPU's sleep, and the copies cycled through across candidates.
+MAX_PYTORCH_SURFACE_LINES = 1046
 
 
 def modules() -> dict[str, Path]:

@@ -171,7 +171,8 @@ def test_rms_norm_moves_16_bytes_per_access(dtype, hidden, blocked):
     body = ptx[ptx.index(".entry"):]
     body = body[:body.index("\n}")]
     vectors = hidden // threads // 8  # per thread, of x, of w and of y
-    wide = r"v4\.u32" if blocked else r"v2\.[ufb]64"
+    # 16 bytes: two 64-bit or four 32-bit lanes (the words ``PAIR_SOURCE`` converts)
+    wide = r"v4\.u32" if blocked else r"(?:v2\.[ufb]64|v4\.[ub]32)"
     assert len(re.findall(r"ld\.global(?:\.nc)?\." + wide, body)) == 2 * vectors
     assert len(re.findall(r"st\.global\." + wide, body)) == vectors
     assert not re.search(r"(?:ld|st)\.global(?:\.nc)?\.v[24]\.[ub]16", body)
@@ -211,8 +212,9 @@ def test_rms_norm_striped_moves_8_bytes_coalesced(dtype):
         ptx = link_ptx(kernel, sig)
     body = ptx[ptx.index(".entry"):]
     body = body[:body.index("\n}")]
-    assert len(re.findall(r"ld\.global(?:\.nc)?\.u64", body)) == 8
-    assert len(re.findall(r"st\.global\.u64", body)) == 4
+    # 8 bytes: one 64-bit or two 32-bit lanes
+    assert len(re.findall(r"ld\.global(?:\.nc)?\.(?:u64|v2\.[ub]32)", body)) == 8
+    assert len(re.findall(r"st\.global\.(?:u64|v2\.[ub]32)", body)) == 4
 
 
 def test_rms_norm_plan():

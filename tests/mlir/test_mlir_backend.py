@@ -378,3 +378,17 @@ def test_a_warps_64_bit_sums_shuffle_both_halves():
     with linkcheck.launch_config_on_cpu(decode, 32, args):
         ptx = linkcheck.link_ptx(decode, tuple(typeof(a, Purpose.argument) for a in args))
     assert len(re.findall(r"\bshfl\.sync\.down\.b32\b", ptx)) == 3 * 5 * 2
+
+
+@pytest.mark.parametrize("dtype", ("float16", "bfloat16"))
+def test_rms_norm_example_links_with_its_pair_conversions(dtype):
+    # the full-row kernel reads and writes its elements through PAIR_SOURCE's CUDA C++ under
+    # numba-cuda-mlir too: linked in, inlined (no call left), nothing in local memory
+    rms = _example("rms_norm")
+    kernel = rms.make_kernel(dtype, 32, True, threads=256)
+    vec = _ty(rms.VECTOR_BITS)
+    sig = (vec, vec, vec, _ty(np.int32, 0).dtype, _ty(np.float32, 0).dtype)
+    with linkcheck.launch_config_on_cpu(kernel, 256):
+        r = linkcheck.link_cubin(kernel, sig)
+    assert r.local_bytes == 0 and r.registers <= 64
+    assert b"rms_f16_pair" not in r.cubin and b"rms_bf16_pair" not in r.cubin
