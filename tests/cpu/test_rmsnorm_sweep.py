@@ -265,7 +265,12 @@ def test_the_pool_compiles_what_the_timing_meets_first():
         assert sorted((d, h) for k, d, h, _, _ in tasks if k == kind) == sorted(groups)
     # torch.compile: one row (its own specialization), then the first dynamic count
     assert {t[3] for t in tasks if t[0] == "compile"} == {(1, 4)}
-    assert {t[3] for t in tasks if t[0] != "compile"} == {(1,)}
+    bulk = {i for i, c in enumerate(trn.CONFIGS) if trn.bulk_only(c)}
+    assert {t[3] for t in tasks if t[0] != "compile" and t[4] not in bulk} == {(1,)}
+    # bulk candidates at the first row count past DECODE_ROWS, which the timing meets first
+    assert {t[3] for t in tasks if t[0] == "coopgen" and t[4] in bulk} == {(256,)}
+    assert not [t for t in rmsnorm.precompile_tasks(groups, (16, 1), False)
+                if t[0] == "coopgen" and t[4] in bulk]
     coopgen = [t for t in tasks if t[0] == "coopgen"]
     for dtype, hidden in groups:
         assert len([t for t in coopgen if t[1:3] == (dtype, hidden)]) == len(_plans(hidden))
