@@ -200,6 +200,23 @@ def test_rms_norm_full_rows_fit_a_whole_sm_with_one_barrier(dtype, hidden):
 
 
 @pytest.mark.parametrize("dtype", rms_norm.DTYPES)
+@pytest.mark.parametrize("hidden,striped", [(4096, False), (8192, False), (4096, True)])
+def test_rms_norm_converts_elements_two_a_word(dtype, hidden, striped):
+    # PAIR_SOURCE, linked and inlined: every two outputs packed by one cvt of a pair (sm_80 and
+    # later), and no 64-bit shift left to pick an element out of an item's 64-bit half
+    import re
+    from coopgen.linkcheck import link_ptx
+    kernel, sig, threads, full = _rms_norm_kernel(dtype, hidden, striped=striped)
+    with block_shape(threads), warnings.catch_warnings():
+        warnings.simplefilter("ignore", numba.NumbaExperimentalFeatureWarning)
+        ptx = link_ptx(kernel, sig)
+    body = ptx[ptx.index(".entry"):]
+    pair = "f16x2" if dtype == "float16" else "bf16x2"
+    assert full and len(re.findall(rf"cvt\.rn\.{pair}\.f32", body)) == hidden // threads // 2
+    assert not re.search(r"\bshr\.[ub]64", body) and "call" not in body
+
+
+@pytest.mark.parametrize("dtype", rms_norm.DTYPES)
 def test_rms_norm_striped_moves_8_bytes_coalesced(dtype):
     # The sweep's striped variant: x and w as uint64 loads (4 of x, 4 of w a thread at 16
     # items), y as 4 uint64 stores, no local memory
