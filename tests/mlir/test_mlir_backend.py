@@ -384,6 +384,8 @@ def test_a_warps_64_bit_sums_shuffle_both_halves():
 def test_rms_norm_example_links_with_its_pair_conversions(dtype):
     # the full-row kernel reads and writes its elements through PAIR_SOURCE's CUDA C++ under
     # numba-cuda-mlir too: linked in, inlined (no call left), nothing in local memory
+    if dtype == "bfloat16":
+        pytest.importorskip("ml_dtypes")  # numpy's bfloat16 (the coopgen[bf16] extra)
     rms = _example("rms_norm")
     kernel = rms.make_kernel(dtype, 32, True, threads=256)
     vec = _ty(rms.VECTOR_BITS)
