@@ -485,7 +485,7 @@ def make_kernel(dtype: str, items: int, full: bool, convert_once: bool = False,
             w_part = local.array(1, VECTOR_BITS)
             y_part = local.array(1, VECTOR_BITS)
             w_vals, y_vals = w_part.view(element), y_part.view(element)
-            w_words, y_words = w_part.view(np.uint32), y_part.view(np.uint32)
+            w_part_pairs, y_part_pairs = w_part.view(np.uint32), y_part.view(np.uint32)
             span = cuda.blockDim.x  # vectors of one slice
             for v in range(vectors):
                 if not tail or v * span + cuda.threadIdx.x < row:
@@ -493,8 +493,8 @@ def make_kernel(dtype: str, items: int, full: bool, convert_once: bool = False,
                     if pairs:
                         for k in range(VECTOR // 2):
                             word = x_pairs[VECTOR // 2 * v + k]
-                            y_words[k] = pair(low(word) * r * low(w_words[k]),
-                                              high(word) * r * high(w_words[k]))
+                            y_part_pairs[k] = pair(low(word) * r * low(w_part_pairs[k]),
+                                                   high(word) * r * high(w_part_pairs[k]))
                     else:
                         for k in range(VECTOR):
                             y_vals[k] = np.float32(vals[VECTOR * v + k]) * r * \
@@ -506,8 +506,6 @@ def make_kernel(dtype: str, items: int, full: bool, convert_once: bool = False,
         y_words = local.array(words, np.uint32)
         y_quads = local.array(quads, np.uint64)
         y_vecs = local.array(vector_slots, VECTOR_BITS)
-        out = y_quads.view(element) if striped else y_words.view(element) if blocked else \
-            y_vecs.view(element) if full else y_words.view(element)
         if pairs:  # two elements a word, one rounding each
             y_pairs = y_quads.view(np.uint32) if striped else y_words if blocked else \
                 y_vecs.view(np.uint32)
@@ -520,6 +518,8 @@ def make_kernel(dtype: str, items: int, full: bool, convert_once: bool = False,
                     b = kept[2 * k + 1] if convert_once else high(word)
                     y_pairs[k] = pair(a * r * low(w_word), b * r * high(w_word))
         else:
+            out = y_quads.view(element) if striped else y_words.view(element) if blocked \
+                else y_vecs.view(element) if full else y_words.view(element)
             for i in range(items):  # one rounding
                 if loads_barrier and not convert_once:
                     out[i] = kept[i] * r
