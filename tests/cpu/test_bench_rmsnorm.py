@@ -142,3 +142,52 @@ def test_a_quack_column_where_quack_ran():
         "QuACK |" in lines[0]
     assert all("(QuACK)" in line for line in lines[2:])
     assert rmsnorm.peers_of(_fixture()["rmsnorm"]) == ["coopgen", "torch", "compile", "triton"]
+
+
+def _sweep_result(ratios: dict) -> dict:
+    """A made-up sweep: {(dtype, rows, hidden): coopgen over the fastest peer}."""
+    shapes = []
+    for (dtype, rows, hidden), q in ratios.items():
+        peers = {"coopgen": {"GBps": 100.0 * q}, "torch": {"GBps": 50.0},
+                 "compile": {"GBps": 100.0}, "triton": {"GBps": 90.0}, "copy": {"GBps": 120.0}}
+        shapes.append({"dtype": dtype, "rows": rows, "hidden": hidden, "peers": peers})
+    worst = min(ratios, key=ratios.get)
+    return {"environment": {"gpu": "fixture GPU", "date": "2000-01-02"}, "rmsnorm": shapes,
+            "summary": {"shapes": len(ratios), "geomean": 1.0, "at_least_0.95": 3,
+                        "worst": [f"{worst[0]}:{worst[1]}x{worst[2]}", ratios[worst]]}}
+
+
+def test_draw_sweep_writes_every_shape_in_its_cell(tmp_path):
+    pytest.importorskip("matplotlib")
+    import draw
+
+    ratios = {("float16", 1, 1024): 0.9496, ("float16", 64, 5000): 1.123,
+              ("bfloat16", 1, 1024): 1.0, ("bfloat16", 64, 5000): 0.987}
+    path = tmp_path / "sweep.json"
+    path.write_text(json.dumps(_sweep_result(ratios)), encoding="utf-8")
+    # a sweep file feeds only the sweep's chart, never the 72 shapes' rmsnorm.svg
+    written = draw.draw([str(path)], str(tmp_path))
+    assert [Path(p).name for p in written] == ["rmsnorm-sweep.svg"]
+    svg = (tmp_path / "rmsnorm-sweep.svg").read_text(encoding="utf-8")
+    cells = dict(re.findall(r'<g id="cell-([a-z0-9x-]+)">\s*<text[^>]*>([^<]*)</text>', svg))
+    assert cells == {f"{d}-{r}x{h}": f"{q:.2f}" for (d, r, h), q in ratios.items()}
+    assert "0.95" == cells["float16-1x1024"]  # 0.9496, to two places; the title keeps four
+    title = " ".join(t for t in _texts(svg) if "fastest peer" in t or "wide sweep" in t)
+    assert "worst 0.9496 (float16:1x1024)" in title and "3 of 4 shapes" in title
+    assert "fixture GPU, 2000-01-02" in title
+    # with the 72 shapes' results beside it, each chart reads its own file
+    both = draw.draw([str(FIXTURE), str(path)], str(tmp_path / "both"))
+    assert sorted(Path(p).name for p in both) == ["rmsnorm-sweep.svg", "rmsnorm.svg"]
+
+
+def test_committed_sweep_chart_shows_the_newest_sweep():
+    import draw
+    sweeps = sorted((ROOT / "tools" / "bench" / "results" / "sweeps").glob("*.json"))
+    newest = draw.newest_with([draw.sections(json.loads(p.read_text(encoding="utf-8")))
+                               for p in sweeps], "sweep")
+    svg = (ROOT / "docs" / "img" / "rmsnorm-sweep.svg").read_text(encoding="utf-8")
+    cells = re.findall(r'<g id="cell-[a-z0-9x-]+">\s*<text[^>]*>([^<]*)</text>', svg)
+    assert len(cells) == len(newest["sweep"])
+    summary = newest["summary"]
+    assert any(f"geometric mean {summary['geomean']:.3f}" in t for t in _texts(svg))
+    assert any(newest["environment"]["gpu"] in t for t in _texts(svg))

@@ -3,8 +3,8 @@ as SVG files that ``docs/performance.md`` shows.
 
     python tools/bench/bench.py draw [RESULT.json ...] [--img DIR]
 
-Without files it reads ``tools/bench/results/*.json``; without ``--img`` it writes to
-``docs/img``. Each chart comes from the newest file (by its run's date) holding its section:
+Without files it reads ``tools/bench/results/*.json`` and ``results/sweeps/*.json``; without
+``--img`` it writes to ``docs/img``. Each chart comes from the newest file (by its run's date) holding its section:
 
 - ``rmsnorm.svg`` (section ``rmsnorm``): coopgen's GB/s over the fastest peer's (PyTorch
   eager, torch.compile, Triton), a line per hidden size against the row count, one panel per
@@ -12,7 +12,11 @@ Without files it reads ``tools/bench/results/*.json``; without ``--img`` it writ
 - ``kernel_vs_nvcc.svg`` (section ``runtime``): per case, nvcc's time over coopgen's
   (1.0: as fast as nvcc -O3 with CUB), with the 0.99 target;
 - ``sampling.svg`` (section ``sampling``, tools/bench/sampling.py): per batch x vocab, the
-  peers' kernel time over coopgen's (above 1: coopgen faster), FlashInfer and PyTorch.
+  peers' kernel time over coopgen's (above 1: coopgen faster), FlashInfer and PyTorch;
+- ``rmsnorm-sweep.svg`` (the wide sweep, ``tools/bench/rmsnorm.py --sweep``, whose files in
+  ``results/sweeps`` hold a ``summary``): coopgen's GB/s over the fastest peer's (eager,
+  torch.compile, Triton, QuACK) for every shape, a cell per row count and hidden size, a
+  panel per dtype, the sweep's geometric mean and worst shape in the title.
 
 The SVGs are reproducible: no date in their metadata and fixed element ids, so drawing the
 same results again changes no byte.
@@ -26,6 +30,7 @@ import os
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 RESULTS_DIR = os.path.join(HERE, "results")
+SWEEPS_DIR = os.path.join(RESULTS_DIR, "sweeps")
 IMG_DIR = os.path.join(ROOT, "docs", "img")
 COLORS = {"coopgen": "#2b6cb0", "torch": "#dd6b20", "compile": "#d69e2e", "triton": "#38a169"}
 RUNTIME_TARGET = 0.99
@@ -54,6 +59,7 @@ def _caption(env: dict) -> str:
     parts = [env.get("gpu", "GPU ?").split(",")[0], env.get("date", "date ?")]
     parts += [f"{name} {env[key]}" for name, key in (("PyTorch", "torch"),
                                                      ("Triton", "triton"),
+                                                     ("QuACK", "quack"),
                                                      ("numba-cuda-mlir", "numba_cuda_mlir"),
                                                      ("CuTe DSL", "cutlass"),
                                                      ("numba-cuda", "numba-cuda"),
@@ -144,9 +150,67 @@ def draw_sampling(result: dict, path: str) -> str:
     return _save(fig, path)
 
 
+def draw_sweep(result: dict, path: str) -> str:
+    """The wide sweep: coopgen's GB/s over the fastest peer's, a cell per row count (up) and
+    hidden size (across) with its ratio written in it, blue above 1.0 and red below (the
+    colours saturate at 0.9 and 1.1); a panel per dtype."""
+    import numpy as np
+    from matplotlib.colors import TwoSlopeNorm
+    from rmsnorm import DTYPES, fastest_peer
+    plt = _pyplot()
+    rows = result["sweep"]
+    dtypes = [d for d in DTYPES if any(r["dtype"] == d for r in rows)]
+    hiddens = sorted({r["hidden"] for r in rows})
+    counts = sorted({r["rows"] for r in rows})
+    fig, axes = plt.subplots(len(dtypes), 1, squeeze=False,
+                             figsize=(0.62 * len(hiddens) + 2.2,
+                                      (0.3 * len(counts) + 1.2) * len(dtypes) + 0.6),
+                             gridspec_kw={"hspace": 0.45})
+    norm = TwoSlopeNorm(vmin=0.9, vcenter=1.0, vmax=1.1)
+    for ax, dtype in zip(axes[:, 0], dtypes):
+        ratios = np.full((len(counts), len(hiddens)), np.nan)
+        for r in rows:
+            if r["dtype"] == dtype:
+                ratios[counts.index(r["rows"]), hiddens.index(r["hidden"])] = \
+                    r["peers"]["coopgen"]["GBps"] / r["peers"][fastest_peer(r)]["GBps"]
+        image = ax.imshow(np.clip(ratios, 0.9, 1.1), cmap="RdBu", norm=norm, aspect="auto",
+                          origin="lower")
+        for (i, j), q in np.ndenumerate(ratios):
+            if not np.isnan(q):  # a shape the sweep did not time stays blank
+                ax.text(j, i, f"{q:.2f}", ha="center", va="center", fontsize=6.5,
+                        color="white" if abs(q - 1.0) > 0.07 else "black",
+                        gid=f"cell-{dtype}-{counts[i]}x{hiddens[j]}")
+        ax.set_xticks(range(len(hiddens)), [f"{h:,}" for h in hiddens], rotation=45,
+                      ha="right")
+        ax.set_yticks(range(len(counts)), [f"{c:,}" for c in counts])
+        ax.set_ylabel("rows")
+        ax.set_title(dtype)
+        ax.spines[:].set_visible(False)
+    axes[-1][0].set_xlabel("hidden")
+    fig.colorbar(image, ax=list(axes[:, 0]), shrink=0.8, label="coopgen GB/s / fastest peer's")
+    summary = result.get("summary", {})
+    worst = summary.get("worst") or ["?", float("nan")]
+    fig.suptitle(f"RMSNorm forward, the wide sweep: {_caption(result['environment'])}\n"
+                 f"coopgen / fastest peer (eager, torch.compile, Triton, QuACK): geometric mean "
+                 f"{summary.get('geomean', float('nan')):.3f}, worst {worst[1]:.4f} ({worst[0]}), "
+                 f"{summary.get('at_least_0.95', '?')} of {summary.get('shapes', '?')} "
+                 f"shapes at 0.95 or more", y=1.0)
+    return _save(fig, path)
+
+
 CHARTS = {"rmsnorm": ("rmsnorm.svg", draw_rmsnorm),
           "runtime": ("kernel_vs_nvcc.svg", draw_runtime),
-          "sampling": ("sampling.svg", draw_sampling)}
+          "sampling": ("sampling.svg", draw_sampling),
+          "sweep": ("rmsnorm-sweep.svg", draw_sweep)}
+
+
+def sections(result: dict) -> dict:
+    """A result as the charts read it: a wide sweep's shapes (a file with a ``summary``) under
+    ``sweep``, so that they never stand for the 72 shapes of ``rmsnorm.svg``."""
+    if "summary" in result and "rmsnorm" in result:
+        result = dict(result, sweep=result["rmsnorm"])
+        del result["rmsnorm"]
+    return result
 
 
 def newest_with(results: list[dict], section: str) -> dict | None:
@@ -167,11 +231,12 @@ def draw(paths=None, img_dir: str = IMG_DIR) -> list[str]:
     """Every chart whose section one of the JSON files holds, one set per compiler (a
     numba-cuda-mlir chart's name ends in -numba_cuda_mlir, a CuTe DSL one's in -cute); returns
     the files written."""
-    paths = sorted(glob.glob(os.path.join(RESULTS_DIR, "*.json"))) if not paths else paths
+    paths = paths or sorted(glob.glob(os.path.join(RESULTS_DIR, "*.json"))) + \
+        sorted(glob.glob(os.path.join(SWEEPS_DIR, "*.json")))
     results = []
     for p in paths:
         with open(p, encoding="utf-8") as f:
-            results.append(json.load(f))
+            results.append(sections(json.load(f)))
     written = []
     for compiler in sorted({compiler_of(r) for r in results}):
         runs = [r for r in results if compiler_of(r) == compiler]
