@@ -14,7 +14,7 @@ def compile_kernel_pieces(kernel, signature, *, arch=(9, 0)):
     """``numba.cuda.compile_all`` for a kernel (or its dispatcher): [kernel LTO-IR, *linking
     files]. numba compiles the device functions and ``@overload``s a kernel calls for the
     current device; here they are compiled for ``arch`` like the kernel, GPU or not (and a
-    dispatcher's launch bounds and register limit apply, as on its launch)."""
+    dispatcher's launch bounds, register limit and fastmath apply, as on its launch)."""
     jit_options = getattr(kernel, "targetoptions", {})
     from numba import cuda
     from numba.cuda import dispatcher
@@ -23,6 +23,7 @@ def compile_kernel_pieces(kernel, signature, *, arch=(9, 0)):
     try:
         return cuda.compile_all(getattr(kernel, "py_func", kernel), signature, device=False,
                                 abi="numba", cc=tuple(arch), output="ltoir",
+                                fastmath=jit_options.get("fastmath", False),
                                 launch_bounds=jit_options.get("launch_bounds"))[0]
     finally:
         dispatcher.get_current_device = saved

@@ -6,6 +6,9 @@ in-process PCH), so all tests share one module-level cache directory and
 are written to need only three CUB compiles in total.
 """
 
+import math
+
+import numpy as np
 import pytest
 from numba import cuda
 from numba.cuda import types
@@ -303,3 +306,15 @@ def test_storage_barriers_follow_the_control_flow():
     unknown = LinkedShimBundle("sm_90")
     unknown.add(Shim("s_x", "void s_x() {}", block_storage="X"), site=None)
     assert "&& (sizeof(X) > 1)" in unknown._storage_barriers(unknown.shims)[0]
+
+
+def test_link_check_compiles_a_kernel_as_its_launch_does_fastmath_included():
+    # a dispatcher's fastmath reaches the link check as it reaches its launch: its divisions
+    # and square roots become the approximate, flush-to-zero instructions
+    def kernel(a, b):
+        t = cuda.threadIdx.x
+        b[t] = np.int32(1e6 * math.sqrt(np.float32(a[t]) / np.float32(b[t] + 1)))
+    exact, fast = cuda.jit(kernel), cuda.jit(fastmath=True)(kernel)
+    ptx = {name: linkcheck.link_ptx(k, SIG) for name, k in (("exact", exact), ("fast", fast))}
+    assert "sqrt.approx.ftz.f32" in ptx["fast"] and "div.approx.ftz.f32" in ptx["fast"]
+    assert "sqrt.rn.f32" in ptx["exact"] and "div.rn.f32" in ptx["exact"]
