@@ -36,8 +36,9 @@ which makes the L1 serve every 32-byte sector twice).
    first because CUB adds in the item type: a sum of the halves themselves would round every
    partial sum to 11 (float16) or 8 (bfloat16) bits;
 3. each thread computes ``rstd = rsqrt(sum / hidden + eps)`` with the GPU's approximate
-   division and reciprocal square root (2 ulp of float32 each; the tolerance below counts
-   them);
+   reciprocal and reciprocal square root (2 ulp of float32 each; the tolerance below counts
+   them), float32 denormals flushed to zero (the kernels compile with ``fastmath``, as
+   Triton's do by default);
 4. ``y = x * rstd * w`` in float32, rounded once to the row's type, and ``block.store``.
 
 Full-row kernels declare launch bounds for an SM's 2,048 threads (``SM_THREADS``), which keeps
@@ -365,6 +366,7 @@ def make_kernel(dtype: str, items: int, full: bool, convert_once: bool = False,
         # items; base, w_base: the first vector of this block's (or warp's) row and weights;
         # row: the vectors of the row (or of the block's part of it, in a cluster)
         w_base, row = 0, hidden >> 3
+        inverse = libdevice.fast_fdividef(np.float32(1), np.float32(hidden))  # off the path
         if warp_rows:  # a warp's row
             base = (cuda.blockIdx.x * warp_rows + (cuda.threadIdx.x >> 5)) * row
             if base >= x.size:  # past the last row: the block's last warps
@@ -429,8 +431,8 @@ def make_kernel(dtype: str, items: int, full: bool, convert_once: bool = False,
             cuda.syncthreads()
         kept = local.array(items, np.float32)
         squares = local.array(CHAINS, np.float32)  # independent chains of adds
-        for j in range(CHAINS):
-            squares[j] = np.float32(0)
+        for j in range(CHAINS):  # -0.0: x + -0.0 is x, so the first add folds away
+            squares[j] = np.float32(-0.0)
         for i in range(items):
             if pairs:
                 v = low(x_pairs[i >> 1]) if i & 1 == 0 else high(x_pairs[i >> 1])
@@ -457,8 +459,8 @@ def make_kernel(dtype: str, items: int, full: bool, convert_once: bool = False,
                 warp_sums[cuda.threadIdx.x >> 5] = total
             cuda.syncthreads()
             chains = local.array(4, np.float32)  # four independent chains of adds
-            for j in range(4):
-                chains[j] = np.float32(0)
+            for j in range(4):  # -0.0: the adds of chains no warp fills fold away
+                chains[j] = np.float32(-0.0)
             for i in range(warps):
                 chains[i & 3] += warp_sums[i]
             total = (chains[0] + chains[1]) + (chains[2] + chains[3])
@@ -480,7 +482,7 @@ def make_kernel(dtype: str, items: int, full: bool, convert_once: bool = False,
                 row_sum[0] = total
             cuda.syncthreads()
             total = row_sum[0]
-        r = libdevice.rsqrtf(libdevice.fast_fdividef(total, np.float32(hidden)) + eps)
+        r = libdevice.rsqrtf(total * inverse + eps)
         if late_weights:  # each vector's weights now (from L2), its output stored at once
             w_part = local.array(1, VECTOR_BITS)
             y_part = local.array(1, VECTOR_BITS)
@@ -551,7 +553,10 @@ def make_kernel(dtype: str, items: int, full: bool, convert_once: bool = False,
                                               late_weights, loads_barrier, pairs))
         rms_norm_kernel.__qualname__ += "_" + variant
         bounds["cache"] = True
-    return cuda.jit(**bounds)(rms_norm_kernel)
+    # fastmath: float32 denormals flush to zero and the division and rsqrt are the approximate
+    # instructions alone, as in Triton's kernels by default; otherwise each takes a compare and
+    # two scalings around it, on the path from the row's sum to the first store
+    return cuda.jit(fastmath=True, **bounds)(rms_norm_kernel)
 
 
 def _strided_memory_view():

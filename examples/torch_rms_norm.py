@@ -245,7 +245,7 @@ def _copies(x, w, eps, out):
 # rows of 16-byte items, and a barrier after the loads for more than DECODE_ROWS rows.
 # Version 8: late weights at 1 to 3 vectors too, the warps' sums from shared memory for any rows,
 # and the timing in the benchmark's batches, cycling through the copies across candidates.
-@autotune(CONFIGS, _key, name="examples.rms_norm", version="8", prune=_prune, copies=_copies)
+@autotune(CONFIGS, _key, name="examples.rms_norm", version="9", prune=_prune, copies=_copies)
 def _run(x, w, eps, out, *, config):
     hidden = x.shape[-1]
     rows = x.numel() // hidden
