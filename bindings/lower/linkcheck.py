@@ -16,15 +16,14 @@ def compile_kernel_pieces(kernel, signature, *, arch=(9, 0)):
     current device; here they are compiled for ``arch`` like the kernel, GPU or not (and a
     dispatcher's launch bounds, register limit and fastmath apply, as on its launch)."""
     jit_options = getattr(kernel, "targetoptions", {})
-    from numba import cuda
-    from numba.cuda import dispatcher
+    from numba.cuda import compile_all, dispatcher
     saved = dispatcher.get_current_device
     dispatcher.get_current_device = lambda: SimpleNamespace(compute_capability=tuple(arch))
     try:
-        return cuda.compile_all(getattr(kernel, "py_func", kernel), signature, device=False,
-                                abi="numba", cc=tuple(arch), output="ltoir",
-                                fastmath=jit_options.get("fastmath", False),
-                                launch_bounds=jit_options.get("launch_bounds"))[0]
+        return compile_all(getattr(kernel, "py_func", kernel), signature, device=False,
+                           abi="numba", cc=tuple(arch), output="ltoir",
+                           fastmath=jit_options.get("fastmath", False),
+                           launch_bounds=jit_options.get("launch_bounds"))[0]
     finally:
         dispatcher.get_current_device = saved
 
