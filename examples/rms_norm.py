@@ -671,7 +671,10 @@ def tolerance(dtype, hidden: int, roundings: int = 1):
     sum of squares (any order: (hidden - 1) u32 relative, halved by the square root), the
     approximate division and reciprocal square root (2 ulp each) and two products (8 u32
     between them), and the final rounding to the row's type (u of the type; absolute: half
-    its smallest subnormal).
+    its smallest subnormal). It holds for rows whose elements are zero or at least 2^-126 in
+    magnitude: the kernels flush float32 denormals to zero (``fastmath``), so a bfloat16
+    subnormal reads as zero, as in Triton's and Inductor's kernels (every float16 value is a
+    normal float32).
     ``roundings``: how many times an implementation rounds to the row's type (2 where x * rstd
     is rounded before the product with w, as PyTorch's composite ``rms_norm`` does)."""
     u32 = unit_roundoff(np.float32)
