@@ -4,7 +4,8 @@ as SVG files that ``docs/performance.md`` shows.
     python tools/bench/bench.py draw [RESULT.json ...] [--img DIR]
 
 Without files it reads ``tools/bench/results/*.json`` and ``results/sweeps/*.json``; without
-``--img`` it writes to ``docs/img``. Each chart comes from the newest file (by its run's date) holding its section:
+``--img`` it writes to ``docs/img``. Each chart comes from the newest file (by its run's date)
+holding its section:
 
 - ``rmsnorm.svg`` (section ``rmsnorm``): coopgen's GB/s over the fastest peer's (PyTorch
   eager, torch.compile, Triton), a line per hidden size against the row count, one panel per

@@ -654,19 +654,14 @@ def precompile_tasks(groups, rows, quack: bool) -> list[tuple]:
     compiling what a timing process meets first for that width: coopgen's candidates, Triton
     and QuACK at the first row count (numba-cuda keys the cache entry of a kernel that uses its
     block's shape on its first launch's grid), torch.compile at the first and at the first
-    dynamic one (more than one row; Inductor sizes its kernels by it); coopgen's decode
-    candidates (``torch_rms_norm.decode_only``) at the first row count of at most
-    ``DECODE_ROWS`` rows, its bulk candidates (``bulk_only``) at the first of more, and
-    neither where the rows have none. Candidates that make the same kernel (variant and block)
+    dynamic one (more than one row; Inductor sizes its kernels by it); coopgen's decode and
+    bulk candidates at the first row count the autotuner times them for
+    (``torch_rms_norm.for_rows``), and not at all where the rows have none. Candidates that make the same kernel (variant and block)
     compile once."""
     import torch_rms_norm
-    from coopgen.autotune import pow2
     first = rows[0]
     later = [n for n in rows if n > 1]
     compile_rows = (first, later[0]) if first <= 1 and later else (first,)
-    # decode candidates: at the first row count of their buckets (none where there is none)
-    decode = [n for n in rows if pow2(n) <= torch_rms_norm.DECODE_ROWS][:1]
-    bulk = [n for n in rows if pow2(n) > torch_rms_norm.DECODE_ROWS][:1]
     tasks, seen = [], set()
     for dtype, hidden in groups:
         tasks.append(("compile", dtype, hidden, compile_rows, None))
@@ -678,8 +673,8 @@ def precompile_tasks(groups, rows, quack: bool) -> list[tuple]:
                 arguments = torch_rms_norm.kernel_plan(dtype, hidden, config)[1]
             except ValueError:  # no candidate for this width
                 continue
-            at = tuple(decode) if torch_rms_norm.decode_only(config) else \
-                tuple(bulk) if torch_rms_norm.bulk_only(config) else (first,)
+            # the first row count the autotuner times it for (``for_rows``), if any
+            at = tuple([n for n in rows if torch_rms_norm.for_rows(config, n)][:1])
             if arguments not in seen and at:
                 seen.add(arguments)
                 tasks.append(("coopgen", dtype, hidden, at, index))
