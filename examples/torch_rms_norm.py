@@ -254,9 +254,9 @@ def _run(x, w, eps, out, *, config):
     return out
 
 
-#: (x's dtype, x's shape, w's dtype, w's shape) -> (launch, grid, block, hidden) of the tuned
-#: kernel: a later call of a shape seen reads four fields and launches (the launcher still
-#: checks every tensor's dtype, rank, contiguity and device)
+#: (x's dtype, x's shape) -> (w's shape, the tuned kernel's guarded launch, grid, block,
+#: hidden): a later call of a shape seen compares two shapes and launches, the launch checking
+#: every tensor's dtype, contiguity and device (``coopgen.torch.Launcher.guarded``)
 _ready: dict = {}
 
 
@@ -266,20 +266,29 @@ def rms_norm(x: torch.Tensor, w: torch.Tensor, eps: float = 1e-6,
     weight ``w`` (hidden,) of the same type, on PyTorch's current stream. Returns ``out`` (made
     when not given). ``config``: one of ``CONFIGS`` instead of the autotuned choice."""
     shape = x.shape
-    ready = None if config is not None else _ready.get((x.dtype, shape, w.dtype, w.shape))
+    ready = None if config is not None else _ready.get((x.dtype, shape))
+    if ready is not None:
+        w_shape, run, grid, block, hidden = ready
+        if out is None:
+            out = torch.empty_like(x, memory_format=torch.contiguous_format)
+        if w.shape == w_shape and out.shape == shape:
+            try:
+                if run(grid, block, None, 0, (x, w, out, hidden, eps)):
+                    return out
+            except ct.MisalignedView:  # (the launch checks before it launches)
+                return _unaligned(x, w, eps, out)
+    return _checked(x, w, eps, out, config)
+
+
+def _checked(x, w, eps, out, config):
+    """``rms_norm`` after the checks: the first call of a shape, or arguments that are not
+    those of its tuned launch."""
+    hidden = x.shape[-1]
     if out is None:
         out = torch.empty_like(x, memory_format=torch.contiguous_format)
-    elif out.shape != shape or out.dtype != x.dtype:
+    elif out.shape != x.shape or out.dtype != x.dtype:
         raise ValueError(f"rms_norm: out must be {x.dtype} of shape {tuple(x.shape)}, not "
                          f"{out.dtype} of shape {tuple(out.shape)}")
-    if ready is not None:
-        launch, grid, block, hidden = ready
-        try:
-            launch(grid, block, (x, w, out, hidden, eps))
-        except ct.MisalignedView:  # (the launcher checks before it launches)
-            _unaligned(x, w, eps, out)
-        return out
-    hidden = x.shape[-1]
     if x.dtype not in DTYPES or w.dtype != x.dtype or w.shape != (hidden,):
         raise ValueError(f"rms_norm: x must be float16 or bfloat16 and w ({hidden},) of its "
                          f"type, not {x.dtype} and {w.dtype} {tuple(w.shape)}")
@@ -290,9 +299,12 @@ def rms_norm(x: torch.Tensor, w: torch.Tensor, eps: float = 1e-6,
             _run(x, w, eps, out)
             config = _run.config_for(x, w, eps, out)
             launch, threads, per_block = launcher_for(DTYPES[x.dtype], hidden, config)
-            _ready[x.dtype, x.shape, w.dtype, w.shape] = (
-                launch.launch, grid_for(x.numel() // hidden, per_block, config), (threads, 1, 1),
-                hidden)
+            # the launch _run made, this signature's, for tensors of these shapes (checked)
+            run = launch.guarded(sized=(x, w, out, hidden, eps))
+            if run is not None:
+                _ready[x.dtype, x.shape] = (w.shape, run, grid_for(x.numel() // hidden,
+                                                                   per_block, config),
+                                            (threads, 1, 1), hidden)
         else:
             _run.fn(x, w, eps, out, config=config)
     return out

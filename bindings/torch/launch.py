@@ -11,7 +11,9 @@ error (a CPU tensor, tensors of two devices, a number out of its type's range). 
 as another type only where the launcher was told to (``views``)."""
 from __future__ import annotations
 
+import array
 import ctypes
+import functools
 import importlib
 import operator
 import struct
@@ -28,31 +30,18 @@ _driver = None
 
 def driver():
     """libcuda's ``cuFuncSetAttribute`` and ``cuGetErrorName``, typed once, and its
-    ``cuLaunchKernel`` untyped as ``launch_kernel`` (and ``cuLaunchKernelEx`` as
-    ``launch_kernel_ex``): a typed call of 11 arguments costs twice the
-    host time. Its callers pass pointers as ``c_void_p`` and dimensions as ints (< 2**31)."""
+    ``cuLaunchKernelEx`` untyped as ``launch_kernel_ex``: every launch passes it four objects
+    made once (its ``CUlaunchConfig``, the function, the parameters, None), which costs less
+    host time than ``cuLaunchKernel``'s eleven arguments converted on each call."""
     global _driver
     if _driver is None:
         lib = ctypes.CDLL("libcuda.so.1")
         lib.cuFuncSetAttribute.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_int]
         lib.cuGetErrorName.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_char_p)]
-        lib.launch_kernel = lib["cuLaunchKernel"]  # a second function object: no argtypes
-        lib.launch_kernel.restype = ctypes.c_int
-        lib.launch_kernel_ex = lib["cuLaunchKernelEx"]  # launches with a cluster shape
+        lib.launch_kernel_ex = lib["cuLaunchKernelEx"]  # a second function object: no argtypes
         lib.launch_kernel_ex.restype = ctypes.c_int
         _driver = lib
     return _driver
-
-
-class StreamPointers(dict):
-    """raw stream handle -> its ``c_void_p``, made once (a process uses a few streams)."""
-
-    def __missing__(self, stream: int):
-        self[stream] = pointer = ctypes.c_void_p(stream)
-        return pointer
-
-
-STREAM_POINTERS = StreamPointers()
 
 
 def check(err: int, what: str) -> None:
@@ -95,8 +84,9 @@ def dim3(d, what: str = "a grid or block") -> tuple:
         dims = (operator.index(d),) if not isinstance(d, tuple) else tuple(map(operator.index, d))
     except TypeError:
         dims = ()
-    if not 1 <= len(dims) <= 3 or any(n < 1 for n in dims):
-        raise ValueError(f"coopgen.torch: {what} is 1 to 3 positive ints, not {d!r}")
+    if not 1 <= len(dims) <= 3 or any(not 1 <= n < 1 << 32 for n in dims):
+        raise ValueError(f"coopgen.torch: {what} is 1 to 3 positive ints below 2**32, not "
+                         f"{d!r}")
     return dims + (1,) * (3 - len(dims))
 
 
@@ -108,6 +98,8 @@ LAUNCH_ATTRIBUTE = struct.Struct("<i4x3I52x")
 #: its attribute pointer and count follow (``LAUNCH_ATTRIBUTES``)
 LAUNCH_CONFIG = struct.Struct("<7I4xQ")
 LAUNCH_ATTRIBUTES = struct.Struct("<QI4x")
+#: what writing a value that does not fit its parameter raises (a memoryview's item, a struct)
+NOT_FIT = (ValueError, TypeError, OverflowError, struct.error)
 
 
 class _Compiled(Exception):
@@ -200,31 +192,54 @@ def compiler_of(kernel):
 
 class Specialization:
     """One signature's compiled function and its launch: a function made for the signature
-    that reads each argument's fields, packs them into one buffer (8 bytes a parameter) and
-    calls ``cuLaunchKernel``, in straight-line code (a loop over writers costs twice as much
-    host time). ``sources``: per argument, ("tensor", itemsize, ndim), ("view", itemsize,
-    source itemsize), ("fields", writer) or ("scalar",)."""
+    that reads each argument's fields, writes those that change into the parameter buffer (8
+    bytes a parameter; the constant ones, an array's item size, are written once) and calls
+    ``cuLaunchKernelEx``, in straight-line code (a loop over writers costs twice as much host
+    time). ``sources``: per argument, ("tensor", itemsize, ndim), ("view", itemsize, source
+    itemsize), ("fields", writer, parameters) or ("scalar",); ``codes``: each parameter's struct
+    code."""
 
     def __init__(self, function: int, sharedmem: int, device: int, abi: str, sources, codes,
                  cluster: tuple | None = None):
         self.function, self.sharedmem, self.device = function, sharedmem, device
         self.cluster = cluster
-        if cluster is not None:  # cuLaunchKernelEx's CUlaunchConfig and its one attribute
-            self.attribute = ctypes.create_string_buffer(
-                LAUNCH_ATTRIBUTE.pack(CLUSTER_DIMENSION, *cluster))
-            self.config = ctypes.create_string_buffer(LAUNCH_CONFIG.size +
-                                                      LAUNCH_ATTRIBUTES.size)
-            LAUNCH_ATTRIBUTES.pack_into(self.config, LAUNCH_CONFIG.size,
-                                        ctypes.addressof(self.attribute), 1)
+        #: the parameters' layout, to read them back
         self.struct = struct.Struct("<" + "".join(c + "x" * (8 - struct.calcsize(c))
                                                   for c in codes))
-        self.buffer = ctypes.create_string_buffer(max(self.struct.size, 8))
-        base = ctypes.addressof(self.buffer)
+        self.buffer = bytearray(max(self.struct.size, 8))
+        memory = (ctypes.c_char * len(self.buffer)).from_buffer(self.buffer)
+        base = ctypes.addressof(memory)
         self.params = (ctypes.c_void_p * len(codes))(*(base + 8 * i for i in range(len(codes))))
-        self.launch = self._generate(abi, sources)
+        self._memory = memory  # (keeps the buffer's ctypes view, whose address params hold)
+        # cuLaunchKernelEx's CUlaunchConfig, the cluster shape its one attribute where given
+        self.attribute = ctypes.create_string_buffer(
+            LAUNCH_ATTRIBUTE.pack(CLUSTER_DIMENSION, *(cluster or (1, 1, 1))))
+        self.config = ctypes.create_string_buffer(LAUNCH_CONFIG.size + LAUNCH_ATTRIBUTES.size)
+        LAUNCH_ATTRIBUTES.pack_into(self.config, LAUNCH_CONFIG.size,
+                                    ctypes.addressof(self.attribute), cluster is not None)
+        self.layout = abi, sources, codes
+        self._writes, self._scope = self._parameters(*self.layout)
+        self._scope.update(
+            pack_config=LAUNCH_CONFIG.pack_into, config=self.config, sharedmem=sharedmem,
+            config_pointer=ctypes.c_void_p(ctypes.addressof(self.config)), params=self.params,
+            launch_kernel_ex=driver().launch_kernel_ex, function=ctypes.c_void_p(function),
+            failed=self._failed,
+            last=[None, None, None])  # the config's grid, block and stream, for both launches
+        self.launch = self._define(["def launch(grid, block, stream, args):",
+                                    self._unpack(len(sources))] + self._writes, "launch")
 
-    def _generate(self, abi: str, sources):
-        lines, values, scope, aligned = [], [], {}, []
+    @staticmethod
+    def _unpack(count: int) -> str:
+        return f"({''.join(f'a{i}, ' for i in range(count))}) = args"
+
+    def _parameters(self, abi: str, sources, codes, sizes=None) -> tuple[list, dict]:
+        """The launch's lines that read the arguments and write the parameters that change
+        into ``buffer`` (the constant ones are written here), and the names they use.
+        ``sizes``: {argument: its elements}, views whose size the caller has checked."""
+        words = memoryview(self.buffer).cast("q")  # an array's parameters: 8-byte ints
+        scope = {"words": words, **{f"pack_{c}": struct.Struct("<" + c).pack_into
+                                    for c in set(codes)}}  # numbers: struct checks their range
+        lines, writes, aligned, slot = [], [], [], 0
         for i, (kind, *info) in enumerate(sources):
             a = f"a{i}"
             if kind == "tensor":
@@ -233,68 +248,79 @@ class Specialization:
                 shape = [f"s{i}[{d}]" for d in range(ndim)]
                 strides = [f"t{i}[{d}]" + (f" * {size}" if abi == "numba" else "")
                            for d in range(ndim)]
-                values += (["0", "0", f"{a}.numel()", str(size), f"p{i}"] if abi == "numba"
-                           else [f"p{i}", f"p{i}", "0"]) + shape + strides
+                values = ([0, 0, f"{a}.numel()", size, f"p{i}"] if abi == "numba"
+                          else [f"p{i}", f"p{i}", 0]) + shape + strides
             elif kind == "view":
                 size, source = info
-                lines += [f"n{i}, r{i} = divmod({a}.numel() * {source}, {size})",
-                          f"if r{i}: not_whole({i}, {a}.numel() * {source}, {size})",
-                          f"p{i} = {a}.data_ptr()"]
+                lines += [f"n{i} = {a}.nbytes",
+                          f"if n{i} % {size}: not_whole({i}, n{i}, {size})",
+                          f"n{i} //= {size}"] if i not in (sizes or {}) else \
+                    [f"n{i} = {sizes[i]}"]
+                lines.append(f"p{i} = {a}.data_ptr()")
                 if size > source:  # wider elements: a misaligned start would fault
                     aligned.append((i, size))
-                values += ["0", "0", f"n{i}", str(size), f"p{i}", f"n{i}", str(size)] \
-                    if abi == "numba" else [f"p{i}", f"p{i}", "0", f"n{i}", "1"]
+                values = [0, 0, f"n{i}", size, f"p{i}", f"n{i}", size] if abi == "numba" \
+                    else [f"p{i}", f"p{i}", 0, f"n{i}", 1]
             elif kind == "fields":
-                scope[f"w{i}"] = info[0]
-                values.append(f"*w{i}({a})")
+                writer, count = info
+                scope[f"w{i}"] = writer
+                writes.append(f"words[{slot}:{slot + count}] = array_q(w{i}({a}))")
+                slot += count
+                continue
             else:
-                values.append(a)
+                writes.append(f"pack_{codes[slot]}(buffer, {8 * slot}, {a})")
+                slot += 1
+                continue
+            for value in values:  # an array's: constants written once, the others per launch
+                if isinstance(value, str):
+                    writes.append(f"words[{slot}] = {value}")
+                else:
+                    words[slot] = value
+                slot += 1
         if aligned:  # one test for all the views: the rare failure finds its argument
             lines += [f"if {' | '.join(f'p{i} & {size - 1}' for i, size in aligned)}:",
                       f"    misaligned(({', '.join(f'p{i}' for i, _ in aligned)},), "
                       f"{[(i, size) for i, size in aligned]})"]
-        unpack = [f"({''.join(f'a{i}, ' for i in range(len(sources)))}) = args"]
-        code = "\n    ".join(["def launch(grid, block, stream, args):"] + unpack + lines + [
-            f"values = ({''.join(v + ', ' for v in values)})",
-            "try:", "    pack_into(buffer, 0, *values)",
-            "except struct_error as e:", "    not_fit(e)"] + ([
-            "err = launch_kernel(function, grid[0], grid[1], grid[2], block[0], block[1], "
-            "block[2], sharedmem, stream_pointers[stream], params, None)",
-            "if err:", "    check(err, 'cuLaunchKernel')"] if self.cluster is None else [
-            "pack_config(config, 0, *grid, *block, sharedmem, stream)",
-            "err = launch_kernel_ex(config_pointer, function, params, None)",
-            "if err:", "    check(err, f'cuLaunchKernelEx with cluster {cluster} of grid "
-            "{grid}')"]))
-        scope.update(pack_into=self.struct.pack_into, buffer=self.buffer, check=check,
-                     struct_error=(struct.error, OverflowError), not_fit=_not_fit,
-                     not_whole=_not_whole, misaligned=_misaligned,
-                     launch_kernel=driver().launch_kernel,
-                     function=ctypes.c_void_p(self.function), sharedmem=self.sharedmem,
-                     params=self.params, stream_pointers=STREAM_POINTERS)
-        if self.cluster is not None:
-            scope.update(pack_config=LAUNCH_CONFIG.pack_into, config=self.config,
-                         config_pointer=ctypes.c_void_p(ctypes.addressof(self.config)),
-                         launch_kernel_ex=driver().launch_kernel_ex, cluster=self.cluster)
-        exec(compile(code, "<coopgen.torch launch>", "exec"), scope)  # noqa: S102
-        return scope["launch"]
+        scope.update(buffer=self.buffer, not_fit=_not_fit, not_whole=_not_whole,
+                     misaligned=_misaligned, not_fit_errors=NOT_FIT,
+                     array_q=functools.partial(array.array, "q"))
+        return lines + ["try:"] + [f"    {w}" for w in writes or ["pass"]] + [
+            "except not_fit_errors as e:", "    not_fit(e)"], scope
 
-    def guarded(self, block, requested: int, checks, names: dict, stream_of):
+    def _define(self, head: list, name: str, names: dict | None = None):
+        """The function ``name``: ``head`` (its def line and the lines before the launch: the
+        parameters' writes last), then the launch (the config rewritten only where the grid,
+        block or stream differs from the last launch's)."""
+        code = "\n    ".join(head + [
+            "if grid is not last[0] or block is not last[1] or stream != last[2]:",
+            "    pack_config(config, 0, *grid, *block, sharedmem, stream)",
+            "    last[:] = grid, block, stream",
+            "err = launch_kernel_ex(config_pointer, function, params, None)",
+            "if err:", "    failed(err, grid)"] + (["return True"] if name == "run" else []))
+        scope = dict(self._scope, **(names or {}))
+        exec(compile(code, f"<coopgen.torch {name}>", "exec"), scope)  # noqa: S102
+        return scope[name]
+
+    def _failed(self, err: int, grid) -> None:
+        check(err, "cuLaunchKernelEx" if self.cluster is None else
+              f"cuLaunchKernelEx with cluster {self.cluster} of grid {grid}")
+
+    def guarded(self, block, requested: int, checks, names: dict, stream_of, sizes=None):
         """``run(grid, block, stream, sharedmem, args) -> bool``: this launch if the arguments
         pass ``checks`` (expressions of a0, a1, ... and ``names``), else False; a launcher
-        tries its last signature's first, before building a key."""
-        unpack = "".join(f"a{i}, " for i in range(len(checks)))
-        code = "\n    ".join([
+        tries its last signature's first, before building a key. ``sizes``: as
+        ``_parameters``'."""
+        self.guard = block, requested, checks, names, stream_of
+        writes = self._writes if sizes is None else self._parameters(*self.layout, sizes)[0]
+        return self._define([
             "def run(grid, block_, stream, requested_, args):",
             f"if len(args) != {len(checks)} or requested_ != requested or block_ != block:",
             "    return False",
-            f"({unpack}) = args",
+            self._unpack(len(checks)),
             f"if not ({' and '.join(checks) or 'True'}):", "    return False",
-            "launch(grid, block, stream_of(device) if stream is None else stream, args)",
-            "return True"])
-        scope = dict(names, block=block, requested=requested, launch=self.launch,
-                     stream_of=stream_of, device=self.device)
-        exec(compile(code, "<coopgen.torch guarded launch>", "exec"), scope)  # noqa: S102
-        return scope["run"]
+            "if stream is None:", "    stream = stream_of(device)"] + writes, "run",
+            dict(names, block=block, requested=requested, stream_of=stream_of,
+                 device=self.device))
 
 
 def _not_fit(e):

@@ -40,7 +40,7 @@ class Launcher:
         self.scalars = {int(i): np.dtype(t).type for i, t in (scalars or {}).items()}
         self.specializations: dict = {}
         self._kinds: dict = {}
-        self._last = None  # the last signature's guarded launch
+        self._last = self._spec = None  # the last signature's guarded launch and its own
 
     def __getitem__(self, config) -> "Configured":
         if not isinstance(config, tuple) or not 2 <= len(config) <= 4:
@@ -86,7 +86,25 @@ class Launcher:
         else:
             spec.launch(grid, block, spec.stream(spec.device) if stream is None else stream,
                         args)
-        self._last = spec.run
+        self._last, self._spec = spec.run, spec
+
+    def guarded(self, sized=None):
+        """The launch of the signature launched last, ``run(grid, block, stream, sharedmem,
+        args) -> bool`` (``stream`` None: PyTorch's current one): it launches only where
+        ``args`` pass that signature's checks (each tensor's dtype, rank, contiguity and
+        device, each number's type) and ``block`` and ``sharedmem`` are the signature's, else
+        it returns False having launched nothing (``launch`` then dispatches or raises). None
+        before the first launch. A caller that launches one signature again and again keeps
+        it and skips the dispatch. ``sized``: arguments of that signature; the launch takes
+        the viewed tensors (``views``) to be of their sizes, reading none: for a caller that
+        checks their shapes itself."""
+        spec = self._spec
+        if spec is None or sized is None:
+            return self._last
+        views = [(i, a.nbytes, source[1]) for i, (a, source) in
+                 enumerate(zip(sized, spec.layout[1])) if source[0] == "view"]
+        return spec.guarded(*spec.guard, sizes={i: n // size for i, n, size in views
+                                                if n % size == 0})
 
     def _bind(self, grid, block, stream, sharedmem, args) -> launch.Specialization:
         """The signature's first launch, through the kernel's compiler; its specialization."""
@@ -113,11 +131,13 @@ class Launcher:
         for i, (ty, f) in enumerate(zip(argtypes, fields)):
             if isinstance(f, arrays.Fields):
                 size, tensor = arrays.itemsize(f.dtype), self._kind(type(args[i])) == TENSOR
+                count = len(arrays.ABI[compiler.abi](0, f.shape, f.strides, size))
                 sources.append(("view", size, args[i].element_size()) if tensor and
                                i in self.views else ("tensor", size, len(f.shape)) if tensor
                                else ("fields", launch.fields_writer(
-                                   compiler.abi, size, self.views.get(i), f"argument {i}")))
-                codes += "q" * len(arrays.ABI[compiler.abi](0, f.shape, f.strides, size))
+                                   compiler.abi, size, self.views.get(i), f"argument {i}"),
+                                   count))
+                codes += "q" * count
             elif str(ty) in launch.SCALAR_CODES:
                 sources.append(("scalar",))
                 codes.append(launch.SCALAR_CODES[str(ty)])

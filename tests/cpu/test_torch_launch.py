@@ -67,17 +67,10 @@ def launches(monkeypatch):
     made = []
 
     class Driver:
-        def launch_kernel(self, function, gx, gy, gz, bx, by, bz, shared, stream, params, _):
-            # the untyped cuLaunchKernel: pointers as c_void_p, dimensions as Python ints
-            assert isinstance(function, ctypes.c_void_p) and isinstance(stream, ctypes.c_void_p)
-            assert all(type(n) is int for n in (gx, gy, gz, bx, by, bz, shared))
-            spec = next(s for s in made_specs if s.params is params)
-            made.append(((gx, gy, gz), (bx, by, bz), shared, stream.value,
-                         spec.struct.unpack_from(spec.buffer)))
-            return 0
-
         def launch_kernel_ex(self, config, function, params, _):
-            # the untyped cuLaunchKernelEx: its CUlaunchConfig and one cluster attribute
+            # the untyped cuLaunchKernelEx: its CUlaunchConfig, made once, and the cluster
+            # attribute where the launcher has a cluster shape
+            assert isinstance(config, ctypes.c_void_p) and isinstance(function, ctypes.c_void_p)
             spec = next(s for s in made_specs if s.params is params)
             raw = ctypes.string_at(config.value, launch.LAUNCH_CONFIG.size +
                                    launch.LAUNCH_ATTRIBUTES.size)
@@ -85,9 +78,9 @@ def launches(monkeypatch):
             attrs, count = launch.LAUNCH_ATTRIBUTES.unpack_from(raw, launch.LAUNCH_CONFIG.size)
             kind, *cluster = launch.LAUNCH_ATTRIBUTE.unpack(
                 ctypes.string_at(attrs, launch.LAUNCH_ATTRIBUTE.size))
-            assert count == 1 and kind == launch.CLUSTER_DIMENSION
+            assert count in (0, 1) and kind == launch.CLUSTER_DIMENSION
             made.append((tuple(dims[:3]), tuple(dims[3:]), shared, stream,
-                         spec.struct.unpack_from(spec.buffer), tuple(cluster)))
+                         spec.struct.unpack_from(spec.buffer)) + ((tuple(cluster),) * count))
             return 0
 
     made_specs = []
@@ -161,8 +154,8 @@ def test_cluster_launches_through_launch_kernel_ex(launches, monkeypatch):
     with pytest.raises(ValueError, match=r"grid \(6, 1, 1\) is no multiple of the cluster "
                                          r"shape \(4, 1, 1\)"):
         _launcher(cluster=(4,))[6, 64](x, 7, 0.5)
-    with pytest.raises(ValueError, match=r"a cluster shape is 1 to 3 positive ints, not "
-                                         r"\(0, 1\)"):
+    with pytest.raises(ValueError, match=r"a cluster shape is 1 to 3 positive ints below "
+                                         r"2\*\*32, not \(0, 1\)"):
         _launcher(cluster=(0, 1))
     with pytest.raises(ValueError, match="a cluster shape .* takes a numba-cuda kernel"):
         _launcher("memref", cluster=2)
@@ -182,6 +175,36 @@ def test_memref_layout_and_views(launches, monkeypatch):
         launcher[1, 32](torch.empty(5, dtype=torch.float16), y, np.int32(5))
     with pytest.raises(ValueError, match="seen as a flat array of float32, so it must be C-"):
         launcher[1, 32](x, y.transpose(0, 1), np.int32(24))
+
+
+@pytest.mark.parametrize("abi", ("numba", "memref"))
+def test_a_guarded_launch_checks_what_the_launcher_keys_on(launches, monkeypatch, abi):
+    # the last signature's launch, kept by a caller (examples/torch_rms_norm.py): it launches
+    # what the launcher would for arguments of that signature, and refuses (False, nothing
+    # launched) a tensor of another dtype, layout or type of number, or another block; its
+    # sized form reads no viewed tensor's size but those of the arguments it was made for
+    monkeypatch.setattr(ct.Launcher, "_device", staticmethod(lambda args: 0))
+    launcher = _launcher(abi, views={0: np.uint32, 1: "flat"})
+    assert launcher.guarded() is None
+    x, y = torch.empty(4, 6, dtype=torch.float16), torch.empty(2, 3, 4)
+    launcher[1, 32](x, y, np.int32(24))
+    launcher[(3, 2), 32](x, y, np.int32(24))
+    want = launches[-1]
+    run, sized = launcher.guarded(), launcher.guarded(sized=(x, y, np.int32(24)))
+    for go in (run, sized):
+        assert go((3, 2, 1), (32, 1, 1), None, 0, (x, y, np.int32(24)))
+        assert launches[-1] == want
+    assert run((3, 2, 1), (32, 1, 1), None, 0, (torch.empty(8, dtype=torch.float16), y,
+                                              np.int32(16)))
+    assert launches[-1][4][3 if abi == "memref" else 2] == 4  # 8 halves: 4 words
+    refused = [(x.float(), y, np.int32(24)), (x, y.transpose(0, 2), np.int32(24)), (x, y, 24),
+               (x, y.half(), np.int32(24)), (x, y)]
+    for args in refused:
+        for go in (run, sized):
+            assert not go((3, 2, 1), (32, 1, 1), None, 0, args)
+    assert not sized((3, 2, 1), (64, 1, 1), None, 0, (x, y, np.int32(24)))
+    assert not sized((3, 2, 1), (32, 1, 1), None, 16, (x, y, np.int32(24)))
+    assert len(launches) == 4
 
 
 @pytest.mark.parametrize("abi", ("numba", "memref"))
@@ -253,6 +276,8 @@ def test_devices_are_checked_before_compiling():
         ct.launcher(lambda x: x)
     with pytest.raises(ValueError, match="a grid or block is 1 to 3 positive ints"):
         launcher[0, 32]
+    with pytest.raises(ValueError, match=r"below 2\*\*32, not \(4294967296, 1\)"):
+        launcher[(1 << 32, 1), 32]
 
 
 def test_fields_of_interfaces():
