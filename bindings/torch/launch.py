@@ -218,6 +218,7 @@ class Specialization:
         LAUNCH_ATTRIBUTES.pack_into(self.config, LAUNCH_CONFIG.size,
                                     ctypes.addressof(self.attribute), cluster is not None)
         self.layout = abi, sources, codes
+        self.held = [None] * (len(sources) + 1)  # what the buffer holds: sizes, then numbers
         self._writes, self._scope = self._parameters(*self.layout)
         self._scope.update(
             pack_config=LAUNCH_CONFIG.pack_into, config=self.config, sharedmem=sharedmem,
@@ -239,7 +240,7 @@ class Specialization:
         words = memoryview(self.buffer).cast("q")  # an array's parameters: 8-byte ints
         scope = {"words": words, **{f"pack_{c}": struct.Struct("<" + c).pack_into
                                     for c in set(codes)}}  # numbers: struct checks their range
-        lines, writes, aligned, slot = [], [], [], 0
+        lines, writes, aligned, slot, sized = [], [], [], 0, []
         for i, (kind, *info) in enumerate(sources):
             a = f"a{i}"
             if kind == "tensor":
@@ -252,36 +253,44 @@ class Specialization:
                           else [f"p{i}", f"p{i}", 0]) + shape + strides
             elif kind == "view":
                 size, source = info
+                n = f"={sizes[i]}" if i in (sizes or {}) else f"n{i}"  # "=": a size known
                 lines += [f"n{i} = {a}.nbytes",
                           f"if n{i} % {size}: not_whole({i}, n{i}, {size})",
-                          f"n{i} //= {size}"] if i not in (sizes or {}) else \
-                    [f"n{i} = {sizes[i]}"]
-                lines.append(f"p{i} = {a}.data_ptr()")
+                          f"n{i} //= {size}"] * (n[0] != "=") + [f"p{i} = {a}.data_ptr()"]
                 if size > source:  # wider elements: a misaligned start would fault
                     aligned.append((i, size))
-                values = [0, 0, f"n{i}", size, f"p{i}", f"n{i}", size] if abi == "numba" \
-                    else [f"p{i}", f"p{i}", 0, f"n{i}", 1]
+                values = [0, 0, n, size, f"p{i}", n, size] if abi == "numba" \
+                    else [f"p{i}", f"p{i}", 0, n, 1]
             elif kind == "fields":
                 writer, count = info
                 scope[f"w{i}"] = writer
                 writes.append(f"words[{slot}:{slot + count}] = array_q(w{i}({a}))")
                 slot += count
                 continue
-            else:
-                writes.append(f"pack_{codes[slot]}(buffer, {8 * slot}, {a})")
+            else:  # a number: written where it is not the object the buffer holds
+                writes.append(f"if {a} is not held[{i + 1}]: "
+                              f"pack_{codes[slot]}(buffer, {8 * slot}, {a}); held[{i + 1}] = {a}")
                 slot += 1
                 continue
             for value in values:  # an array's: constants written once, the others per launch
-                if isinstance(value, str):
-                    writes.append(f"words[{slot}] = {value}")
-                else:
+                if isinstance(value, int):
                     words[slot] = value
+                elif value[0] == "=":
+                    sized.append(f"words[{slot}] = {value[1:]}")
+                else:
+                    writes.append(f"words[{slot}] = {value}")
                 slot += 1
+        # held[0]: the sizes the buffer holds, where a launch that knows them wrote them
+        if sized:
+            scope["sizes"] = sizes = object()
+            writes.insert(0, f"if held[0] is not sizes: {'; '.join(sized)}; held[0] = sizes")
+        elif any(kind == "view" for kind, *_ in sources):
+            writes.insert(0, "held[0] = None")
         if aligned:  # one test for all the views: the rare failure finds its argument
             lines += [f"if {' | '.join(f'p{i} & {size - 1}' for i, size in aligned)}:",
                       f"    misaligned(({', '.join(f'p{i}' for i, _ in aligned)},), "
                       f"{[(i, size) for i, size in aligned]})"]
-        scope.update(buffer=self.buffer, not_fit=_not_fit, not_whole=_not_whole,
+        scope.update(buffer=self.buffer, held=self.held, not_fit=_not_fit, not_whole=_not_whole,
                      misaligned=_misaligned, not_fit_errors=NOT_FIT,
                      array_q=functools.partial(array.array, "q"))
         return lines + ["try:"] + [f"    {w}" for w in writes or ["pass"]] + [
@@ -311,7 +320,8 @@ class Specialization:
         tries its last signature's first, before building a key. ``sizes``: as
         ``_parameters``'."""
         self.guard = block, requested, checks, names, stream_of
-        writes = self._writes if sizes is None else self._parameters(*self.layout, sizes)[0]
+        writes, scope = (self._writes, {}) if sizes is None else \
+            self._parameters(*self.layout, sizes)
         return self._define([
             "def run(grid, block_, stream, requested_, args):",
             f"if len(args) != {len(checks)} or requested_ != requested or block_ != block:",
@@ -319,7 +329,7 @@ class Specialization:
             self._unpack(len(checks)),
             f"if not ({' and '.join(checks) or 'True'}):", "    return False",
             "if stream is None:", "    stream = stream_of(device)"] + writes, "run",
-            dict(names, block=block, requested=requested, stream_of=stream_of,
+            dict(names, **scope, block=block, requested=requested, stream_of=stream_of,
                  device=self.device))
 
 

@@ -205,6 +205,11 @@ def test_a_guarded_launch_checks_what_the_launcher_keys_on(launches, monkeypatch
     assert not sized((3, 2, 1), (64, 1, 1), None, 0, (x, y, np.int32(24)))
     assert not sized((3, 2, 1), (32, 1, 1), None, 16, (x, y, np.int32(24)))
     assert len(launches) == 4
+    # after a launch of other sizes and numbers, the sized launch writes its own again
+    assert sized((3, 2, 1), (32, 1, 1), None, 0, (x, y, np.int32(24)))
+    assert launches[-1] == want
+    assert run((3, 2, 1), (32, 1, 1), None, 0, (x, y, np.int32(7)))
+    assert launches[-1][4][-1] == 7 and launches[-1][4][:-1] == want[4][:-1]
 
 
 @pytest.mark.parametrize("abi", ("numba", "memref"))
