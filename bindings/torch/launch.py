@@ -262,9 +262,9 @@ class Specialization:
                 values = [0, 0, n, size, f"p{i}", n, size] if abi == "numba" \
                     else [f"p{i}", f"p{i}", 0, n, 1]
             elif kind == "fields":
-                writer, count = info
-                scope[f"w{i}"] = writer
-                writes.append(f"words[{slot}:{slot + count}] = array_q(w{i}({a}))")
+                scope[f"w{i}"], count = info  # its errors (MisalignedView) raised as they are
+                lines.append(f"f{i} = array_q(w{i}({a}))")
+                writes.append(f"words[{slot}:{slot + count}] = f{i}")
                 slot += count
                 continue
             else:  # a number: written where it is not the object the buffer holds

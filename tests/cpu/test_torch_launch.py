@@ -241,6 +241,13 @@ def test_a_view_as_wider_elements_must_start_on_their_boundary(launches, monkeyp
     # the flat view of y keeps y's own elements: no alignment beyond theirs
     launcher[1, 32](buf[16:80], torch.empty(9)[1:], np.int32(64))
     assert len(launches) == 2
+    # a device array that is not a tensor (its __cuda_array_interface__), on the raw launch
+    # too: the same MisalignedView, never another error
+    for _ in range(2):  # its signature's first launch (the compiler's), then a raw one
+        launcher[1, 32](_Interface((64,), "<f2", ptr=0x7F0000001000), y, np.int32(64))
+    with pytest.raises(ct.MisalignedView, match=r"argument 0 is seen as 16-byte .*\(2 bytes"):
+        launcher[1, 32](_Interface((64,), "<f2", ptr=0x7F0000001002), y, np.int32(64))
+    assert len(launches) == 3
 
 
 def test_numbers_out_of_range_and_unknown_arguments(launches, monkeypatch):

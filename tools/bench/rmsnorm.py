@@ -656,8 +656,8 @@ def precompile_tasks(groups, rows, quack: bool) -> list[tuple]:
     block's shape on its first launch's grid), torch.compile at the first and at the first
     dynamic one (more than one row; Inductor sizes its kernels by it); coopgen's decode and
     bulk candidates at the first row count the autotuner times them for
-    (``torch_rms_norm.for_rows``), and not at all where the rows have none. Candidates that make the same kernel (variant and block)
-    compile once."""
+    (``torch_rms_norm.for_rows``), and not at all where the rows have none. Candidates that
+    make the same kernel (variant and block) compile once."""
     import torch_rms_norm
     first = rows[0]
     later = [n for n in rows if n > 1]
