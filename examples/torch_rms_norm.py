@@ -195,8 +195,10 @@ def _key(x, w, eps, out):
 
 def clusters_on(device: torch.device) -> bool:
     """Whether ``device`` launches thread-block clusters (compute capability 9.0 and later; a
-    tensor on the meta device, which the candidates' tests use, is taken to)."""
-    return device.type != "cuda" or torch.cuda.get_device_capability(device) >= (9, 0)
+    tensor on the meta device, which the candidates' tests use, is taken to) and the kernels'
+    compiler has them (numba-cuda; numba-cuda-mlir's launch has no cluster shape)."""
+    return example.cuda.__name__.startswith("numba.") and (
+        device.type != "cuda" or torch.cuda.get_device_capability(device) >= (9, 0))
 
 
 def _prune(configs, x, w, eps, out):

@@ -25,7 +25,7 @@ def compile_kernel_pieces(kernel, signature, *, arch=(9, 0)):
     from numba_cuda_mlir.compiler import _compile_and_optimize
     options = {"lto": True, "_compile_output": "ltoir", "chip": f"sm_{arch[0]}{arch[1]}"}
     jit_options = getattr(kernel, "targetoptions", {})  # as the launch compiles it
-    options.update({k: jit_options[k] for k in ("launch_bounds", "max_registers")
+    options.update({k: jit_options[k] for k in ("launch_bounds", "max_registers", "fastmath")
                     if jit_options.get(k) is not None})
     with _device_cc(arch):
         cres = _compile_and_optimize(getattr(kernel, "py_func", kernel), tuple(signature),

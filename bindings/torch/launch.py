@@ -145,6 +145,7 @@ class NumbaCudaMlir:
     for one, as coopgen's kernels do); the compile result gives the cubin's function."""
     abi = "memref"
     DYNAMIC_LIMIT = 48 * 1024  # bytes a launch gets without raising the function's attribute
+    kept: list = []  # the dispatchers made by fresh()
 
     def __init__(self):
         self.cuda = importlib.import_module("numba_cuda_mlir.cuda")
@@ -152,28 +153,46 @@ class NumbaCudaMlir:
 
     def first_launch(self, kernel, grid, block, stream, sharedmem, args, launch=True):
         # launch=False (a cluster shape) is refused by the Launcher: the launch compiles
+        kernel = self.fresh(kernel)
         kernel[grid, block, self.cuda.external_stream(stream) if stream else 0,
                sharedmem](*args)
         argtypes = tuple(self.typeof.typeof(a, self.typeof.Purpose.argument) for a in args)
-        result = self._result(kernel, argtypes, block)
+        sig, result = self._result(kernel, argtypes, block)
         handle = int(result._codelibrary.get_cufunc().handle)
         total = max(sharedmem, result.metadata.get("required_dynamic_shared_memory", 0))
         if total > self.DYNAMIC_LIMIT:
             attribute = 8  # CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
             check(driver().cuFuncSetAttribute(handle, attribute, total), "cuFuncSetAttribute")
-        return handle, total, argtypes
+        return handle, total, sig
 
     @staticmethod
-    def _result(kernel, argtypes, block):
+    def fresh(kernel):
+        """``kernel``, or where it compiled other signatures a new dispatcher of its function and
+        options: numba-cuda-mlir 0.6's launch of a float32 scalar on a dispatcher holding a
+        float64 one ran a kernel that wrote zeros (H200); one of its own ran right."""
+        if not (kernel.overloads or kernel.launch_config_overloads) or \
+                not getattr(kernel, "_can_compile", True):  # (signatures given: it coerces)
+            return kernel
+        clone = type(kernel)(kernel.py_func, targetoptions=dict(kernel.targetoptions))
+        if kernel.targetoptions.get("cache"):
+            clone.enable_caching()
+        NumbaCudaMlir.kept.append(clone)  # its module stays loaded: launches hold its function
+        return clone
+
+    @staticmethod
+    def _result(kernel, argtypes, block) -> tuple:
+        """(signature, compile result) the launch used: its own, or one numba-cuda-mlir reuses
+        (arrays of another layout, whose strides a memref passes; integers of another width)."""
         blocks = {tuple(block[:n]) for n in (1, 2, 3)}
-        for (sig, key), result in kernel.launch_config_overloads.items():
-            if tuple(sig) == argtypes and tuple(dict(key)["block"]) in blocks:
-                return result
-        result = kernel.overloads.get(argtypes)
-        if result is None:
-            raise RuntimeError(f"coopgen.torch: numba-cuda-mlir launched {kernel} but kept no "
-                               f"compile result for {argtypes}")
-        return result
+        reuse = getattr(kernel, "_can_reuse_overload", lambda s, r: s == r)
+        results = [(tuple(sig), r) for (sig, key), r in kernel.launch_config_overloads.items()
+                   if tuple(dict(key)["block"]) in blocks] + list(kernel.overloads.items())
+        for exact in (True, False):
+            for sig, result in results:
+                if tuple(sig) == argtypes if exact else all(map(reuse, sig, argtypes)):
+                    return tuple(sig), result
+        raise RuntimeError(f"coopgen.torch: numba-cuda-mlir launched {kernel} but kept no "
+                           f"compile result for {argtypes}")
 
 
 COMPILERS = {"numba": NumbaCuda, "numba_cuda_mlir": NumbaCudaMlir}

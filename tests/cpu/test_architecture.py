@@ -128,7 +128,9 @@ PYTORCH_SURFACE = ("torch", "autotune")
 #: (one generated function with the checks), and a launcher's kept launch (``guarded``, its
 #: sized form for a caller that checks the shapes): the host time of a call cut by a fifth.
 #: +10: a number, and a sized launch's sizes, written only where the buffer holds others.
-MAX_PYTORCH_SURFACE_LINES = 1101
+#: +19: numba-cuda-mlir kernels: a new signature's first launch on a dispatcher of its own (one
+#: holding other signatures launched a wrong kernel), and the compile result it reuses found.
+MAX_PYTORCH_SURFACE_LINES = 1120
 
 
 def modules() -> dict[str, Path]:

@@ -513,3 +513,32 @@ def test_the_packed_parameters_are_the_compilers_abi(compiler):
     launcher = ct.launcher(cuda.jit(_abi_kernel))
     fields = len(arrays.ABI[launcher.compiler.abi](0, (2, 3), (3, 1), 4))
     assert _entry_params(ptx) == ["u64"] * 2 * fields + ["u32", "f64"]
+
+
+def test_numba_cuda_mlir_first_launches_on_a_dispatcher_of_their_own():
+    # numba-cuda-mlir 0.6 launched a wrong kernel for a float32 scalar on a dispatcher that held
+    # a float64 one (an H200 read zeros back): a kernel that compiled anything is launched for a
+    # new signature through a new dispatcher of the same function and options, kept alive
+    pytest.importorskip("numba_cuda_mlir")
+    from numba_cuda_mlir import cuda
+    from numba_cuda_mlir.numba_cuda import types
+
+    kernel = cuda.jit(fastmath=True, cache=False)(_abi_kernel)
+    assert launch.NumbaCudaMlir.fresh(kernel) is kernel  # nothing compiled: the kernel itself
+    f32 = types.Array(types.float32, 2, "C")
+    f32_any, i64 = types.Array(types.float32, 2, "A"), types.int64
+    result = object()
+    kernel.overloads[(f32, f32, types.int32, types.float64)] = result
+    kept = len(launch.NumbaCudaMlir.kept)
+    clone = launch.NumbaCudaMlir.fresh(kernel)
+    assert type(clone) is type(kernel) and clone is not kernel and not clone.overloads
+    assert clone.py_func is kernel.py_func and clone.targetoptions == kernel.targetoptions
+    assert launch.NumbaCudaMlir.kept[kept:] == [clone]
+    # the compile result its launch used: its own signature first, else one it reuses (arrays
+    # of another layout, their strides passed; integers of another width), as it picks them
+    sig = (f32, f32, types.int32, types.float64)
+    assert launch.NumbaCudaMlir._result(kernel, sig, (16, 1, 1)) == (sig, result)
+    reused = (f32_any, f32, i64, types.float64)
+    assert launch.NumbaCudaMlir._result(kernel, reused, (16, 1, 1)) == (sig, result)
+    with pytest.raises(RuntimeError, match="kept no compile result"):
+        launch.NumbaCudaMlir._result(kernel, (f32, f32, types.int32, types.float32), (16, 1, 1))

@@ -14,7 +14,7 @@ import time
 
 import numpy as np
 import pytest
-from gpu_util import LINK_ON_CPU, ROOT, cuda
+from gpu_util import LINK_ON_CPU, MLIR, ROOT, cuda
 
 torch = pytest.importorskip("torch")
 if LINK_ON_CPU or not torch.cuda.is_available():
@@ -187,10 +187,21 @@ def test_rms_norm_every_config(config, hidden):
         trn.launcher_for("bfloat16", hidden, config)
     except ValueError:
         pytest.skip(f"{config} is no candidate for rows of {hidden}")
+    refused = []
     for dtype in DTYPES:
         x, w = _inputs((41, hidden), dtype, 3)
         out = torch.full_like(x, float("nan"))
-        _assert_close(trn.rms_norm(x, w, 1e-6, out=out, config=config), x, w, 1e-6)
+        try:
+            y = trn.rms_norm(x, w, 1e-6, out=out, config=config)
+        except Exception as e:  # noqa: BLE001 (only numba-cuda-mlir's known refusal passes)
+            if not (MLIR and dtype == torch.float16 and "unsupported operation" in str(e)):
+                raise
+            refused.append(dtype)
+            continue
+        _assert_close(y, x, w, 1e-6)
+    if refused:  # the autotuner skips such a candidate; bfloat16's ran and answered right
+        pytest.xfail("numba-cuda-mlir 0.6 compiles for GPUs before sm_100 through LLVM 7 IR, "
+                     "which NVVM refuses for this float16 kernel ('unsupported operation')")
 
 
 def test_rms_norm_decode_candidates_are_timed_for_decode_batches_only():
@@ -267,6 +278,7 @@ def test_rms_norm_rows_off_a_16_byte_boundary(hidden, dtype):
         _assert_close(out, x, w, 1e-6)
 
 
+@pytest.mark.skipif(MLIR, reason="numba-cuda-mlir's launch has no cluster shape")
 @pytest.mark.parametrize("cluster", trn.CLUSTERS)
 def test_rms_norm_split_over_a_cluster_in_a_cuda_graph(cluster):
     # a row over a cluster of blocks: launched by cuLaunchKernelEx with the cluster's shape,
