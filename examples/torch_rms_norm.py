@@ -22,6 +22,7 @@ import torch
 
 import coopgen.torch as ct
 import rms_norm as example
+from _compiler import COMPILER
 from coopgen.autotune import Config, autotune, pow2
 
 #: candidates: 16-byte vectors a thread holds (the block size follows from hidden), and the
@@ -197,7 +198,7 @@ def clusters_on(device: torch.device) -> bool:
     """Whether ``device`` launches thread-block clusters (compute capability 9.0 and later; a
     tensor on the meta device, which the candidates' tests use, is taken to) and the kernels'
     compiler has them (numba-cuda; numba-cuda-mlir's launch has no cluster shape)."""
-    return example.cuda.__name__.startswith("numba.") and (
+    return COMPILER == "numba" and (
         device.type != "cuda" or torch.cuda.get_device_capability(device) >= (9, 0))
 
 

@@ -189,8 +189,8 @@ class NumbaCudaMlir:
                    if tuple(dict(key)["block"]) in blocks] + list(kernel.overloads.items())
         for exact in (True, False):
             for sig, result in results:
-                if tuple(sig) == argtypes if exact else all(map(reuse, sig, argtypes)):
-                    return tuple(sig), result
+                if sig == argtypes if exact else all(map(reuse, sig, argtypes)):
+                    return sig, result
         raise RuntimeError(f"coopgen.torch: numba-cuda-mlir launched {kernel} but kept no "
                            f"compile result for {argtypes}")
 
